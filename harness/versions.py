@@ -1,0 +1,29 @@
+"""Reads versions.yaml, the single source of pinned versions."""
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+VERSIONS_FILE = REPO_ROOT / "versions.yaml"
+
+
+@functools.lru_cache(maxsize=None)
+def pins() -> dict:
+    with VERSIONS_FILE.open() as fh:
+        return yaml.safe_load(fh)
+
+
+def module(name: str) -> tuple[str, str]:
+    """(module path, version) of a pinned Go component, e.g. module('kueue')."""
+    entry = pins()
+    for part in name.split("."):
+        entry = entry[part]
+    return entry["module"], entry["version"]
+
+
+def staging_version(kube_version: str) -> str:
+    """k8s.io/kubernetes v1.Y.Z goes with the staging modules v0.Y.Z."""
+    return "v0." + kube_version.removeprefix("v1.")

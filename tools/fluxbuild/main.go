@@ -1,0 +1,195 @@
+// Command fluxbuild renders kustomize overlays and Flux Kustomizations offline, with the same
+// library code kustomize-controller runs (github.com/fluxcd/pkg/kustomize): the generator that
+// merges spec.patches/images/components/targetNamespace into the kustomization, the secure
+// build with LoadRestrictionsNone, and postBuild variable substitution.
+//
+// Input on stdin (JSON): {"root": DIR, "jobs": [{"id", "dir"}, {"id", "kustomization", "sources"}]}
+// where "sources" are the ConfigMaps/Secrets that substituteFrom may name. Output on stdout
+// (JSON): one result per job with the rendered objects or the error kustomize-controller would
+// report, plus the variables that strict substitution finds undefined.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/fluxcd/pkg/kustomize"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/kustomize/api/resmap"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+)
+
+type job struct {
+	ID            string                   `json:"id"`
+	Dir           string                   `json:"dir,omitempty"`
+	Kustomization map[string]interface{}   `json:"kustomization,omitempty"`
+	Sources       []map[string]interface{} `json:"sources,omitempty"`
+}
+
+type request struct {
+	Root string `json:"root"`
+	Jobs []job  `json:"jobs"`
+}
+
+type result struct {
+	ID        string                   `json:"id"`
+	Objects   []map[string]interface{} `json:"objects"`
+	Error     string                   `json:"error,omitempty"`
+	Undefined []string                 `json:"undefined,omitempty"`
+}
+
+func main() {
+	var req request
+	data, err := io.ReadAll(os.Stdin)
+	if err == nil {
+		err = json.Unmarshal(data, &req)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "fluxbuild: reading request: %v\n", err)
+		os.Exit(2)
+	}
+	// kustomize-controller builds in a private copy of the artifact, because the generator
+	// writes a kustomization.yaml into the directory; do the same so the checkout stays untouched.
+	work, err := os.MkdirTemp("", "fluxbuild-")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "fluxbuild: %v\n", err)
+		os.Exit(2)
+	}
+	defer os.RemoveAll(work)
+	if err := os.CopyFS(work, os.DirFS(req.Root)); err != nil {
+		fmt.Fprintf(os.Stderr, "fluxbuild: copying %s: %v\n", req.Root, err)
+		os.Exit(2)
+	}
+	results := make([]result, 0, len(req.Jobs))
+	for _, j := range req.Jobs {
+		results = append(results, run(work, j))
+	}
+	enc := json.NewEncoder(os.Stdout)
+	if err := enc.Encode(results); err != nil {
+		fmt.Fprintf(os.Stderr, "fluxbuild: %v\n", err)
+		os.Exit(2)
+	}
+}
+
+func run(root string, j job) result {
+	r := result{ID: j.ID, Objects: []map[string]interface{}{}}
+	if j.Kustomization == nil {
+		resources, err := kustomize.Build(filesys.MakeFsOnDisk(), filepath.Join(root, j.Dir))
+		if err != nil {
+			r.Error = err.Error()
+			return r
+		}
+		r.Objects, r.Error = toMaps(resources)
+		return r
+	}
+	ks := unstructured.Unstructured{Object: j.Kustomization}
+	path, _, _ := unstructured.NestedString(ks.Object, "spec", "path")
+	dir, err := securePath(root, path)
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	if _, err := os.Stat(dir); err != nil {
+		r.Error = fmt.Sprintf("kustomization path not found: %s", path)
+		return r
+	}
+	action, err := kustomize.NewGenerator(root, ks).WriteFile(dir)
+	if err != nil {
+		r.Error = fmt.Sprintf("kustomize create failed: %v", err)
+		return r
+	}
+	defer kustomize.CleanDirectory(dir, action)
+	resources, err := kustomize.SecureBuild(root, dir, false)
+	if err != nil {
+		r.Error = fmt.Sprintf("kustomize build failed: %v", err)
+		return r
+	}
+	kubeClient, err := sourcesClient(j.Sources, ks.GetNamespace())
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	ctx := context.Background()
+	undefined := map[string]bool{}
+	for _, res := range resources.Resources() {
+		// Strict substitution is off by default in kustomize-controller; run it on a copy only
+		// to learn which variables are referenced but never defined.
+		if _, err := kustomize.SubstituteVariables(ctx, kubeClient, ks, res.DeepCopy(), kustomize.SubstituteWithStrict(true)); err != nil {
+			undefined[err.Error()] = true
+		}
+		out, err := kustomize.SubstituteVariables(ctx, kubeClient, ks, res)
+		if err != nil {
+			r.Error = fmt.Sprintf("post build failed for '%s': %v", res.CurId().String(), err)
+			return r
+		}
+		if out != nil {
+			if err := resources.Replace(out); err != nil {
+				r.Error = err.Error()
+				return r
+			}
+		}
+	}
+	for msg := range undefined {
+		r.Undefined = append(r.Undefined, msg)
+	}
+	r.Objects, r.Error = toMaps(resources)
+	return r
+}
+
+// securePath resolves a Flux spec.path inside root, refusing paths that escape it.
+func securePath(root, path string) (string, error) {
+	clean := filepath.Join(root, filepath.Clean("/"+path))
+	if !strings.HasPrefix(clean, filepath.Clean(root)) {
+		return "", fmt.Errorf("path %q escapes the source root", path)
+	}
+	return clean, nil
+}
+
+func sourcesClient(sources []map[string]interface{}, namespace string) (client.Client, error) {
+	scheme := runtime.NewScheme()
+	if err := corev1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	builder := fake.NewClientBuilder().WithScheme(scheme)
+	for _, s := range sources {
+		u := &unstructured.Unstructured{Object: s}
+		if u.GetNamespace() == "" {
+			u.SetNamespace(namespace)
+		}
+		var obj client.Object
+		switch u.GetKind() {
+		case "ConfigMap":
+			obj = &corev1.ConfigMap{}
+		case "Secret":
+			obj = &corev1.Secret{}
+		default:
+			return nil, fmt.Errorf("substitution source %s/%s: kind must be ConfigMap or Secret", u.GetKind(), u.GetName())
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
+			return nil, fmt.Errorf("substitution source %s/%s: %v", u.GetKind(), u.GetName(), err)
+		}
+		builder = builder.WithObjects(obj)
+	}
+	return builder.Build(), nil
+}
+
+func toMaps(resources resmap.ResMap) ([]map[string]interface{}, string) {
+	out := make([]map[string]interface{}, 0, resources.Size())
+	for _, res := range resources.Resources() {
+		m, err := res.Map()
+		if err != nil {
+			return nil, err.Error()
+		}
+		out = append(out, m)
+	}
+	return out, ""
+}
