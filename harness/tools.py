@@ -11,6 +11,7 @@ a second run only checks that the binaries exist.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import hashlib
 import json
 import os
@@ -120,6 +121,16 @@ class GoTool:
     def build(self) -> Path:
         if self.is_cached():
             return self.bin_dir()
+        # Parallel runs (two checkouts, xdist workers) wait for one builder instead of racing.
+        lock_path = cache_root() / "locks" / f"{self.name}.lock"
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        with lock_path.open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if self.is_cached():
+                return self.bin_dir()
+            return self._build_locked()
+
+    def _build_locked(self) -> Path:
         say("tools", f"building {self.name} {self.version} from Go modules (first run only; cached in {cache_root()})")
         ticker = Ticker("tools")
         workdir = versions.REPO_ROOT / self.local_source if self.local_source else self._wrapper_module()

@@ -65,7 +65,7 @@ func main() {
 		os.Exit(2)
 	}
 	defer os.RemoveAll(work)
-	if err := os.CopyFS(work, os.DirFS(req.Root)); err != nil {
+	if err := copyTree(req.Root, work); err != nil {
 		fmt.Fprintf(os.Stderr, "fluxbuild: copying %s: %v\n", req.Root, err)
 		os.Exit(2)
 	}
@@ -132,7 +132,7 @@ func run(root string, j job) result {
 			return r
 		}
 		if out != nil {
-			if err := resources.Replace(out); err != nil {
+			if _, err := resources.Replace(out); err != nil {
 				r.Error = err.Error()
 				return r
 			}
@@ -143,6 +143,33 @@ func run(root string, j job) result {
 	}
 	r.Objects, r.Error = toMaps(resources)
 	return r
+}
+
+// skipDirs hold no configuration; copying them (a virtualenv, git objects) would dominate the run.
+var skipDirs = map[string]bool{".git": true, ".venv": true, "build": true, "node_modules": true, "__pycache__": true, ".terraform": true, ".pytest_cache": true}
+
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			if rel != "." && skipDirs[d.Name()] {
+				return filepath.SkipDir
+			}
+			return os.MkdirAll(target, 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o644)
+	})
 }
 
 // securePath resolves a Flux spec.path inside root, refusing paths that escape it.

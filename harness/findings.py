@@ -1,0 +1,54 @@
+"""Findings of the static gate and their text, JSON and JUnit XML forms."""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from junit_xml import TestCase, TestSuite, to_xml_report_string
+
+
+@dataclass(frozen=True, order=True)
+class Finding:
+    file: str  # repository-relative source file
+    line: int | None  # 1-based, where the YAML parser gives one
+    resource: str  # Kind/name (namespace/name for namespaced objects), or "" for a file
+    rule: str  # stable rule id, e.g. "localqueue-clusterqueue"
+    message: str
+    hint: str  # how to fix it
+    context: str = ""  # which build, cluster or sample the finding came from
+
+    def location(self) -> str:
+        return f"{self.file}:{self.line}" if self.line else self.file
+
+    def text(self) -> str:
+        where = f" [{self.context}]" if self.context else ""
+        resource = f" {self.resource}" if self.resource else ""
+        return f"{self.location()}:{resource} {self.rule}: {self.message}{where}\n    fix: {self.hint}"
+
+
+def to_json(findings: list[Finding]) -> str:
+    return json.dumps({"findings": [asdict(f) for f in findings], "count": len(findings)}, indent=2)
+
+
+def to_junit(findings: list[Finding], checks: list[str]) -> str:
+    """One test case per check that ran; a check with findings fails with all of them."""
+    by_rule: dict[str, list[Finding]] = {}
+    for f in findings:
+        by_rule.setdefault(f.rule, []).append(f)
+    cases = []
+    for check in sorted(set(checks) | set(by_rule)):
+        case = TestCase(name=check, classname="static-gate")
+        if check in by_rule:
+            case.add_failure_info(
+                message=f"{len(by_rule[check])} finding(s)", output="\n".join(f.text() for f in by_rule[check])
+            )
+        cases.append(case)
+    return to_xml_report_string([TestSuite("static-gate", cases)])
+
+
+def write_reports(findings: list[Finding], checks: list[str], json_path: Path | None, junit_path: Path | None) -> None:
+    for path, content in ((json_path, to_json(findings)), (junit_path, to_junit(findings, checks))):
+        if path:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(content)

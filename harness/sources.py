@@ -1,0 +1,111 @@
+"""The repository's YAML sources: parsing with line numbers and finding where an object is defined."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from harness.findings import Finding
+
+# Directories that hold no configuration of this repository.
+SKIP_DIRS = {".git", ".venv", "build", "__pycache__", ".pytest_cache", "node_modules", ".terraform"}
+
+
+class _LineLoader(yaml.SafeLoader):
+    """SafeLoader that remembers the line where each mapping starts."""
+
+
+def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode):
+    mapping = loader.construct_mapping(node, deep=True)
+    mapping["__line__"] = node.start_mark.line + 1
+    return mapping
+
+
+_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def strip_lines(value):
+    if isinstance(value, dict):
+        return {k: strip_lines(v) for k, v in value.items() if k != "__line__"}
+    if isinstance(value, list):
+        return [strip_lines(v) for v in value]
+    return value
+
+
+def resource_id(obj: dict) -> str:
+    meta = obj.get("metadata") or {}
+    name = meta.get("name", "?")
+    ns = meta.get("namespace")
+    return f"{obj.get('kind', '?')}/{ns + '/' if ns else ''}{name}"
+
+
+@dataclass
+class SourceDoc:
+    file: str
+    line: int
+    obj: dict
+
+
+@dataclass
+class Sources:
+    root: Path
+    docs: list[SourceDoc] = field(default_factory=list)
+    errors: list[Finding] = field(default_factory=list)
+
+    @classmethod
+    def load(cls, root: Path) -> "Sources":
+        sources = cls(root)
+        for path in sorted(yaml_files(root)):
+            rel = path.relative_to(root).as_posix()
+            try:
+                for doc in yaml.load_all(path.read_text(), Loader=_LineLoader):
+                    if isinstance(doc, dict):
+                        line = doc.pop("__line__", 1)
+                        sources.docs.append(SourceDoc(rel, line, strip_lines(doc)))
+            except yaml.YAMLError as err:
+                mark = getattr(err, "problem_mark", None)
+                sources.errors.append(
+                    Finding(
+                        rel,
+                        mark.line + 1 if mark else None,
+                        "",
+                        "yaml-syntax",
+                        f"not valid YAML: {getattr(err, 'problem', None) or err}",
+                        "fix the YAML syntax (indentation, quoting, a missing ':'); `python -c 'import yaml,sys; list(yaml.safe_load_all(open(sys.argv[1])))' FILE` shows the error",
+                    )
+                )
+        return sources
+
+    def broken_files(self) -> set[str]:
+        return {f.file for f in self.errors}
+
+    def locate(self, obj: dict, prefer: tuple[str, ...] = ()) -> tuple[str, int | None]:
+        """Source file and line of the document that defines `obj` (same kind and name)."""
+        kind = obj.get("kind")
+        name = (obj.get("metadata") or {}).get("name")
+        matches = [
+            d for d in self.docs if d.obj.get("kind") == kind and (d.obj.get("metadata") or {}).get("name") == name
+        ]
+        for prefix in prefer:
+            for d in matches:
+                if d.file.startswith(prefix):
+                    return d.file, d.line
+        if matches:
+            return matches[0].file, matches[0].line
+        return (prefer[0] if prefer else "?"), None
+
+
+def yaml_files(root: Path):
+    for path in root.rglob("*"):
+        if path.suffix in (".yaml", ".yml") and path.is_file():
+            if not SKIP_DIRS.intersection(path.relative_to(root).parts):
+                yield path
+
+
+def kustomization_dirs(root: Path) -> list[Path]:
+    return sorted(p.parent for p in root.rglob("kustomization.yaml") if not SKIP_DIRS.intersection(p.relative_to(root).parts))
+
+
+def load_yaml(path: Path):
+    return yaml.safe_load(path.read_text())

@@ -1,0 +1,126 @@
+"""The offline static gate: render the repository as Flux would, validate every object strictly
+and apply the cross-resource rules.
+
+    scripts/validate [REPO_DIR] [--json FILE] [--junit FILE]
+
+Exit 0 when clean, 1 with findings, 2 when the gate itself could not run.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness import rules, schema_check
+from harness.findings import Finding, write_reports
+from harness.render import RenderError, render_repository, substitution_sources
+from harness.sources import Sources, resource_id
+from harness.tools import ToolBuildError
+
+
+@dataclass
+class Report:
+    findings: list[Finding]
+    checks: list[str]
+    builds: int = 0
+    objects: int = 0
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def rules_fired(self) -> set[str]:
+        return {f.rule for f in self.findings}
+
+
+def validate_repository(root: Path) -> Report:
+    root = root.resolve()
+    timings, t0 = {}, time.monotonic()
+    sources = Sources.load(root)
+    findings: list[Finding] = list(sources.errors)
+    ctx = rules.Context(sources)
+    timings["parse"] = time.monotonic() - t0
+
+    t = time.monotonic()
+    builds, clusters = render_repository(root)
+    timings["render"] = time.monotonic() - t
+
+    t = time.monotonic()
+    validated: list[tuple[object, dict]] = []  # (build or label, object) pairs for schema checks
+    for b in builds:
+        if b.error:
+            # A YAML syntax error in the directory is the cause; report it once.
+            if not any(f.startswith(b.dir + "/") for f in sources.broken_files()):
+                findings.append(Finding(f"{b.dir}/kustomization.yaml", None, "", "kustomize-build", b.error.strip(),
+                                        f"run `kustomize build {b.dir}` and fix the reference or patch it names", b.id))
+            continue
+        findings += rules.kueue_rules(ctx, b, b.objects)
+        validated += [(b, o) for o in b.objects]
+    for c in clusters:
+        findings += rules.cluster_rules(ctx, root, c)
+        sample_findings, samples = rules.sample_rules(ctx, root, c)
+        findings += sample_findings
+        validated += [(fb, o) for fb in c.flux for o in fb.objects]
+        validated += [(f"cluster {c.name}: samples.yaml", s) for s in samples]
+        validated += [(f"clusters/{c.name}/cluster-vars.example.yaml", s) for s in substitution_sources(root / "clusters" / c.name)]
+    timings["rules"] = time.monotonic() - t
+
+    t = time.monotonic()
+    findings += _schema_findings(ctx, validated)
+    timings["schema"] = time.monotonic() - t
+    timings["total"] = time.monotonic() - t0
+
+    unique = {}
+    for f in findings:
+        unique.setdefault((f.file, f.line, f.resource, f.rule, f.message), f)
+    return Report(sorted(unique.values()), sorted(rules.RULES), len(builds) + sum(len(c.flux) for c in clusters),
+                  len(validated), timings)
+
+
+def _schema_findings(ctx: rules.Context, validated: list[tuple[object, dict]]) -> list[Finding]:
+    out = []
+    first_build = {}
+    for build, obj in validated:
+        first_build.setdefault(json.dumps(obj, sort_keys=True, default=str), build)
+    for obj, status, message in schema_check.validate([o for _, o in validated]):
+        build = first_build.get(json.dumps(obj, sort_keys=True, default=str))
+        label = build if isinstance(build, str) else None
+        b = None if isinstance(build, str) else build
+        if status == "unknown":
+            f = ctx.finding(obj, b, "schema-unknown-kind", f"{obj.get('apiVersion')} {obj.get('kind')} is not served by Kubernetes 1.35 or the pinned CRDs ({message})",
+                            "fix apiVersion/kind (Kueue: kueue.x-k8s.io/v1beta2, KubeRay: ray.io/v1, Flux: kustomize.toolkit.fluxcd.io/v1)")
+        else:
+            f = ctx.finding(obj, b, "schema", message, "fix the field named in the message; unknown fields are errors (check spelling and nesting against the CRD)")
+        if label:
+            f = Finding(f.file, f.line, resource_id(obj), f.rule, f.message, f.hint, label)
+        out.append(f)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("repo", nargs="?", default=".", help="checkout of this repository (default: .)")
+    parser.add_argument("--json", type=Path, help="write findings as JSON here")
+    parser.add_argument("--junit", type=Path, help="write a JUnit XML report here")
+    parser.add_argument("--quiet", action="store_true", help="print only findings and the summary line")
+    args = parser.parse_args(argv)
+    root = Path(args.repo)
+    if not (root / "clusters").is_dir() and not (root / "overlays").is_dir():
+        print(f"validate: {root} does not look like a checkout of this repository (no clusters/ or overlays/)", file=sys.stderr)
+        return 2
+    try:
+        report = validate_repository(root)
+    except (ToolBuildError, RenderError, RuntimeError) as err:
+        print(f"validate: the gate could not run: {err}", file=sys.stderr)
+        return 2
+    for f in report.findings:
+        print(f.text())
+    write_reports(report.findings, report.checks, args.json, args.junit)
+    timing = ", ".join(f"{k} {v:.2f}s" for k, v in report.timings.items())
+    status = "clean" if not report.findings else f"{len(report.findings)} finding(s)"
+    print(f"validate: {status}; {report.builds} builds, {report.objects} objects, {len(report.checks)} rules ({timing})")
+    return 1 if report.findings else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

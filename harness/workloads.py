@@ -1,0 +1,69 @@
+"""The sample RayJobs in workloads/: rendering them with their ${VAR} values.
+
+The samples use the ${VAR} form the Azure example's envsubst templates use; Python's
+string.Template is that same syntax, and `substitute` refuses to leave a variable unset.
+"""
+from __future__ import annotations
+
+import string
+from decimal import Decimal
+from pathlib import Path
+
+import yaml
+from kubernetes.utils import parse_quantity
+
+from harness.versions import REPO_ROOT
+
+WORKLOADS_DIR = "workloads"
+
+
+class WorkloadError(ValueError):
+    pass
+
+
+def sample_names(root: Path = REPO_ROOT) -> list[str]:
+    return sorted(p.stem for p in (root / WORKLOADS_DIR).glob("*.yaml") if p.name != "defaults.yaml")
+
+
+def defaults(root: Path = REPO_ROOT) -> dict[str, str]:
+    path = root / WORKLOADS_DIR / "defaults.yaml"
+    return {k: str(v) for k, v in (yaml.safe_load(path.read_text()) or {}).items()} if path.exists() else {}
+
+
+def render(sample: str, queue: str, values: dict[str, str] | None = None, root: Path = REPO_ROOT) -> dict:
+    """The RayJob object for `sample` submitted to LocalQueue `queue`."""
+    path = root / WORKLOADS_DIR / f"{sample}.yaml"
+    if not path.exists():
+        raise WorkloadError(f"no sample named {sample!r} (have: {', '.join(sample_names(root))})")
+    mapping = {**defaults(root), "JOB_NAME": sample, "QUEUE_NAME": queue, **(values or {})}
+    try:
+        text = string.Template(path.read_text()).substitute(mapping)
+    except KeyError as err:
+        raise WorkloadError(f"{path.relative_to(root)}: variable ${{{err.args[0]}}} has no value; pass it with --set {err.args[0]}=...") from None
+    except ValueError as err:
+        raise WorkloadError(f"{path.relative_to(root)}: {err}") from None
+    return yaml.safe_load(text)
+
+
+def pod_sets(rayjob: dict) -> list[tuple[str, int, dict[str, Decimal]]]:
+    """(name, count, per-pod requests) for each group of pods Kueue will charge to the queue."""
+    spec = rayjob.get("spec") or {}
+    cluster = spec.get("rayClusterSpec") or {}
+    sets = [("head", 1, _pod_requests((cluster.get("headGroupSpec") or {}).get("template")))]
+    for group in cluster.get("workerGroupSpecs") or []:
+        count = int(group.get("replicas", 0) or 0) * int(group.get("numOfHosts", 1) or 1)
+        sets.append((group.get("groupName", "?"), count, _pod_requests(group.get("template"))))
+    if spec.get("submissionMode", "K8sJobMode") == "K8sJobMode":
+        sets.append(("submitter", 1, _pod_requests(spec.get("submitterPodTemplate"))))
+    return sets
+
+
+def _pod_requests(template: dict | None) -> dict[str, Decimal]:
+    """Sum of container requests (limits stand in where requests are absent, as the apiserver defaults)."""
+    total: dict[str, Decimal] = {}
+    for c in ((template or {}).get("spec") or {}).get("containers") or []:
+        res = c.get("resources") or {}
+        merged = {**(res.get("limits") or {}), **(res.get("requests") or {})}
+        for name, qty in merged.items():
+            total[name] = total.get(name, 0) + parse_quantity(qty)
+    return total
