@@ -8,7 +8,7 @@ from collections import defaultdict
 from decimal import Decimal
 from pathlib import Path
 
-from kubernetes.utils import parse_quantity
+from harness.quantity import parse_quantity
 
 from harness import workloads
 from harness.findings import Finding

@@ -10,7 +10,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import yaml
-from kubernetes.utils import parse_quantity
+from harness.quantity import parse_quantity
 
 from harness.versions import REPO_ROOT
 

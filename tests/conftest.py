@@ -1,0 +1,37 @@
+"""Shared pytest wiring: the cluster backend option and a copy of the repository to break."""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness.versions import REPO_ROOT
+
+# What a checkout of this repository needs for the gate; the harness itself is not copied.
+CONFIG_PATHS = ("base", "overlays", "components", "clusters", "flux", "workloads", "versions.yaml")
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--backend",
+        default=os.environ.get("RAY_KUEUE_BACKEND", "local"),
+        choices=("local", "kind", "existing"),
+        help="cluster backend for integration tests (env RAY_KUEUE_BACKEND): local (embedded control plane, "
+        "default), kind (pytest-kind, needs Docker) or existing (KUBECONFIG of a staging cluster)",
+    )
+
+
+@pytest.fixture
+def repo_copy(tmp_path: Path) -> Path:
+    """A throwaway copy of the repository's configuration, for tests that break it on purpose."""
+    dest = tmp_path / "repo"
+    dest.mkdir()
+    for rel in CONFIG_PATHS:
+        src = REPO_ROOT / rel
+        if src.is_dir():
+            shutil.copytree(src, dest / rel)
+        elif src.exists():
+            shutil.copy2(src, dest / rel)
+    return dest

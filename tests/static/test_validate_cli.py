@@ -1,0 +1,48 @@
+"""scripts/validate as CI and people call it: exit codes, text, JSON and JUnit output."""
+from __future__ import annotations
+
+import json
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from harness.versions import REPO_ROOT
+
+pytestmark = pytest.mark.static
+VALIDATE = REPO_ROOT / "scripts" / "validate"
+
+
+def run(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([str(VALIDATE), *map(str, args)], capture_output=True, text=True, timeout=300)
+
+
+def test_clean_repository_exits_zero(tmp_path):
+    proc = run(REPO_ROOT, "--json", tmp_path / "f.json", "--junit", tmp_path / "f.xml")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "validate: clean" in proc.stdout
+    assert json.loads((tmp_path / "f.json").read_text())["count"] == 0
+    suite = ET.parse(tmp_path / "f.xml").getroot()
+    assert int(suite.find("testsuite").get("tests")) >= 20 and int(suite.find("testsuite").get("failures")) == 0
+
+
+def test_findings_exit_one_with_file_rule_and_hint(repo_copy, tmp_path):
+    lq = repo_copy / "overlays/team-queues/team-b.yaml"
+    lq.write_text(lq.read_text().replace("clusterQueue: team-b-cq", "clusterQueue: nope"))
+    proc = run(repo_copy, "--json", tmp_path / "f.json", "--junit", tmp_path / "f.xml")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert "overlays/team-queues/team-b.yaml:" in proc.stdout and "LocalQueue/ray/team-b localqueue-clusterqueue" in proc.stdout
+    assert "fix:" in proc.stdout
+    found = json.loads((tmp_path / "f.json").read_text())["findings"]
+    assert {f["rule"] for f in found} == {"localqueue-clusterqueue"}
+    assert all(f["line"] for f in found)
+    failures = [c for c in ET.parse(tmp_path / "f.xml").getroot().iter("testcase") if c.find("failure") is not None]
+    assert [c.get("name") for c in failures] == ["localqueue-clusterqueue"]
+
+
+def test_not_a_checkout_exits_two(tmp_path):
+    proc = run(tmp_path)
+    assert proc.returncode == 2
+    assert "does not look like a checkout" in proc.stderr and "Traceback" not in proc.stderr

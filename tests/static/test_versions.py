@@ -1,0 +1,62 @@
+"""versions.yaml is the one place versions are pinned; everything that repeats one must agree."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness import tools, versions
+
+pytestmark = pytest.mark.static
+
+CONTROLLERS = versions.REPO_ROOT / "flux/infrastructure/controllers"
+
+
+def _docs(path: Path) -> list[dict]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+def _by_kind(kind: str) -> dict[str, dict]:
+    return {d["metadata"]["name"]: d for p in CONTROLLERS.glob("*.yaml") for d in _docs(p) if d.get("kind") == kind}
+
+
+@pytest.mark.parametrize("component", ["kueue", "kuberay"])
+def test_helm_chart_and_image_follow_versions_file(component):
+    pin = versions.pins()[component]
+    repo = _by_kind("OCIRepository")[pin["chart"]]
+    assert repo["spec"]["url"] == f"{versions.pins()['charts']['repository']}/{pin['chart']}"
+    assert repo["spec"]["ref"]["tag"] == pin["production"], f"OCIRepository {pin['chart']} drifted from versions.yaml"
+    release = _by_kind("HelmRelease")[pin["chart"]]
+    values = release["spec"]["values"]
+    image = values["controllerManager"]["manager"]["image"] if component == "kueue" else values["image"]
+    assert image["tag"] == f"v{pin['production']}", f"HelmRelease {pin['chart']} image drifted from versions.yaml"
+
+
+@pytest.mark.parametrize("component", ["kueue", "kuberay", "kubernetes"])
+def test_tested_version_matches_production_or_records_skew(component):
+    pin = versions.pins()[component]
+    tested = pin["version"].removeprefix("v")
+    if tested == str(pin["production"]):
+        return
+    same_line = tested.startswith(str(pin["production"]) + ".") or tested.rsplit(".", 1)[0] == str(pin["production"]).rsplit(".", 1)[0]
+    assert same_line, f"{component}: tested {tested} is not on the production line {pin['production']}"
+    if component != "kubernetes":  # "1.35" pins a line, any 1.35.x is that line
+        assert pin.get("skew"), f"{component}: tested {tested} differs from production {pin['production']}; say why under `skew`"
+
+
+def test_kueue_local_config_uses_the_helm_release_integrations():
+    """The embedded Kueue must run with the frameworks the HelmRelease configures."""
+    release = _by_kind("HelmRelease")["kueue"]
+    config = yaml.safe_load(release["spec"]["values"]["managerConfig"]["controllerManagerConfigYaml"])
+    assert config["integrations"]["frameworks"] == ["batch/job", "pod", "ray.io/rayjob"]
+
+
+def test_fluxbuild_uses_kustomize_controllers_library_version():
+    """The offline renderer must run the same fluxcd/pkg/kustomize as the pinned kustomize-controller."""
+    mod, version = versions.module("flux.kustomize-controller")
+    controller_mod = Path(tools.module_info(mod, version)["GoMod"]).read_text()
+    ours = (versions.REPO_ROOT / "tools/fluxbuild/go.mod").read_text()
+    pattern = re.compile(r"github.com/fluxcd/pkg/kustomize (v\S+)")
+    assert pattern.search(ours).group(1) == pattern.search(controller_mod).group(1)
