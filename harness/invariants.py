@@ -1,0 +1,169 @@
+"""The invariant checker that runs beside every behavioural test.
+
+It follows RayJobs, Workloads and ClusterQueues with watches and, on every event, checks:
+  1. no RayJob is unsuspended without an admitted Workload;
+  2. per ClusterQueue, flavor and resource: usage <= nominalQuota + borrowingLimit;
+  3. per cohort, flavor and resource: total usage <= the sum of nominal quotas.
+A suspected violation of (1) is confirmed against fresh reads before it is recorded, because
+the three watches are independent streams and may deliver events in different orders.
+"""
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from decimal import Decimal
+
+from kubernetes import client, watch
+
+from harness.kube import is_true
+from harness.quantity import parse_quantity
+
+SOURCES = {  # kind -> (group, version, plural)
+    "RayJob": ("ray.io", "v1", "rayjobs"),
+    "Workload": ("kueue.x-k8s.io", "v1beta2", "workloads"),
+    "ClusterQueue": ("kueue.x-k8s.io", "v1beta2", "clusterqueues"),
+}
+
+
+class InvariantChecker:
+    def __init__(self, api_client: client.ApiClient):
+        self.api = client.CustomObjectsApi(api_client)
+        self.state: dict[str, dict[tuple, dict]] = {k: {} for k in SOURCES}
+        self.violations: list[str] = []
+        self.events = 0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._watches: list[watch.Watch] = []
+        self._threads: list[threading.Thread] = []
+        self._ready = threading.Barrier(len(SOURCES) + 1)
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    def start(self) -> "InvariantChecker":
+        for kind in SOURCES:
+            t = threading.Thread(target=self._follow, args=(kind,), name=f"invariants-{kind}", daemon=True)
+            t.start()
+            self._threads.append(t)
+        self._ready.wait(timeout=30)
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        for w in self._watches:
+            w.stop()
+        for t in self._threads:
+            t.join(timeout=10)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def assert_held(self) -> None:
+        assert not self.violations, "invariants violated:\n" + "\n".join(self.violations)
+        assert self.events > 0, "the invariant checker saw no events: it was not watching"
+
+    # -- watching ---------------------------------------------------------------------------------
+    def _follow(self, kind: str) -> None:
+        group, version, plural = SOURCES[kind]
+        first = True
+        while not self._stop.is_set():
+            listing = self.api.list_cluster_custom_object(group, version, plural)
+            with self._lock:
+                self.state[kind] = {self._key(o): o for o in listing.get("items") or []}
+                self._check()
+            if first:
+                first = False
+                self._ready.wait(timeout=30)
+            w = watch.Watch()
+            self._watches.append(w)
+            try:
+                for event in w.stream(self.api.list_cluster_custom_object, group, version, plural,
+                                      resource_version=listing["metadata"]["resourceVersion"], timeout_seconds=30):
+                    if self._stop.is_set():
+                        return
+                    obj = event["object"]
+                    with self._lock:
+                        self.events += 1
+                        if event["type"] == "DELETED":
+                            self.state[kind].pop(self._key(obj), None)
+                        elif event["type"] in ("ADDED", "MODIFIED"):
+                            self.state[kind][self._key(obj)] = obj
+                        self._check()
+            except client.ApiException as err:
+                if err.status != 410:  # expired resourceVersion: list again
+                    if self._stop.is_set():
+                        return
+                    raise
+            except Exception:
+                if self._stop.is_set():
+                    return
+                raise
+
+    @staticmethod
+    def _key(obj: dict) -> tuple:
+        meta = obj.get("metadata") or {}
+        return meta.get("namespace"), meta.get("name")
+
+    # -- the invariants ---------------------------------------------------------------------------
+    def _violate(self, message: str) -> None:
+        if message not in self.violations:  # every later event would report it again
+            self.violations.append(message)
+
+    def _check(self) -> None:
+        self._check_unsuspended()
+        self._check_quota()
+
+    def _admitted_uids(self) -> set[str]:
+        uids = set()
+        for wl in self.state["Workload"].values():
+            if is_true(wl, "Admitted"):
+                uids |= {r.get("uid") for r in wl["metadata"].get("ownerReferences") or []}
+        return uids
+
+    def _check_unsuspended(self) -> None:
+        admitted = self._admitted_uids()
+        for (ns, name), job in self.state["RayJob"].items():
+            if (job.get("spec") or {}).get("suspend") is False and job["metadata"]["uid"] not in admitted:
+                if self._confirm_unsuspended_without_admission(ns, name, job["metadata"]["uid"]):
+                    self._violate(f"RayJob {ns}/{name} is unsuspended but has no admitted Workload")
+
+    def _confirm_unsuspended_without_admission(self, ns: str, name: str, uid: str) -> bool:
+        try:
+            job = self.api.get_namespaced_custom_object("ray.io", "v1", ns, "rayjobs", name)
+        except client.ApiException:
+            return False  # deleted meanwhile
+        if job["spec"].get("suspend") is not False or job["metadata"]["uid"] != uid:
+            return False
+        wls = self.api.list_namespaced_custom_object("kueue.x-k8s.io", "v1beta2", ns, "workloads").get("items") or []
+        return not any(is_true(w, "Admitted") and any(r.get("uid") == uid for r in w["metadata"].get("ownerReferences") or [])
+                       for w in wls)
+
+    def _check_quota(self) -> None:
+        cohort_usage: dict[tuple, Decimal] = defaultdict(Decimal)
+        cohort_nominal: dict[tuple, Decimal] = defaultdict(Decimal)
+        for (_, name), cq in self.state["ClusterQueue"].items():
+            spec, status = cq.get("spec") or {}, cq.get("status") or {}
+            cohort = spec.get("cohortName")
+            limits = {}
+            for group in spec.get("resourceGroups") or []:
+                for f in group.get("flavors") or []:
+                    for r in f.get("resources") or []:
+                        nominal = parse_quantity(r.get("nominalQuota", 0))
+                        borrow = parse_quantity(r["borrowingLimit"]) if "borrowingLimit" in r else None
+                        limits[(f["name"], r["name"])] = (nominal, borrow)
+                        if cohort:
+                            cohort_nominal[(cohort, f["name"], r["name"])] += nominal
+            for f in status.get("flavorsUsage") or []:
+                for r in f.get("resources") or []:
+                    used = parse_quantity(r.get("total", 0))
+                    nominal, borrow = limits.get((f["name"], r["name"]), (Decimal(0), None))
+                    if borrow is not None and used > nominal + borrow:
+                        self._violate(f"ClusterQueue {name} uses {used} {r['name']} of flavor {f['name']}, above nominal {nominal} + borrowingLimit {borrow}")
+                    if not cohort and used > nominal:
+                        self._violate(f"ClusterQueue {name} uses {used} {r['name']} of flavor {f['name']}, above its nominal {nominal} (no cohort)")
+                    if cohort:
+                        cohort_usage[(cohort, f["name"], r["name"])] += used
+        for key, used in cohort_usage.items():
+            if used > cohort_nominal[key]:
+                self._violate(f"cohort {key[0]} uses {used} {key[2]} of flavor {key[1]}, above its nominal total {cohort_nominal[key]}")

@@ -1,0 +1,144 @@
+"""Building blocks of the behavioural scenarios: sized RayJobs from the samples, and
+watch-driven waits on what Kueue decides about them."""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+from harness import workloads
+from harness.kube import Kube, condition, is_true, owned_by
+
+RAYJOB = ("ray.io/v1", "RayJob")
+RAYCLUSTER = ("ray.io/v1", "RayCluster")
+WORKLOAD = ("kueue.x-k8s.io/v1beta2", "Workload")
+CLUSTER_QUEUE = ("kueue.x-k8s.io/v1beta2", "ClusterQueue")
+LOCAL_QUEUE = ("kueue.x-k8s.io/v1beta2", "LocalQueue")
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+
+
+@dataclass(frozen=True)
+class Size:
+    """Per-pod requests for a RayJob's head and workers (requests == limits, as the samples do)."""
+
+    workers: int
+    worker_cpu: str
+    worker_memory: str
+    worker_gpu: int = 1
+    head_cpu: str = "2"
+    head_memory: str = "8Gi"
+
+    def totals(self) -> dict[str, str]:
+        return {"gpu": str(self.workers * self.worker_gpu)}
+
+
+def _set_resources(template: dict, cpu: str, memory: str, gpu: int | None) -> None:
+    container = template["spec"]["containers"][0]
+    res = {"cpu": cpu, "memory": memory}
+    if gpu:
+        res["nvidia.com/gpu"] = str(gpu)
+    container["resources"] = {"requests": dict(res), "limits": dict(res)}
+
+
+def rayjob(sample: str, name: str, queue: str, size: Size | None = None, priority: str | None = None,
+           namespace: str = "ray", **values: str) -> dict:
+    """The sample RayJob, renamed and optionally re-sized, ready to submit to `queue`."""
+    job = workloads.render(sample, queue, {"JOB_NAME": name, **values})
+    job["metadata"]["namespace"] = namespace
+    if size:
+        spec = job["spec"]["rayClusterSpec"]
+        _set_resources(spec["headGroupSpec"]["template"], size.head_cpu, size.head_memory, None)
+        group = spec["workerGroupSpecs"][0]
+        group["replicas"] = group["minReplicas"] = group["maxReplicas"] = size.workers
+        _set_resources(group["template"], size.worker_cpu, size.worker_memory, size.worker_gpu)
+    if priority:
+        job["metadata"].setdefault("labels", {})[PRIORITY_LABEL] = priority
+    return copy.deepcopy(job)
+
+
+class Queues:
+    """What a test asks of Kueue, in its own words; every wait is bounded and watch-driven."""
+
+    def __init__(self, kube: Kube, namespace: str = "ray", timeout: float = 60):
+        self.kube, self.namespace, self.timeout = kube, namespace, timeout
+
+    def submit(self, job: dict) -> dict:
+        return self.kube.create(job)
+
+    def delete(self, name: str) -> None:
+        self.kube.delete(*RAYJOB, name=name, namespace=self.namespace)
+
+    def job(self, name: str) -> dict | None:
+        return self.kube.get(*RAYJOB, name=name, namespace=self.namespace)
+
+    def workload(self, job_name: str, timeout: float | None = None) -> dict:
+        """The Workload Kueue created for a RayJob (found by owner reference)."""
+        job = self.job(job_name)
+        assert job, f"RayJob {self.namespace}/{job_name} does not exist"
+        uid = job["metadata"]["uid"]
+
+        def find(items):
+            owned = owned_by(items, uid)
+            return owned[0] if owned else None
+
+        return self.kube.wait_for(*WORKLOAD, find, f"the Workload of RayJob {job_name}", self.namespace, timeout or self.timeout)
+
+    def wait_workload(self, job_name: str, test, describe: str, timeout: float | None = None) -> dict:
+        uid = self.workload(job_name, timeout)["metadata"]["ownerReferences"][0]["uid"]
+
+        def check(items):
+            owned = owned_by(items, uid)
+            return owned[0] if owned and test(owned[0]) else None
+
+        return self.kube.wait_for(*WORKLOAD, check, f"Workload of RayJob {job_name}: {describe}", self.namespace, timeout or self.timeout)
+
+    def wait_job(self, job_name: str, test, describe: str, timeout: float | None = None) -> dict:
+        def check(items):
+            for o in items:
+                if o["metadata"]["name"] == job_name and test(o):
+                    return o
+            return None
+
+        return self.kube.wait_for(*RAYJOB, check, f"RayJob {job_name}: {describe}", self.namespace, timeout or self.timeout)
+
+    # -- the decisions tests assert on ---------------------------------------------------------
+    def wait_admitted(self, job_name: str, timeout: float | None = None) -> dict:
+        wl = self.wait_workload(job_name, lambda w: is_true(w, "Admitted"), "Admitted=True", timeout)
+        self.wait_job(job_name, lambda j: j["spec"].get("suspend") is False, "spec.suspend false (unsuspended by Kueue)", timeout)
+        return wl
+
+    def wait_pending(self, job_name: str, timeout: float | None = None) -> dict:
+        """Workload has no quota: QuotaReserved=False with Kueue's reason; the RayJob stays suspended."""
+        wl = self.wait_workload(
+            job_name,
+            lambda w: (c := condition(w, "QuotaReserved")) is not None and c.get("status") == "False" and c.get("message"),
+            "QuotaReserved=False with a message", timeout)
+        job = self.job(job_name)
+        assert job["spec"].get("suspend") is True, f"RayJob {job_name} is not suspended while its Workload is pending"
+        return wl
+
+    def wait_evicted(self, job_name: str, timeout: float | None = None) -> dict:
+        wl = self.wait_workload(job_name, lambda w: is_true(w, "Evicted") or is_true(w, "Preempted"), "Evicted/Preempted", timeout)
+        self.wait_job(job_name, lambda j: j["spec"].get("suspend") is True, "suspended again after eviction", timeout)
+        return wl
+
+    def cluster_queue(self, name: str) -> dict:
+        return self.kube.get(*CLUSTER_QUEUE, name=name)
+
+    def wait_cluster_queue(self, name: str, test, describe: str, timeout: float | None = None) -> dict:
+        def check(items):
+            for o in items:
+                if o["metadata"]["name"] == name and test(o):
+                    return o
+            return None
+
+        return self.kube.wait_for(*CLUSTER_QUEUE, check, f"ClusterQueue {name}: {describe}", None, timeout or self.timeout)
+
+
+def flavor_usage(cq: dict, flavor: str, resource: str, field: str = "total") -> str:
+    """status.flavorsUsage[flavor].resources[resource].<total|borrowed> of a ClusterQueue ("0" if absent)."""
+    for f in (cq.get("status") or {}).get("flavorsUsage") or []:
+        if f.get("name") == flavor:
+            for r in f.get("resources") or []:
+                if r.get("name") == resource:
+                    return str(r.get(field, "0"))
+    return "0"

@@ -1,0 +1,118 @@
+"""Fixtures of the behavioural tests: one cluster per session on the chosen backend, the queue
+layout a test needs (applied with server-side apply, removed afterwards), and the invariant
+checker running beside every test."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from harness import backends
+from harness.invariants import InvariantChecker
+from harness.kube import Kube, is_true
+from harness.render import run_fluxbuild
+from harness.scenarios import CLUSTER_QUEUE, RAYJOB, WORKLOAD, Queues
+from harness.versions import REPO_ROOT
+
+NAMESPACE = "ray"
+
+
+@pytest.fixture(scope="session")
+def backend(request, tmp_path_factory):
+    name = request.config.getoption("--backend")
+    workdir = tmp_path_factory.mktemp(f"cluster-{name}")
+    try:
+        b = {"local": lambda: backends.local(workdir), "kind": lambda: backends.kind(workdir), "existing": backends.existing}[name]()
+    except backends.BackendUnavailable as why:
+        if name == "local":  # the default backend must run everywhere; never hide it behind a skip
+            pytest.fail(f"local backend unavailable: {why}")
+        pytest.skip(f"{name} backend unavailable: {why}")
+    request.config.stash[_LOG_DIR] = b.log_dir
+    yield b
+    b.close()
+
+
+_LOG_DIR = pytest.StashKey[Path]()
+
+
+@pytest.fixture(scope="session")
+def kube(backend) -> Kube:
+    return Kube(backend.api_client())
+
+
+@pytest.fixture
+def queues(kube) -> Queues:
+    return Queues(kube, NAMESPACE, timeout=float(os.environ.get("RAY_KUEUE_WAIT", "60")))
+
+
+def rendered(directory: str) -> list[dict]:
+    """kustomize build of a repository directory (the same renderer the static gate uses)."""
+    result = run_fluxbuild(REPO_ROOT, [{"id": directory, "dir": directory}])[directory]
+    assert not result.get("error"), f"{directory} does not build: {result['error']}"
+    return result["objects"]
+
+
+def apply_order(objs: list[dict]) -> list[dict]:
+    """Namespaces and cluster-scoped objects first, so namespaced ones have somewhere to go."""
+    rank = {"Namespace": 0, "CustomResourceDefinition": 0, "ResourceFlavor": 1, "WorkloadPriorityClass": 1, "ClusterQueue": 2}
+    return sorted(objs, key=lambda o: rank.get(o["kind"], 3))
+
+
+@pytest.fixture
+def layout(kube, queues):
+    """apply("overlays/team-queues") puts that layout on the cluster; everything is removed after."""
+    applied: list[dict] = []
+
+    def apply(directory: str) -> list[dict]:
+        objs = apply_order(rendered(directory))
+        for o in objs:
+            kube.apply(o)
+        applied.extend(objs)
+        for cq in (o for o in objs if o["kind"] == "ClusterQueue"):
+            name = cq["metadata"]["name"]
+            queues.wait_cluster_queue(name, lambda c: is_true(c, "Active"), "Active=True")
+        return objs
+
+    yield apply
+    # RayJobs first, then wait for Kueue to drop their Workloads, so no queue is deleted
+    # while it still holds a workload (its finalizer would keep it Terminating).
+    for job in kube.list(*RAYJOB, namespace=NAMESPACE):
+        kube.delete(*RAYJOB, name=job["metadata"]["name"], namespace=NAMESPACE)
+    kube.wait_for(*RAYJOB, lambda items: not items or None, "all RayJobs deleted", NAMESPACE, 60)
+    kube.wait_for(*WORKLOAD, lambda items: not items or None, "all Workloads deleted", NAMESPACE, 60)
+    for o in reversed(applied):
+        if o["kind"] != "Namespace":  # namespace deletion is slow and the next test wants it
+            kube.delete(o["apiVersion"], o["kind"], o["metadata"]["name"], (o.get("metadata") or {}).get("namespace"))
+    kube.wait_for(*CLUSTER_QUEUE, lambda items: not items or None, "all ClusterQueues deleted", None, 60)
+
+
+@pytest.fixture(autouse=True)
+def invariants(request):
+    """Runs the invariant checker beside every integration test and fails it on a violation."""
+    if "integration" not in request.keywords or "kube" not in request.fixturenames:
+        yield None
+        return
+    checker = InvariantChecker(request.getfixturevalue("backend").api_client()).start()
+    yield checker
+    checker.stop()
+    checker.assert_held()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and os.environ.get("CI") and item.config.getoption("--backend") == "local" and "integration" in item.keywords:
+        # The embedded control plane runs everywhere; a skip there hides a missing component.
+        report.outcome = "failed"
+        report.longrepr = f"integration test skipped on the local backend in CI: {report.longrepr}"
+        return
+    if report.when == "call" and report.failed:
+        log_dir = item.config.stash.get(_LOG_DIR, None)
+        if log_dir:
+            tails = []
+            for log in sorted(Path(log_dir).glob("*.log")):
+                lines = log.read_text(errors="replace").splitlines()[-15:]
+                tails.append(f"--- {log.name} (last {len(lines)} lines; full log kept at {log}) ---\n" + "\n".join(lines))
+            report.sections.append(("component logs", "\n".join(tails)))

@@ -1,0 +1,67 @@
+"""team-queues: guaranteed quota per team, borrowing from the idle team, reclaim by preemption.
+
+The Azure sample's scenario table says team A gets all 8 GPUs while B is idle. With the sample's
+own llm-training (68 CPU for 4 GPUs) that cannot happen: two of them need 136 CPU and the whole
+cohort has 96, so CPU, not GPU, runs out first (test_sample_workloads_run_out_of_cpu_first).
+The scenarios below therefore use RayJobs sized 34 CPU / 264Gi / 4 GPU, so that each documented
+scenario is exercised for real.
+"""
+from __future__ import annotations
+
+import pytest
+
+from harness.kube import condition, is_true
+from harness.scenarios import Size, flavor_usage, rayjob
+
+pytestmark = pytest.mark.integration
+
+FOUR_GPUS = Size(workers=4, worker_cpu="8", worker_memory="64Gi", head_cpu="2", head_memory="8Gi")  # 34 CPU, 264Gi, 4 GPU
+
+
+def gpus(cq, field="total"):
+    return flavor_usage(cq, "gpu", "nvidia.com/gpu", field)
+
+
+def test_borrow_reclaim_and_readmit(layout, queues):
+    layout("overlays/team-queues")
+
+    # (a) Team A submits 8 GPUs of work while B is idle: both admitted, 4 GPUs borrowed.
+    queues.submit(rayjob("llm-training", "a-1", "team-a", FOUR_GPUS))
+    queues.wait_admitted("a-1")
+    queues.submit(rayjob("llm-training", "a-2", "team-a", FOUR_GPUS))
+    queues.wait_admitted("a-2")
+    cq_a = queues.wait_cluster_queue("team-a-cq", lambda c: gpus(c) == "8" and gpus(c, "borrowed") == "4", "8 GPUs in use, 4 borrowed")
+    assert cq_a["status"]["admittedWorkloads"] == 2
+
+    # (b) Team B submits 4 GPUs while A uses 8: Kueue reclaims B's lent GPUs by evicting the
+    # borrowing A workload (the most recently admitted), suspends that RayJob, admits B.
+    queues.submit(rayjob("batch-inference", "b-1", "team-b", FOUR_GPUS))
+    evicted = queues.wait_evicted("a-2")
+    preempted = condition(evicted, "Preempted")
+    assert preempted and preempted["status"] == "True" and preempted["reason"] == "InCohortReclamation", preempted
+    assert condition(evicted, "Evicted")["reason"] == "Preempted"
+    queues.wait_admitted("b-1")
+    assert is_true(queues.workload("a-1"), "Admitted"), "A's workload within its guarantee must keep running"
+    queues.wait_cluster_queue("team-b-cq", lambda c: gpus(c) == "4" and gpus(c, "borrowed") == "0", "B holds its guaranteed 4")
+
+    # (c) Both busy: each team holds exactly its 4, nobody borrows; A's evicted job waits.
+    queues.wait_pending("a-2")
+    queues.wait_cluster_queue("team-a-cq", lambda c: gpus(c) == "4" and gpus(c, "borrowed") == "0"
+                              and c["status"].get("pendingWorkloads") == 1, "A holds 4, 1 pending")
+
+    # B finishes: its GPUs are idle again and A's preempted job is re-admitted by borrowing.
+    queues.delete("b-1")
+    queues.wait_admitted("a-2")
+    queues.wait_cluster_queue("team-a-cq", lambda c: gpus(c) == "8" and gpus(c, "borrowed") == "4", "A borrows again")
+
+
+def test_sample_workloads_run_out_of_cpu_first(layout, queues):
+    """The sample's llm-training as shipped: the second one on team A pends on CPU, not GPU."""
+    layout("overlays/team-queues")
+    queues.submit(rayjob("llm-training", "llm-1", "team-a"))
+    queues.wait_admitted("llm-1")  # 68 CPU: 48 guaranteed + 20 borrowed
+    queues.submit(rayjob("llm-training", "llm-2", "team-a"))
+    message = condition(queues.wait_pending("llm-2"), "QuotaReserved")["message"]
+    assert "insufficient unused quota for cpu in flavor default" in message, message
+    cq = queues.wait_cluster_queue("team-a-cq", lambda c: flavor_usage(c, "default", "cpu", "borrowed") == "20", "20 CPU borrowed")
+    assert gpus(cq) == "4" and gpus(cq, "borrowed") == "0"
