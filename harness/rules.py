@@ -51,10 +51,15 @@ class Context:
     def __init__(self, sources: Sources):
         self.sources = sources
 
-    def finding(self, obj: dict, build: Build | None, rule: str, message: str, hint: str, file: str | None = None) -> Finding:
-        prefer = tuple(p for p in ((build.dir + "/") if build else "", "overlays/", "base/", "clusters/", "flux/") if p)
-        src, line = (file, None) if file else self.sources.locate(obj, prefer)
-        ctx = build.id if build else ""
+    def finding(self, obj: dict, build: Build | None, rule: str, message: str, hint: str,
+                file: str | None = None, cluster: str | None = None, context: str | None = None) -> Finding:
+        """A finding located at the document that defines `obj`, preferring the cluster's own
+        folder (Flux objects of every cluster share names) and then the directory built."""
+        cluster = cluster or (build.cluster if build else None)
+        prefer = tuple(p for p in (f"clusters/{cluster}/" if cluster else "", (build.dir + "/") if build else "",
+                                   "overlays/", "base/", "clusters/", "flux/") if p)
+        src, line = self.sources.locate(obj, (file,) if file else prefer)
+        ctx = context if context is not None else (build.id if build else (f"cluster {cluster}" if cluster else ""))
         return Finding(src, line, resource_id(obj), rule, message, hint, ctx)
 
 
@@ -180,7 +185,7 @@ def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Find
     for cycle in _cycles(graph):
         ks = next(k for k in kss if ((k.get("metadata") or {}).get("namespace", "flux-system"), k["metadata"]["name"]) == cycle[0])
         out.append(ctx.finding(ks, None, "flux-cycle", "dependsOn cycle: " + " -> ".join(n for _, n in cycle + [cycle[0]]),
-                               "remove one dependsOn edge; layers must form a chain (controllers, then queues)"))
+                               "remove one dependsOn edge; layers must form a chain (controllers, then queues)", cluster=cluster.name))
 
     # The same object applied by two Flux Kustomizations: they would fight and prune each other.
     owners: dict[tuple, list[Build]] = defaultdict(list)
@@ -223,8 +228,8 @@ def _cycles(graph: dict) -> list[list]:
 
 
 # -- Sample workloads ------------------------------------------------------------------------------
-def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list[Finding], list[dict]]:
-    """Checks clusters/<name>/samples.yaml against the cluster's queues; returns the rendered samples too."""
+def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list[Finding], list[tuple[str, dict]]]:
+    """Checks clusters/<name>/samples.yaml against the cluster's queues; returns (sample, RayJob) pairs too."""
     out, rendered = [], []
     samples_file = f"clusters/{cluster.name}/samples.yaml"
     path = root / samples_file
@@ -242,7 +247,7 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
             out.append(Finding(samples_file, None, f"sample/{entry.get('sample')}", "sample-render", str(err),
                                "each entry needs `sample` (a file in workloads/) and `queue`; pass every ${VAR} in `vars`", where))
             continue
-        rendered.append(job)
+        rendered.append((entry["sample"], job))
         wfile = f"workloads/{entry['sample']}.yaml"
         spec = job.get("spec") or {}
         if spec.get("suspend") is not True:

@@ -17,7 +17,8 @@ from pathlib import Path
 from harness import rules, schema_check
 from harness.findings import Finding, write_reports
 from harness.render import RenderError, render_repository, substitution_sources
-from harness.sources import Sources, resource_id
+from harness.sources import Sources
+from harness.workloads import WORKLOADS_DIR
 from harness.tools import ToolBuildError
 
 
@@ -46,7 +47,7 @@ def validate_repository(root: Path) -> Report:
     timings["render"] = time.monotonic() - t
 
     t = time.monotonic()
-    validated: list[tuple[object, dict]] = []  # (build or label, object) pairs for schema checks
+    validated: list[tuple[object, dict, str | None]] = []  # (build or label, object, source file) for schema checks
     for b in builds:
         if b.error:
             # A YAML syntax error in the directory is the cause; report it once.
@@ -55,14 +56,15 @@ def validate_repository(root: Path) -> Report:
                                         f"run `kustomize build {b.dir}` and fix the reference or patch it names", b.id))
             continue
         findings += rules.kueue_rules(ctx, b, b.objects)
-        validated += [(b, o) for o in b.objects]
+        validated += [(b, o, None) for o in b.objects]
     for c in clusters:
         findings += rules.cluster_rules(ctx, root, c)
         sample_findings, samples = rules.sample_rules(ctx, root, c)
         findings += sample_findings
-        validated += [(fb, o) for fb in c.flux for o in fb.objects]
-        validated += [(f"cluster {c.name}: samples.yaml", s) for s in samples]
-        validated += [(f"clusters/{c.name}/cluster-vars.example.yaml", s) for s in substitution_sources(root / "clusters" / c.name)]
+        validated += [(fb, o, None) for fb in c.flux for o in fb.objects]
+        validated += [(f"cluster {c.name}: samples.yaml", s, f"{WORKLOADS_DIR}/{name}.yaml") for name, s in samples]
+        example = f"clusters/{c.name}/cluster-vars.example.yaml"
+        validated += [(example, s, example) for s in substitution_sources(root / "clusters" / c.name)]
     timings["rules"] = time.monotonic() - t
 
     t = time.monotonic()
@@ -77,23 +79,22 @@ def validate_repository(root: Path) -> Report:
                   len(validated), timings)
 
 
-def _schema_findings(ctx: rules.Context, validated: list[tuple[object, dict]]) -> list[Finding]:
+def _schema_findings(ctx: rules.Context, validated: list[tuple[object, dict, str | None]]) -> list[Finding]:
     out = []
-    first_build = {}
-    for build, obj in validated:
-        first_build.setdefault(json.dumps(obj, sort_keys=True, default=str), build)
-    for obj, status, message in schema_check.validate([o for _, o in validated]):
-        build = first_build.get(json.dumps(obj, sort_keys=True, default=str))
-        label = build if isinstance(build, str) else None
-        b = None if isinstance(build, str) else build
+    origin = {}
+    for build, obj, file in validated:
+        origin.setdefault(json.dumps(obj, sort_keys=True, default=str), (build, file))
+    for obj, status, message in schema_check.validate([o for _, o, _ in validated]):
+        build, file = origin[json.dumps(obj, sort_keys=True, default=str)]
+        b, label = (None, build) if isinstance(build, str) else (build, None)
         if status == "unknown":
-            f = ctx.finding(obj, b, "schema-unknown-kind", f"{obj.get('apiVersion')} {obj.get('kind')} is not served by Kubernetes 1.35 or the pinned CRDs ({message})",
-                            "fix apiVersion/kind (Kueue: kueue.x-k8s.io/v1beta2, KubeRay: ray.io/v1, Flux: kustomize.toolkit.fluxcd.io/v1)")
+            rule, text, hint = ("schema-unknown-kind",
+                                f"{obj.get('apiVersion')} {obj.get('kind')} is not served by Kubernetes 1.35 or the pinned CRDs ({message})",
+                                "fix apiVersion/kind (Kueue: kueue.x-k8s.io/v1beta2, KubeRay: ray.io/v1, Flux: kustomize.toolkit.fluxcd.io/v1)")
         else:
-            f = ctx.finding(obj, b, "schema", message, "fix the field named in the message; unknown fields are errors (check spelling and nesting against the CRD)")
-        if label:
-            f = Finding(f.file, f.line, resource_id(obj), f.rule, f.message, f.hint, label)
-        out.append(f)
+            rule, text, hint = ("schema", message,
+                                "fix the field named in the message; unknown fields are errors (check spelling and nesting against the CRD)")
+        out.append(ctx.finding(obj, b, rule, text, hint, file=file, context=label))
     return out
 
 

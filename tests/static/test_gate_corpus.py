@@ -44,7 +44,7 @@ CORPUS = [
     ("both-overlays", "cluster-overlay", f"{PROD}/kustomization.yaml",
      lambda r: append(r, f"{PROD}/queues/kustomization.yaml", "  - ../../../overlays/single-queue\n")),
     ("no-overlay", "cluster-overlay", f"{PROD}/kustomization.yaml",
-     lambda r: edit(r, f"{PROD}/queues/kustomization.yaml", "../../../overlays/team-queues", "../../../base")),
+     lambda r: edit(r, f"{PROD}/queues/kustomization.yaml", "  - ../../../overlays/team-queues", "  - ../../../base")),
     ("missing-flux-path", "flux-path", f"{PROD}/queues.yaml",
      lambda r: edit(r, f"{PROD}/queues.yaml", "path: ./clusters/prod-eastus2/queues", "path: ./clusters/prod-eastus2/queue")),
     ("dangling-depends-on", "flux-depends-on", f"{PROD}/queues.yaml",
@@ -71,7 +71,7 @@ CORPUS = [
     ("unknown-sample", "sample-render", f"{PROD}/samples.yaml", lambda r: edit(r, f"{PROD}/samples.yaml", "sample: batch-inference", "sample: batch-inferense")),
     ("missing-resource-file", "kustomize-build", "overlays/team-queues/kustomization.yaml",
      lambda r: edit(r, "overlays/team-queues/kustomization.yaml", "  - team-b.yaml", "  - team-c.yaml")),
-    ("two-layers-same-queues", "object-collision", f"{PROD}/queues.yaml",
+    ("two-layers-same-queues", "object-collision", TEAM_A,
      lambda r: append(r, f"{PROD}/queues.yaml", (r / f"{PROD}/queues.yaml").read_text().replace("name: queues\n", "name: queues-copy\n", 1).replace("# Layer 2", "---\n# Layer 2", 1))),
 ]
 
