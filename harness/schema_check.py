@@ -53,7 +53,11 @@ def validate(objects: list[dict]) -> list[tuple[dict, str, str]]:
         obj = by_file.get(res.get("filename"), {})
         status = res.get("status")
         if status == "statusInvalid":
-            details = "; ".join(f"{e.get('path') or '/'}: {e.get('msg')}" for e in res.get("validationErrors") or []) or res.get("msg", "")
+            errors = res.get("validationErrors") or []
+            details = "; ".join(f"{e.get('path') or '/'}: {e.get('msg')}" for e in errors)
+            # Several errors under one parent collapse into "validation failed"; msg has them all.
+            if not details or any("failed" in str(e.get("msg")) for e in errors):
+                details = res.get("msg", details)
             problems.append((obj, "invalid", details))
         elif status == "statusError":
             msg = res.get("msg", "")
