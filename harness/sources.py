@@ -1,6 +1,7 @@
 """The repository's YAML sources: parsing with line numbers and finding where an object is defined."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from harness.findings import Finding
 SKIP_DIRS = {".git", ".venv", "build", "__pycache__", ".pytest_cache", "node_modules", ".terraform"}
 
 
-class _LineLoader(yaml.SafeLoader):
+class _LineLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml when PyYAML has it
     """SafeLoader that remembers the line where each mapping starts."""
 
 
@@ -97,14 +98,15 @@ class Sources:
 
 
 def yaml_files(root: Path):
-    for path in root.rglob("*"):
-        if path.suffix in (".yaml", ".yml") and path.is_file():
-            if not SKIP_DIRS.intersection(path.relative_to(root).parts):
-                yield path
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS]  # never descend into .venv or .git
+        for name in filenames:
+            if name.endswith((".yaml", ".yml")):
+                yield Path(dirpath) / name
 
 
 def kustomization_dirs(root: Path) -> list[Path]:
-    return sorted(p.parent for p in root.rglob("kustomization.yaml") if not SKIP_DIRS.intersection(p.relative_to(root).parts))
+    return sorted(p.parent for p in yaml_files(root) if p.name == "kustomization.yaml")
 
 
 def load_yaml(path: Path):

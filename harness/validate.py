@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness import rules, schema_check
+from harness import capacity, rules, schema_check, terraform_checks
 from harness.findings import Finding, write_reports
 from harness.render import RenderError, render_repository, substitution_sources
 from harness.sources import Sources
@@ -65,6 +65,8 @@ def validate_repository(root: Path) -> Report:
         validated += [(f"cluster {c.name}: samples.yaml", s, f"{WORKLOADS_DIR}/{name}.yaml") for name, s in samples]
         example = f"clusters/{c.name}/cluster-vars.example.yaml"
         validated += [(example, s, example) for s in substitution_sources(root / "clusters" / c.name)]
+    findings += capacity.capacity_findings(root, clusters, sources)
+    findings += terraform_checks.wiring_findings(root)
     timings["rules"] = time.monotonic() - t
 
     t = time.monotonic()
@@ -75,7 +77,7 @@ def validate_repository(root: Path) -> Report:
     unique = {}
     for f in findings:
         unique.setdefault((f.file, f.line, f.resource, f.rule, f.message), f)
-    return Report(sorted(unique.values()), sorted(rules.RULES), len(builds) + sum(len(c.flux) for c in clusters),
+    return Report(sorted(unique.values()), sorted(rules.RULES | capacity.RULES | terraform_checks.RULES), len(builds) + sum(len(c.flux) for c in clusters),
                   len(validated), timings)
 
 

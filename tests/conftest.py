@@ -10,7 +10,7 @@ import pytest
 from harness.versions import REPO_ROOT
 
 # What a checkout of this repository needs for the gate; the harness itself is not copied.
-CONFIG_PATHS = ("base", "overlays", "components", "clusters", "flux", "workloads", "versions.yaml")
+CONFIG_PATHS = ("base", "overlays", "components", "clusters", "flux", "workloads", "terraform", "versions.yaml")
 
 
 def pytest_addoption(parser):

@@ -1,0 +1,83 @@
+"""Terraform hygiene: fmt, validate, checkov over terraform/ and over what Flux applies, and
+the wiring between terraform/ and the manifests (cluster-vars keys, Flux configuration)."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness import terraform_checks
+from harness.capacity import TerraformConfig
+from harness.render import render_repository
+from harness.versions import REPO_ROOT
+
+pytestmark = pytest.mark.static
+
+
+def _skip_or_assert(result: terraform_checks.ToolResult, what: str) -> None:
+    if result.status == "skipped":
+        pytest.skip(f"{what}: {result.detail}")
+    assert result.status == "passed", f"{what} failed:\n{result.detail}\n" + "\n".join(
+        f"{c['check_id']} {c['resource']} {c['file']}:{c['lines']} {c['name']}" for c in result.failed)
+
+
+def test_terraform_fmt():
+    _skip_or_assert(terraform_checks.terraform_fmt(REPO_ROOT), "terraform fmt -check")
+
+
+def test_terraform_validate():
+    _skip_or_assert(terraform_checks.terraform_validate(REPO_ROOT), "terraform validate")
+
+
+def test_checkov_terraform():
+    _skip_or_assert(terraform_checks.checkov_scan(REPO_ROOT, REPO_ROOT / "terraform", "terraform"), "checkov (terraform)")
+
+
+def test_checkov_flux_manifests(tmp_path: Path):
+    _, clusters = render_repository(REPO_ROOT)
+    paths = terraform_checks.write_manifests(clusters, tmp_path / "manifests")
+    assert {p.stem for p in paths} == {"prod-eastus2", "dev-westus3"}
+    _skip_or_assert(terraform_checks.checkov_scan(REPO_ROOT, tmp_path / "manifests", "kubernetes"), "checkov (kubernetes)")
+
+
+def test_checkov_skip_list_says_why():
+    lines = (REPO_ROOT / terraform_checks.CHECKOV_CONFIG).read_text().splitlines()
+    skips = yaml.safe_load("\n".join(lines))["skip-check"]
+    assert len(skips) <= 10, "the skip list must stay short"
+    for check in skips:
+        i = next(n for n, line in enumerate(lines) if line.strip() == f"- {check}")
+        assert lines[i - 1].strip().startswith("#"), f"{check} has no comment saying why it is skipped"
+
+
+def test_cluster_vars_keys_equal_the_examples():
+    _, keys = terraform_checks.cluster_vars_keys(TerraformConfig.load(REPO_ROOT))
+    for example in sorted((REPO_ROOT / "clusters").glob("*/cluster-vars.example.yaml")):
+        assert keys == set(yaml.safe_load(example.read_text())["data"]), example
+
+
+def test_wiring_is_clean():
+    found = terraform_checks.wiring_findings(REPO_ROOT)
+    assert not found, "\n".join(f.text() for f in found)
+
+
+@pytest.fixture
+def repo(repo_copy: Path) -> Path:
+    if not (repo_copy / "terraform").exists():
+        shutil.copytree(REPO_ROOT / "terraform", repo_copy / "terraform", ignore=shutil.ignore_patterns(".terraform"))
+    return repo_copy
+
+
+def test_cluster_vars_key_missing(repo: Path):
+    path = repo / "terraform/main.tf"
+    path.write_text(path.read_text().replace("    AZURE_STORAGE_ACCOUNT_NAME  = azurerm_storage_account.this.name\n", ""))
+    found = [f for f in terraform_checks.wiring_findings(repo) if f.rule == "terraform-cluster-vars"]
+    assert found and "missing ['AZURE_STORAGE_ACCOUNT_NAME']" in found[0].message
+
+
+def test_flux_path_of_unknown_cluster(repo: Path):
+    path = repo / "terraform/clusters/dev-westus3.tfvars"
+    path.write_text(path.read_text().replace('cluster_name          = "dev-westus3"', 'cluster_name          = "dev-westus9"'))
+    found = [f for f in terraform_checks.wiring_findings(repo) if f.rule == "terraform-flux-configuration"]
+    assert found and "clusters/dev-westus9" in found[0].message
