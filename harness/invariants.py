@@ -124,7 +124,7 @@ class InvariantChecker:
     def _check_unsuspended(self) -> None:
         admitted = self._admitted_uids()
         for (ns, name), job in self.state["RayJob"].items():
-            if (job.get("spec") or {}).get("suspend") is False and job["metadata"]["uid"] not in admitted:
+            if not (job.get("spec") or {}).get("suspend") and job["metadata"]["uid"] not in admitted:
                 if self._confirm_unsuspended_without_admission(ns, name, job["metadata"]["uid"]):
                     self._violate(f"RayJob {ns}/{name} is unsuspended but has no admitted Workload")
 
@@ -133,7 +133,7 @@ class InvariantChecker:
             job = self.api.get_namespaced_custom_object("ray.io", "v1", ns, "rayjobs", name)
         except client.ApiException:
             return False  # deleted meanwhile
-        if job["spec"].get("suspend") is not False or job["metadata"]["uid"] != uid:
+        if job["spec"].get("suspend") or job["metadata"]["uid"] != uid:
             return False
         wls = self.api.list_namespaced_custom_object("kueue.x-k8s.io", "v1beta2", ns, "workloads").get("items") or []
         return not any(is_true(w, "Admitted") and any(r.get("uid") == uid for r in w["metadata"].get("ownerReferences") or [])

@@ -103,7 +103,7 @@ class Queues:
     # -- the decisions tests assert on ---------------------------------------------------------
     def wait_admitted(self, job_name: str, timeout: float | None = None) -> dict:
         wl = self.wait_workload(job_name, lambda w: is_true(w, "Admitted"), "Admitted=True", timeout)
-        self.wait_job(job_name, lambda j: j["spec"].get("suspend") is False, "spec.suspend false (unsuspended by Kueue)", timeout)
+        self.wait_job(job_name, lambda j: not j["spec"].get("suspend"), "spec.suspend false or unset (unsuspended by Kueue)", timeout)
         return wl
 
     def wait_pending(self, job_name: str, timeout: float | None = None) -> dict:

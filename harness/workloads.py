@@ -15,6 +15,8 @@ from harness.quantity import parse_quantity
 from harness.versions import REPO_ROOT
 
 WORKLOADS_DIR = "workloads"
+# KubeRay's default submitter container resources (ray-operator/controllers/ray/common/job.go).
+SUBMITTER_DEFAULT_REQUESTS = {"cpu": parse_quantity("500m"), "memory": parse_quantity("200Mi")}
 
 
 class WorkloadError(ValueError):
@@ -54,7 +56,9 @@ def pod_sets(rayjob: dict) -> list[tuple[str, int, dict[str, Decimal]]]:
         count = int(group.get("replicas", 0) or 0) * int(group.get("numOfHosts", 1) or 1)
         sets.append((group.get("groupName", "?"), count, _pod_requests(group.get("template"))))
     if spec.get("submissionMode", "K8sJobMode") == "K8sJobMode":
-        sets.append(("submitter", 1, _pod_requests(spec.get("submitterPodTemplate"))))
+        # KubeRay gives a submitter without requests its defaults, and Kueue charges them.
+        submitter = _pod_requests(spec.get("submitterPodTemplate")) or dict(SUBMITTER_DEFAULT_REQUESTS)
+        sets.append(("submitter", 1, submitter))
     return sets
 
 

@@ -113,6 +113,6 @@ def pytest_runtest_makereport(item, call):
         if log_dir:
             tails = []
             for log in sorted(Path(log_dir).glob("*.log")):
-                lines = log.read_text(errors="replace").splitlines()[-15:]
+                lines = [line[:300] for line in log.read_text(errors="replace").splitlines()[-15:]]
                 tails.append(f"--- {log.name} (last {len(lines)} lines; full log kept at {log}) ---\n" + "\n".join(lines))
             report.sections.append(("component logs", "\n".join(tails)))
