@@ -2,8 +2,8 @@
 
 It follows RayJobs, Workloads and ClusterQueues with watches and, on every event, checks:
   1. no RayJob is unsuspended without an admitted Workload;
-  2. per ClusterQueue, flavor and resource: usage <= nominalQuota + borrowingLimit;
-  3. per cohort, flavor and resource: total usage <= the sum of nominal quotas.
+  2. per ClusterQueue, flavor and resource: quota held by its Workloads <= nominalQuota + borrowingLimit;
+  3. per cohort, flavor and resource: quota held in total <= the sum of nominal quotas.
 A suspected violation of (1) is confirmed against fresh reads before it is recorded, because
 the three watches are independent streams and may deliver events in different orders.
 """
@@ -31,6 +31,7 @@ class InvariantChecker:
         self.state: dict[str, dict[tuple, dict]] = {k: {} for k in SOURCES}
         self.violations: list[str] = []
         self.events = 0
+        self.synced: set[str] = set()
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._watches: list[watch.Watch] = []
@@ -61,7 +62,7 @@ class InvariantChecker:
 
     def assert_held(self) -> None:
         assert not self.violations, "invariants violated:\n" + "\n".join(self.violations)
-        assert self.events > 0, "the invariant checker saw no events: it was not watching"
+        assert self.synced == set(SOURCES), f"the invariant checker never listed {set(SOURCES) - self.synced}: it was not watching"
 
     # -- watching ---------------------------------------------------------------------------------
     def _follow(self, kind: str) -> None:
@@ -71,6 +72,7 @@ class InvariantChecker:
             listing = self.api.list_cluster_custom_object(group, version, plural)
             with self._lock:
                 self.state[kind] = {self._key(o): o for o in listing.get("items") or []}
+                self.synced.add(kind)
                 self._check()
             if first:
                 first = False
@@ -139,31 +141,48 @@ class InvariantChecker:
         return not any(is_true(w, "Admitted") and any(r.get("uid") == uid for r in w["metadata"].get("ownerReferences") or [])
                        for w in wls)
 
+    def _usage(self) -> dict[tuple, Decimal]:
+        """Quota held per (ClusterQueue, flavor, resource), summed over Workloads with quota
+        reserved. Each Workload's admission is written atomically and all Workloads come in one
+        ordered watch stream, so this is consistent where ClusterQueue status (a cache view,
+        each queue updated on its own) is not."""
+        usage: dict[tuple, Decimal] = defaultdict(Decimal)
+        for wl in self.state["Workload"].values():
+            admission = (wl.get("status") or {}).get("admission")
+            if not admission or not is_true(wl, "QuotaReserved"):
+                continue
+            for psa in admission.get("podSetAssignments") or []:
+                flavors = psa.get("flavors") or {}
+                for resource, qty in (psa.get("resourceUsage") or {}).items():
+                    usage[(admission.get("clusterQueue"), flavors.get(resource), resource)] += parse_quantity(qty)
+        return usage
+
     def _check_quota(self) -> None:
-        cohort_usage: dict[tuple, Decimal] = defaultdict(Decimal)
+        limits: dict[tuple, tuple[Decimal, Decimal | None]] = {}
+        cohort_of: dict[str, str | None] = {}
         cohort_nominal: dict[tuple, Decimal] = defaultdict(Decimal)
         for (_, name), cq in self.state["ClusterQueue"].items():
-            spec, status = cq.get("spec") or {}, cq.get("status") or {}
-            cohort = spec.get("cohortName")
-            limits = {}
+            spec = cq.get("spec") or {}
+            cohort_of[name] = spec.get("cohortName")
             for group in spec.get("resourceGroups") or []:
                 for f in group.get("flavors") or []:
                     for r in f.get("resources") or []:
                         nominal = parse_quantity(r.get("nominalQuota", 0))
                         borrow = parse_quantity(r["borrowingLimit"]) if "borrowingLimit" in r else None
-                        limits[(f["name"], r["name"])] = (nominal, borrow)
-                        if cohort:
-                            cohort_nominal[(cohort, f["name"], r["name"])] += nominal
-            for f in status.get("flavorsUsage") or []:
-                for r in f.get("resources") or []:
-                    used = parse_quantity(r.get("total", 0))
-                    nominal, borrow = limits.get((f["name"], r["name"]), (Decimal(0), None))
-                    if borrow is not None and used > nominal + borrow:
-                        self._violate(f"ClusterQueue {name} uses {used} {r['name']} of flavor {f['name']}, above nominal {nominal} + borrowingLimit {borrow}")
-                    if not cohort and used > nominal:
-                        self._violate(f"ClusterQueue {name} uses {used} {r['name']} of flavor {f['name']}, above its nominal {nominal} (no cohort)")
-                    if cohort:
-                        cohort_usage[(cohort, f["name"], r["name"])] += used
+                        limits[(name, f["name"], r["name"])] = (nominal, borrow)
+                        if cohort_of[name]:
+                            cohort_nominal[(cohort_of[name], f["name"], r["name"])] += nominal
+        cohort_usage: dict[tuple, Decimal] = defaultdict(Decimal)
+        for (cq, flavor, resource), used in self._usage().items():
+            if cq not in cohort_of:
+                continue  # a queue this checker has not seen (yet)
+            nominal, borrow = limits.get((cq, flavor, resource), (Decimal(0), Decimal(0)))
+            cohort = cohort_of[cq]
+            ceiling = nominal + (borrow if borrow is not None else (Decimal("Infinity") if cohort else Decimal(0)))
+            if used > ceiling:
+                self._violate(f"ClusterQueue {cq} holds {used} {resource} of flavor {flavor}, above nominal {nominal} + borrowingLimit {borrow}")
+            if cohort:
+                cohort_usage[(cohort, flavor, resource)] += used
         for key, used in cohort_usage.items():
             if used > cohort_nominal[key]:
-                self._violate(f"cohort {key[0]} uses {used} {key[2]} of flavor {key[1]}, above its nominal total {cohort_nominal[key]}")
+                self._violate(f"cohort {key[0]} holds {used} {key[2]} of flavor {key[1]}, above its nominal total {cohort_nominal[key]}")

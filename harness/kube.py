@@ -121,6 +121,12 @@ class Kube:
                 raise WaitTimeout(f"timed out after {timeout:.0f}s waiting for {describe}; last state of {kind} objects:\n{seen}")
 
 
+def apply_order(objs: list[dict]) -> list[dict]:
+    """Namespaces and cluster-scoped objects first, so namespaced ones have somewhere to go."""
+    rank = {"Namespace": 0, "CustomResourceDefinition": 0, "ResourceFlavor": 1, "WorkloadPriorityClass": 1, "ClusterQueue": 2}
+    return sorted(objs, key=lambda o: rank.get(o["kind"], 3))
+
+
 def condition(obj: dict | None, ctype: str) -> dict | None:
     for c in ((obj or {}).get("status") or {}).get("conditions") or []:
         if c.get("type") == ctype:

@@ -65,6 +65,14 @@ def run_fluxbuild(root: Path, jobs: list[dict]) -> dict[str, dict]:
     return {r["id"]: r for r in json.loads(proc.stdout)}
 
 
+def build_directory(root: Path, directory: str) -> list[dict]:
+    """`kustomize build` of one repository directory, with the renderer the static gate uses."""
+    result = run_fluxbuild(root, [{"id": directory, "dir": directory}])[directory]
+    if result.get("error"):
+        raise RenderError(f"{directory} does not build: {result['error']}")
+    return result["objects"]
+
+
 def is_component(directory: Path) -> bool:
     doc = load_yaml(directory / "kustomization.yaml") or {}
     return isinstance(doc, dict) and doc.get("kind") == "Component"

@@ -119,7 +119,6 @@ def _identity_findings(root: Path, cfg: TerraformConfig) -> list[Finding]:
 
 def cluster_vars_keys(cfg: TerraformConfig) -> tuple[object, set[str] | None]:
     """(the kubernetes_config_map_v1 block for flux-system/cluster-vars, its data keys)."""
-    scope = Scope(cfg, {})
     for block in cfg.of_type("kubernetes_config_map_v1"):
         meta = (block.body.get("metadata") or [{}])[0]
         if meta.get("name") == "cluster-vars" and meta.get("namespace") == "flux-system":

@@ -10,8 +10,8 @@ import pytest
 
 from harness import backends
 from harness.invariants import InvariantChecker
-from harness.kube import Kube, is_true
-from harness.render import run_fluxbuild
+from harness.kube import Kube, apply_order, is_true
+from harness.render import build_directory
 from harness.scenarios import CLUSTER_QUEUE, RAYJOB, WORKLOAD, Queues
 from harness.versions import REPO_ROOT
 
@@ -46,26 +46,13 @@ def queues(kube) -> Queues:
     return Queues(kube, NAMESPACE, timeout=float(os.environ.get("RAY_KUEUE_WAIT", "60")))
 
 
-def rendered(directory: str) -> list[dict]:
-    """kustomize build of a repository directory (the same renderer the static gate uses)."""
-    result = run_fluxbuild(REPO_ROOT, [{"id": directory, "dir": directory}])[directory]
-    assert not result.get("error"), f"{directory} does not build: {result['error']}"
-    return result["objects"]
-
-
-def apply_order(objs: list[dict]) -> list[dict]:
-    """Namespaces and cluster-scoped objects first, so namespaced ones have somewhere to go."""
-    rank = {"Namespace": 0, "CustomResourceDefinition": 0, "ResourceFlavor": 1, "WorkloadPriorityClass": 1, "ClusterQueue": 2}
-    return sorted(objs, key=lambda o: rank.get(o["kind"], 3))
-
-
 @pytest.fixture
 def layout(kube, queues):
     """apply("overlays/team-queues") puts that layout on the cluster; everything is removed after."""
     applied: list[dict] = []
 
     def apply(directory: str) -> list[dict]:
-        objs = apply_order(rendered(directory))
+        objs = apply_order(build_directory(REPO_ROOT, directory))
         for o in objs:
             kube.apply(o)
         applied.extend(objs)

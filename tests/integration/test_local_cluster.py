@@ -88,7 +88,7 @@ def test_api_answers(cluster, api):
     assert version.git_version == versions.module("kubernetes")[1]
     names = {n.metadata.name for n in client.CoreV1Api(api).list_namespace().items}
     assert {"default", "kube-system", "kueue-system"} <= names
-    say("test", f"local cluster start timings (s): " + ", ".join(f"{k}={v:.1f}" for k, v in cluster.timings.items()))
+    say("test", "local cluster start timings (s): " + ", ".join(f"{k}={v:.1f}" for k, v in cluster.timings.items()))
 
 
 def test_crds_established(custom):

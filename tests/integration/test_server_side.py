@@ -8,10 +8,9 @@ import copy
 import pytest
 from kubernetes.dynamic.exceptions import ApiException
 
-from harness.render import render_repository
+from harness.kube import apply_order
+from harness.render import build_directory, render_repository
 from harness.versions import REPO_ROOT
-
-from .conftest import apply_order, rendered
 
 pytestmark = pytest.mark.integration
 
@@ -29,7 +28,7 @@ def cluster_objects() -> dict[str, list[dict]]:
 
 @pytest.mark.parametrize("directory", OVERLAYS)
 def test_overlay_passes_dry_run_then_applies(layout, kube, directory):
-    objs = apply_order(rendered(directory))
+    objs = apply_order(build_directory(REPO_ROOT, directory))
     for o in objs:
         if o["kind"] == "Namespace":
             kube.apply(o)  # namespaced dry-runs need the namespace to exist
@@ -50,7 +49,7 @@ def test_cluster_queue_layer_passes_dry_run(kube, cluster):
 
 
 def test_cel_rule_rejects_borrowing_without_cohort(kube):
-    cq = copy.deepcopy(next(o for o in rendered("overlays/team-queues") if o["kind"] == "ClusterQueue"))
+    cq = copy.deepcopy(next(o for o in build_directory(REPO_ROOT, "overlays/team-queues") if o["kind"] == "ClusterQueue"))
     del cq["spec"]["cohortName"]
     with pytest.raises(ApiException) as rejected:
         kube.apply(cq, dry_run=True)

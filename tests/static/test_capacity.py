@@ -3,7 +3,6 @@ the repository passes, and each broken variant fails with a message that names t
 ClusterQueue, resource, declared quota, real capacity, Terraform file and pool."""
 from __future__ import annotations
 
-import shutil
 from decimal import Decimal
 from pathlib import Path
 
@@ -28,13 +27,6 @@ def edit(root: Path, rel: str, old: str, new: str) -> None:
     assert old in text, f"test case is stale: {old!r} not in {rel}"
     path.write_text(text.replace(old, new, 1))
 
-
-@pytest.fixture
-def repo(repo_copy: Path) -> Path:
-    """repo_copy plus terraform/ (until tests/conftest.py copies it too)."""
-    if not (repo_copy / "terraform").exists():
-        shutil.copytree(REPO_ROOT / "terraform", repo_copy / "terraform", ignore=shutil.ignore_patterns(".terraform"))
-    return repo_copy
 
 
 def findings(root: Path):
@@ -81,9 +73,9 @@ def test_sku_table_allocatable_matches_the_aks_formula():
     assert d8["cpu"] == Decimal("7.82")
 
 
-def test_gpu_sku_changed_without_quotas(repo: Path):
-    edit(repo, PROD_TFVARS, 'gpu_vm_size    = "Standard_ND96amsr_A100_v4"', 'gpu_vm_size    = "Standard_NC24ads_A100_v4"')
-    hits = only(findings(repo), "capacity-quota")
+def test_gpu_sku_changed_without_quotas(repo_copy: Path):
+    edit(repo_copy, PROD_TFVARS, 'gpu_vm_size    = "Standard_ND96amsr_A100_v4"', 'gpu_vm_size    = "Standard_NC24ads_A100_v4"')
+    hits = only(findings(repo_copy), "capacity-quota")
     gpu = [f for f in hits if "nvidia.com/gpu" in f.message and "team-a-cq" in f.resource]
     assert gpu, [f.message for f in hits]
     msg = gpu[0].message
@@ -94,10 +86,10 @@ def test_gpu_sku_changed_without_quotas(repo: Path):
     assert all(f.context == "cluster prod-eastus2" for f in hits)
 
 
-def test_quota_above_capacity(repo: Path):
-    edit(repo, ND96, 'path: /spec/resourceGroups/1/flavors/0/resources/0/nominalQuota, value: "4"}',
+def test_quota_above_capacity(repo_copy: Path):
+    edit(repo_copy, ND96, 'path: /spec/resourceGroups/1/flavors/0/resources/0/nominalQuota, value: "4"}',
          'path: /spec/resourceGroups/1/flavors/0/resources/0/nominalQuota, value: "5"}')
-    hits = only(findings(repo), "capacity-quota")
+    hits = only(findings(repo_copy), "capacity-quota")
     msg = hits[0].message
     assert "declared nominal quota 10" in msg and "ClusterQueue team-a-cq 5, ClusterQueue team-b-cq 5" in msg
     assert "real capacity 8" in msg and "pool gpupool, 1 x Standard_ND96amsr_A100_v4" in msg
@@ -105,9 +97,9 @@ def test_quota_above_capacity(repo: Path):
     assert hits[0].file.startswith("overlays/team-queues/")
 
 
-def test_flavor_label_mismatch(repo: Path):
-    edit(repo, "base/resource-flavors.yaml", "accelerator: nvidia", "accelerator: nvidia-h100")
-    found = findings(repo)
+def test_flavor_label_mismatch(repo_copy: Path):
+    edit(repo_copy, "base/resource-flavors.yaml", "accelerator: nvidia", "accelerator: nvidia-h100")
+    found = findings(repo_copy)
     hits = only(found, "capacity-flavor-labels")
     assert {f.context for f in hits} == {"cluster prod-eastus2", "cluster dev-westus3"}
     msg = hits[0].message
@@ -117,13 +109,13 @@ def test_flavor_label_mismatch(repo: Path):
     assert any("nvidia.com/gpu" in f.message and "real capacity 0" in f.message for f in only(found, "capacity-quota"))
 
 
-def test_pod_larger_than_any_node(repo: Path):
+def test_pod_larger_than_any_node(repo_copy: Path):
     # 95 CPUs fit prod's team quota (48 + 48 borrowed) but not one ND96 node's 94.94 allocatable.
-    edit(repo, "workloads/aurora-finetune.yaml", 'requests: {cpu: "18", memory: 160Gi, nvidia.com/gpu: "1"}',
+    edit(repo_copy, "workloads/aurora-finetune.yaml", 'requests: {cpu: "18", memory: 160Gi, nvidia.com/gpu: "1"}',
          'requests: {cpu: "95", memory: 160Gi, nvidia.com/gpu: "1"}')
-    edit(repo, "workloads/aurora-finetune.yaml", 'limits: {cpu: "18", memory: 160Gi, nvidia.com/gpu: "1"}',
+    edit(repo_copy, "workloads/aurora-finetune.yaml", 'limits: {cpu: "18", memory: 160Gi, nvidia.com/gpu: "1"}',
          'limits: {cpu: "95", memory: 160Gi, nvidia.com/gpu: "1"}')
-    hits = only(findings(repo), "capacity-pod-fits-node")
+    hits = only(findings(repo_copy), "capacity-pod-fits-node")
     prod = [f for f in hits if f.context.startswith("cluster prod-eastus2")]
     assert prod, [f.message for f in hits]
     msg = prod[0].message
@@ -133,34 +125,34 @@ def test_pod_larger_than_any_node(repo: Path):
     assert prod[0].file == "workloads/aurora-finetune.yaml"
 
 
-def test_missing_federated_credential_subject(repo: Path):
-    edit(repo, "terraform/identity.tf", "  subject             = local.workload_subject\n", "")
-    hits = only(findings(repo), "terraform-federated-subject")
+def test_missing_federated_credential_subject(repo_copy: Path):
+    edit(repo_copy, "terraform/identity.tf", "  subject             = local.workload_subject\n", "")
+    hits = only(findings(repo_copy), "terraform-federated-subject")
     assert "has no subject" in hits[0].message and "system:serviceaccount:ray:ray-workload" in hits[0].message
     assert hits[0].file == "terraform/identity.tf" and hits[0].line
 
 
-def test_federated_subject_for_another_service_account(repo: Path):
-    edit(repo, "terraform/variables.tf", 'default     = "ray-workload"\n', 'default     = "ray-worker"\n')
-    hits = only(findings(repo), "terraform-federated-subject")
+def test_federated_subject_for_another_service_account(repo_copy: Path):
+    edit(repo_copy, "terraform/variables.tf", 'default     = "ray-workload"\n', 'default     = "ray-worker"\n')
+    hits = only(findings(repo_copy), "terraform-federated-subject")
     assert "system:serviceaccount:ray:ray-worker" in hits[0].message and "ray/ray-workload" in hits[0].message
 
 
-def test_cluster_without_tfvars(repo: Path):
-    (repo / DEV_TFVARS).unlink()
-    hits = only(findings(repo), "capacity-terraform")
+def test_cluster_without_tfvars(repo_copy: Path):
+    (repo_copy / DEV_TFVARS).unlink()
+    hits = only(findings(repo_copy), "capacity-terraform")
     assert hits[0].file == DEV_TFVARS and "dev-westus3" in hits[0].message
 
 
-def test_unknown_vm_size(repo: Path):
-    edit(repo, PROD_TFVARS, '"Standard_ND96amsr_A100_v4"', '"Standard_NC8as_T4_v3"')
-    hits = only(findings(repo), "capacity-unknown-sku")
+def test_unknown_vm_size(repo_copy: Path):
+    edit(repo_copy, PROD_TFVARS, '"Standard_ND96amsr_A100_v4"', '"Standard_NC8as_T4_v3"')
+    hits = only(findings(repo_copy), "capacity-unknown-sku")
     assert "Standard_NC8as_T4_v3" in hits[0].message and "harness/sku.yaml" in hits[0].message
 
 
-def test_cpu_pool_counts_for_the_default_flavor(repo: Path):
-    cfg = capacity.TerraformConfig.load(repo)
-    tfvars = {**capacity.load_tfvars(repo / DEV_TFVARS), "cpu_node_count": 2}
+def test_cpu_pool_counts_for_the_default_flavor(repo_copy: Path):
+    cfg = capacity.TerraformConfig.load(repo_copy)
+    tfvars = {**capacity.load_tfvars(repo_copy / DEV_TFVARS), "cpu_node_count": 2}
     pools = capacity.cluster_pools(cfg, tfvars)
     default_pools = [p.name for p in pools if capacity.selects(p, {}, [])]
     gpu_pools = [p.name for p in pools if capacity.selects(p, {"accelerator": "nvidia"}, [])]

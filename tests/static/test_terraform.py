@@ -2,7 +2,6 @@
 the wiring between terraform/ and the manifests (cluster-vars keys, Flux configuration)."""
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -62,22 +61,16 @@ def test_wiring_is_clean():
     assert not found, "\n".join(f.text() for f in found)
 
 
-@pytest.fixture
-def repo(repo_copy: Path) -> Path:
-    if not (repo_copy / "terraform").exists():
-        shutil.copytree(REPO_ROOT / "terraform", repo_copy / "terraform", ignore=shutil.ignore_patterns(".terraform"))
-    return repo_copy
 
-
-def test_cluster_vars_key_missing(repo: Path):
-    path = repo / "terraform/main.tf"
+def test_cluster_vars_key_missing(repo_copy: Path):
+    path = repo_copy / "terraform/main.tf"
     path.write_text(path.read_text().replace("    AZURE_STORAGE_ACCOUNT_NAME  = azurerm_storage_account.this.name\n", ""))
-    found = [f for f in terraform_checks.wiring_findings(repo) if f.rule == "terraform-cluster-vars"]
+    found = [f for f in terraform_checks.wiring_findings(repo_copy) if f.rule == "terraform-cluster-vars"]
     assert found and "missing ['AZURE_STORAGE_ACCOUNT_NAME']" in found[0].message
 
 
-def test_flux_path_of_unknown_cluster(repo: Path):
-    path = repo / "terraform/clusters/dev-westus3.tfvars"
+def test_flux_path_of_unknown_cluster(repo_copy: Path):
+    path = repo_copy / "terraform/clusters/dev-westus3.tfvars"
     path.write_text(path.read_text().replace('cluster_name          = "dev-westus3"', 'cluster_name          = "dev-westus9"'))
-    found = [f for f in terraform_checks.wiring_findings(repo) if f.rule == "terraform-flux-configuration"]
+    found = [f for f in terraform_checks.wiring_findings(repo_copy) if f.rule == "terraform-flux-configuration"]
     assert found and "clusters/dev-westus9" in found[0].message
