@@ -32,13 +32,12 @@ from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
 
 from harness import workloads
 from harness.findings import Finding
 from harness.quantity import parse_quantity
 from harness.render import ClusterRender
-from harness.sources import Sources, resource_id
+from harness.sources import Sources, parse_yaml, resource_id
 from harness.tools import cache_root
 
 TERRAFORM_DIR = "terraform"
@@ -72,7 +71,7 @@ class Sku:
 
 @lru_cache(maxsize=None)
 def sku_table(path: Path = SKU_FILE) -> tuple[dict[str, Sku], dict]:
-    doc = yaml.safe_load(path.read_text())
+    doc = parse_yaml(path.read_text())
     skus = {name: Sku(name, int(v["vcpu"]), int(v["memory_gib"]), int(v.get("gpus", 0))) for name, v in doc["skus"].items()}
     return skus, doc["aks_reservation"]
 
@@ -104,13 +103,12 @@ def _hcl_options():
 def parse_hcl(path: Path) -> dict:
     """python-hcl2's reading of a file, cached by content: its lark parser takes ~0.1 s a file,
     which would make the Terraform side the slowest part of the static gate."""
-    import hcl2
-
     text = path.read_text()
     key = hashlib.sha256(f"{_hcl_version()}\0{text}".encode()).hexdigest()
     cached = cache_root() / "hcl" / f"{key}.json"
     if cached.exists():
         return json.loads(cached.read_text())
+    import hcl2  # lark takes a tenth of a second to import; only a cache miss needs it
     try:
         parsed = hcl2.loads(text, serialization_options=_hcl_options())
     except Exception as err:  # lark raises several exception types
@@ -497,7 +495,7 @@ def _pod_fit_findings(root: Path, cluster: ClusterRender, pools: list[Pool], fla
         return out
     lqs = {((o.get("metadata") or {}).get("namespace"), o["metadata"]["name"]): o for o in objects if o.get("kind") == "LocalQueue"}
     cqs = {o["metadata"]["name"]: o for o in objects if o.get("kind") == "ClusterQueue"}
-    for entry in yaml.safe_load(samples_path.read_text()) or []:
+    for entry in parse_yaml(samples_path.read_text()) or []:
         try:
             job = workloads.render(entry["sample"], entry["queue"], {k: str(v) for k, v in (entry.get("vars") or {}).items()}, root)
         except (workloads.WorkloadError, KeyError, TypeError):

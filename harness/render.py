@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness import tools
-from harness.sources import kustomization_dirs, load_yaml
+from harness.sources import kustomization_dirs, load_yaml, parse_yaml_all
 
 FLUX_KS_API = "kustomize.toolkit.fluxcd.io"
 MAX_FLUX_DEPTH = 5  # nested Flux Kustomizations deeper than this are reported, not followed
@@ -88,9 +88,7 @@ def substitution_sources(cluster_dir: Path) -> list[dict]:
     example = cluster_dir / "cluster-vars.example.yaml"
     if not example.exists():
         return []
-    import yaml
-
-    return [d for d in yaml.safe_load_all(example.read_text()) if isinstance(d, dict)]
+    return [d for d in parse_yaml_all(example.read_text()) if isinstance(d, dict)]
 
 
 def render_repository(root: Path, skip_dirs: set[str] = frozenset()) -> tuple[list[Build], list[ClusterRender]]:

@@ -26,6 +26,7 @@ import yaml
 
 from harness.capacity import TERRAFORM_DIR, TFVARS_DIR, Scope, TerraformConfig, TerraformError, load_tfvars
 from harness.findings import Finding
+from harness.sources import parse_yaml_all
 from harness.render import ClusterRender
 from harness import versions
 from harness.tools import cache_root
@@ -48,7 +49,7 @@ def _workload_service_account(root: Path) -> tuple[str, str] | None:
     path = root / SERVICE_ACCOUNT_FILE
     if not path.exists():
         return None
-    for doc in yaml.safe_load_all(path.read_text()):
+    for doc in parse_yaml_all(path.read_text()):
         if isinstance(doc, dict) and doc.get("kind") == "ServiceAccount" and CLIENT_ID_ANNOTATION in ((doc.get("metadata") or {}).get("annotations") or {}):
             meta = doc["metadata"]
             return meta.get("namespace", "default"), meta["name"]
@@ -140,7 +141,7 @@ def _cluster_vars_findings(root: Path, cfg: TerraformConfig) -> list[Finding]:
         return [Finding(block.file, block.line, block.address, "terraform-cluster-vars", f"{block.address} data is not a literal map (or a local holding one)",
                         "set data = local.cluster_vars with the keys as literals")]
     for example in sorted((root / "clusters").glob("*/cluster-vars.example.yaml")):
-        docs = [d for d in yaml.safe_load_all(example.read_text()) if isinstance(d, dict) and d.get("kind") == "ConfigMap"]
+        docs = [d for d in parse_yaml_all(example.read_text()) if isinstance(d, dict) and d.get("kind") == "ConfigMap"]
         want = set((docs[0].get("data") or {}) if docs else {})
         if want != keys:
             rel = example.relative_to(root).as_posix()

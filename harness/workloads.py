@@ -9,8 +9,8 @@ import string
 from decimal import Decimal
 from pathlib import Path
 
-import yaml
 from harness.quantity import parse_quantity
+from harness.sources import parse_yaml
 
 from harness.versions import REPO_ROOT
 
@@ -29,7 +29,7 @@ def sample_names(root: Path = REPO_ROOT) -> list[str]:
 
 def defaults(root: Path = REPO_ROOT) -> dict[str, str]:
     path = root / WORKLOADS_DIR / "defaults.yaml"
-    return {k: str(v) for k, v in (yaml.safe_load(path.read_text()) or {}).items()} if path.exists() else {}
+    return {k: str(v) for k, v in (parse_yaml(path.read_text()) or {}).items()} if path.exists() else {}
 
 
 def render(sample: str, queue: str, values: dict[str, str] | None = None, root: Path = REPO_ROOT) -> dict:
@@ -44,7 +44,7 @@ def render(sample: str, queue: str, values: dict[str, str] | None = None, root: 
         raise WorkloadError(f"{path.relative_to(root)}: variable ${{{err.args[0]}}} has no value; pass it with --set {err.args[0]}=...") from None
     except ValueError as err:
         raise WorkloadError(f"{path.relative_to(root)}: {err}") from None
-    return yaml.safe_load(text)
+    return parse_yaml(text)
 
 
 def pod_sets(rayjob: dict) -> list[tuple[str, int, dict[str, Decimal]]]:
