@@ -11,7 +11,7 @@ setup:
 	@scripts/bootstrap
 
 tools: setup
-	@$(PY) -m harness.tools
+	@scripts/build-tools
 
 validate: setup
 	@scripts/validate . --json $(REPORTS)/validate.json --junit $(REPORTS)/validate.junit.xml
