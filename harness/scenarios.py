@@ -27,9 +27,6 @@ class Size:
     head_cpu: str = "2"
     head_memory: str = "8Gi"
 
-    def totals(self) -> dict[str, str]:
-        return {"gpu": str(self.workers * self.worker_gpu)}
-
 
 def _set_resources(template: dict, cpu: str, memory: str, gpu: int | None) -> None:
     container = template["spec"]["containers"][0]

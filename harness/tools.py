@@ -18,7 +18,7 @@ import os
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness import versions
@@ -72,7 +72,6 @@ class GoTool:
     binaries: dict[str, str]  # binary name -> Go package to build
     ldflags: tuple[str, ...] = ()
     local_source: str | None = None  # a module inside this repository instead of the proxy
-    extra_tags: tuple[str, ...] = field(default_factory=tuple)
 
     @property
     def version(self) -> str:
@@ -139,8 +138,6 @@ class GoTool:
         staging.mkdir(parents=True)
         for binary, pkg in self.binaries.items():
             cmd = ["go", "build", "-v", "-trimpath", "-o", str(staging / binary)]
-            if self.extra_tags:
-                cmd.append("-tags=" + ",".join(self.extra_tags))
             if self.ldflags:
                 cmd.append("-ldflags=" + " ".join(self.ldflags))
             cmd.append(pkg)

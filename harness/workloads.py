@@ -71,3 +71,41 @@ def _pod_requests(template: dict | None) -> dict[str, Decimal]:
         for name, qty in merged.items():
             total[name] = total.get(name, 0) + parse_quantity(qty)
     return total
+
+
+def main(argv: list[str] | None = None) -> int:
+    """scripts/submit-workload SAMPLE --queue LQ [--set VAR=value ...] [--dry-run]"""
+    import argparse
+    import sys
+
+    import yaml
+
+    parser = argparse.ArgumentParser(prog="submit-workload", description="Render a sample RayJob and submit it to a LocalQueue.")
+    parser.add_argument("sample", help=f"one of: {', '.join(sample_names())}")
+    parser.add_argument("--queue", required=True, help="LocalQueue in namespace ray (default, team-a, team-b, ...)")
+    parser.add_argument("--set", action="append", default=[], metavar="VAR=value", help="value for a ${VAR} placeholder")
+    parser.add_argument("--dry-run", action="store_true", help="print the RayJob instead of creating it")
+    args = parser.parse_args(argv)
+    try:
+        values = dict(item.split("=", 1) for item in args.set)
+        job = render(args.sample, args.queue, values)
+    except ValueError as err:  # WorkloadError, or a --set without '='
+        print(f"submit-workload: {err}", file=sys.stderr)
+        return 2
+    if args.dry_run:
+        print(yaml.safe_dump(job, sort_keys=False), end="")
+        return 0
+    from kubernetes import client, config
+
+    config.load_kube_config()
+    try:
+        created = client.CustomObjectsApi().create_namespaced_custom_object("ray.io", "v1", job["metadata"]["namespace"], "rayjobs", job)
+    except client.ApiException as err:
+        print(f"submit-workload: the cluster refused RayJob {job['metadata']['name']}: {err.status} {err.reason}: {err.body}", file=sys.stderr)
+        return 1
+    print(f"rayjob.ray.io/{created['metadata']['name']} created in {created['metadata']['namespace']} on LocalQueue {args.queue}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,21 @@
+"""scripts/submit-workload, as a user runs it against a cluster's kubeconfig."""
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from harness.versions import REPO_ROOT
+
+pytestmark = pytest.mark.integration
+
+
+def test_submitted_sample_is_admitted_on_its_queue(layout, queues, backend):
+    layout("overlays/team-queues")
+    proc = subprocess.run(
+        [str(REPO_ROOT / "scripts/submit-workload"), "batch-inference", "--queue", "team-b", "--set", "JOB_NAME=user-job"],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "KUBECONFIG": str(backend.kubeconfig)})
+    assert proc.returncode == 0, proc.stderr
+    assert "rayjob.ray.io/user-job created" in proc.stdout
+    queues.wait_admitted("user-job")
