@@ -22,8 +22,11 @@ NAMESPACE = "ray"
 def backend(request, tmp_path_factory):
     name = request.config.getoption("--backend")
     workdir = tmp_path_factory.mktemp(f"cluster-{name}")
+    capture = request.config.pluginmanager.getplugin("capturemanager")
     try:
-        b = {"local": lambda: backends.local(workdir), "kind": lambda: backends.kind(workdir), "existing": backends.existing}[name]()
+        # Tool builds (first run: ~25 min) and start-up print progress; let it reach the terminal.
+        with capture.global_and_fixture_disabled():
+            b = {"local": lambda: backends.local(workdir), "kind": lambda: backends.kind(workdir), "existing": backends.existing}[name]()
     except backends.BackendUnavailable as why:
         if name == "local":  # the default backend must run everywhere; never hide it behind a skip
             pytest.fail(f"local backend unavailable: {why}")
