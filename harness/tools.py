@@ -175,6 +175,7 @@ TOOLS: dict[str, GoTool] = {
     for t in (
         GoTool("kustomize", "kustomize", {"kustomize": "sigs.k8s.io/kustomize/kustomize/v5"}, ("-s", "-w")),
         GoTool("kubeconform", "kubeconform", {"kubeconform": "github.com/yannh/kubeconform/cmd/kubeconform"}, ("-s", "-w")),
+        GoTool("actionlint", "actionlint", {"actionlint": "github.com/rhysd/actionlint/cmd/actionlint"}, ("-s", "-w")),
         GoTool("fluxbuild", "", {"fluxbuild": "."}, ("-s", "-w"), local_source="tools/fluxbuild"),
         GoTool(
             "kube",
@@ -197,7 +198,7 @@ TOOLS: dict[str, GoTool] = {
 }
 
 # What each purpose needs; the offline gate must not wait for a Kubernetes build.
-STATIC_TOOLS = ("kustomize", "kubeconform", "fluxbuild")
+STATIC_TOOLS = ("kustomize", "kubeconform", "fluxbuild", "actionlint")
 CLUSTER_TOOLS = ("kube", "etcd", "kueue", "kuberay")
 
 
