@@ -20,7 +20,7 @@ import yaml
 from kubernetes import client
 
 from harness import certs
-from harness.processes import Process, ProcessError, free_port, http_check, https_context, wait_until
+from harness.processes import Process, ProcessError, free_port, http_check, https_context, stop_in_reverse, wait_until
 from harness.progress import say
 
 SERVICE_CIDR = "10.0.0.0/24"
@@ -243,12 +243,7 @@ class ControlPlane:
 
     def stop(self) -> None:
         """Stops every process in reverse start order; safe to call twice or after a failed start."""
-        errors = []
-        for proc in reversed(self.processes):
-            try:
-                proc.stop()
-            except Exception as err:
-                errors.append(f"{proc.name}: {err}")
+        errors = stop_in_reverse(self.processes)
         if errors:
             raise ProcessError("stopping the control plane failed: " + "; ".join(errors))
 

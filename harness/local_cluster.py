@@ -44,7 +44,7 @@ from kubernetes.client.rest import ApiException
 
 from harness import certs
 from harness.controlplane import ControlPlane
-from harness.processes import Process, ProcessError, free_port, http_check, port_is_free, wait_until
+from harness.processes import Process, ProcessError, free_port, http_check, port_is_free, stop_in_reverse, wait_until
 from harness.progress import say
 from harness.versions import REPO_ROOT
 
@@ -427,12 +427,7 @@ class LocalCluster:
     # -- stop ---------------------------------------------------------------------------------
     def stop(self) -> None:
         """Stops Kueue, KubeRay, then the control plane (reverse start order). Idempotent; logs stay in log_dir."""
-        errors = []
-        for proc in reversed(self.processes):
-            try:
-                proc.stop()
-            except Exception as err:
-                errors.append(f"{proc.name}: {err}")
+        errors = stop_in_reverse(self.processes)
         try:
             self.control_plane.stop()
         except Exception as err:

@@ -185,6 +185,17 @@ class Process:
 
 
 # -- readiness ----------------------------------------------------------------------------------
+def stop_in_reverse(processes: list["Process"]) -> list[str]:
+    """Stops processes last-started first; returns one message per process that failed to stop."""
+    errors = []
+    for proc in reversed(processes):
+        try:
+            proc.stop()
+        except Exception as err:
+            errors.append(f"{proc.name}: {err}")
+    return errors
+
+
 def wait_until(check: Callable[[], tuple[bool, str]], timeout: float, describe: str,
                watch: Iterable[Process] = (), interval: float = 0.1) -> float:
     """Polls `check` (-> (ready, what was seen)) until ready; returns the seconds it took.
