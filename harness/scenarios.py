@@ -6,6 +6,7 @@ import copy
 from dataclasses import dataclass
 
 from harness import workloads
+from harness.isolation import Names
 from harness.kube import Kube, condition, is_true, owned_by
 
 RAYJOB = ("ray.io/v1", "RayJob")
@@ -53,13 +54,15 @@ def rayjob(sample: str, name: str, queue: str, size: Size | None = None, priorit
 
 
 class Queues:
-    """What a test asks of Kueue, in its own words; every wait is bounded and watch-driven."""
+    """What a test asks of Kueue, in its own words; every wait is bounded and watch-driven.
+    Tests use the repository's names; `names` maps them to this run's lane (harness.isolation)."""
 
-    def __init__(self, kube: Kube, namespace: str = "ray", timeout: float = 60):
-        self.kube, self.namespace, self.timeout = kube, namespace, timeout
+    def __init__(self, kube: Kube, names: Names | None = None, timeout: float = 60):
+        self.kube, self.names, self.timeout = kube, names or Names(), timeout
+        self.namespace = self.names.namespace
 
     def submit(self, job: dict) -> dict:
-        return self.kube.create(job)
+        return self.kube.create(self.names.localize(job))
 
     def delete(self, name: str) -> None:
         self.kube.delete(*RAYJOB, name=name, namespace=self.namespace)
@@ -119,9 +122,17 @@ class Queues:
         return wl
 
     def cluster_queue(self, name: str) -> dict:
-        return self.kube.get(*CLUSTER_QUEUE, name=name)
+        return self.kube.get(*CLUSTER_QUEUE, name=self.names.cq(name))
+
+    def local_queue(self, name: str) -> dict:
+        return self.kube.get(*LOCAL_QUEUE, name=name, namespace=self.namespace)
+
+    def usage(self, cq: dict, flavor: str, resource: str, field: str = "total") -> str:
+        return flavor_usage(cq, self.names.flavor(flavor), resource, field)
 
     def wait_cluster_queue(self, name: str, test, describe: str, timeout: float | None = None) -> dict:
+        name = self.names.cq(name)
+
         def check(items):
             for o in items:
                 if o["metadata"]["name"] == name and test(o):

@@ -10,12 +10,12 @@ import pytest
 
 from harness import backends
 from harness.invariants import InvariantChecker
+from harness.isolation import Names
 from harness.kube import Kube, apply_order, is_true
 from harness.render import build_directory
 from harness.scenarios import CLUSTER_QUEUE, RAYJOB, WORKLOAD, Queues
 from harness.versions import REPO_ROOT
 
-NAMESPACE = "ray"
 
 
 @pytest.fixture(scope="session")
@@ -46,9 +46,18 @@ def kube(backend) -> Kube:
     return Kube(backend.api_client())
 
 
+@pytest.fixture(scope="session")
+def names(backend, kube):
+    """This run's namespace and name prefix; on a shared cluster its own namespace goes at the end."""
+    names = Names.for_backend(backend.name)
+    yield names
+    if backend.name == "existing":
+        kube.delete("v1", "Namespace", names.namespace)
+
+
 @pytest.fixture
-def queues(kube) -> Queues:
-    return Queues(kube, NAMESPACE, timeout=float(os.environ.get("RAY_KUEUE_WAIT", "60")))
+def queues(kube, names) -> Queues:
+    return Queues(kube, names, timeout=float(os.environ.get("RAY_KUEUE_WAIT", "60")))
 
 
 @pytest.fixture
@@ -57,7 +66,7 @@ def layout(kube, queues):
     applied: list[dict] = []
 
     def apply(directory: str) -> list[dict]:
-        objs = apply_order(build_directory(REPO_ROOT, directory))
+        objs = apply_order([queues.names.localize(o) for o in build_directory(REPO_ROOT, directory)])
         for o in objs:
             kube.apply(o)
         applied.extend(objs)
@@ -69,14 +78,17 @@ def layout(kube, queues):
     yield apply
     # RayJobs first, then wait for Kueue to drop their Workloads, so no queue is deleted
     # while it still holds a workload (its finalizer would keep it Terminating).
-    for job in kube.list(*RAYJOB, namespace=NAMESPACE):
-        kube.delete(*RAYJOB, name=job["metadata"]["name"], namespace=NAMESPACE)
-    kube.wait_for(*RAYJOB, lambda items: not items or None, "all RayJobs deleted", NAMESPACE, 60)
-    kube.wait_for(*WORKLOAD, lambda items: not items or None, "all Workloads deleted", NAMESPACE, 60)
+    ns = queues.namespace
+    for job in kube.list(*RAYJOB, namespace=ns):
+        kube.delete(*RAYJOB, name=job["metadata"]["name"], namespace=ns)
+    kube.wait_for(*RAYJOB, lambda items: not items or None, "all RayJobs deleted", ns, 60)
+    kube.wait_for(*WORKLOAD, lambda items: not items or None, "all Workloads deleted", ns, 60)
     for o in reversed(applied):
         if o["kind"] != "Namespace":  # namespace deletion is slow and the next test wants it
             kube.delete(o["apiVersion"], o["kind"], o["metadata"]["name"], (o.get("metadata") or {}).get("namespace"))
-    kube.wait_for(*CLUSTER_QUEUE, lambda items: not items or None, "all ClusterQueues deleted", None, 60)
+    ours = {o["metadata"]["name"] for o in applied if o["kind"] == "ClusterQueue"}
+    kube.wait_for(*CLUSTER_QUEUE, lambda items: not ours & {i["metadata"]["name"] for i in items} or None,
+                  "the test's ClusterQueues deleted", None, 60)
 
 
 @pytest.fixture(autouse=True)

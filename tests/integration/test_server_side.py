@@ -3,8 +3,6 @@ server-side dry-run first (CEL rules and webhooks that offline schemas cannot ru
 server-side apply."""
 from __future__ import annotations
 
-import copy
-
 import pytest
 from kubernetes.dynamic.exceptions import ApiException
 
@@ -23,19 +21,21 @@ FLUX_CRD_GROUPS = ("source.toolkit.fluxcd.io", "kustomize.toolkit.fluxcd.io", "h
 
 
 @pytest.fixture(scope="module")
-def flux_crds(kube):
+def flux_crds(kube, backend):
     """The pinned Flux CRDs, so a cluster's Flux objects (Kustomizations, OCIRepositories,
-    HelmReleases) are checked by the apiserver too. The controllers themselves do not run here."""
-    names = []
+    HelmReleases) are checked by the apiserver too. The controllers themselves do not run here.
+    A shared (existing) cluster keeps its own Flux CRDs; they only have to be there."""
+    crd_names = []
     for path in schemas.crd_files():
         for crd in parse_yaml_all(path.read_text()):
             if crd and crd.get("spec", {}).get("group") in FLUX_CRD_GROUPS:
-                kube.apply(crd)
-                names.append(crd["metadata"]["name"])
+                if backend.name != "existing":
+                    kube.apply(crd)
+                crd_names.append(crd["metadata"]["name"])
     kube.wait_for("apiextensions.k8s.io/v1", "CustomResourceDefinition",
-                  lambda items: all(any(i["metadata"]["name"] == n and is_true(i, "Established") for i in items) for n in names) or None,
+                  lambda items: all(any(i["metadata"]["name"] == n and is_true(i, "Established") for i in items) for n in crd_names) or None,
                   "Flux CRDs Established", None, 60)
-    return names
+    return crd_names
 
 
 def cluster_objects(name: str) -> list[dict]:
@@ -46,8 +46,8 @@ def cluster_objects(name: str) -> list[dict]:
 
 
 @pytest.mark.parametrize("directory", OVERLAYS)
-def test_overlay_passes_dry_run_then_applies(layout, kube, directory):
-    objs = apply_order(build_directory(REPO_ROOT, directory))
+def test_overlay_passes_dry_run_then_applies(layout, kube, names, directory):
+    objs = apply_order([names.localize(o) for o in build_directory(REPO_ROOT, directory)])
     for o in objs:
         if o["kind"] == "Namespace":
             kube.apply(o)  # namespaced dry-runs need the namespace to exist
@@ -57,21 +57,24 @@ def test_overlay_passes_dry_run_then_applies(layout, kube, directory):
 
 
 @pytest.mark.parametrize("cluster", [d.name for d in cluster_dirs(REPO_ROOT)])
-def test_cluster_entry_point_passes_dry_run(kube, flux_crds, cluster):
-    objs = apply_order(cluster_objects(cluster))
+def test_cluster_entry_point_passes_dry_run(kube, flux_crds, backend, names, cluster):
+    objs = apply_order([names.localize(o) for o in cluster_objects(cluster)])
     kinds = {o["kind"] for o in objs}
     assert {"ClusterQueue", "LocalQueue", "Kustomization", "HelmRelease", "OCIRepository"} <= kinds, kinds
-    # flux-system is created by `flux bootstrap` or the AKS Flux extension, not by this repository.
-    kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "flux-system"}})
+    # flux-system is created by `flux bootstrap` or the AKS Flux extension, not by this repository;
+    # a shared cluster has it and the controller namespaces already, and gets only the run's own.
+    shared = backend.name == "existing"
+    if not shared:
+        kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "flux-system"}})
     for o in objs:
-        if o["kind"] == "Namespace":
+        if o["kind"] == "Namespace" and (not shared or o["metadata"]["name"] == names.namespace):
             kube.apply(o)
     for o in objs:
         kube.apply(o, dry_run=True)
 
 
-def test_cel_rule_rejects_borrowing_without_cohort(kube):
-    cq = copy.deepcopy(next(o for o in build_directory(REPO_ROOT, "overlays/team-queues") if o["kind"] == "ClusterQueue"))
+def test_cel_rule_rejects_borrowing_without_cohort(kube, names):
+    cq = names.localize(next(o for o in build_directory(REPO_ROOT, "overlays/team-queues") if o["kind"] == "ClusterQueue"))
     del cq["spec"]["cohortName"]
     with pytest.raises(ApiException) as rejected:
         kube.apply(cq, dry_run=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from harness.kube import condition, owned_by
-from harness.scenarios import RAYCLUSTER, flavor_usage, rayjob
+from harness.scenarios import RAYCLUSTER, rayjob
 
 pytestmark = pytest.mark.integration
 
@@ -17,20 +17,20 @@ def test_one_runs_the_next_waits_then_runs(layout, queues, kube):
     assert first["spec"]["suspend"] is True
     queues.wait_admitted("train-1")
     clusters = kube.wait_for(*RAYCLUSTER, lambda items: owned_by(items, first["metadata"]["uid"]) or None,
-                             "KubeRay creates the RayCluster of train-1", "ray", 60)
+                             "KubeRay creates the RayCluster of train-1", queues.namespace, 60)
     assert clusters[0]["spec"]["workerGroupSpecs"][0]["replicas"] == 4
 
     queues.submit(rayjob("llm-training", "train-2", "default"))
     pending = queues.wait_pending("train-2")
     message = condition(pending, "QuotaReserved")["message"]
     assert "insufficient unused quota for cpu in flavor default" in message, message
-    assert not kube.list(*RAYCLUSTER, namespace="ray") or len(kube.list(*RAYCLUSTER, namespace="ray")) == 1
+    assert len(kube.list(*RAYCLUSTER, namespace=queues.namespace)) == 1, "no RayCluster for a job Kueue has not admitted"
 
     cq = queues.wait_cluster_queue("cluster-queue", lambda c: c.get("status", {}).get("admittedWorkloads") == 1
                                    and c["status"].get("pendingWorkloads") == 1, "1 admitted, 1 pending")
-    assert flavor_usage(cq, "gpu", "nvidia.com/gpu") == "4"
-    assert flavor_usage(cq, "default", "cpu") == "68"
-    lq = queues.kube.get("kueue.x-k8s.io/v1beta2", "LocalQueue", "default", "ray")
+    assert queues.usage(cq, "gpu", "nvidia.com/gpu") == "4"
+    assert queues.usage(cq, "default", "cpu") == "68"
+    lq = queues.local_queue("default")
     assert lq["status"]["admittedWorkloads"] == 1 and lq["status"]["pendingWorkloads"] == 1
 
     # The first finishing (its RayJob goes away) frees the quota; Kueue admits the second.

@@ -11,10 +11,11 @@ from harness.versions import REPO_ROOT
 pytestmark = pytest.mark.integration
 
 
-def test_submitted_sample_is_admitted_on_its_queue(layout, queues, backend):
+def test_submitted_sample_is_admitted_on_its_queue(layout, queues, backend, names):
     layout("overlays/team-queues")
     proc = subprocess.run(
-        [str(REPO_ROOT / "scripts/submit-workload"), "batch-inference", "--queue", "team-b", "--set", "JOB_NAME=user-job"],
+        [str(REPO_ROOT / "scripts/submit-workload"), "batch-inference", "--queue", "team-b", "--namespace", names.namespace,
+         "--set", "JOB_NAME=user-job"],
         capture_output=True, text=True, timeout=120, env={**os.environ, "KUBECONFIG": str(backend.kubeconfig)})
     assert proc.returncode == 0, proc.stderr
     assert "rayjob.ray.io/user-job created" in proc.stdout

@@ -11,18 +11,20 @@ from __future__ import annotations
 import pytest
 
 from harness.kube import condition, is_true
-from harness.scenarios import Size, flavor_usage, rayjob
+from harness.scenarios import Size, rayjob
 
 pytestmark = pytest.mark.integration
 
 FOUR_GPUS = Size(workers=4, worker_cpu="8", worker_memory="64Gi", head_cpu="2", head_memory="8Gi")  # 34 CPU, 264Gi, 4 GPU
 
 
-def gpus(cq, field="total"):
-    return flavor_usage(cq, "gpu", "nvidia.com/gpu", field)
+@pytest.fixture
+def gpus(queues):
+    """GPUs a ClusterQueue status reports in use (or borrowed)."""
+    return lambda cq, field="total": queues.usage(cq, "gpu", "nvidia.com/gpu", field)
 
 
-def test_borrow_reclaim_and_readmit(layout, queues):
+def test_borrow_reclaim_and_readmit(layout, queues, gpus):
     layout("overlays/team-queues")
 
     # (a) Team A submits 8 GPUs of work while B is idle: both admitted, 4 GPUs borrowed.
@@ -55,7 +57,7 @@ def test_borrow_reclaim_and_readmit(layout, queues):
     queues.wait_cluster_queue("team-a-cq", lambda c: gpus(c) == "8" and gpus(c, "borrowed") == "4", "A borrows again")
 
 
-def test_sample_workloads_run_out_of_cpu_first(layout, queues):
+def test_sample_workloads_run_out_of_cpu_first(layout, queues, gpus):
     """The sample's llm-training as shipped: the second one on team A pends on CPU, not GPU."""
     layout("overlays/team-queues")
     queues.submit(rayjob("llm-training", "llm-1", "team-a"))
@@ -63,5 +65,5 @@ def test_sample_workloads_run_out_of_cpu_first(layout, queues):
     queues.submit(rayjob("llm-training", "llm-2", "team-a"))
     message = condition(queues.wait_pending("llm-2"), "QuotaReserved")["message"]
     assert "insufficient unused quota for cpu in flavor default" in message, message
-    cq = queues.wait_cluster_queue("team-a-cq", lambda c: flavor_usage(c, "default", "cpu", "borrowed") == "20", "20 CPU borrowed")
+    cq = queues.wait_cluster_queue("team-a-cq", lambda c: queues.usage(c, "default", "cpu", "borrowed") == "20", "20 CPU borrowed")
     assert gpus(cq) == "4" and gpus(cq, "borrowed") == "0"
