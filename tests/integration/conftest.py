@@ -66,11 +66,12 @@ def layout(kube, queues):
     applied: list[dict] = []
 
     def apply(directory: str) -> list[dict]:
-        objs = apply_order([queues.names.localize(o) for o in build_directory(REPO_ROOT, directory)])
+        repo_objs = build_directory(REPO_ROOT, directory)
+        objs = apply_order([queues.names.localize(o) for o in repo_objs])
         for o in objs:
             kube.apply(o)
         applied.extend(objs)
-        for cq in (o for o in objs if o["kind"] == "ClusterQueue"):
+        for cq in (o for o in repo_objs if o["kind"] == "ClusterQueue"):  # Queues maps the names
             name = cq["metadata"]["name"]
             queues.wait_cluster_queue(name, lambda c: is_true(c, "Active"), "Active=True")
         return objs

@@ -33,4 +33,4 @@ def test_job_larger_than_the_queue_can_ever_hold_is_inadmissible(layout, queues)
     # 10 GPUs: more than team A's 4 guaranteed + 4 borrowable.
     queues.submit(rayjob("llm-training", "too-big", "team-a", Size(workers=10, worker_cpu="4", worker_memory="32Gi")))
     message = condition(queues.wait_pending("too-big"), "QuotaReserved")["message"]
-    assert "insufficient quota for nvidia.com/gpu in flavor gpu" in message, message
+    assert f"insufficient quota for nvidia.com/gpu in flavor {queues.names.flavor('gpu')}" in message, message

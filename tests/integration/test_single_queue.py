@@ -23,7 +23,7 @@ def test_one_runs_the_next_waits_then_runs(layout, queues, kube):
     queues.submit(rayjob("llm-training", "train-2", "default"))
     pending = queues.wait_pending("train-2")
     message = condition(pending, "QuotaReserved")["message"]
-    assert "insufficient unused quota for cpu in flavor default" in message, message
+    assert f"insufficient unused quota for cpu in flavor {queues.names.flavor('default')}" in message, message
     assert len(kube.list(*RAYCLUSTER, namespace=queues.namespace)) == 1, "no RayCluster for a job Kueue has not admitted"
 
     cq = queues.wait_cluster_queue("cluster-queue", lambda c: c.get("status", {}).get("admittedWorkloads") == 1

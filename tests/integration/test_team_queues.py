@@ -64,6 +64,6 @@ def test_sample_workloads_run_out_of_cpu_first(layout, queues, gpus):
     queues.wait_admitted("llm-1")  # 68 CPU: 48 guaranteed + 20 borrowed
     queues.submit(rayjob("llm-training", "llm-2", "team-a"))
     message = condition(queues.wait_pending("llm-2"), "QuotaReserved")["message"]
-    assert "insufficient unused quota for cpu in flavor default" in message, message
+    assert f"insufficient unused quota for cpu in flavor {queues.names.flavor('default')}" in message, message
     cq = queues.wait_cluster_queue("team-a-cq", lambda c: queues.usage(c, "default", "cpu", "borrowed") == "20", "20 CPU borrowed")
     assert gpus(cq) == "4" and gpus(cq, "borrowed") == "0"
