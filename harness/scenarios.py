@@ -121,6 +121,21 @@ class Queues:
         self.wait_job(job_name, lambda j: j["spec"].get("suspend") is True, "suspended again after eviction", timeout)
         return wl
 
+    def wait_one_evicted(self, job_names: list[str], timeout: float | None = None) -> tuple[str, dict]:
+        """Kueue chooses which of several equal candidates to preempt; returns (its RayJob, Workload)."""
+        uids = {self.job(n)["metadata"]["uid"]: n for n in job_names}
+
+        def check(items):
+            for w in items:
+                for ref in (w.get("metadata") or {}).get("ownerReferences") or []:
+                    if ref.get("uid") in uids and (is_true(w, "Evicted") or is_true(w, "Preempted")):
+                        return uids[ref["uid"]], w
+            return None
+
+        name, wl = self.kube.wait_for(*WORKLOAD, check, f"one of {', '.join(job_names)} evicted", self.namespace, timeout or self.timeout)
+        self.wait_job(name, lambda j: j["spec"].get("suspend") is True, "suspended again after eviction", timeout)
+        return name, wl
+
     def cluster_queue(self, name: str) -> dict:
         return self.kube.get(*CLUSTER_QUEUE, name=self.names.cq(name))
 
