@@ -13,7 +13,7 @@ from harness.invariants import InvariantChecker
 from harness.isolation import Names
 from harness.kube import Kube, apply_order, is_true
 from harness.render import build_directory
-from harness.scenarios import CLUSTER_QUEUE, RAYJOB, WORKLOAD, Queues
+from harness.scenarios import RAYJOB, WORKLOAD, Queues
 from harness.versions import REPO_ROOT
 
 
@@ -87,9 +87,13 @@ def layout(kube, queues):
     for o in reversed(applied):
         if o["kind"] != "Namespace":  # namespace deletion is slow and the next test wants it
             kube.delete(o["apiVersion"], o["kind"], o["metadata"]["name"], (o.get("metadata") or {}).get("namespace"))
-    ours = {o["metadata"]["name"] for o in applied if o["kind"] == "ClusterQueue"}
-    kube.wait_for(*CLUSTER_QUEUE, lambda items: not ours & {i["metadata"]["name"] for i in items} or None,
-                  "the test's ClusterQueues deleted", None, 60)
+    # Wait until every deleted object is really gone: a flavor still Terminating behind its
+    # finalizer when the next test re-applies the layout would leave that test's queues inactive.
+    kinds = {(o["apiVersion"], o["kind"]) for o in applied if o["kind"] != "Namespace"}
+    for api_version, kind in sorted(kinds):
+        ours = {o["metadata"]["name"] for o in applied if o["kind"] == kind}
+        kube.wait_for(api_version, kind, lambda items: not ours & {i["metadata"]["name"] for i in items} or None,
+                      f"the test's {kind} objects deleted", None, 60)
 
 
 @pytest.fixture(autouse=True)

@@ -12,11 +12,15 @@ pytestmark = pytest.mark.integration
 FOUR_GPUS = Size(workers=4, worker_cpu="8", worker_memory="64Gi")
 
 
-def test_high_preempts_low_within_a_team(layout, queues):
+@pytest.fixture
+def team_b_busy(layout, queues):
+    """Team B uses its whole share, so team A has nothing to borrow and must choose within itself."""
     layout("overlays/team-queues")
-    # Team B uses its whole share, so team A has nothing to borrow and must choose within itself.
     queues.submit(rayjob("batch-inference", "b-busy", "team-b", FOUR_GPUS))
     queues.wait_admitted("b-busy")
+
+
+def test_high_preempts_low_within_a_team(team_b_busy, queues):
     queues.submit(rayjob("llm-training", "a-low", "team-a", FOUR_GPUS, priority="low"))
     queues.wait_admitted("a-low")
     queues.submit(rayjob("llm-training", "a-high", "team-a", FOUR_GPUS, priority="high"))
@@ -26,10 +30,7 @@ def test_high_preempts_low_within_a_team(layout, queues):
     assert is_true(queues.workload("b-busy"), "Admitted"), "team B within its guarantee is never preempted by A"
 
 
-def test_low_never_preempts_high(layout, queues):
-    layout("overlays/team-queues")
-    queues.submit(rayjob("batch-inference", "b-busy", "team-b", FOUR_GPUS))
-    queues.wait_admitted("b-busy")
+def test_low_never_preempts_high(team_b_busy, queues):
     queues.submit(rayjob("llm-training", "a-high", "team-a", FOUR_GPUS, priority="high"))
     queues.wait_admitted("a-high")
     queues.submit(rayjob("llm-training", "a-low", "team-a", FOUR_GPUS, priority="low"))
