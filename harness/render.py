@@ -138,3 +138,15 @@ def _render_flux(root: Path, clusters: list[ClusterRender]) -> None:
             build.objects, build.error, build.undefined = res.get("objects") or [], res.get("error", ""), res.get("undefined") or []
             cluster.flux.append(build)
             pending += [(cluster, o) for o in build.objects if is_flux_kustomization(o)]
+
+
+def render_cluster(root: Path, name: str, entry_dir: str) -> ClusterRender:
+    """One cluster rendered as render_repository renders the gate's clusters, from an entry
+    point that need not be clusters/<name> itself (the local e2e cluster's is
+    clusters/local/entry); substitution sources come from clusters/<name>/ as for the others."""
+    root = root.resolve()
+    res = run_fluxbuild(root, [{"id": entry_dir, "dir": entry_dir}])[entry_dir]
+    entry = Build(entry_dir, entry_dir, objects=res.get("objects") or [], error=res.get("error", ""), cluster=name)
+    cluster = ClusterRender(name, entry)
+    _render_flux(root, [cluster])
+    return cluster

@@ -72,6 +72,9 @@ class GoTool:
     binaries: dict[str, str]  # binary name -> Go package to build
     ldflags: tuple[str, ...] = ()
     local_source: str | None = None  # a module inside this repository instead of the proxy
+    # Carry the module's own version `replace` directives into the wrapper (the Flux controllers
+    # pin go-digest and kustomize that way); Go ignores replaces of a dependency otherwise.
+    inherit_replaces: bool = False
 
     @property
     def version(self) -> str:
@@ -83,7 +86,20 @@ class GoTool:
                     digest.update(path.relative_to(src).as_posix().encode())
                     digest.update(path.read_bytes())
             return "src-" + digest.hexdigest()[:12]
-        return versions.module(self.pin)[1]
+        version = versions.module(self.pin)[1]
+        if self.replaces:  # another dependency set is another build
+            version += "-r" + hashlib.sha256(json.dumps(self.replaces, sort_keys=True).encode()).hexdigest()[:8]
+        return version
+
+    @property
+    def replaces(self) -> dict[str, str]:
+        """Dependency overrides from versions.yaml (`replace:` under the pin, with its `skew`)."""
+        if self.local_source:
+            return {}
+        entry = versions.pins()
+        for part in self.pin.split("."):
+            entry = entry[part]
+        return dict(entry.get("replace") or {})
 
     def bin_dir(self) -> Path:
         return cache_root() / "bin" / f"{self.name}-{self.version}"
@@ -99,7 +115,7 @@ class GoTool:
     def _wrapper_module(self) -> Path:
         """A go.mod that requires the pinned module and, for Kubernetes, pins its staging modules."""
         mod, version = versions.module(self.pin)
-        work = cache_root() / "build" / f"{self.name}-{version}"
+        work = cache_root() / "build" / f"{self.name}-{self.version}"
         if (work / "go.sum").exists():
             return work
         work.mkdir(parents=True, exist_ok=True)
@@ -111,6 +127,11 @@ class GoTool:
                 parts = line.split()
                 if len(parts) == 2 and parts[0].startswith("k8s.io/") and parts[1] == "v0.0.0":
                     lines.append(f"replace {parts[0]} => {parts[0]} {staging}")
+        if self.inherit_replaces:
+            lines += _module_replaces(mod, version)
+        # Dependency versions versions.yaml overrides, each with its `skew` reason there.
+        for dep, dep_version in self.replaces.items():
+            lines.append(f"replace {dep} => {dep} {dep_version}")
         (work / "go.mod").write_text("\n".join(lines) + "\n")
         imports = "\n".join(f'\t_ "{pkg}"' for pkg in self.binaries.values())
         (work / "tools.go").write_text(f"//go:build tools\n\npackage tools\n\nimport (\n{imports}\n)\n")
@@ -160,6 +181,25 @@ class GoTool:
             raise ToolBuildError(f"building {binary} ({self.name} {self.version}) failed:\n{''.join(tail)}")
 
 
+def _module_replaces(mod: str, version: str) -> list[str]:
+    """The module's `replace old => new version` lines, read with `go mod edit -json`.
+
+    Replaces by local path (`=> ./api`, the controllers' own API modules) are dropped: the
+    API module is not in the module zip, and the published release of it that go.mod
+    requires is what the proxy serves.
+    """
+    gomod = module_info(mod, version)["GoMod"]
+    edit = json.loads(_run(["go", "mod", "edit", "-json", gomod], Path.cwd(), f"read go.mod of {mod}"))
+    out = []
+    for r in edit.get("Replace") or []:
+        old, new = r["Old"], r["New"]
+        if not new.get("Version"):
+            continue
+        lhs = old["Path"] + (f" {old['Version']}" if old.get("Version") else "")
+        out.append(f"replace {lhs} => {new['Path']} {new['Version']}")
+    return out
+
+
 def _kube_ldflags() -> tuple[str, ...]:
     version = versions.module("kubernetes")[1]
     minor = version.split(".")[1]
@@ -194,12 +234,17 @@ TOOLS: dict[str, GoTool] = {
             ("-s", "-w", f"-X sigs.k8s.io/kueue/pkg/version.GitVersion={versions.module('kueue')[1]}"),
         ),
         GoTool("kuberay", "kuberay", {"ray-operator": "github.com/ray-project/kuberay/ray-operator"}, ("-s", "-w")),
+        GoTool("source-controller", "flux.source-controller",
+               {"source-controller": "github.com/fluxcd/source-controller"}, ("-s", "-w"), inherit_replaces=True),
+        GoTool("kustomize-controller", "flux.kustomize-controller",
+               {"kustomize-controller": "github.com/fluxcd/kustomize-controller"}, ("-s", "-w"), inherit_replaces=True),
     )
 }
 
 # What each purpose needs; the offline gate must not wait for a Kubernetes build.
 STATIC_TOOLS = ("kustomize", "kubeconform", "fluxbuild", "actionlint")
 CLUSTER_TOOLS = ("kube", "etcd", "kueue", "kuberay")
+FLUX_TOOLS = ("source-controller", "kustomize-controller")  # the Flux end-to-end tests, beside CLUSTER_TOOLS
 
 
 def ensure(*names: str) -> dict[str, GoTool]:
