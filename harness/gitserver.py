@@ -49,7 +49,7 @@ def _exec_path() -> Path:
     """Where git keeps git-http-backend (not on PATH)."""
     if not shutil.which("git"):
         raise GitError("git is not installed: the local Git server runs `git http-backend`")
-    return Path(subprocess.run(["git", "--exec-path"], capture_output=True, text=True, check=True).stdout.strip())
+    return Path(git("--exec-path", cwd=Path.cwd()).strip())
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -94,12 +94,7 @@ class GoTool:
     @property
     def replaces(self) -> dict[str, str]:
         """Dependency overrides from versions.yaml (`replace:` under the pin, with its `skew`)."""
-        if self.local_source:
-            return {}
-        entry = versions.pins()
-        for part in self.pin.split("."):
-            entry = entry[part]
-        return dict(entry.get("replace") or {})
+        return {} if self.local_source else dict(versions.entry(self.pin).get("replace") or {})
 
     def bin_dir(self) -> Path:
         return cache_root() / "bin" / f"{self.name}-{self.version}"

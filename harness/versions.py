@@ -16,12 +16,18 @@ def pins() -> dict:
         return yaml.safe_load(fh)
 
 
+def entry(name: str) -> dict:
+    """The pin block of a component; dotted names reach nested ones, e.g. 'flux.source-controller'."""
+    block = pins()
+    for part in name.split("."):
+        block = block[part]
+    return block
+
+
 def module(name: str) -> tuple[str, str]:
     """(module path, version) of a pinned Go component, e.g. module('kueue')."""
-    entry = pins()
-    for part in name.split("."):
-        entry = entry[part]
-    return entry["module"], entry["version"]
+    block = entry(name)
+    return block["module"], block["version"]
 
 
 def staging_version(kube_version: str) -> str:

@@ -60,3 +60,21 @@ def test_fluxbuild_uses_kustomize_controllers_library_version():
     ours = (versions.REPO_ROOT / "tools/fluxbuild/go.mod").read_text()
     pattern = re.compile(r"github.com/fluxcd/pkg/kustomize (v\S+)")
     assert pattern.search(ours).group(1) == pattern.search(controller_mod).group(1)
+
+
+def _pins_with_replaces(block=None, name=""):
+    block = versions.pins() if block is None else block
+    for key, value in block.items():
+        if isinstance(value, dict):
+            if value.get("replace"):
+                yield f"{name}{key}", value
+            yield from _pins_with_replaces(value, f"{name}{key}.")
+
+
+def test_dependency_replaces_record_their_skew():
+    """A dependency version swapped for the local build is skew too: `skew` must name every one."""
+    found = list(_pins_with_replaces())
+    assert found, "versions.yaml has no `replace:` block; drop this test if the skew is gone"
+    for name, block in found:
+        for dep in block["replace"]:
+            assert dep.rsplit("/", 1)[-1] in str(block.get("skew", "")), f"{name}: replace of {dep} not explained under `skew`"
