@@ -5,7 +5,7 @@ PYTEST := $(PY) -m pytest
 BACKEND ?= local
 REPORTS := build/reports
 
-.PHONY: setup tools validate test test-static test-integration ci cluster bench-validate bench-cluster clean
+.PHONY: setup tools validate test test-static test-integration test-flux test-faults ci cluster report bench-validate bench-cluster bench-flux bench-scale clean
 
 setup:
 	@scripts/bootstrap
@@ -22,6 +22,12 @@ test-static: setup
 test-integration: tools
 	$(PYTEST) -m integration --backend=$(BACKEND) --junitxml=$(REPORTS)/integration.junit.xml
 
+test-flux: tools
+	$(PYTEST) -m flux --junitxml=$(REPORTS)/flux.junit.xml
+
+test-faults: tools
+	$(PYTEST) -m "faults or harness" --junitxml=$(REPORTS)/faults.junit.xml
+
 # Every test: static gate tests, then behaviour on the embedded control plane. The tools are
 # built first (about 25 minutes on a fresh machine, with progress), outside pytest's timeouts.
 test: tools
@@ -33,11 +39,23 @@ ci: validate test
 cluster: setup
 	@scripts/cluster
 
+# What a change does to who gets GPUs: quotas and scenario outcomes of the working tree vs BASE.
+BASE ?= main
+OUT ?= build/report
+report: tools
+	@scripts/report --base $(BASE) --out $(OUT)
+
 bench-validate: setup
 	@$(PY) -m harness.bench validate
 
 bench-cluster: setup
 	@$(PY) -m harness.bench cluster
+
+bench-flux: tools
+	@$(PY) -m harness.bench_flux
+
+bench-scale: tools
+	@$(PY) -m harness.bench_scale
 
 clean:
 	rm -rf build .pytest_cache

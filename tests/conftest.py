@@ -35,3 +35,18 @@ def repo_copy(tmp_path: Path) -> Path:
         elif src.exists():
             shutil.copy2(src, dest / rel)
     return dest
+
+
+# Tests that run on the embedded control plane; in CI none of them may skip there.
+CLUSTER_MARKERS = ("integration", "flux", "faults", "harness", "scale")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if (report.skipped and os.environ.get("CI") and item.config.getoption("--backend") == "local"
+            and any(m in item.keywords for m in CLUSTER_MARKERS)):
+        # The embedded control plane runs everywhere; a skip there hides a missing component.
+        report.outcome = "failed"
+        report.longrepr = f"test skipped on the local backend in CI: {report.longrepr}"
