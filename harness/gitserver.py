@@ -206,5 +206,12 @@ class WorkingCopy:
         git("push", "--quiet", "origin", f"HEAD:refs/heads/{BRANCH}", cwd=self.path)
         return self.head()
 
+    def restore(self, revision: str) -> None:
+        """Makes the working tree exactly `revision`'s (files added since are removed); not committed."""
+        git("read-tree", "--reset", "-u", revision, cwd=self.path)
+
+    def changed(self) -> bool:
+        return bool(git("status", "--porcelain", cwd=self.path).strip())
+
     def head(self) -> str:
         return git("rev-parse", "HEAD", cwd=self.path).strip()

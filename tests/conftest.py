@@ -50,3 +50,26 @@ def pytest_runtest_makereport(item, call):
         # The embedded control plane runs everywhere; a skip there hides a missing component.
         report.outcome = "failed"
         report.longrepr = f"test skipped on the local backend in CI: {report.longrepr}"
+        return
+    if report.when == "call" and report.failed:
+        tails = [_log_tails(d) for d in _log_dirs(item)]
+        if tails:
+            report.sections.append(("component logs", "\n".join(tails)))
+
+
+def _log_dirs(item) -> list[Path]:
+    """The log directories of the clusters this test used: any fixture value with a log_dir."""
+    dirs = []
+    for value in getattr(item, "funcargs", {}).values():
+        d = getattr(value, "log_dir", None)
+        if isinstance(d, Path) and d.is_dir() and d not in dirs:
+            dirs.append(d)
+    return dirs
+
+
+def _log_tails(log_dir: Path, lines: int = 15) -> str:
+    out = []
+    for log in sorted(log_dir.glob("*.log")):
+        tail = [line[:300] for line in log.read_text(errors="replace").splitlines()[-lines:]]
+        out.append(f"--- {log.name} (last {len(tail)} lines; full log kept at {log}) ---\n" + "\n".join(tail))
+    return "\n".join(out)

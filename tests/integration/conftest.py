@@ -33,12 +33,8 @@ def backend(request, tmp_path_factory):
         if name == "local" or os.environ.get("RAY_KUEUE_REQUIRE_BACKEND") == "1":
             pytest.fail(f"{name} backend unavailable: {why}")
         pytest.skip(f"{name} backend unavailable: {why}")
-    request.config.stash[_LOG_DIR] = b.log_dir
     yield b
     b.close()
-
-
-_LOG_DIR = pytest.StashKey[Path]()
 
 
 @pytest.fixture(scope="session")
@@ -106,17 +102,3 @@ def invariants(request):
     yield checker
     checker.stop()
     checker.assert_held()
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    report = outcome.get_result()
-    if report.when == "call" and report.failed:
-        log_dir = item.config.stash.get(_LOG_DIR, None)
-        if log_dir:
-            tails = []
-            for log in sorted(Path(log_dir).glob("*.log")):
-                lines = [line[:300] for line in log.read_text(errors="replace").splitlines()[-15:]]
-                tails.append(f"--- {log.name} (last {len(lines)} lines; full log kept at {log}) ---\n" + "\n".join(lines))
-            report.sections.append(("component logs", "\n".join(tails)))

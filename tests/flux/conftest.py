@@ -1,0 +1,99 @@
+"""Fixtures of the Flux end-to-end tests: one local cluster with the real source-controller and
+kustomize-controller for the whole directory, bootstrapped from this working tree through the
+local Git server; each test starts from that first commit and leaves the fleet there again."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from harness.flux import KUSTOMIZATION, Fleet, FluxError
+from harness.invariants import InvariantChecker
+from harness.kube import Kube
+from harness.local_cluster import ClusterError, LocalCluster
+from harness.processes import ProcessError
+from harness.scenarios import CLUSTER_QUEUE, LOCAL_QUEUE, RAYJOB, WORKLOAD, Queues
+from harness.timeline import Timeline
+
+RESOURCE_FLAVOR = ("kueue.x-k8s.io/v1beta2", "ResourceFlavor")
+NAMESPACE = ("v1", "Namespace")
+
+
+@dataclass
+class FluxRun:
+    cluster: LocalCluster
+    fleet: Fleet
+    timeline: Timeline  # everything seen since before the bootstrap commit
+    seed: str           # the commit of this working tree
+
+    @property
+    def kube(self) -> Kube:
+        return self.fleet.kube
+
+    @property
+    def log_dir(self) -> Path:  # component log tails on failure (tests/conftest.py)
+        return self.cluster.log_dir
+
+
+@pytest.fixture(scope="session")
+def flux_run(request, tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("flux")
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+    cluster = LocalCluster(workdir)
+    fleet = timeline = None
+    try:
+        with capture.global_and_fixture_disabled():  # start-up progress reaches the terminal
+            cluster.start()
+            fleet = Fleet(cluster, workdir / "fleet").start()
+        timeline = Timeline(cluster.api_client(), [KUSTOMIZATION, CLUSTER_QUEUE, LOCAL_QUEUE, RESOURCE_FLAVOR, NAMESPACE]).start()
+        seed = fleet.bootstrap()
+        fleet.wait_ready(seed, timeout=180)
+    except (ProcessError, ClusterError, FluxError) as err:
+        _teardown(cluster, fleet, timeline)
+        pytest.fail(f"Flux on the local cluster did not come up: {err}", pytrace=False)
+    except BaseException:
+        _teardown(cluster, fleet, timeline)
+        raise
+    yield FluxRun(cluster, fleet, timeline, seed)
+    _teardown(cluster, fleet, timeline)
+
+
+def _teardown(cluster, fleet, timeline) -> None:
+    if timeline:
+        timeline.stop()
+    try:
+        if fleet:
+            fleet.stop()
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def run(flux_run):
+    """The fleet at the seed commit, every Kustomization Ready there, no RayJobs; restored after."""
+    yield flux_run
+    fleet, kube = flux_run.fleet, flux_run.kube
+    for job in kube.list(*RAYJOB, namespace="ray"):
+        kube.delete(*RAYJOB, name=job["metadata"]["name"], namespace="ray")
+    kube.wait_for(*WORKLOAD, lambda items: not items or None, "all Workloads deleted", "ray", 60)
+    fleet.wc.restore(flux_run.seed)
+    if fleet.wc.changed():
+        fleet.wait_ready(fleet.push("back to the seed commit's tree"))
+
+
+@pytest.fixture
+def queues(run) -> Queues:
+    return Queues(run.kube, timeout=60)
+
+
+@pytest.fixture(autouse=True)
+def invariants(request):
+    """The invariant checker beside every Flux test, as beside every integration test."""
+    if "run" not in request.fixturenames:
+        yield None
+        return
+    checker = InvariantChecker(request.getfixturevalue("run").cluster.api_client()).start()
+    yield checker
+    checker.stop()
+    checker.assert_held()
