@@ -41,6 +41,8 @@ ROOT_INTERVAL = "10m"
 # What of this checkout goes into the fleet repository: everything Flux reads.
 FLEET_PATHS = ("base", "overlays", "components", "clusters", "flux", "workloads")
 
+SKU_COMPONENT = "components/gpu-sku/standard-nd96amsr-a100-v4/kustomization.yaml"  # the quotas clusters/local runs with
+
 KUSTOMIZATION = ("kustomize.toolkit.fluxcd.io/v1", "Kustomization")
 GIT_REPOSITORY = ("source.toolkit.fluxcd.io/v1", "GitRepository")
 FIELD_MANAGER = "kustomize-controller"  # the controllers' server-side apply manager name
@@ -204,6 +206,20 @@ class Fleet:
         except AssertionError as err:
             dead = self.controllers.alive()
             raise FluxError(f"{err}\n{chr(10).join(dead)}" if dead else str(err)) from None
+
+
+def set_whole_pool_quota(wc: WorkingCopy, cpu: str, memory: str) -> None:
+    """Edits the SKU component's patch for the whole-pool queue (single-queue) in a working copy."""
+    doc = yaml.safe_load(wc.read(SKU_COMPONENT))
+    patch = next(p for p in doc["patches"] if "whole-pool" in p["target"]["labelSelector"])
+    ops = yaml.safe_load(patch["patch"])
+    cpu_op, memory_op = ops[0], ops[1]  # the file's order: group 0's resources 0 (cpu) and 1 (memory)
+    if not (cpu_op["path"].endswith("resourceGroups/0/flavors/0/resources/0/nominalQuota")
+            and memory_op["path"].endswith("resourceGroups/0/flavors/0/resources/1/nominalQuota")):
+        raise FluxError(f"{SKU_COMPONENT}: the whole-pool patch no longer starts with the cpu and memory quotas: {ops[:2]}")
+    cpu_op["value"], memory_op["value"] = cpu, memory
+    patch["patch"] = yaml.safe_dump(ops, default_flow_style=None)
+    wc.write(SKU_COMPONENT, yaml.safe_dump(doc, sort_keys=False))
 
 
 def applied_revision(ks: dict) -> str:

@@ -8,28 +8,14 @@ import pytest
 import yaml
 from pytimeparse2 import parse as parse_duration
 
-from harness.flux import KUSTOMIZATION, NAMESPACE, applied_revision
+from harness.flux import KUSTOMIZATION, NAMESPACE, applied_revision, set_whole_pool_quota
 from harness.kube import condition, is_true
 from harness.scenarios import CLUSTER_QUEUE, LOCAL_QUEUE, WORKLOAD, rayjob
 
 pytestmark = pytest.mark.flux
 
-SKU = "components/gpu-sku/standard-nd96amsr-a100-v4/kustomization.yaml"
 SINGLE_QUEUE_CQ = "overlays/single-queue/cluster-queue.yaml"
 LAYOUT = "clusters/local/queues/kustomization.yaml"
-
-
-def _edit_whole_pool_quota(wc, cpu: str, memory: str) -> None:
-    """The SKU component's patch for the whole-pool queue, with other CPU and memory quotas."""
-    doc = yaml.safe_load(wc.read(SKU))
-    patch = next(p for p in doc["patches"] if "whole-pool" in p["target"]["labelSelector"])
-    ops = yaml.safe_load(patch["patch"])
-    cpu_op, memory_op = ops[0], ops[1]  # the order of the file: group 0's resources 0 (cpu) and 1 (memory)
-    assert cpu_op["path"].endswith("resourceGroups/0/flavors/0/resources/0/nominalQuota"), cpu_op
-    assert memory_op["path"].endswith("resourceGroups/0/flavors/0/resources/1/nominalQuota"), memory_op
-    cpu_op["value"], memory_op["value"] = cpu, memory
-    patch["patch"] = yaml.safe_dump(ops, default_flow_style=None)
-    wc.write(SKU, yaml.safe_dump(doc, sort_keys=False))
 
 
 def _counts(cq: dict) -> tuple[int, int]:
@@ -49,7 +35,7 @@ def test_quota_commit_reaches_kueue_within_the_interval(run, queues):
     queues.wait_pending("train-2")
     queues.wait_cluster_queue("cluster-queue", lambda c: _counts(c) == (1, 1), "1 admitted, 1 pending")
 
-    _edit_whole_pool_quota(fleet.wc, "160", "1200Gi")
+    set_whole_pool_quota(fleet.wc, "160", "1200Gi")
     pushed = time.monotonic()
     rev = fleet.push("single-queue: the pool grows to 160 CPU, 1200Gi")
     queues.wait_admitted("train-2", timeout=interval)
