@@ -23,12 +23,23 @@ from harness.tools import ToolBuildError
 
 
 @dataclass
+class Area:
+    """One check area of the gate, for the summary table: what it covers, findings, time."""
+
+    name: str
+    what: str
+    findings: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
 class Report:
     findings: list[Finding]
     checks: list[str]
     builds: int = 0
     objects: int = 0
     timings: dict[str, float] = field(default_factory=dict)
+    areas: list[Area] = field(default_factory=list)
 
     def rules_fired(self) -> set[str]:
         return {f.rule for f in self.findings}
@@ -37,14 +48,29 @@ class Report:
 def validate_repository(root: Path) -> Report:
     root = root.resolve()
     timings, t0 = {}, time.monotonic()
+    areas = {a.name: a for a in (
+        Area("yaml", "YAML syntax of every file"),
+        Area("render", "kustomize and Flux rendering"),
+        Area("rules", "Kueue, cluster and sample rules"),
+        Area("capacity", "quotas vs Terraform node pools"),
+        Area("terraform", "Terraform wiring"),
+        Area("schema", "strict schemas (Kubernetes 1.35, pinned CRDs)"),
+    )}
+    per_area: dict[str, list[Finding]] = {name: [] for name in areas}
+
+    def timed(area: str, t: float) -> None:
+        areas[area].seconds += time.monotonic() - t
+
     sources = Sources.load(root)
-    findings: list[Finding] = list(sources.errors)
+    per_area["yaml"] += sources.errors
     ctx = rules.Context(sources)
     timings["parse"] = time.monotonic() - t0
+    timed("yaml", t0)
 
     t = time.monotonic()
     builds, clusters = render_repository(root)
     timings["render"] = time.monotonic() - t
+    timed("render", t)
 
     t = time.monotonic()
     validated: list[tuple[object, dict, str | None]] = []  # (build or label, object, source file) for schema checks
@@ -52,33 +78,52 @@ def validate_repository(root: Path) -> Report:
         if b.error:
             # A YAML syntax error in the directory is the cause; report it once.
             if not any(f.startswith(b.dir + "/") for f in sources.broken_files()):
-                findings.append(Finding(f"{b.dir}/kustomization.yaml", None, "", "kustomize-build", b.error.strip(),
-                                        f"run `kustomize build {b.dir}` and fix the reference or patch it names", b.id))
+                per_area["render"].append(Finding(f"{b.dir}/kustomization.yaml", None, "", "kustomize-build", b.error.strip(),
+                                                  f"run `kustomize build {b.dir}` and fix the reference or patch it names", b.id))
             continue
-        findings += rules.kueue_rules(ctx, b, b.objects)
+        per_area["rules"] += rules.kueue_rules(ctx, b, b.objects)
         validated += [(b, o, None) for o in b.objects]
     for c in clusters:
-        findings += rules.cluster_rules(ctx, root, c)
+        per_area["rules"] += rules.cluster_rules(ctx, root, c)
         sample_findings, samples = rules.sample_rules(ctx, root, c)
-        findings += sample_findings
+        per_area["rules"] += sample_findings
         validated += [(fb, o, None) for fb in c.flux for o in fb.objects]
         validated += [(f"cluster {c.name}: samples.yaml", s, f"{WORKLOADS_DIR}/{name}.yaml") for name, s in samples]
         example = f"clusters/{c.name}/cluster-vars.example.yaml"
         validated += [(example, s, example) for s in substitution_sources(root / "clusters" / c.name)]
-    findings += capacity.capacity_findings(root, clusters, sources)
-    findings += terraform_checks.wiring_findings(root)
+    timed("rules", t)
+    t_cap = time.monotonic()
+    per_area["capacity"] += capacity.capacity_findings(root, clusters, sources)
+    timed("capacity", t_cap)
+    t_tf = time.monotonic()
+    per_area["terraform"] += terraform_checks.wiring_findings(root)
+    timed("terraform", t_tf)
     timings["rules"] = time.monotonic() - t
 
     t = time.monotonic()
-    findings += _schema_findings(ctx, validated)
+    per_area["schema"] += _schema_findings(ctx, validated)
     timings["schema"] = time.monotonic() - t
+    timed("schema", t)
     timings["total"] = time.monotonic() - t0
 
     unique = {}
-    for f in findings:
-        unique.setdefault((f.file, f.line, f.resource, f.rule, f.message), f)
+    for name, found in per_area.items():
+        for f in found:
+            if unique.setdefault((f.file, f.line, f.resource, f.rule, f.message), f) is f:
+                areas[name].findings += 1  # counted where it was first found
     return Report(sorted(unique.values()), sorted(rules.RULES | capacity.RULES | terraform_checks.RULES), len(builds) + sum(len(c.flux) for c in clusters),
-                  len(validated), timings)
+                  len(validated), timings, list(areas.values()))
+
+
+def summary_table(report: Report) -> str:
+    """The per-area table printed at the end of a run."""
+    width = max(len(a.name) for a in report.areas)
+    what = max(len(a.what) for a in report.areas)
+    lines = [f"{'area':<{width}}  {'checks':<{what}}  findings    time"]
+    for a in report.areas:
+        lines.append(f"{a.name:<{width}}  {a.what:<{what}}  {a.findings:>8}  {a.seconds:5.2f}s")
+    lines.append(f"{'total':<{width}}  {'':<{what}}  {len(report.findings):>8}  {report.timings.get('total', 0):5.2f}s")
+    return "\n".join(lines)
 
 
 def _schema_findings(ctx: rules.Context, validated: list[tuple[object, dict, str | None]]) -> list[Finding]:
@@ -119,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     for f in report.findings:
         print(f.text())
     write_reports(report.findings, report.checks, args.json, args.junit)
+    if not args.quiet:
+        print(summary_table(report))
     timing = ", ".join(f"{k} {v:.2f}s" for k, v in report.timings.items())
     status = "clean" if not report.findings else f"{len(report.findings)} finding(s)"
     print(f"validate: {status}; {report.builds} builds, {report.objects} objects, {len(report.checks)} rules ({timing})")

@@ -9,6 +9,8 @@ import pytest
 
 from harness.versions import REPO_ROOT
 
+pytest_plugins = ["harness.pytest_summary"]
+
 # What a checkout of this repository needs for the gate; the harness itself is not copied.
 CONFIG_PATHS = ("base", "overlays", "components", "clusters", "flux", "workloads", "terraform", "versions.yaml")
 

@@ -1,0 +1,303 @@
+"""Records what Kueue decides during a scenario, from watches on the real cluster.
+
+Three watch streams (Workloads and RayJobs in the scenario's namespace, ClusterQueues) feed one
+state; every event is stamped with the time it arrived (seconds since the recording started):
+  - Workload condition transitions become events: admitted, pending (with Kueue's message),
+    preempted / evicted (with reason), finished (the Workload is gone);
+  - every ClusterQueue status becomes a usage sample (status.flavorsUsage total and borrowed).
+The plots and the scenario outcomes are drawn from this record only.
+"""
+from __future__ import annotations
+
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from kubernetes import client, watch
+
+from harness.isolation import Names
+from harness.kube import WaitTimeout, condition, is_true
+from harness.quantity import parse_quantity
+
+WATCHED = {  # kind -> (group, version, plural, namespaced)
+    "Workload": ("kueue.x-k8s.io", "v1beta2", "workloads", True),
+    "RayJob": ("ray.io", "v1", "rayjobs", True),
+    "ClusterQueue": ("kueue.x-k8s.io", "v1beta2", "clusterqueues", False),
+}
+TRACKED_CONDITIONS = ("QuotaReserved", "Admitted", "Evicted", "Preempted")
+
+
+@dataclass
+class Event:
+    t: float
+    kind: str  # admitted | pending | preempted | evicted | finished
+    job: str
+    queue: str  # LocalQueue (repository name)
+    cluster_queue: str | None  # repository name, where Kueue said one
+    reason: str = ""
+    message: str = ""
+
+
+@dataclass
+class Sample:
+    t: float
+    cluster_queue: str  # repository name
+    usage: dict[tuple[str, str], tuple[Decimal, Decimal]]  # (flavor, resource) -> (total, borrowed)
+
+
+@dataclass
+class Recording:
+    events: list[Event] = field(default_factory=list)
+    samples: list[Sample] = field(default_factory=list)  # ClusterQueue status, as Kueue reports it
+    # Quota reserved by Workloads, summed per ClusterQueue after every Workload event; borrowed is
+    # what exceeds the queue's nominal quota. One ordered stream, so unlike the ClusterQueue
+    # statuses (each queue updated on its own, a second or so late) it never double-counts a
+    # preemption in flight; the plots use it.
+    held: list[Sample] = field(default_factory=list)
+    steps: list[tuple[float, str]] = field(default_factory=list)  # (start time, step title)
+    end: float = 0.0
+
+
+class Recorder:
+    def __init__(self, api_client: client.ApiClient, names: Names, cluster_queues: list[str]):
+        self.api = client.CustomObjectsApi(api_client)
+        self.names = names
+        self.cluster_queues = {names.cq(n): n for n in cluster_queues}  # cluster name -> repository name
+        self.record = Recording()
+        self.workloads: dict[str, dict] = {}  # Workload name -> object
+        self.rayjobs: dict[str, dict] = {}
+        self.seen_jobs: set[str] = set()
+        self.last_event = 0.0
+        self._conditions: dict[str, dict[str, tuple]] = {}
+        self._nominal: dict[str, dict[tuple[str, str], Decimal]] = {}  # from the watched ClusterQueue specs
+        self._last_held: dict[str, dict] = {}
+        self._cv = threading.Condition()
+        self._stop = threading.Event()
+        self._watches: list[watch.Watch] = []
+        self._threads: list[threading.Thread] = []
+        self._errors: list[str] = []
+        self._t0 = time.monotonic()
+        self._synced: set[str] = set()
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    def start(self, timeout: float = 60) -> "Recorder":
+        self._t0 = time.monotonic()
+        for kind in WATCHED:
+            t = threading.Thread(target=self._follow, args=(kind,), name=f"report-recorder-{kind}", daemon=True)
+            t.start()
+            self._threads.append(t)
+        with self._cv:  # every stream listed once, so nothing that follows is missed
+            if not self._cv.wait_for(lambda: self._synced == set(WATCHED) or self._errors, timeout):
+                raise WaitTimeout(f"the recorder's watches did not list {set(WATCHED) - self._synced} within {timeout:.0f}s")
+        self._raise_errors()
+        return self
+
+    def stop(self) -> Recording:
+        if self._stop.is_set():
+            return self.record
+        self.record.end = self.now()
+        self._stop.set()
+        for w in self._watches:
+            w.stop()
+        for t in self._threads:
+            t.join(timeout=10)
+        return self.record
+
+    def now(self) -> float:
+        return time.monotonic() - self._t0
+
+    def step(self, title: str) -> None:
+        with self._cv:
+            self.record.steps.append((self.now(), title))
+
+    def _raise_errors(self) -> None:
+        if self._errors:
+            raise RuntimeError("the recorder's watch failed: " + "; ".join(self._errors))
+
+    # -- watching ---------------------------------------------------------------------------------
+    def _list(self, kind: str):
+        group, version, plural, namespaced = WATCHED[kind]
+        if namespaced:
+            return self.api.list_namespaced_custom_object, (group, version, self.names.namespace, plural)
+        return self.api.list_cluster_custom_object, (group, version, plural)
+
+    def _follow(self, kind: str) -> None:
+        fn, args = self._list(kind)
+        try:
+            while not self._stop.is_set():
+                listing = fn(*args)
+                with self._cv:
+                    for obj in listing.get("items") or []:
+                        self._observe(kind, "ADDED", obj)
+                    self._synced.add(kind)
+                    self._cv.notify_all()
+                w = watch.Watch()
+                self._watches.append(w)
+                try:
+                    for event in w.stream(fn, *args, resource_version=listing["metadata"]["resourceVersion"], timeout_seconds=30):
+                        if self._stop.is_set():
+                            return
+                        with self._cv:
+                            self._observe(kind, event["type"], event["object"])
+                            self._cv.notify_all()
+                except client.ApiException as err:
+                    if err.status != 410:  # 410: the resourceVersion expired; list again
+                        raise
+        except Exception as err:  # noqa: BLE001 - reported to the waiting thread, which raises it
+            if not self._stop.is_set():
+                with self._cv:
+                    self._errors.append(f"{kind}: {type(err).__name__}: {err}")
+                    self._cv.notify_all()
+
+    def _observe(self, kind: str, etype: str, obj: dict) -> None:
+        if etype not in ("ADDED", "MODIFIED", "DELETED"):
+            return
+        name = obj["metadata"]["name"]
+        if kind == "ClusterQueue":
+            if name in self.cluster_queues and etype != "DELETED":
+                self.record.samples.append(Sample(self.now(), self.cluster_queues[name], _usage(obj, self.names)))
+                self._nominal[self.cluster_queues[name]] = _nominal(obj, self.names)
+                self.last_event = self.now()
+            return
+        self.last_event = self.now()
+        if kind == "RayJob":
+            if etype == "DELETED":
+                self.rayjobs.pop(name, None)
+            else:
+                self.rayjobs[name] = obj
+                self.seen_jobs.add(name)
+            return
+        if etype == "DELETED":
+            old = self.workloads.pop(name, None)
+            self._conditions.pop(name, None)
+            if old:
+                self._event(old, "finished", "", "the RayJob was deleted (its work is done)")
+            self._sample_held()
+            return
+        self.workloads[name] = obj
+        self._sample_held()
+        before = self._conditions.get(name, {})
+        now = {c["type"]: (c.get("status"), c.get("reason", ""), c.get("message", ""))
+               for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") in TRACKED_CONDITIONS}
+        self._conditions[name] = now
+
+        def became(ctype, status="True"):
+            return now.get(ctype, (None,))[0] == status and before.get(ctype, (None,))[0] != status
+
+        if became("Admitted"):
+            self._event(obj, "admitted", now["Admitted"][1], now["Admitted"][2])
+        if became("Preempted"):
+            self._event(obj, "preempted", now["Preempted"][1], now["Preempted"][2])
+        elif became("Evicted"):
+            self._event(obj, "evicted", now["Evicted"][1], now["Evicted"][2])
+        qr = now.get("QuotaReserved")
+        if qr and qr[0] == "False" and qr[2] and (before.get("QuotaReserved") or (None, "", ""))[::2] != qr[::2]:
+            self._event(obj, "pending", qr[1], qr[2])
+
+    def _sample_held(self) -> None:
+        held: dict[str, dict[tuple[str, str], Decimal]] = {cq: {} for cq in self.cluster_queues.values()}
+        for wl in self.workloads.values():
+            admission = (wl.get("status") or {}).get("admission")
+            if not admission or not is_true(wl, "QuotaReserved"):
+                continue
+            cq = self.cluster_queues.get(admission.get("clusterQueue"))
+            if cq is None:
+                continue
+            for psa in admission.get("podSetAssignments") or []:
+                flavors = psa.get("flavors") or {}
+                for resource, qty in (psa.get("resourceUsage") or {}).items():
+                    key = (str(flavors.get(resource, "")).removeprefix(self.names.prefix), resource)
+                    held[cq][key] = held[cq].get(key, Decimal(0)) + parse_quantity(qty)
+        for cq, usage in held.items():
+            last = self._last_held.get(cq)
+            if last == usage:
+                continue
+            self._last_held[cq] = usage
+            nominal = self._nominal.get(cq, {})
+            self.record.held.append(Sample(self.now(), cq, {k: (v, max(Decimal(0), v - nominal.get(k, Decimal(0))))
+                                                          for k, v in usage.items()}))
+
+    def _event(self, wl: dict, kind: str, reason: str, message: str) -> None:
+        job = _owner(wl)
+        admission = (wl.get("status") or {}).get("admission") or {}
+        cq = admission.get("clusterQueue")
+        self.record.events.append(Event(self.now(), kind, job, (wl.get("spec") or {}).get("queueName", ""),
+                                        self.cluster_queues.get(cq, cq), reason, message))
+
+    # -- what the scenarios ask -------------------------------------------------------------------
+    def job_state(self, job: str) -> tuple[str, str]:
+        """(state, detail) of a RayJob's Workload now: admitted, pending (Kueue's message),
+        evicting, deleted or no-workload."""
+        with self._cv:
+            return self._job_state(job)
+
+    def _job_state(self, job: str) -> tuple[str, str]:
+        wl = next((w for w in self.workloads.values() if _owner(w) == job), None)
+        if wl is None:
+            return ("finished", "") if job in self.seen_jobs and job not in self.rayjobs else ("no-workload", "")
+        if is_true(wl, "Evicted") and is_true(wl, "QuotaReserved"):
+            return "evicting", (condition(wl, "Evicted") or {}).get("reason", "")
+        if is_true(wl, "Admitted"):
+            return "admitted", ""
+        qr = condition(wl, "QuotaReserved")
+        if qr and qr.get("status") == "False" and qr.get("message"):
+            return "pending", qr["message"]
+        return "deciding", ""
+
+    def wait_settled(self, jobs: list[str], gone: list[str] = (), quiet: float = 3.0, timeout: float = 90) -> None:
+        """Waits until Kueue has decided about every job (admitted, or pending with a message),
+        the Workloads of `gone` jobs are deleted, no eviction or preemption is in flight, and no
+        watched object changed for `quiet` seconds. Raises WaitTimeout with the last state otherwise."""
+        deadline = time.monotonic() + timeout
+
+        def decided() -> bool:
+            if any(self._job_state(j)[0] != "finished" for j in gone):
+                return False
+            for job in jobs:
+                state, detail = self._job_state(job)
+                if state in ("evicting", "deciding", "no-workload"):
+                    return False
+                if state == "pending" and re.search(r"preempt", detail, re.I):
+                    return False  # waiting for its victims to go
+            return True
+
+        with self._cv:
+            while True:
+                self._raise_errors()
+                if decided():
+                    remaining_quiet = self.last_event + quiet - self.now()
+                    if remaining_quiet <= 0:
+                        return
+                    wait = remaining_quiet  # nothing to do but let the quiet period pass
+                else:
+                    wait = 1.0
+                if time.monotonic() >= deadline:
+                    states = "; ".join(f"{j}: {' '.join(filter(None, self._job_state(j)))}" for j in [*jobs, *gone])
+                    raise WaitTimeout(f"timed out after {timeout:.0f}s waiting for Kueue to settle on {', '.join(jobs)}; "
+                                      f"last states: {states}")
+                self._cv.wait(min(wait, max(0.05, deadline - time.monotonic())))
+
+
+def _owner(wl: dict) -> str:
+    refs = (wl.get("metadata") or {}).get("ownerReferences") or []
+    return refs[0]["name"] if refs else wl["metadata"]["name"]
+
+
+def _usage(cq: dict, names: Names) -> dict[tuple[str, str], tuple[Decimal, Decimal]]:
+    out = {}
+    for f in (cq.get("status") or {}).get("flavorsUsage") or []:
+        fname = f.get("name", "").removeprefix(names.prefix)  # back to the repository's flavor name
+        for r in f.get("resources") or []:
+            out[(fname, r.get("name"))] = (parse_quantity(r.get("total", "0")), parse_quantity(r.get("borrowed", "0")))
+    return out
+
+
+def _nominal(cq: dict, names: Names) -> dict[tuple[str, str], Decimal]:
+    out = {}
+    for group in (cq.get("spec") or {}).get("resourceGroups") or []:
+        for f in group.get("flavors") or []:
+            for r in f.get("resources") or []:
+                out[(f.get("name", "").removeprefix(names.prefix), r.get("name"))] = parse_quantity(r.get("nominalQuota", 0))
+    return out

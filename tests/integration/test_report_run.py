@@ -1,0 +1,90 @@
+"""`make report` end to end: a branch of a clone of this repository rebalances the team GPU
+quotas (team A 6, team B 2 instead of 4 each); the report, run against the session's cluster,
+shows the changed cells and the scenario whose outcome the real Kueue changes."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from harness.scenarios import CLUSTER_QUEUE, RAYJOB
+from harness.versions import REPO_ROOT
+
+pytestmark = pytest.mark.integration
+
+SKU = "components/gpu-sku/standard-nd96amsr-a100-v4/kustomization.yaml"
+REBALANCE = """\
+  # Team A runs the larger training jobs: 6 of the node's 8 GPUs are its own, 2 are team B's.
+  - target:
+      kind: ClusterQueue
+      name: team-a-cq
+    patch: |-
+      - {op: replace, path: /spec/resourceGroups/1/flavors/0/resources/0/nominalQuota, value: "6"}
+  - target:
+      kind: ClusterQueue
+      name: team-b-cq
+    patch: |-
+      - {op: replace, path: /spec/resourceGroups/1/flavors/0/resources/0/nominalQuota, value: "2"}
+"""
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), "-c", "user.email=report@test", "-c", "user.name=report-test", *args],
+                          check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def rebalanced_clone(tmp_path) -> Path:
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(REPO_ROOT), str(clone)], check=True)
+    git(clone, "checkout", "-q", "-B", "main")  # the clone's main is this repository's HEAD
+    git(clone, "checkout", "-q", "-b", "rebalance-gpus")
+    sku = clone / SKU
+    sku.write_text(sku.read_text() + REBALANCE)
+    git(clone, "commit", "-qam", "Rebalance GPUs: team A 6, team B 2")
+    return clone
+
+
+def test_report_shows_changed_quota_and_changed_outcome(rebalanced_clone, backend, kube, names, tmp_path):
+    out = tmp_path / "report"
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness.report", "--repo", str(rebalanced_clone), "--base", "main", "--out", str(out),
+         "--kubeconfig", str(backend.kubeconfig), "--namespace", names.namespace, "--prefix", names.prefix,
+         "--scenario", "team-queues", "--no-gate", "--timeout", "120"],
+        capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+    md = (out / "report.md").read_text()
+    assert "| team-a-cq | shared-cohort | gpu | nvidia.com/gpu | **`6`** (was `4`) | `4` | — |" in md, md
+    assert "| team-b-cq | shared-cohort | gpu | nvidia.com/gpu | **`2`** (was `4`) | `4` | — |" in md, md
+    assert "| team-a-cq | shared-cohort | default | cpu | `48` | `48` | — |" in md
+
+    # Kueue's own decisions: on main B reclaims its 4 GPUs by preempting one of A's jobs; with a
+    # guarantee of 2, B's 4-GPU job needs to borrow, reclaim does not apply, and it waits.
+    data = json.loads((out / "report.json").read_text())
+    runs = {r["ref"]: r for r in data["scenarios"] if r["scenario"] == "team-queues"}
+    assert runs["base"]["verdict"] == "holds", runs["base"]
+    assert runs["head"]["verdict"] == "does not hold", runs["head"]
+    assert data["changed_scenarios"] == ["team-queues"]
+    base_kinds = [(e["kind"], e["job"], e["reason"]) for e in runs["base"]["events"]]
+    assert any(k == "preempted" and r == "InCohortReclamation" for k, _, r in base_kinds), base_kinds
+    assert not any(e["kind"] == "preempted" for e in runs["head"]["events"]), runs["head"]["events"]
+    assert runs["head"]["steps"][1]["jobs"]["b-1"][0] == "pending"
+    assert md.index("## Scenario outcomes that changed") < md.index("**team-queues borrow and reclaim**") < md.index("## Quotas per cluster")
+
+    for side in ("base", "head"):
+        png = out / f"team-queues-{side}.png"
+        assert f"]({png.name})" in md
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        with Image.open(png) as img:
+            img.verify()
+            assert img.format == "PNG" and img.size[0] >= 600 and img.size[1] >= 300
+    assert "![" not in (out / "comment.md").read_text(), "the PR comment cannot show local images"
+
+    # Everything the report applied is gone again, so the session's other tests start clean.
+    assert not kube.list(*RAYJOB, namespace=names.namespace)
+    assert not {names.cq("team-a-cq"), names.cq("team-b-cq")} & {c["metadata"]["name"] for c in kube.list(*CLUSTER_QUEUE)}

@@ -1,0 +1,185 @@
+"""The report's offline half: quota tables of two rendered trees, change marking, headroom, the
+Markdown, and bad input (unknown ref, configuration that does not render) exiting 2 cleanly."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from harness.report import markdown, quotas
+from harness.report.scenarios import SCENARIOS, ScenarioResult, StepResult, short_reason
+from harness.versions import REPO_ROOT
+
+pytestmark = pytest.mark.static
+
+SKU = "components/gpu-sku/standard-nd96amsr-a100-v4/kustomization.yaml"
+TEAM_GPU = '- {op: replace, path: /spec/resourceGroups/1/flavors/0/resources/0/nominalQuota, value: "4"}'
+
+
+def set_team_gpus(root: Path, gpus: str) -> None:
+    path = root / SKU
+    text = path.read_text()
+    assert text.count(TEAM_GPU) == 1, "the SKU component changed shape; update this test"
+    path.write_text(text.replace(TEAM_GPU, TEAM_GPU.replace('"4"', f'"{gpus}"')))
+
+
+def rows(diff: quotas.ClusterDiff) -> dict[tuple, quotas.RowDiff]:
+    return {r.key: r for r in diff.rows}
+
+
+@pytest.fixture(scope="module")
+def base_tree() -> quotas.TreeQuotas:
+    return quotas.load_tree(REPO_ROOT, "base")
+
+
+def test_unchanged_trees_have_no_changes(base_tree):
+    diffs = quotas.diff(base_tree, quotas.load_tree(REPO_ROOT, "head"))
+    assert {d.name for d in diffs} == {"dev-westus3", "prod-eastus2"}
+    assert not any(d.changed for d in diffs)
+    prod = next(d for d in diffs if d.name == "prod-eastus2")
+    assert prod.overlays == (["overlays/team-queues"], ["overlays/team-queues"])
+    gpu = rows(prod)[("team-a-cq", "gpu", "nvidia.com/gpu")]
+    assert (gpu.cells["nominalQuota"].after, gpu.cells["borrowingLimit"].after, gpu.cells["lendingLimit"].after) == ("4", "4", None)
+
+
+def test_changed_gpu_quota_is_marked_with_the_old_value(base_tree, repo_copy):
+    set_team_gpus(repo_copy, "3")
+    diffs = {d.name: d for d in quotas.diff(base_tree, quotas.load_tree(repo_copy, "head"))}
+    prod, dev = diffs["prod-eastus2"], diffs["dev-westus3"]
+    assert prod.changed and not dev.changed  # dev-westus3 runs single-queue on another SKU
+    for cq in ("team-a-cq", "team-b-cq"):
+        row = rows(prod)[(cq, "gpu", "nvidia.com/gpu")]
+        assert row.status == "changed"
+        assert (row.cells["nominalQuota"].before, row.cells["nominalQuota"].after) == ("4", "3")
+        assert not row.cells["borrowingLimit"].changed
+    assert [r.key for r in prod.rows if r.status == "changed"] == [("team-a-cq", "gpu", "nvidia.com/gpu"), ("team-b-cq", "gpu", "nvidia.com/gpu")]
+    gpu_room = {k: (b.headroom, a.headroom) for k, b, a in prod.headroom}[("gpu", "nvidia.com/gpu")]
+    assert gpu_room == (0, 2)  # 8 GPUs in the pool, 6 now promised
+
+    md = markdown.render(markdown.ReportData(str(repo_copy), "main", "a" * 40, "working tree", "b" * 40, list(diffs.values()), [], {}))
+    assert "| team-a-cq | shared-cohort | gpu | nvidia.com/gpu | **`3`** (was `4`) | `4` | — |" in md
+    assert "| team-b-cq | shared-cohort | gpu | nvidia.com/gpu | **`3`** (was `4`) | `4` | — |" in md
+    assert "| team-a-cq | shared-cohort | default | cpu | `48` | `48` | — |" in md  # unchanged cells stay plain
+    assert "| gpu | nvidia.com/gpu | gpupool 1 x Standard_ND96amsr_A100_v4 | `8` | **`6`** (was `8`) | **`2`** (was `0`) |" in md
+    assert md.index("### Cluster `prod-eastus2`") < md.index("### Cluster `dev-westus3`"), "changed clusters come first"
+    assert "1 of 2 cluster(s) change: `prod-eastus2`." in md
+
+
+def test_quota_above_the_node_pool_shows_negative_headroom(base_tree, repo_copy):
+    set_team_gpus(repo_copy, "5")
+    prod = next(d for d in quotas.diff(base_tree, quotas.load_tree(repo_copy, "head")) if d.name == "prod-eastus2")
+    md = "\n".join(markdown._quota_section(prod))
+    assert "**`-2`** (was `0`) ⚠ over capacity" in md
+
+
+def test_added_queue_and_switched_overlay(base_tree, repo_copy):
+    team_b = (repo_copy / "overlays/team-queues/team-b.yaml").read_text()
+    (repo_copy / "overlays/team-queues/team-c.yaml").write_text(team_b.replace("team-b", "team-c"))
+    k = repo_copy / "overlays/team-queues/kustomization.yaml"
+    k.write_text(k.read_text().replace("  - team-b.yaml\n", "  - team-b.yaml\n  - team-c.yaml\n"))
+    dev = repo_copy / "clusters/dev-westus3/queues/kustomization.yaml"
+    dev.write_text(dev.read_text().replace("  - ../../../overlays/single-queue\n", "  - ../../../overlays/team-queues\n"))
+    diffs = {d.name: d for d in quotas.diff(base_tree, quotas.load_tree(repo_copy, "head"))}
+    prod = diffs["prod-eastus2"]
+    assert prod.queues_added == ["team-c-cq"] and prod.queues_removed == []
+    assert {r.status for r in prod.rows if r.key[0] == "team-c-cq"} == {"added"}
+    dev_diff = diffs["dev-westus3"]
+    assert dev_diff.overlays == (["overlays/single-queue"], ["overlays/team-queues"])
+    assert set(dev_diff.queues_removed) == {"cluster-queue"} and "team-a-cq" in dev_diff.queues_added
+    md = "\n".join(markdown._quota_section(dev_diff))
+    assert "Runs **`overlays/team-queues`** (was `overlays/single-queue`)" in md
+    assert "~~`24`~~ (removed)" in md and "ClusterQueues added: `team-a-cq`, `team-b-cq`, `team-c-cq`; removed: `cluster-queue`." in md
+
+
+def _step(title, jobs, queue_of, preempted=(), usage=None):
+    return StepResult(title, 0.0, 1.0, jobs, queue_of, [], list(preempted), usage or {})
+
+
+def test_changed_scenario_is_called_out_first(base_tree):
+    """Rendering only: the outcomes here are hand-made inputs to the Markdown writer; the real
+    ones come from Kueue in tests/integration/test_report.py."""
+    sc = next(s for s in SCENARIOS if s.name == "team-queues")
+    q = {"a-1": "team-a", "a-2": "team-a", "b-1": "team-b"}
+    admitted = {j: ("admitted", "") for j in q}
+    base = ScenarioResult("team-queues", "base", sc.layout, steps=[
+        _step("1", {"a-1": admitted["a-1"], "a-2": admitted["a-2"]}, {"a-1": "team-a", "a-2": "team-a"},
+              usage={"team-a-cq": (Decimal(8), Decimal(4))}),
+        _step("2", {**admitted, "a-2": ("pending", "insufficient unused quota for nvidia.com/gpu in flavor gpu, 4 more needed")}, q,
+              [("a-2", "InCohortReclamation")]),
+        _step("3", {**admitted, "b-1": ("finished", "")}, q)])
+    head = ScenarioResult("team-queues", "head", sc.layout, steps=[
+        base.steps[0],
+        _step("2", {**admitted, "b-1": ("pending", "couldn't assign flavors: insufficient unused quota for nvidia.com/gpu in flavor gpu, 4 more needed")}, q),
+        base.steps[2]])
+    head.failures = sc.check(head.steps)
+    assert base.passed and sc.check(base.steps) == []
+    assert not head.passed and any("b-1 should be admitted" in f for f in head.failures)
+    data = markdown.ReportData("repo", "main", "a" * 40, "working tree", "b" * 40, quotas.diff(base_tree, base_tree), [sc],
+                               {("team-queues", "base"): base, ("team-queues", "head"): head})
+    assert data.changed_scenarios() == [sc]
+    md = markdown.render(data)
+    changed = md.index("## Scenario outcomes that changed")
+    assert changed < md.index("## Quotas per cluster") < md.index("## Scenarios")
+    assert "**team-queues borrow and reclaim**: expectation ✅ holds on base → ❌ does not hold on head; outcome differs at step 2." in md
+    assert "**team-b: 1 pending (insufficient unused quota for nvidia.com/gpu in flavor gpu)**" in md
+    assert md.startswith(markdown.MARKER)
+    assert "No scenario outcome changed." in markdown.render(markdown.ReportData(
+        "repo", "main", "a" * 40, "working tree", "b" * 40, [], [sc], {("team-queues", "base"): base, ("team-queues", "head"): base}))
+
+
+def test_short_reason_drops_the_numbers():
+    msg = ("couldn't assign flavors to pod set gpu-workers: insufficient unused quota for cpu in flavor default, 40 more needed, "
+           "insufficient unused quota for memory in flavor default, 288Gi more needed")
+    assert short_reason(msg) == "insufficient unused quota for cpu in flavor default"
+
+
+# -- the CLI on bad input ---------------------------------------------------------------------------
+def report(*args, cwd=REPO_ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harness.report", *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+def git_repo(root: Path) -> Path:
+    env = ["-c", "user.email=report@test", "-c", "user.name=report-test"]
+    subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
+    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(root), *env, "commit", "-qm", "base"], check=True)
+    return root
+
+
+def test_unknown_base_ref_exits_two_without_writing(tmp_path):
+    out = tmp_path / "out"
+    proc = report("--base", "no-such-ref-6", "--repo", REPO_ROOT, "--out", out)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "base ref 'no-such-ref-6' not found" in proc.stderr and "Traceback" not in proc.stderr
+    assert not out.exists()
+
+
+def test_configuration_that_does_not_render_exits_two_naming_the_file(repo_copy, tmp_path):
+    git_repo(repo_copy)
+    k = repo_copy / "overlays/team-queues/kustomization.yaml"
+    k.write_text(k.read_text().replace("  - team-b.yaml\n", "  - team-b.yaml\n  - team-z.yaml\n"))
+    out = tmp_path / "out"
+    proc = report("--base", "main", "--repo", repo_copy, "--out", out)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "overlays/team-queues/kustomization.yaml does not render" in proc.stderr and "kustomize-build" in proc.stderr, proc.stderr
+    assert "team-z.yaml" in proc.stderr, proc.stderr
+    assert not out.exists()
+
+
+def test_out_dir_with_other_files_is_left_alone(repo_copy, tmp_path):
+    git_repo(repo_copy)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    proc = report("--base", "main", "--repo", repo_copy, "--out", out)
+    assert proc.returncode == 2 and "holds files the report did not write (notes.txt)" in proc.stderr, proc.stderr
+    assert [p.name for p in out.iterdir()] == ["notes.txt"]
+
+
+def test_not_a_git_checkout_exits_two(repo_copy, tmp_path):
+    proc = report("--base", "main", "--repo", repo_copy, "--out", tmp_path / "out")
+    assert proc.returncode == 2 and "is not a git checkout" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
