@@ -215,11 +215,30 @@ class ControlPlane:
             "--profiling=false",
             *self.extra_apiserver_args,
         ])
+        self.timings["kube-apiserver"] = self._wait_apiserver(proc)
+
+    def _wait_apiserver(self, proc: Process) -> float:
         ctx = https_context(self.ca_file, self.admin_cert)
-        self.timings["kube-apiserver"] = wait_until(
-            http_check(f"{self.host}/readyz", ctx), self.start_timeout, "kube-apiserver /readyz", [proc], interval=0.2)
+        took = wait_until(http_check(f"{self.host}/readyz", ctx), self.start_timeout, "kube-apiserver /readyz", [proc], interval=0.2)
         # envtest waits for the `default` namespace too; it is created by a post-start hook.
         wait_until(http_check(f"{self.host}/api/v1/namespaces/default", ctx), 20, "namespace default", [proc])
+        return took
+
+    def process(self, name: str) -> Process:
+        found = [p for p in self.processes if p.name == name]
+        if not found:
+            raise ProcessError(f"no {name} in this control plane (it has {[p.name for p in self.processes]})")
+        return found[0]
+
+    def restart_apiserver(self, *, kill: bool = False) -> float:
+        """kube-apiserver stopped (or SIGKILLed) and started again on the same port, certificates
+        and etcd, so every client's kubeconfig stays valid; returns the seconds until ready."""
+        proc = self.process("kube-apiserver")
+        say("cluster", f"{'killing' if kill else 'stopping'} and restarting kube-apiserver (etcd kept)")
+        t = time.monotonic()
+        proc.restart(kill=kill)
+        self._wait_apiserver(proc)
+        return time.monotonic() - t
 
     def _start_controller_manager(self, binary: Path) -> None:
         port = free_port()

@@ -3,7 +3,12 @@
 It follows RayJobs, Workloads and ClusterQueues with watches and, on every event, checks:
   1. no RayJob is unsuspended without an admitted Workload;
   2. per ClusterQueue, flavor and resource: quota held by its Workloads <= nominalQuota + borrowingLimit;
-  3. per cohort, flavor and resource: quota held in total <= the sum of nominal quotas.
+  3. per cohort, flavor and resource: quota held in total <= the sum of nominal quotas;
+  4. no workload admitted twice: at most one admitted Workload per RayJob, and a Workload is
+     admitted again only after an eviction (admissions <= 1 + the evictions Kueue counts in
+     status.schedulingStats).
+The watches survive component restarts: a broken stream (the apiserver went away) is listed
+again and followed from there; `reconnects` counts how often that happened.
 A suspected violation of (1) is confirmed against fresh reads before it is recorded, because
 the three watches are independent streams and may deliver events in different orders.
 """
@@ -31,6 +36,9 @@ class InvariantChecker:
         self.state: dict[str, dict[tuple, dict]] = {k: {} for k in SOURCES}
         self.violations: list[str] = []
         self.events = 0
+        self.reconnects = 0
+        self.errors: list[str] = []  # why streams broke, for the message when something fails
+        self._admissions: dict[str, set[str]] = defaultdict(set)  # Workload uid -> Admitted transition times
         self.synced: set[str] = set()
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -62,45 +70,54 @@ class InvariantChecker:
 
     def assert_held(self) -> None:
         assert not self.violations, "invariants violated:\n" + "\n".join(self.violations)
+        dead = [t.name for t in self._threads if not t.is_alive() and not self._stop.is_set()]
+        assert not dead, f"invariant watches died: {dead}; last errors: {self.errors[-3:]}"
         assert self.synced == set(SOURCES), f"the invariant checker never listed {set(SOURCES) - self.synced}: it was not watching"
 
     # -- watching ---------------------------------------------------------------------------------
     def _follow(self, kind: str) -> None:
-        group, version, plural = SOURCES[kind]
-        first = True
+        arrived = [False]  # at the start barrier, once the first listing is in
         while not self._stop.is_set():
-            listing = self.api.list_cluster_custom_object(group, version, plural)
-            with self._lock:
-                self.state[kind] = {self._key(o): o for o in listing.get("items") or []}
-                self.synced.add(kind)
-                self._check()
-            if first:
-                first = False
-                self._ready.wait(timeout=30)
-            w = watch.Watch()
-            self._watches.append(w)
             try:
-                for event in w.stream(self.api.list_cluster_custom_object, group, version, plural,
-                                      resource_version=listing["metadata"]["resourceVersion"], timeout_seconds=30):
-                    if self._stop.is_set():
-                        return
-                    obj = event["object"]
-                    with self._lock:
-                        self.events += 1
-                        if event["type"] == "DELETED":
-                            self.state[kind].pop(self._key(obj), None)
-                        elif event["type"] in ("ADDED", "MODIFIED"):
-                            self.state[kind][self._key(obj)] = obj
-                        self._check()
-            except client.ApiException as err:
-                if err.status != 410:  # expired resourceVersion: list again
-                    if self._stop.is_set():
-                        return
-                    raise
-            except Exception:
+                self._list_and_watch(kind, arrived)
+            except Exception as err:  # connection refused/reset while a component restarts
                 if self._stop.is_set():
                     return
+                with self._lock:
+                    self.reconnects += 1
+                    self.errors.append(f"{kind}: {type(err).__name__}: {str(err)[:200]}")
+                self._stop.wait(0.5)
+
+    def _list_and_watch(self, kind: str, arrived: list[bool]) -> None:
+        group, version, plural = SOURCES[kind]
+        listing = self.api.list_cluster_custom_object(group, version, plural, _request_timeout=30)
+        with self._lock:
+            self.state[kind] = {self._key(o): o for o in listing.get("items") or []}
+            self.synced.add(kind)
+            self._check()
+        if not arrived[0]:
+            arrived[0] = True
+            self._ready.wait(timeout=30)
+        w = watch.Watch()
+        self._watches.append(w)
+        try:
+            for event in w.stream(self.api.list_cluster_custom_object, group, version, plural,
+                                  resource_version=listing["metadata"]["resourceVersion"], timeout_seconds=30):
+                if self._stop.is_set():
+                    return
+                obj = event["object"]
+                with self._lock:
+                    self.events += 1
+                    if event["type"] == "DELETED":
+                        self.state[kind].pop(self._key(obj), None)
+                    elif event["type"] in ("ADDED", "MODIFIED"):
+                        self.state[kind][self._key(obj)] = obj
+                    self._check()
+        except client.ApiException as err:
+            if err.status != 410:  # 410: expired resourceVersion, list again; else count a reconnect
                 raise
+        finally:
+            w.stop()
 
     @staticmethod
     def _key(obj: dict) -> tuple:
@@ -115,6 +132,24 @@ class InvariantChecker:
     def _check(self) -> None:
         self._check_unsuspended()
         self._check_quota()
+        self._check_admitted_once()
+
+    def _check_admitted_once(self) -> None:
+        admitted_per_job: dict[str, list[str]] = defaultdict(list)
+        for (ns, name), wl in self.state["Workload"].items():
+            c = next((c for c in (wl.get("status") or {}).get("conditions") or [] if c.get("type") == "Admitted"), None)
+            if not c or c.get("status") != "True":
+                continue
+            for ref in wl["metadata"].get("ownerReferences") or []:
+                admitted_per_job[ref.get("uid")].append(f"{ns}/{name}")
+            uid = wl["metadata"]["uid"]
+            self._admissions[uid].add(c.get("lastTransitionTime", ""))
+            evictions = sum(int(e.get("count", 0)) for e in ((wl.get("status") or {}).get("schedulingStats") or {}).get("evictions") or [])
+            if len(self._admissions[uid]) > 1 + evictions:
+                self._violate(f"Workload {ns}/{name} admitted {len(self._admissions[uid])} times with {evictions} evictions")
+        for owner, wls in admitted_per_job.items():
+            if len(wls) > 1:
+                self._violate(f"one job (uid {owner}) has {len(wls)} admitted Workloads at once: {sorted(wls)}")
 
     def _admitted_uids(self) -> set[str]:
         uids = set()

@@ -424,6 +424,41 @@ class LocalCluster:
             return False, f"invalid ResourceFlavor rejected, but not by the webhook: {err.status} {err.body}"
         return False, "invalid ResourceFlavor accepted: validating webhook not active yet"
 
+    # -- faults (tests/faults) -----------------------------------------------------------------
+    def process(self, name: str) -> Process:
+        """One of the cluster's processes by its role (kueue, kuberay-operator, kube-apiserver, etcd, ...)."""
+        for proc in self.processes:
+            if proc.name == name:
+                return proc
+        return self.control_plane.process(name)
+
+    def restart_kueue(self, *, kill: bool = True) -> float:
+        """Kueue SIGKILLed (default) or stopped, then started with the same configuration; returns
+        the seconds until it is ready again (readyz and both webhooks answering)."""
+        proc = self.process("kueue")
+        say("cluster", f"{'killing' if kill else 'stopping'} and restarting Kueue")
+        t = time.monotonic()
+        proc.restart(kill=kill)
+        wait_until(http_check(f"http://127.0.0.1:{self.ports['kueue-health']}/readyz"), self.start_timeout, "Kueue /readyz", [proc])
+        wait_until(self._webhook_probe, 30, "Kueue webhooks after the restart", [proc])
+        return time.monotonic() - t
+
+    def restart_kuberay(self, *, kill: bool = False) -> float:
+        proc = self.process("kuberay-operator")
+        say("cluster", f"{'killing' if kill else 'stopping'} and restarting the KubeRay operator")
+        t = time.monotonic()
+        proc.restart(kill=kill)
+        wait_until(http_check(f"http://127.0.0.1:{self.ports['kuberay-health']}/readyz"), self.start_timeout,
+                   "KubeRay operator /readyz", [proc])
+        return time.monotonic() - t
+
+    def restart_apiserver(self, *, kill: bool = False) -> float:
+        """kube-apiserver restarted with etcd kept; then waits until Kueue's webhooks answer through it."""
+        t = time.monotonic()
+        self.control_plane.restart_apiserver(kill=kill)
+        wait_until(self._webhook_probe, 60, "Kueue webhooks through the restarted kube-apiserver", self.processes)
+        return time.monotonic() - t
+
     # -- stop ---------------------------------------------------------------------------------
     def stop(self) -> None:
         """Stops Kueue, KubeRay, then the control plane (reverse start order). Idempotent; logs stay in log_dir."""

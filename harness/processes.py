@@ -160,6 +160,27 @@ class Process:
         finally:
             _registry.discard(self)
 
+    def kill(self, sig: int = signal.SIGKILL, timeout: float = STOP_TIMEOUT) -> None:
+        """A crash, not a shutdown: `sig` (default SIGKILL) to the group, then reap the child."""
+        if self.popen is None:
+            return
+        try:
+            self._signal(sig)
+            try:
+                self.popen.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self._signal(signal.SIGKILL)
+                self.popen.wait(5)
+            if self.group_alive():
+                self._signal(signal.SIGKILL)
+        finally:
+            _registry.discard(self)
+
+    def restart(self, *, kill: bool = False) -> "Process":
+        """Stops (or kills) the child and starts the same command again, appending to its log."""
+        self.kill() if kill else self.stop()
+        return self.start()
+
     def _signal(self, sig: int) -> None:
         try:
             os.killpg(self.popen.pid, sig)

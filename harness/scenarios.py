@@ -7,7 +7,9 @@ from dataclasses import dataclass
 
 from harness import workloads
 from harness.isolation import Names
-from harness.kube import Kube, condition, is_true, owned_by
+from harness.kube import Kube, apply_order, condition, is_true, owned_by
+from harness.render import build_directory
+from harness.versions import REPO_ROOT
 
 RAYJOB = ("ray.io/v1", "RayJob")
 RAYCLUSTER = ("ray.io/v1", "RayCluster")
@@ -27,6 +29,11 @@ class Size:
     worker_gpu: int = 1
     head_cpu: str = "2"
     head_memory: str = "8Gi"
+
+
+# The scenario size of the team-queues tests: 34 CPU, 264Gi, 4 GPU, so that two fit the cohort's
+# 96 CPU (the sample's llm-training, 68 CPU for 4 GPUs, runs out of CPU first).
+FOUR_GPUS = Size(workers=4, worker_cpu="8", worker_memory="64Gi", head_cpu="2", head_memory="8Gi")
 
 
 def _set_resources(template: dict, cpu: str, memory: str, gpu: int | None) -> None:
@@ -60,6 +67,17 @@ class Queues:
     def __init__(self, kube: Kube, names: Names | None = None, timeout: float = 60):
         self.kube, self.names, self.timeout = kube, names or Names(), timeout
         self.namespace = self.names.namespace
+
+    def apply_layout(self, directory: str) -> list[dict]:
+        """A queue layout of this repository (e.g. overlays/team-queues) applied in this run's
+        names; waits until Kueue reports every ClusterQueue Active. Returns what was applied."""
+        repo_objs = build_directory(REPO_ROOT, directory)
+        objs = apply_order([self.names.localize(o) for o in repo_objs])
+        for o in objs:
+            self.kube.apply(o)
+        for cq in (o for o in repo_objs if o["kind"] == "ClusterQueue"):
+            self.wait_cluster_queue(cq["metadata"]["name"], lambda c: is_true(c, "Active"), "Active=True")
+        return objs
 
     def submit(self, job: dict) -> dict:
         return self.kube.create(self.names.localize(job))

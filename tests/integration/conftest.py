@@ -4,17 +4,14 @@ checker running beside every test."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
 from harness import backends
 from harness.invariants import InvariantChecker
 from harness.isolation import Names
-from harness.kube import Kube, apply_order, is_true
-from harness.render import build_directory
+from harness.kube import Kube
 from harness.scenarios import RAYJOB, WORKLOAD, Queues
-from harness.versions import REPO_ROOT
 
 
 
@@ -62,14 +59,8 @@ def layout(kube, queues):
     applied: list[dict] = []
 
     def apply(directory: str) -> list[dict]:
-        repo_objs = build_directory(REPO_ROOT, directory)
-        objs = apply_order([queues.names.localize(o) for o in repo_objs])
-        for o in objs:
-            kube.apply(o)
+        objs = queues.apply_layout(directory)
         applied.extend(objs)
-        for cq in (o for o in repo_objs if o["kind"] == "ClusterQueue"):  # Queues maps the names
-            name = cq["metadata"]["name"]
-            queues.wait_cluster_queue(name, lambda c: is_true(c, "Active"), "Active=True")
         return objs
 
     yield apply

@@ -5,11 +5,9 @@ from __future__ import annotations
 import pytest
 
 from harness.kube import condition, is_true
-from harness.scenarios import Size, rayjob
+from harness.scenarios import FOUR_GPUS, rayjob
 
 pytestmark = pytest.mark.integration
-
-FOUR_GPUS = Size(workers=4, worker_cpu="8", worker_memory="64Gi")
 
 
 @pytest.fixture

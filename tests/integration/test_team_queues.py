@@ -11,11 +11,9 @@ from __future__ import annotations
 import pytest
 
 from harness.kube import condition, is_true
-from harness.scenarios import Size, rayjob
+from harness.scenarios import FOUR_GPUS, rayjob
 
 pytestmark = pytest.mark.integration
-
-FOUR_GPUS = Size(workers=4, worker_cpu="8", worker_memory="64Gi", head_cpu="2", head_memory="8Gi")  # 34 CPU, 264Gi, 4 GPU
 
 
 @pytest.fixture

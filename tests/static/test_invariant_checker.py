@@ -54,3 +54,43 @@ def test_queue_without_cohort_cannot_exceed_nominal():
 
 def test_released_quota_does_not_count():
     assert checker([cq("solo", 8, cohort=None)], [workload("w1", "solo", 8), workload("w2", "solo", 8, reserved=False)]) == []
+
+
+def admitted(name, uid, owner, at, evictions=0):
+    wl = {"metadata": {"name": name, "namespace": "ray", "uid": uid, "ownerReferences": [{"uid": owner}]},
+          "status": {"conditions": [{"type": "Admitted", "status": "True", "lastTransitionTime": at}]}}
+    if evictions:
+        wl["status"]["schedulingStats"] = {"evictions": [{"reason": "Preempted", "count": evictions}]}
+    return wl
+
+
+def admission_checker():
+    from collections import defaultdict
+
+    c = InvariantChecker.__new__(InvariantChecker)
+    c.violations, c._admissions, c.state = [], defaultdict(set), {"Workload": {}}
+    return c
+
+
+def see(c, *wls):
+    c.state["Workload"] = {("ray", w["metadata"]["name"]): w for w in wls}
+    c._check_admitted_once()
+    return c.violations
+
+
+def test_readmission_after_an_eviction_is_quiet():
+    c = admission_checker()
+    see(c, admitted("w1", "u1", "job1", "10:00"))
+    assert see(c, admitted("w1", "u1", "job1", "10:05", evictions=1)) == []
+
+
+def test_readmission_without_an_eviction_is_reported():
+    c = admission_checker()
+    see(c, admitted("w1", "u1", "job1", "10:00"))
+    found = see(c, admitted("w1", "u1", "job1", "10:05"))
+    assert any("admitted 2 times with 0 evictions" in v for v in found), found
+
+
+def test_two_admitted_workloads_of_one_job_are_reported():
+    found = see(admission_checker(), admitted("w1", "u1", "job1", "10:00"), admitted("w2", "u2", "job1", "10:01"))
+    assert any("has 2 admitted Workloads at once" in v for v in found), found

@@ -1,0 +1,44 @@
+"""Fixtures of the fault tests: every test breaks its own local cluster, so each gets a fresh one,
+with the invariant checker following it through every restart; teardown proves nothing of it
+is left running or bound."""
+from __future__ import annotations
+
+import pytest
+
+from harness.invariants import InvariantChecker
+from harness.kube import Kube
+from harness.local_cluster import ClusterError, LocalCluster
+from harness.processes import ProcessError
+from harness.scenarios import Queues
+
+
+@pytest.fixture
+def cluster(request, tmp_path):
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+    c = LocalCluster(tmp_path / "cluster")
+    try:
+        with capture.global_and_fixture_disabled():
+            c.start()
+    except (ProcessError, ClusterError) as err:
+        pytest.fail(f"local cluster did not start: {err}", pytrace=False)
+    yield c
+    c.stop()
+    assert not c.leftovers(), f"left behind after stop(): {c.leftovers()}"
+
+
+@pytest.fixture
+def kube(cluster) -> Kube:
+    return Kube(cluster.api_client())
+
+
+@pytest.fixture
+def queues(kube) -> Queues:
+    return Queues(kube, timeout=90)
+
+
+@pytest.fixture
+def invariants(cluster):
+    checker = InvariantChecker(cluster.api_client()).start()
+    yield checker
+    checker.stop()
+    checker.assert_held()
