@@ -42,8 +42,9 @@ cluster: setup
 # What a change does to who gets GPUs: quotas and scenario outcomes of the working tree vs BASE.
 BASE ?= main
 OUT ?= build/report
+COMMENT_NOTE ?=
 report: tools
-	@scripts/report --base $(BASE) --out $(OUT)
+	@scripts/report --base $(BASE) --out $(OUT) --comment-note "$(COMMENT_NOTE)"
 
 bench-validate: setup
 	@$(PY) -m harness.bench validate

@@ -30,12 +30,14 @@ import functools
 import fcntl
 import hashlib
 import json
+import os
 import shutil
 import signal
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 import yaml
 from cryptography import x509
@@ -242,6 +244,16 @@ class LocalCluster:
         """A new kubernetes-client ApiClient with admin (system:masters) credentials."""
         return self.control_plane.api_client()
 
+    @property
+    def record_path(self) -> Path:
+        """cluster.json in the workdir, written once the cluster is ready: what it runs and binds."""
+        return self.workdir / "cluster.json"
+
+    def describe(self) -> dict:
+        return {"harness_pid": os.getpid(), "workdir": str(self.workdir), "kubeconfig": str(self.kubeconfig),
+                "etcd_data": str(self.workdir / "etcd"), "logs": str(self.log_dir), "ports": self.all_ports(),
+                "processes": {p.name: p.pid for p in self.all_processes()}}
+
     def all_processes(self) -> list[Process]:
         return self.control_plane.processes + self.processes
 
@@ -300,6 +312,7 @@ class LocalCluster:
                    "KubeRay operator /readyz", [kuberay])
         self.timings["operators"] = time.monotonic() - t3
         self.timings["start"] = time.monotonic() - t1
+        self.record_path.write_text(json.dumps(self.describe(), indent=2) + "\n")
         say("cluster", f"ready in {self.timings['start']:.1f}s (kube-apiserver {self.control_plane.timings['kube-apiserver']:.1f}s, "
                        f"CRDs {self.timings['crds']:.1f}s, Kueue+KubeRay {self.timings['operators']:.1f}s); "
                        f"logs in {self.log_dir}")
@@ -316,14 +329,19 @@ class LocalCluster:
     @staticmethod
     def _ensure_kueue_metrics_cert(pair: certs.KeyPair) -> None:
         crt, key = KUEUE_METRICS_CERT_DIR / "tls.crt", KUEUE_METRICS_CERT_DIR / "tls.key"
-        try:  # keep a valid pair another local cluster may be watching; metrics are not served anyway
-            cert = x509.load_pem_x509_certificate(crt.read_bytes())
-            if key.exists() and cert.not_valid_after_utc.timestamp() > time.time() + 86400:
-                return
-        except (OSError, ValueError):
-            pass
         try:
-            pair.write(KUEUE_METRICS_CERT_DIR, "tls")
+            KUEUE_METRICS_CERT_DIR.mkdir(parents=True, exist_ok=True)
+            # One machine-wide pair shared by every local cluster: the lock keeps clusters starting
+            # at the same time from interleaving their crt and key writes (a mismatched pair).
+            with (KUEUE_METRICS_CERT_DIR / ".lock").open("w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                try:  # keep a valid pair another local cluster may be watching; metrics are not served anyway
+                    cert = x509.load_pem_x509_certificate(crt.read_bytes())
+                    if key.exists() and cert.not_valid_after_utc.timestamp() > time.time() + 86400:
+                        return
+                except (OSError, ValueError):
+                    pass
+                pair.write(KUEUE_METRICS_CERT_DIR, "tls")
         except OSError as err:
             raise ClusterError(
                 f"Kueue v0.17 needs {crt} and {key} when internal cert management is off (hard-coded path, no flag), "
@@ -432,22 +450,23 @@ class LocalCluster:
                 return proc
         return self.control_plane.process(name)
 
-    def restart_kueue(self, *, kill: bool = True) -> float:
+    def restart_kueue(self, *, kill: bool = True, while_down: Callable[[], object] | None = None) -> float:
         """Kueue SIGKILLed (default) or stopped, then started with the same configuration; returns
-        the seconds until it is ready again (readyz and both webhooks answering)."""
+        the seconds until it is ready again (readyz and both webhooks answering). `while_down`
+        runs between the two, to let the rest of the cluster move on without it."""
         proc = self.process("kueue")
         say("cluster", f"{'killing' if kill else 'stopping'} and restarting Kueue")
         t = time.monotonic()
-        proc.restart(kill=kill)
+        _bounce(proc, kill, while_down)
         wait_until(http_check(f"http://127.0.0.1:{self.ports['kueue-health']}/readyz"), self.start_timeout, "Kueue /readyz", [proc])
         wait_until(self._webhook_probe, 30, "Kueue webhooks after the restart", [proc])
         return time.monotonic() - t
 
-    def restart_kuberay(self, *, kill: bool = False) -> float:
+    def restart_kuberay(self, *, kill: bool = False, while_down: Callable[[], object] | None = None) -> float:
         proc = self.process("kuberay-operator")
         say("cluster", f"{'killing' if kill else 'stopping'} and restarting the KubeRay operator")
         t = time.monotonic()
-        proc.restart(kill=kill)
+        _bounce(proc, kill, while_down)
         wait_until(http_check(f"http://127.0.0.1:{self.ports['kuberay-health']}/readyz"), self.start_timeout,
                    "KubeRay operator /readyz", [proc])
         return time.monotonic() - t
@@ -487,6 +506,17 @@ class LocalCluster:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def _bounce(proc: Process, kill: bool, while_down: Callable[[], object] | None) -> None:
+    """Stop (or SIGKILL) a process and start it again; started again even if `while_down` fails,
+    so that a failing fault test still leaves a whole cluster for teardown to stop."""
+    proc.kill() if kill else proc.stop()
+    try:
+        if while_down:
+            while_down()
+    finally:
+        proc.start()
 
 
 # -- `make cluster` -----------------------------------------------------------------------------

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import pytest
 
+from kubernetes import client
+
 from harness.invariants import InvariantChecker
 
 pytestmark = pytest.mark.static
@@ -26,9 +28,9 @@ def workload(name, queue, gpus, reserved=True):
 
 
 def checker(cqs, wls):
-    c = InvariantChecker.__new__(InvariantChecker)
-    c.violations, c.state = [], {"ClusterQueue": {(None, q["metadata"]["name"]): q for q in cqs},
-                                 "Workload": {("ray", w["metadata"]["name"]): w for w in wls}, "RayJob": {}}
+    c = InvariantChecker(client.ApiClient())  # never started: the checks run on the state given here
+    c.state = {"ClusterQueue": {(None, q["metadata"]["name"]): q for q in cqs},
+               "Workload": {("ray", w["metadata"]["name"]): w for w in wls}, "RayJob": {}}
     c._check_quota()
     return c.violations
 
@@ -65,10 +67,8 @@ def admitted(name, uid, owner, at, evictions=0):
 
 
 def admission_checker():
-    from collections import defaultdict
-
-    c = InvariantChecker.__new__(InvariantChecker)
-    c.violations, c._admissions, c.state = [], defaultdict(set), {"Workload": {}}
+    c = InvariantChecker(client.ApiClient())
+    c.state["Workload"] = {}
     return c
 
 

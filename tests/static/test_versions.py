@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from packaging.version import Version
 
 from harness import tools, versions
+from harness.local_cluster import local_kueue_config, production_kueue_config
 
 pytestmark = pytest.mark.static
 
@@ -51,6 +53,24 @@ def test_kueue_local_config_uses_the_helm_release_integrations():
     release = _by_kind("HelmRelease")["kueue"]
     config = yaml.safe_load(release["spec"]["values"]["managerConfig"]["controllerManagerConfigYaml"])
     assert config["integrations"]["frameworks"] == ["batch/job", "pod", "ray.io/rayjob"]
+
+
+def test_kueue_feature_gates_in_one_place_and_orphan_finishing_off_before_0_17_3():
+    """FinishOrphanedWorkloads finishes just-created Workloads while a cache lags (kueue#10901,
+    hit by tests/faults after an apiserver restart); Kueue 0.17.3 turned it off by default."""
+    release = _by_kind("HelmRelease")["kueue"]
+    values = release["spec"]["values"]
+    config = yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])
+    assert not values["controllerManager"].get("featureGates"), (
+        "flux/infrastructure/controllers/kueue.yaml: HelmRelease kueue sets controllerManager.featureGates (--feature-gates) "
+        "and Kueue refuses gates set both there and in the Configuration: move them to managerConfig's featureGates")
+    if Version(str(versions.pins()["kueue"]["production"])) < Version("0.17.3"):
+        assert (config.get("featureGates") or {}).get("FinishOrphanedWorkloads") is False, (
+            "flux/infrastructure/controllers/kueue.yaml: HelmRelease kueue: Kueue < 0.17.3 needs "
+            "featureGates: {FinishOrphanedWorkloads: false} in controllerManagerConfigYaml (kueue#10901)")
+    local = local_kueue_config(production_kueue_config(), webhook_port=1, cert_dir=Path("/c"), health_port=2)
+    assert {k: v for k, v in local["featureGates"].items() if k != "VisibilityOnDemand"} == (config.get("featureGates") or {}), \
+        "the embedded Kueue must run with the production feature gates"
 
 
 def test_fluxbuild_uses_kustomize_controllers_library_version():
