@@ -130,3 +130,18 @@ def _name(p: psutil.Process) -> str:
         return p.name()
     except psutil.NoSuchProcess:
         return "?"
+
+
+def processes_under(root: Path) -> list[str]:
+    """Processes whose working directory or command line lies under `root`: every component a
+    LocalCluster starts runs in its workdir with its kubeconfig there, also after its parent died."""
+    root_s, out = str(Path(root).resolve()), []
+    for p in psutil.process_iter(["pid", "name", "cwd", "cmdline"]):
+        info = p.info
+        if info["pid"] == os.getpid():
+            continue
+        cwd, cmdline = info.get("cwd") or "", info.get("cmdline") or []
+        if cwd.startswith(root_s) or any(root_s in arg for arg in cmdline):
+            if _running(p):
+                out.append(f"pid {info['pid']} ({info['name']}) cwd={cwd}")
+    return out

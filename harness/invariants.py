@@ -42,6 +42,7 @@ class InvariantChecker:
         self.synced: set[str] = set()
         self._held_memo: dict[tuple, tuple] = {}
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)  # notified on every event and listing
         self._stop = threading.Event()
         self._watches: list[watch.Watch] = []
         self._threads: list[threading.Thread] = []
@@ -75,6 +76,27 @@ class InvariantChecker:
         assert not dead, f"invariant watches died: {dead}; last errors: {self.errors[-3:]}"
         assert self.synced == set(SOURCES), f"the invariant checker never listed {set(SOURCES) - self.synced}: it was not watching"
 
+    def lost_events(self, timeout: float = 30) -> list[str]:
+        """Whether the watches kept up: lists every kind afresh and waits (on the watch events) until
+        the checker holds each listed object at that resourceVersion or newer and nothing else.
+        Returns what is still missing, stale or extra after `timeout`; empty means nothing lost."""
+        listings = {}
+        for kind, (group, version, plural) in SOURCES.items():
+            items = self.api.list_cluster_custom_object(group, version, plural, _request_timeout=30).get("items") or []
+            listings[kind] = {self._key(o): int(o["metadata"]["resourceVersion"]) for o in items}
+
+        def behind() -> list[str]:
+            out = []
+            for kind, listed in listings.items():
+                held = {k: int(o["metadata"]["resourceVersion"]) for k, o in self.state[kind].items()}
+                out += [f"{kind} {k}: listed at {v}, watch has {held.get(k)}" for k, v in listed.items() if held.get(k, -1) < v]
+                out += [f"{kind} {k}: held by the watch, not listed" for k in held.keys() - listed.keys()]
+            return out
+
+        with self._changed:
+            self._changed.wait_for(lambda: not behind(), timeout)
+            return behind()[:20]
+
     # -- watching ---------------------------------------------------------------------------------
     def _follow(self, kind: str) -> None:
         arrived = [False]  # at the start barrier, once the first listing is in
@@ -96,6 +118,7 @@ class InvariantChecker:
             self.state[kind] = {self._key(o): o for o in listing.get("items") or []}
             self.synced.add(kind)
             self._check()
+            self._changed.notify_all()
         if not arrived[0]:
             arrived[0] = True
             self._ready.wait(timeout=30)
@@ -116,6 +139,7 @@ class InvariantChecker:
                     elif event["type"] in ("ADDED", "MODIFIED"):
                         self.state[kind][self._key(obj)] = obj
                     self._check()
+                    self._changed.notify_all()
         except client.ApiException as err:
             if err.status != 410:  # 410: expired resourceVersion, list again; else count a reconnect
                 raise

@@ -10,7 +10,7 @@ import signal
 
 import pytest
 
-from harness.hygiene import cluster_records, leftovers, listening_ports
+from harness.hygiene import cluster_records, leftovers, listening_ports, processes_under
 
 pytestmark = pytest.mark.harness
 
@@ -64,6 +64,7 @@ def test_harness_sigkilled_leaves_nothing(spawn, tmp_path):
     child.signal(signal.SIGKILL)
     assert child.wait(STOP) == -signal.SIGKILL
     assert not leftovers(procs, ports)
+    assert not processes_under(tmp_path)
 
 
 FAILING_RUN = """
@@ -102,3 +103,4 @@ def test_pytest_run_interrupted_leaves_nothing(spawn, tmp_path):
     assert rc == 2, f"pytest should report an interrupted run (exit code 2), got {rc}:\n{child.output[-3000:]}"
     assert "KeyboardInterrupt" in child.output
     assert not leftovers(procs, ports), child.output[-3000:]
+    assert not processes_under(base)

@@ -1,0 +1,42 @@
+"""The scale scenario at N=100 on its own embedded cluster (make bench-scale measures 100, 500 and
+1000): Kueue decides on every Workload, the end state is the one the queues promise, the
+invariant checker held on every event, and its watches lost nothing."""
+from __future__ import annotations
+
+import pytest
+
+from harness import scale
+from harness.local_cluster import ClusterError, LocalCluster
+from harness.processes import ProcessError
+
+pytestmark = pytest.mark.scale
+
+N = 100
+
+
+@pytest.fixture
+def cluster(request, tmp_path):
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+    c = LocalCluster(tmp_path / "cluster")
+    try:
+        with capture.global_and_fixture_disabled():
+            c.start()
+    except (ProcessError, ClusterError) as err:
+        pytest.fail(f"local cluster did not start: {err}", pytrace=False)
+    yield c
+    c.stop()
+
+
+def test_hundred_rayjobs_over_two_teams_and_two_priorities(cluster):
+    result = scale.run(cluster, N)
+    assert result.violations == [], result.violations
+    assert result.lost_events == [], f"the harness's watches fell behind: {result.lost_events}"
+    # Kueue's decision: each team holds exactly its own 4 GPUs, only high-priority jobs run.
+    assert result.gpus == {"team-a-cq": "4", "team-b-cq": "4"}, result
+    assert result.borrowed == {"team-a-cq": "0", "team-b-cq": "0"}, result
+    assert result.admitted == {"team-a-cq": 4, "team-b-cq": 4}, result
+    assert result.pending == {"team-a-cq": N // 2 - 4, "team-b-cq": N // 2 - 4}, result
+    assert result.admitted_low == 0, result
+    # The checker followed every object and holds no more than there are (bounded memory).
+    assert result.watched_workloads == N
+    assert result.events >= 2 * N, f"only {result.events} events for {N} RayJobs and their Workloads"
