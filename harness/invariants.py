@@ -40,7 +40,7 @@ class InvariantChecker:
         self.errors: list[str] = []  # why streams broke, for the message when something fails
         self._admissions: dict[str, set[str]] = defaultdict(set)  # Workload uid -> Admitted transition times
         self.synced: set[str] = set()
-        self._held_memo: dict[tuple, tuple] = {}
+        self._held_memo: dict[str, tuple] = {}  # Workload uid -> (resourceVersion, quota it holds)
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)  # notified on every event and listing
         self._stop = threading.Event()
@@ -147,7 +147,10 @@ class InvariantChecker:
             w.stop()
 
     def _forget(self, wl: dict) -> None:
-        self._held_memo.pop(wl["metadata"].get("uid"), None)
+        """A deleted Workload's memo entries go too: memory stays bounded by the live objects."""
+        uid = wl["metadata"].get("uid")
+        self._held_memo.pop(uid, None)
+        self._admissions.pop(uid, None)
 
     @staticmethod
     def _key(obj: dict) -> tuple:
