@@ -26,6 +26,25 @@ def pytest_addoption(parser):
 
 
 @pytest.fixture
+def fresh_cluster(request, tmp_path):
+    """A LocalCluster of the test's own (faults break it, scale loads it); teardown proves that
+    nothing of it is left running or bound."""
+    from harness.local_cluster import ClusterError, LocalCluster
+    from harness.processes import ProcessError
+
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+    c = LocalCluster(tmp_path / "cluster")
+    try:
+        with capture.global_and_fixture_disabled():  # start-up progress reaches the terminal
+            c.start()
+    except (ProcessError, ClusterError) as err:
+        pytest.fail(f"local cluster did not start: {err}", pytrace=False)
+    yield c
+    c.stop()
+    assert not c.leftovers(), f"left behind after stop(): {c.leftovers()}"
+
+
+@pytest.fixture
 def repo_copy(tmp_path: Path) -> Path:
     """A throwaway copy of the repository's configuration, for tests that break it on purpose."""
     dest = tmp_path / "repo"

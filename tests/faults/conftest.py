@@ -7,23 +7,12 @@ import pytest
 
 from harness.invariants import InvariantChecker
 from harness.kube import Kube
-from harness.local_cluster import ClusterError, LocalCluster
-from harness.processes import ProcessError
 from harness.scenarios import Queues
 
 
 @pytest.fixture
-def cluster(request, tmp_path):
-    capture = request.config.pluginmanager.getplugin("capturemanager")
-    c = LocalCluster(tmp_path / "cluster")
-    try:
-        with capture.global_and_fixture_disabled():
-            c.start()
-    except (ProcessError, ClusterError) as err:
-        pytest.fail(f"local cluster did not start: {err}", pytrace=False)
-    yield c
-    c.stop()
-    assert not c.leftovers(), f"left behind after stop(): {c.leftovers()}"
+def cluster(fresh_cluster):
+    return fresh_cluster
 
 
 @pytest.fixture

@@ -6,29 +6,14 @@ from __future__ import annotations
 import pytest
 
 from harness import scale
-from harness.local_cluster import ClusterError, LocalCluster
-from harness.processes import ProcessError
 
 pytestmark = pytest.mark.scale
 
 N = 100
 
 
-@pytest.fixture
-def cluster(request, tmp_path):
-    capture = request.config.pluginmanager.getplugin("capturemanager")
-    c = LocalCluster(tmp_path / "cluster")
-    try:
-        with capture.global_and_fixture_disabled():
-            c.start()
-    except (ProcessError, ClusterError) as err:
-        pytest.fail(f"local cluster did not start: {err}", pytrace=False)
-    yield c
-    c.stop()
-
-
-def test_hundred_rayjobs_over_two_teams_and_two_priorities(cluster):
-    result = scale.run(cluster, N)
+def test_hundred_rayjobs_over_two_teams_and_two_priorities(fresh_cluster):
+    result = scale.run(fresh_cluster, N)
     assert result.violations == [], result.violations
     assert result.lost_events == [], f"the harness's watches fell behind: {result.lost_events}"
     # Kueue's decision: each team holds exactly its own 4 GPUs, only high-priority jobs run.
