@@ -50,7 +50,6 @@ class Child:
     def wait_line(self, pattern: str, timeout: float) -> re.Match:
         """The first output line matching `pattern`; fails with the output so far on timeout or exit."""
         rx = re.compile(pattern)
-        seen = 0
         with self._cond:
             ok = self._cond.wait_for(lambda: any(rx.search(l) for l in self.lines) or self.popen.poll() is not None,
                                      timeout)

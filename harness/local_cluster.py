@@ -457,7 +457,7 @@ class LocalCluster:
         proc = self.process("kueue")
         say("cluster", f"{'killing' if kill else 'stopping'} and restarting Kueue")
         t = time.monotonic()
-        _bounce(proc, kill, while_down)
+        proc.restart(kill=kill, while_down=while_down)
         wait_until(http_check(f"http://127.0.0.1:{self.ports['kueue-health']}/readyz"), self.start_timeout, "Kueue /readyz", [proc])
         wait_until(self._webhook_probe, 30, "Kueue webhooks after the restart", [proc])
         return time.monotonic() - t
@@ -466,7 +466,7 @@ class LocalCluster:
         proc = self.process("kuberay-operator")
         say("cluster", f"{'killing' if kill else 'stopping'} and restarting the KubeRay operator")
         t = time.monotonic()
-        _bounce(proc, kill, while_down)
+        proc.restart(kill=kill, while_down=while_down)
         wait_until(http_check(f"http://127.0.0.1:{self.ports['kuberay-health']}/readyz"), self.start_timeout,
                    "KubeRay operator /readyz", [proc])
         return time.monotonic() - t
@@ -506,17 +506,6 @@ class LocalCluster:
 
     def __exit__(self, *exc) -> None:
         self.stop()
-
-
-def _bounce(proc: Process, kill: bool, while_down: Callable[[], object] | None) -> None:
-    """Stop (or SIGKILL) a process and start it again; started again even if `while_down` fails,
-    so that a failing fault test still leaves a whole cluster for teardown to stop."""
-    proc.kill() if kill else proc.stop()
-    try:
-        if while_down:
-            while_down()
-    finally:
-        proc.start()
 
 
 # -- `make cluster` -----------------------------------------------------------------------------

@@ -176,10 +176,17 @@ class Process:
         finally:
             _registry.discard(self)
 
-    def restart(self, *, kill: bool = False) -> "Process":
-        """Stops (or kills) the child and starts the same command again, appending to its log."""
+    def restart(self, *, kill: bool = False, while_down: Callable[[], object] | None = None) -> "Process":
+        """Stops (or kills) the child and starts the same command again, appending to its log.
+        `while_down` runs in between (a fault test letting the cluster move on without it); the
+        child is started again even if that fails, so teardown finds a whole cluster."""
         self.kill() if kill else self.stop()
-        return self.start()
+        try:
+            if while_down:
+                while_down()
+        finally:
+            self.start()
+        return self
 
     def _signal(self, sig: int) -> None:
         try:

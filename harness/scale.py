@@ -91,7 +91,8 @@ def run(cluster: LocalCluster, n: int, timeout: float | None = None) -> ScaleRes
     kube = Kube(api)
     queues = Queues(kube, timeout=timeout)
     queues.apply_layout("overlays/team-queues")
-    checker = InvariantChecker(cluster.api_client()).start()
+    checker_api = cluster.api_client()  # its own connections: the watches run in their own threads
+    checker = InvariantChecker(checker_api).start()
     try:
         t0 = time.monotonic()
         say("scale", f"submitting {n} RayJobs ({SUBMITTERS} at a time)")
@@ -105,8 +106,8 @@ def run(cluster: LocalCluster, n: int, timeout: float | None = None) -> ScaleRes
             # CQ status lags the Workloads: wait until it shows the end state (4 GPUs each, none
             # borrowed, every Workload counted as admitted or pending).
             queues.wait_cluster_queue(
-                CQ_OF[team], lambda c, t=team: queues.usage(c, "gpu", "nvidia.com/gpu") == "4"
-                and queues.usage(c, "gpu", "nvidia.com/gpu", "borrowed") == "0"
+                CQ_OF[team], lambda c, t=team: queues.gpus(c) == "4"
+                and queues.gpus(c, "borrowed") == "0"
                 and c["status"].get("admittedWorkloads", 0) + c["status"].get("pendingWorkloads", 0) == per_team[t],
                 "holds its own 4 GPUs and counts every Workload", timeout)
         result.decide_s = time.monotonic() - t0 - result.submit_s
@@ -116,8 +117,8 @@ def run(cluster: LocalCluster, n: int, timeout: float | None = None) -> ScaleRes
             cq = queues.cluster_queue(CQ_OF[team])
             result.admitted[CQ_OF[team]] = cq["status"].get("admittedWorkloads", 0)
             result.pending[CQ_OF[team]] = cq["status"].get("pendingWorkloads", 0)
-            result.gpus[CQ_OF[team]] = queues.usage(cq, "gpu", "nvidia.com/gpu")
-            result.borrowed[CQ_OF[team]] = queues.usage(cq, "gpu", "nvidia.com/gpu", "borrowed")
+            result.gpus[CQ_OF[team]] = queues.gpus(cq)
+            result.borrowed[CQ_OF[team]] = queues.gpus(cq, "borrowed")
         top = max(w["spec"].get("priority") or 0 for w in workloads)
         result.admitted_low = sum(1 for w in workloads if is_true(w, "Admitted") and (w["spec"].get("priority") or 0) < top)
         result.lost_events = checker.lost_events()
@@ -127,6 +128,7 @@ def run(cluster: LocalCluster, n: int, timeout: float | None = None) -> ScaleRes
         result.violations = list(checker.violations)
         result.watched_workloads = len(checker.state["Workload"])
         api.close()
+        checker_api.close()
     result.peak_rss_mb = peak_rss_mb(cluster)
     usage = resource.getrusage(resource.RUSAGE_SELF)
     result.harness_cpu_s = usage.ru_utime + usage.ru_stime

@@ -163,6 +163,10 @@ class Queues:
     def usage(self, cq: dict, flavor: str, resource: str, field: str = "total") -> str:
         return flavor_usage(cq, self.names.flavor(flavor), resource, field)
 
+    def gpus(self, cq: dict, field: str = "total") -> str:
+        """GPUs a ClusterQueue's status reports in use (field "borrowed": of those, borrowed)."""
+        return self.usage(cq, "gpu", "nvidia.com/gpu", field)
+
     def wait_cluster_queue(self, name: str, test, describe: str, timeout: float | None = None) -> dict:
         name = self.names.cq(name)
 

@@ -18,17 +18,13 @@ pytestmark = pytest.mark.faults
 A_JOBS = ["a-1", "a-2"]
 
 
-def gpus(queues: Queues, cq: dict, field: str = "total") -> str:
-    return queues.usage(cq, "gpu", "nvidia.com/gpu", field)
-
-
 def borrow(queues: Queues) -> None:
     """Team A runs 8 GPUs of work while B is idle: 4 of them borrowed from B."""
     queues.apply_layout("overlays/team-queues")
     for name in A_JOBS:
         queues.submit(rayjob("llm-training", name, "team-a", FOUR_GPUS))
         queues.wait_admitted(name)
-    queues.wait_cluster_queue("team-a-cq", lambda c: gpus(queues, c) == "8" and gpus(queues, c, "borrowed") == "4",
+    queues.wait_cluster_queue("team-a-cq", lambda c: queues.gpus(c) == "8" and queues.gpus(c, "borrowed") == "4",
                               "8 GPUs in use, 4 borrowed")
 
 
@@ -88,7 +84,7 @@ def end_state(queues: Queues, roles: dict[str, str]) -> dict:
         }
     for name in ("team-a-cq", "team-b-cq"):
         cq = queues.cluster_queue(name)
-        state[name] = {"gpu": gpus(queues, cq), "borrowed": gpus(queues, cq, "borrowed"),
+        state[name] = {"gpu": queues.gpus(cq), "borrowed": queues.gpus(cq, "borrowed"),
                        "admitted": cq["status"].get("admittedWorkloads"), "pending": cq["status"].get("pendingWorkloads")}
     return state
 
@@ -99,7 +95,7 @@ def reset(queues: Queues) -> None:
         queues.delete(job["metadata"]["name"])
     queues.kube.wait_for(*WORKLOAD, lambda items: not items or None, "all Workloads deleted", queues.namespace, 60)
     queues.kube.wait_for(*RAYCLUSTER, lambda items: not items or None, "all RayClusters deleted", queues.namespace, 60)
-    queues.wait_cluster_queue("team-a-cq", lambda c: gpus(queues, c) == "0", "no GPUs in use")
+    queues.wait_cluster_queue("team-a-cq", lambda c: queues.gpus(c) == "0", "no GPUs in use")
 
 
 def undisturbed(queues: Queues) -> dict:

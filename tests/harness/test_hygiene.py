@@ -24,7 +24,7 @@ def up(child):
     child.wait_line(READY, START)
     procs = child.descendants()
     names = {p.name() for p in procs}
-    assert {"etcd", "kube-apiserver", "kube-controller-manager"} <= names, names
+    assert {"etcd", "kube-apiserver", "kube-controller-manager", "kueue", "ray-operator"} <= names, names
     ports = listening_ports(procs)
     assert len(ports) >= 6, f"expected etcd, kube-apiserver, controller-manager, Kueue and KubeRay ports, got {ports}"
     return procs, ports

@@ -28,7 +28,7 @@ def test_one_runs_the_next_waits_then_runs(layout, queues, kube):
 
     cq = queues.wait_cluster_queue("cluster-queue", lambda c: c.get("status", {}).get("admittedWorkloads") == 1
                                    and c["status"].get("pendingWorkloads") == 1, "1 admitted, 1 pending")
-    assert queues.usage(cq, "gpu", "nvidia.com/gpu") == "4"
+    assert queues.gpus(cq) == "4"
     assert queues.usage(cq, "default", "cpu") == "68"
     lq = queues.local_queue("default")
     assert lq["status"]["admittedWorkloads"] == 1 and lq["status"]["pendingWorkloads"] == 1

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.integration
 @pytest.fixture
 def gpus(queues):
     """GPUs a ClusterQueue status reports in use (or borrowed)."""
-    return lambda cq, field="total": queues.usage(cq, "gpu", "nvidia.com/gpu", field)
+    return queues.gpus
 
 
 def test_borrow_reclaim_and_readmit(layout, queues, gpus):
