@@ -53,10 +53,10 @@ bench-cluster: setup
 	@$(PY) -m harness.bench cluster
 
 bench-flux: tools
-	@$(PY) -m harness.bench_flux
+	@$(PY) -m harness.bench flux
 
 bench-scale: tools
-	@$(PY) -m harness.bench_scale
+	@$(PY) -m harness.bench scale
 
 clean:
 	rm -rf build .pytest_cache

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.versions import REPO_ROOT
+from harness.core.versions import REPO_ROOT
 
-pytest_plugins = ["harness.pytest_summary"]
+pytest_plugins = ["harness.testing.pytest_summary"]
 
 # What a checkout of this repository needs for the gate; the harness itself is not copied.
 CONFIG_PATHS = ("base", "overlays", "components", "clusters", "flux", "workloads", "terraform", "versions.yaml")
@@ -29,8 +29,8 @@ def pytest_addoption(parser):
 def fresh_cluster(request, tmp_path):
     """A LocalCluster of the test's own (faults break it, scale loads it); teardown proves that
     nothing of it is left running or bound."""
-    from harness.local_cluster import ClusterError, LocalCluster
-    from harness.processes import ProcessError
+    from harness.cluster.local_cluster import ClusterError, LocalCluster
+    from harness.cluster.processes import ProcessError
 
     capture = request.config.pluginmanager.getplugin("capturemanager")
     c = LocalCluster(tmp_path / "cluster")

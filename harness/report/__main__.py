@@ -20,11 +20,11 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from harness.isolation import Names
-from harness.kube import WaitTimeout
-from harness.progress import say
+from harness.cluster.isolation import Names
+from harness.k8s.client import WaitTimeout
+from harness.core.progress import say
 from harness.report import ReportInputError
-from harness.tools import ToolBuildError
+from harness.toolchain.builds import ToolBuildError
 
 REPORT_FILES = ("report.md", "comment.md", "report.json")  # plus *.png: what OUT may already hold
 
@@ -88,7 +88,7 @@ def _api_client(kubeconfig: Path):
 
 def build(args: argparse.Namespace) -> Path:
     from harness.report import markdown, plots, quotas, scenarios
-    from harness.validate import validate_repository
+    from harness.gate.validate import validate_repository
 
     started = time.monotonic()
     repo = Path(args.repo).resolve()
@@ -128,7 +128,7 @@ def build(args: argparse.Namespace) -> Path:
             if args.kubeconfig:
                 api = _api_client(Path(args.kubeconfig))
             else:
-                from harness.local_cluster import LocalCluster
+                from harness.cluster.local_cluster import LocalCluster
 
                 logs = Path(tempfile.mkdtemp(prefix="report-cluster-logs-"))  # kept if anything goes wrong
                 cluster = LocalCluster(tmp / "cluster", log_dir=logs)

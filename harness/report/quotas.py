@@ -1,6 +1,6 @@
 """Effective quotas of one tree, as each cluster's Flux renders them, and how two trees differ.
 
-The numbers come from harness.render (the same fluxbuild renderer the static gate and Flux
+The numbers come from harness.gate.render (the same fluxbuild renderer the static gate and Flux
 use), so a patch in components/gpu-sku/ or an overlay shows up exactly as it would be applied.
 Headroom is the pool capacity harness.capacity derives from terraform/ minus the nominal quotas
 declared against the flavor.
@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 
-from harness import capacity
-from harness.quantity import parse_quantity
-from harness.render import ClusterRender, RenderError, render_repository
+from harness.gate import capacity
+from harness.core.quantity import parse_quantity
+from harness.gate.render import ClusterRender, RenderError, render_repository
 from harness.report import ReportInputError
-from harness.sources import parse_yaml
+from harness.gate.sources import parse_yaml
 
 LIMITS = ("nominalQuota", "borrowingLimit", "lendingLimit")
 LIMIT_TITLES = {"nominalQuota": "nominal", "borrowingLimit": "borrowing limit", "lendingLimit": "lending limit"}

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.invariants import InvariantChecker
-from harness.kube import Kube
-from harness.scenarios import Queues
+from harness.kueue.invariants import InvariantChecker
+from harness.k8s.client import Kube
+from harness.kueue.queues import Queues
 
 
 @pytest.fixture

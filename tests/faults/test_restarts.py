@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.kube import condition, is_true, owned_by
-from harness.scenarios import FOUR_GPUS, RAYCLUSTER, RAYJOB, WORKLOAD, Queues, rayjob
+from harness.k8s.client import condition, is_true, owned_by
+from harness.kueue.queues import FOUR_GPUS, RAYCLUSTER, RAYJOB, WORKLOAD, Queues, rayjob
 
 pytestmark = pytest.mark.faults
 

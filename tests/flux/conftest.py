@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.flux import KUSTOMIZATION, Fleet, FluxError
-from harness.invariants import InvariantChecker
-from harness.kube import Kube
-from harness.local_cluster import ClusterError, LocalCluster
-from harness.processes import ProcessError
-from harness.scenarios import CLUSTER_QUEUE, LOCAL_QUEUE, RAYJOB, WORKLOAD, Queues
-from harness.timeline import Timeline
+from harness.gitops.flux import KUSTOMIZATION, Fleet, FluxError
+from harness.kueue.invariants import InvariantChecker
+from harness.k8s.client import Kube
+from harness.cluster.local_cluster import ClusterError, LocalCluster
+from harness.cluster.processes import ProcessError
+from harness.kueue.queues import CLUSTER_QUEUE, LOCAL_QUEUE, RAYJOB, WORKLOAD, Queues
+from harness.gitops.timeline import Timeline
 
 RESOURCE_FLAVOR = ("kueue.x-k8s.io/v1beta2", "ResourceFlavor")
 NAMESPACE = ("v1", "Namespace")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness.flux import FLUX_LABELS, KUSTOMIZATION, NAMESPACE, ROOT, inventory_id, managed_paths, rendered_paths, value_at
-from harness.kube import is_true
-from harness.render import render_cluster
-from harness.versions import REPO_ROOT
+from harness.gitops.flux import FLUX_LABELS, KUSTOMIZATION, NAMESPACE, ROOT, inventory_id, managed_paths, rendered_paths, value_at
+from harness.k8s.client import is_true
+from harness.gate.render import render_cluster
+from harness.core.versions import REPO_ROOT
 
 pytestmark = pytest.mark.flux
 

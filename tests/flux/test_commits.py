@@ -8,9 +8,9 @@ import pytest
 import yaml
 from pytimeparse2 import parse as parse_duration
 
-from harness.flux import KUSTOMIZATION, NAMESPACE, applied_revision, set_whole_pool_quota
-from harness.kube import condition, is_true
-from harness.scenarios import CLUSTER_QUEUE, LOCAL_QUEUE, WORKLOAD, rayjob
+from harness.gitops.flux import KUSTOMIZATION, NAMESPACE, applied_revision, set_whole_pool_quota
+from harness.k8s.client import condition, is_true
+from harness.kueue.queues import CLUSTER_QUEUE, LOCAL_QUEUE, WORKLOAD, rayjob
 
 pytestmark = pytest.mark.flux
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from harness.scenarios import WORKLOAD, rayjob
+from harness.kueue.queues import WORKLOAD, rayjob
 
 pytestmark = pytest.mark.flux
 

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from harness.hygiene import Child
+from harness.testing.hygiene import Child
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import signal
 import pytest
 from kubernetes import client, config
 
-from harness.hygiene import cluster_records, leftovers, listening_ports, processes_under
+from harness.testing.hygiene import cluster_records, leftovers, listening_ports, processes_under
 
 pytestmark = pytest.mark.harness
 
@@ -34,7 +34,7 @@ def core(kubeconfig: str) -> client.CoreV1Api:
 
 
 def test_two_clusters_at_once_share_nothing(spawn, tmp_path):
-    runs = [spawn("-m", "harness.local_cluster", "--workdir", str(tmp_path / name)) for name in ("a", "b")]
+    runs = [spawn("-m", "harness.cluster.local_cluster", "--workdir", str(tmp_path / name)) for name in ("a", "b")]
     for run in runs:
         run.wait_line(r"^KUBECONFIG=", START)
     records = [cluster_records(tmp_path / name)[0] for name in ("a", "b")]

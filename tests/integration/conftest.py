@@ -7,11 +7,11 @@ import os
 
 import pytest
 
-from harness import backends
-from harness.invariants import InvariantChecker
-from harness.isolation import Names
-from harness.kube import Kube
-from harness.scenarios import RAYJOB, WORKLOAD, Queues
+from harness.cluster import backends
+from harness.kueue.invariants import InvariantChecker
+from harness.cluster.isolation import Names
+from harness.k8s.client import Kube
+from harness.kueue.queues import RAYJOB, WORKLOAD, Queues
 
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 from kubernetes.dynamic.exceptions import ApiException
 
-from harness.kube import condition
-from harness.scenarios import Size, rayjob
+from harness.k8s.client import condition
+from harness.kueue.queues import Size, rayjob
 
 pytestmark = pytest.mark.integration
 

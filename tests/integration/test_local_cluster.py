@@ -12,9 +12,11 @@ import pytest
 from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
-from harness import processes, tools, versions
-from harness.local_cluster import LocalCluster, crd_documents
-from harness.progress import say
+from harness.cluster import processes
+from harness.toolchain import builds as tools
+from harness.core import versions
+from harness.cluster.local_cluster import LocalCluster, crd_documents
+from harness.core.progress import say
 
 pytestmark = pytest.mark.integration
 

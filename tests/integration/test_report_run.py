@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from harness.scenarios import CLUSTER_QUEUE, RAYJOB
-from harness.versions import REPO_ROOT
+from harness.kueue.queues import CLUSTER_QUEUE, RAYJOB
+from harness.core.versions import REPO_ROOT
 
 pytestmark = pytest.mark.integration
 

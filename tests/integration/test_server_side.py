@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from kubernetes.dynamic.exceptions import ApiException
 
-from harness import schemas
-from harness.kube import apply_order, is_true
-from harness.render import build_directory, cluster_dirs, render_repository
-from harness.sources import parse_yaml_all
-from harness.versions import REPO_ROOT
+from harness.gate import schemas
+from harness.k8s.client import apply_order, is_true
+from harness.gate.render import build_directory, cluster_dirs, render_repository
+from harness.gate.sources import parse_yaml_all
+from harness.core.versions import REPO_ROOT
 
 pytestmark = pytest.mark.integration
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.kube import condition, owned_by
-from harness.scenarios import RAYCLUSTER, rayjob
+from harness.k8s.client import condition, owned_by
+from harness.kueue.queues import RAYCLUSTER, rayjob
 
 pytestmark = pytest.mark.integration
 

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from harness.versions import REPO_ROOT
+from harness.core.versions import REPO_ROOT
 
 pytestmark = pytest.mark.integration
 

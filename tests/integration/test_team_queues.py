@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.kube import condition, is_true
-from harness.scenarios import FOUR_GPUS, rayjob
+from harness.k8s.client import condition, is_true
+from harness.kueue.queues import FOUR_GPUS, rayjob
 
 pytestmark = pytest.mark.integration
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness import scale
+from harness.kueue import scale
 
 pytestmark = pytest.mark.scale
 

@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness import capacity, terraform_checks
-from harness.quantity import parse_quantity
-from harness.render import render_repository
-from harness.versions import REPO_ROOT
+from harness.gate import capacity
+from harness.gate import terraform_checks
+from harness.core.quantity import parse_quantity
+from harness.gate.render import render_repository
+from harness.core.versions import REPO_ROOT
 
 pytestmark = pytest.mark.static
 
@@ -147,7 +148,7 @@ def test_cluster_without_tfvars(repo_copy: Path):
 def test_unknown_vm_size(repo_copy: Path):
     edit(repo_copy, PROD_TFVARS, '"Standard_ND96amsr_A100_v4"', '"Standard_NC8as_T4_v3"')
     hits = only(findings(repo_copy), "capacity-unknown-sku")
-    assert "Standard_NC8as_T4_v3" in hits[0].message and "harness/sku.yaml" in hits[0].message
+    assert "Standard_NC8as_T4_v3" in hits[0].message and "harness/gate/sku.yaml" in hits[0].message
 
 
 def test_cpu_pool_counts_for_the_default_flavor(repo_copy: Path):

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.gitserver import GitServer, WorkingCopy, git
-from harness.render import is_flux_kustomization, render_cluster
-from harness.versions import REPO_ROOT
+from harness.gitops.gitserver import GitServer, WorkingCopy, git
+from harness.gate.render import is_flux_kustomization, render_cluster
+from harness.core.versions import REPO_ROOT
 
 pytestmark = pytest.mark.static
 

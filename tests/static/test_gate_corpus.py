@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.validate import validate_repository
+from harness.gate.validate import validate_repository
 
 pytestmark = pytest.mark.static
 

@@ -5,7 +5,7 @@ import pytest
 
 from kubernetes import client
 
-from harness.invariants import InvariantChecker
+from harness.kueue.invariants import InvariantChecker
 
 pytestmark = pytest.mark.static
 

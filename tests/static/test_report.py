@@ -11,7 +11,7 @@ import pytest
 
 from harness.report import markdown, quotas
 from harness.report.scenarios import SCENARIOS, ScenarioResult, StepResult, short_reason
-from harness.versions import REPO_ROOT
+from harness.core.versions import REPO_ROOT
 
 pytestmark = pytest.mark.static
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness import schemas, tools
+from harness.gate import schemas
+from harness.toolchain import builds as tools
 
 pytestmark = pytest.mark.static
 

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness import terraform_checks
-from harness.capacity import TerraformConfig
-from harness.render import render_repository
-from harness.versions import REPO_ROOT
+from harness.gate import terraform_checks
+from harness.gate.capacity import TerraformConfig
+from harness.gate.render import render_repository
+from harness.core.versions import REPO_ROOT
 
 pytestmark = pytest.mark.static
 

@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from harness.versions import REPO_ROOT
+from harness.core.versions import REPO_ROOT
 
 pytestmark = pytest.mark.static
 VALIDATE = REPO_ROOT / "scripts" / "validate"

@@ -8,8 +8,9 @@ import pytest
 import yaml
 from packaging.version import Version
 
-from harness import tools, versions
-from harness.local_cluster import local_kueue_config, production_kueue_config
+from harness.toolchain import builds as tools
+from harness.core import versions
+from harness.cluster.local_cluster import local_kueue_config, production_kueue_config
 
 pytestmark = pytest.mark.static
 

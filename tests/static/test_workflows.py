@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness import tools
-from harness.versions import REPO_ROOT
+from harness.toolchain import builds as tools
+from harness.core.versions import REPO_ROOT
 
 pytestmark = pytest.mark.static
 

@@ -1,0 +1,49 @@
+"""Installs the pinned Kueue and KubeRay operator into a kind cluster (the `kind` backend).
+
+The manifests come from the same Go module versions the local backend builds (their
+kustomize `config/` trees), with the production images from MCR. One worker gets the label
+AKS puts on GPU nodes and fake nvidia.com/gpu capacity, so the `gpu` flavor has a node.
+Runs only where Docker and the image registries are reachable (GitHub-hosted runners).
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+
+from harness.toolchain import builds as tools
+from harness.core import versions
+
+GPU_LABEL = "accelerator=nvidia"
+FAKE_GPUS = "8"
+
+
+def _kustomize(directory: Path, images: dict[str, str]) -> str:
+    """Builds a module's read-only kustomize tree from a writable overlay that swaps the image."""
+    kustomize = tools.ensure("kustomize")["kustomize"].path()
+    with tempfile.TemporaryDirectory() as tmp:
+        lines = ["apiVersion: kustomize.config.k8s.io/v1beta1", "kind: Kustomization", f"resources: [{directory}]", "images:"]
+        for name, new in images.items():
+            repo, tag = new.rsplit(":", 1)
+            lines += [f"  - name: {name}", f"    newName: {repo}", f"    newTag: {tag}"]
+        (Path(tmp) / "kustomization.yaml").write_text("\n".join(lines) + "\n")
+        return subprocess.run([str(kustomize), "build", tmp, "--load-restrictor=LoadRestrictionsNone"],
+                              check=True, capture_output=True, text=True).stdout
+
+
+def install_controllers(cluster) -> None:
+    kueue = versions.pins()["kueue"]
+    kuberay = versions.pins()["kuberay"]
+    kueue_yaml = _kustomize(tools.module_dir("kueue") / "config/default",
+                            {"registry.k8s.io/kueue/kueue": f"mcr.microsoft.com/oss/v2/kueue/kueue:v{kueue['production']}"})
+    ray_yaml = _kustomize(tools.module_dir("kuberay") / "config/default",
+                          {"kuberay/operator": f"mcr.microsoft.com/oss/v2/kuberay/operator:v{kuberay['production']}"})
+    for manifest in (ray_yaml, kueue_yaml):
+        cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input=manifest)
+    cluster.kubectl("-n", "kueue-system", "rollout", "status", "deploy/kueue-controller-manager", "--timeout=300s")
+    nodes = json.loads(cluster.kubectl("get", "nodes", "-o", "json"))["items"]
+    node = nodes[-1]["metadata"]["name"]
+    cluster.kubectl("label", "node", node, GPU_LABEL, "--overwrite")
+    patch = json.dumps([{"op": "add", "path": "/status/capacity/nvidia.com~1gpu", "value": FAKE_GPUS}])
+    cluster.kubectl("patch", "node", node, "--subresource=status", "--type=json", "-p", patch)

@@ -1,0 +1,323 @@
+"""Cross-resource rules of the static gate: what schemas alone cannot see.
+
+Every rule returns Findings; `RULES` documents each id with the fix it suggests.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from decimal import Decimal
+from pathlib import Path
+
+from harness.core.quantity import parse_quantity
+
+from harness.gate import workloads
+from harness.gate.findings import Finding
+from harness.gate.render import Build, ClusterRender, is_flux_kustomization
+from harness.gate.sources import Sources, load_yaml, resource_id
+
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
+KUEUE_KINDS = {"ClusterQueue", "LocalQueue", "ResourceFlavor", "WorkloadPriorityClass", "Cohort", "AdmissionCheck"}
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+
+RULES = {
+    "yaml-syntax": "every YAML file parses",
+    "kustomize-build": "every kustomization directory builds",
+    "schema": "every object validates strictly against Kubernetes 1.35 / pinned CRD schemas",
+    "schema-unknown-kind": "every apiVersion/kind is one the cluster serves",
+    "kueue-api-version": f"Kueue objects use {KUEUE_API}",
+    "bad-quantity": "quotas and requests are valid Kubernetes quantities",
+    "localqueue-clusterqueue": "a LocalQueue points at an existing ClusterQueue",
+    "clusterqueue-flavor": "every flavor a ClusterQueue names exists",
+    "covered-resources": "each flavor lists exactly the coveredResources of its group, in order",
+    "borrowing-without-cohort": "borrowingLimit/lendingLimit only on a ClusterQueue in a cohort",
+    "namespace-selector": "ClusterQueue has a namespaceSelector (null selects no namespace)",
+    "cluster-overlay": "each cluster selects exactly one queue overlay",
+    "object-collision": "no two Flux Kustomizations of a cluster apply the same object",
+    "flux-path": "every Flux Kustomization path exists and renders",
+    "flux-depends-on": "every dependsOn target exists",
+    "flux-cycle": "dependsOn has no cycle",
+    "flux-variable-undefined": "every ${VAR} in a Flux Kustomization's output is defined",
+    "sample-render": "every sample listed in clusters/*/samples.yaml renders",
+    "sample-queue": "a sample names a LocalQueue that exists in its namespace",
+    "sample-suspend": "a sample is created suspended",
+    "sample-shutdown": "a sample sets shutdownAfterJobFinishes: true (Kueue rejects false)",
+    "sample-fits": "a sample fits its ClusterQueue's nominal quota plus borrowing limit",
+}
+
+
+class Context:
+    """Where findings point: the sources index plus the build a finding came from."""
+
+    def __init__(self, sources: Sources):
+        self.sources = sources
+
+    def finding(self, obj: dict, build: Build | None, rule: str, message: str, hint: str,
+                file: str | None = None, cluster: str | None = None, context: str | None = None) -> Finding:
+        """A finding located at the document that defines `obj`, preferring the cluster's own
+        folder (Flux objects of every cluster share names) and then the directory built."""
+        cluster = cluster or (build.cluster if build else None)
+        prefer = tuple(p for p in (f"clusters/{cluster}/" if cluster else "", (build.dir + "/") if build else "",
+                                   "overlays/", "base/", "clusters/", "flux/") if p)
+        src, line = self.sources.locate(obj, (file,) if file else prefer)
+        ctx = context if context is not None else (build.id if build else (f"cluster {cluster}" if cluster else ""))
+        return Finding(src, line, resource_id(obj), rule, message, hint, ctx)
+
+
+def _qty(value) -> Decimal | None:
+    try:
+        return parse_quantity(value)
+    except (ValueError, TypeError):
+        return None
+
+
+# -- Kueue objects ----------------------------------------------------------------------------
+def kueue_rules(ctx: Context, build: Build, objects: list[dict]) -> list[Finding]:
+    out = []
+    flavors = {o["metadata"]["name"] for o in objects if o.get("kind") == "ResourceFlavor"}
+    cqs = {o["metadata"]["name"] for o in objects if o.get("kind") == "ClusterQueue"}
+    for o in objects:
+        kind = o.get("kind")
+        if kind in KUEUE_KINDS and str(o.get("apiVersion", "")).startswith("kueue.x-k8s.io/") and o["apiVersion"] != KUEUE_API:
+            out.append(ctx.finding(o, build, "kueue-api-version", f"uses {o['apiVersion']}; Kueue 0.17 stores {KUEUE_API}",
+                                   f"change apiVersion to {KUEUE_API} (field names differ, e.g. cohort -> cohortName)"))
+        if kind == "LocalQueue" and o.get("apiVersion") == KUEUE_API:
+            target = (o.get("spec") or {}).get("clusterQueue")
+            if target not in cqs:
+                out.append(ctx.finding(o, build, "localqueue-clusterqueue",
+                                       f"spec.clusterQueue {target!r} is not defined (have: {', '.join(sorted(cqs)) or 'none'})",
+                                       "point spec.clusterQueue at a ClusterQueue of the same overlay, or add that ClusterQueue"))
+        if kind == "ClusterQueue" and o.get("apiVersion") == KUEUE_API:
+            out += _cluster_queue_rules(ctx, build, o, flavors)
+    return out
+
+
+def _cluster_queue_rules(ctx: Context, build: Build, cq: dict, flavors: set[str]) -> list[Finding]:
+    out = []
+    spec = cq.get("spec") or {}
+    if spec.get("namespaceSelector") is None:
+        out.append(ctx.finding(cq, build, "namespace-selector", "spec.namespaceSelector is missing; a null selector admits from no namespace",
+                               "add `namespaceSelector: {}` (all namespaces) or a label selector for the team's namespaces"))
+    in_cohort = bool(spec.get("cohortName"))
+    for gi, group in enumerate(spec.get("resourceGroups") or []):
+        covered = list(group.get("coveredResources") or [])
+        for flavor in group.get("flavors") or []:
+            fname = flavor.get("name")
+            if fname not in flavors:
+                out.append(ctx.finding(cq, build, "clusterqueue-flavor",
+                                       f"resourceGroups[{gi}] names flavor {fname!r}, which is not defined (have: {', '.join(sorted(flavors)) or 'none'})",
+                                       "add the ResourceFlavor (base/resource-flavors.yaml) or fix the flavor name"))
+            names = [r.get("name") for r in flavor.get("resources") or []]
+            if names != covered:
+                out.append(ctx.finding(cq, build, "covered-resources",
+                                       f"flavor {fname!r} lists resources {names} but the group covers {covered}",
+                                       "list exactly the coveredResources, in the same order, under every flavor of the group"))
+            for r in flavor.get("resources") or []:
+                for field in ("nominalQuota", "borrowingLimit", "lendingLimit"):
+                    if field in r and _qty(r[field]) is None:
+                        out.append(ctx.finding(cq, build, "bad-quantity", f"{fname}/{r.get('name')} {field} {r[field]!r} is not a Kubernetes quantity",
+                                               "use a quantity such as \"48\", \"500m\" or 768Gi"))
+                limits = [f for f in ("borrowingLimit", "lendingLimit") if f in r]
+                if limits and not in_cohort:
+                    out.append(ctx.finding(cq, build, "borrowing-without-cohort",
+                                           f"{fname}/{r.get('name')} sets {', '.join(limits)} but the ClusterQueue has no cohortName",
+                                           "set spec.cohortName to share quota, or drop borrowingLimit/lendingLimit"))
+    return out
+
+
+# -- Clusters and Flux --------------------------------------------------------------------------
+def _reachable_dirs(root: Path, start: Path, seen: set[Path] | None = None) -> set[Path]:
+    """Directories a kustomization pulls in through resources and components."""
+    seen = set() if seen is None else seen
+    start = start.resolve()
+    if start in seen or not (start / "kustomization.yaml").is_file():
+        return seen
+    seen.add(start)
+    try:
+        doc = load_yaml(start / "kustomization.yaml") or {}
+    except Exception:
+        return seen
+    for entry in list(doc.get("resources") or []) + list(doc.get("components") or []):
+        target = start / str(entry)
+        if target.is_dir():
+            _reachable_dirs(root, target, seen)
+    return seen
+
+
+def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Finding]:
+    out = []
+    entry_file = f"clusters/{cluster.name}/kustomization.yaml"
+    kss = cluster.kustomizations()
+    names = {((k.get("metadata") or {}).get("namespace", "flux-system"), k["metadata"]["name"]) for k in kss}
+
+    # Overlays the cluster's Flux Kustomizations pull in.
+    overlays = set()
+    for build in cluster.flux:
+        for d in _reachable_dirs(root, root / build.dir):
+            rel = d.relative_to(root.resolve()).as_posix()
+            if rel.startswith("overlays/") and rel.count("/") == 1:
+                overlays.add(rel)
+    if len(overlays) != 1:
+        which = ", ".join(sorted(overlays)) or "none"
+        out.append(Finding(entry_file, None, f"cluster/{cluster.name}", "cluster-overlay",
+                           f"cluster selects {len(overlays)} queue overlays ({which}); exactly one must be active",
+                           "reference one of overlays/single-queue or overlays/team-queues from clusters/<name>/queues/kustomization.yaml",
+                           f"cluster {cluster.name}"))
+
+    # Flux Kustomizations: paths, dependsOn, cycles, variables.
+    graph: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
+    for build in cluster.flux:
+        ks = build.flux_kustomization or {}
+        ns = (ks.get("metadata") or {}).get("namespace", "flux-system")
+        me = (ns, ks["metadata"]["name"])
+        if build.error:
+            rule = "flux-path" if "not found" in build.error or "escapes" in build.error else "kustomize-build"
+            out.append(ctx.finding(ks, build, rule, f"spec.path {ks.get('spec', {}).get('path')!r}: {build.error}",
+                                   "point spec.path at a directory of this repository that builds with kustomize"))
+        for dep in (ks.get("spec") or {}).get("dependsOn") or []:
+            target = (dep.get("namespace", ns), dep.get("name"))
+            graph[me].append(target)
+            if target not in names:
+                out.append(ctx.finding(ks, build, "flux-depends-on", f"dependsOn {target[0]}/{target[1]} is not a Kustomization of this cluster",
+                                       "fix the name, or add the Kustomization it should wait for"))
+        for msg in build.undefined:
+            out.append(ctx.finding(ks, build, "flux-variable-undefined", f"postBuild substitution: {msg}",
+                                   "define the variable in postBuild.substitute or in the substituteFrom ConfigMap (cluster-vars; see cluster-vars.example.yaml)"))
+    for cycle in _cycles(graph):
+        ks = next(k for k in kss if ((k.get("metadata") or {}).get("namespace", "flux-system"), k["metadata"]["name"]) == cycle[0])
+        out.append(ctx.finding(ks, None, "flux-cycle", "dependsOn cycle: " + " -> ".join(n for _, n in cycle + [cycle[0]]),
+                               "remove one dependsOn edge; layers must form a chain (controllers, then queues)", cluster=cluster.name))
+
+    # The same object applied by two Flux Kustomizations: they would fight and prune each other.
+    owners: dict[tuple, list[Build]] = defaultdict(list)
+    for build in cluster.flux:
+        for o in build.objects:
+            group = str(o.get("apiVersion", "")).split("/")[0] if "/" in str(o.get("apiVersion", "")) else ""
+            key = (group, o.get("kind"), (o.get("metadata") or {}).get("namespace"), (o.get("metadata") or {}).get("name"))
+            owners[key].append(build)
+    for (group, kind, ns, name), builds in owners.items():
+        if len(builds) > 1:
+            obj = {"kind": kind, "metadata": {"name": name, **({"namespace": ns} if ns else {})}}
+            out.append(ctx.finding(obj, builds[1], "object-collision",
+                                   f"applied by {len(builds)} Flux Kustomizations: {', '.join(b.id for b in builds)}",
+                                   "let exactly one layer own each object (one queue overlay per cluster)"))
+
+    objects = [o for _, o in cluster.applied()]
+    unit = Build(f"cluster {cluster.name}", f"clusters/{cluster.name}", cluster=cluster.name)
+    out += kueue_rules(ctx, unit, [o for o in objects if not is_flux_kustomization(o)])
+    return out
+
+
+def _cycles(graph: dict) -> list[list]:
+    cycles, state = [], {}
+
+    def visit(node, stack):
+        state[node] = "open"
+        stack.append(node)
+        for nxt in graph.get(node, []):
+            if state.get(nxt) == "open":
+                cycles.append(stack[stack.index(nxt):])
+            elif nxt not in state:
+                visit(nxt, stack)
+        stack.pop()
+        state[node] = "done"
+
+    for node in list(graph):
+        if node not in state:
+            visit(node, [])
+    return cycles
+
+
+# -- Sample workloads ------------------------------------------------------------------------------
+def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list[Finding], list[tuple[str, dict]]]:
+    """Checks clusters/<name>/samples.yaml against the cluster's queues; returns (sample, RayJob) pairs too."""
+    out, rendered = [], []
+    samples_file = f"clusters/{cluster.name}/samples.yaml"
+    path = root / samples_file
+    if not path.exists():
+        return out, rendered
+    entries = load_yaml(path) or []
+    objects = [o for _, o in cluster.applied()]
+    lqs = {((o.get("metadata") or {}).get("namespace"), o["metadata"]["name"]): o for o in objects if o.get("kind") == "LocalQueue"}
+    cqs = {o["metadata"]["name"]: o for o in objects if o.get("kind") == "ClusterQueue"}
+    for entry in entries:
+        where = f"cluster {cluster.name}, sample {entry.get('sample')} on {entry.get('queue')}"
+        try:
+            job = workloads.render(entry["sample"], entry["queue"], {k: str(v) for k, v in (entry.get("vars") or {}).items()}, root)
+        except (workloads.WorkloadError, KeyError) as err:
+            out.append(Finding(samples_file, None, f"sample/{entry.get('sample')}", "sample-render", str(err),
+                               "each entry needs `sample` (a file in workloads/) and `queue`; pass every ${VAR} in `vars`", where))
+            continue
+        rendered.append((entry["sample"], job))
+        wfile = f"workloads/{entry['sample']}.yaml"
+        spec = job.get("spec") or {}
+        if spec.get("suspend") is not True:
+            out.append(Finding(wfile, None, resource_id(job), "sample-suspend", "spec.suspend is not true: the RayJob would start before Kueue admits it",
+                               "set spec.suspend: true; Kueue unsuspends it on admission", where))
+        if spec.get("shutdownAfterJobFinishes") is not True:
+            out.append(Finding(wfile, None, resource_id(job), "sample-shutdown", "spec.shutdownAfterJobFinishes is not true; Kueue's webhook rejects such a RayJob",
+                               "set spec.shutdownAfterJobFinishes: true", where))
+        ns = (job.get("metadata") or {}).get("namespace", "default")
+        qname = ((job.get("metadata") or {}).get("labels") or {}).get(QUEUE_LABEL)
+        lq = lqs.get((ns, qname))
+        if lq is None:
+            have = ", ".join(sorted(n for (lns, n) in lqs if lns == ns)) or "none"
+            out.append(Finding(wfile, None, resource_id(job), "sample-queue",
+                               f"label {QUEUE_LABEL}={qname!r}: no such LocalQueue in namespace {ns} on this cluster (have: {have})",
+                               "submit to one of the cluster's LocalQueues (samples.yaml `queue`)", where))
+            continue
+        cq = cqs.get((lq.get("spec") or {}).get("clusterQueue"))
+        if cq:
+            out += _fit(job, cq, cqs, wfile, where)
+    return out, rendered
+
+
+def _capacity(cq: dict, cqs: dict[str, dict]) -> dict[str, Decimal]:
+    """Most one workload can get per resource from this ClusterQueue: the best flavor's nominal
+    quota plus what it may borrow (bounded by what the rest of the cohort has)."""
+    spec = cq.get("spec") or {}
+    cohort = spec.get("cohortName")
+    peers = [c for c in cqs.values() if cohort and (c.get("spec") or {}).get("cohortName") == cohort and c is not cq]
+    best: dict[str, Decimal] = {}
+    for group in spec.get("resourceGroups") or []:
+        for flavor in group.get("flavors") or []:
+            for r in flavor.get("resources") or []:
+                nominal = _qty(r.get("nominalQuota", 0)) or Decimal(0)
+                extra = Decimal(0)
+                if cohort:
+                    lendable = sum((_peer_lendable(p, flavor.get("name"), r.get("name")) for p in peers), Decimal(0))
+                    limit = _qty(r["borrowingLimit"]) if "borrowingLimit" in r else None
+                    extra = lendable if limit is None else min(limit, lendable)
+                best[r["name"]] = max(best.get(r["name"], Decimal(0)), nominal + extra)
+    return best
+
+
+def _peer_lendable(peer: dict, flavor: str, resource: str) -> Decimal:
+    for group in (peer.get("spec") or {}).get("resourceGroups") or []:
+        for f in group.get("flavors") or []:
+            if f.get("name") == flavor:
+                for r in f.get("resources") or []:
+                    if r.get("name") == resource:
+                        nominal = _qty(r.get("nominalQuota", 0)) or Decimal(0)
+                        return min(nominal, _qty(r["lendingLimit"])) if "lendingLimit" in r else nominal
+    return Decimal(0)
+
+
+def _fit(job: dict, cq: dict, cqs: dict, wfile: str, where: str) -> list[Finding]:
+    out = []
+    need: dict[str, Decimal] = defaultdict(Decimal)
+    for _name, count, requests in workloads.pod_sets(job):
+        for res, qty in requests.items():
+            need[res] += qty * count
+    capacity = _capacity(cq, cqs)
+    for res, qty in sorted(need.items()):
+        if qty == 0:
+            continue
+        if res not in capacity:
+            out.append(Finding(wfile, None, resource_id(job), "sample-fits",
+                               f"requests {qty} {res}, which ClusterQueue {cq['metadata']['name']} does not cover: Kueue never admits it",
+                               f"add {res} to a resource group of {cq['metadata']['name']}, or drop the request", where))
+        elif qty > capacity[res]:
+            out.append(Finding(wfile, None, resource_id(job), "sample-fits",
+                               f"needs {qty} {res} in total but ClusterQueue {cq['metadata']['name']} can give at most {capacity[res]} (nominal + borrowing): it would pend forever",
+                               "shrink the job (fewer workers, smaller pods) or raise the quota through the cluster's gpu-sku component", where))
+    return out

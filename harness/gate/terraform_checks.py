@@ -1,0 +1,292 @@
+"""Terraform hygiene and the wiring between terraform/ and the manifests.
+
+Two kinds of checks:
+- `wiring_findings(root)`: pure Python, part of the static gate. The federated credential
+  trusts exactly the ServiceAccount of base/service-account.yaml; ConfigMap cluster-vars
+  carries exactly the keys of clusters/<name>/cluster-vars.example.yaml; the Flux
+  configuration reconciles clusters/<cluster_name> from a GitRepository named flux-system.
+- Tool runs for tests/static/test_terraform.py: `terraform fmt -check`, `terraform validate`
+  (needs the providers; skipped with the reason when `terraform init` cannot install them)
+  and checkov over terraform/ and over the manifests each cluster's Flux applies. checkov is
+  installed into its own virtualenv under the harness cache (it pins bc-python-hcl2, which
+  ships a top-level `hcl2` package that would overwrite python-hcl2 in .venv).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from harness.gate.capacity import TERRAFORM_DIR, TFVARS_DIR, Scope, TerraformConfig, TerraformError, load_tfvars
+from harness.gate.findings import Finding
+from harness.gate.sources import parse_yaml_all
+from harness.gate.render import ClusterRender
+from harness.core import versions
+from harness.toolchain.builds import cache_root
+
+CHECKOV_VERSION = str(versions.pins()["checkov"]["version"])
+CHECKOV_CONFIG = ".checkov.yaml"
+SERVICE_ACCOUNT_FILE = "base/service-account.yaml"
+CLIENT_ID_ANNOTATION = "azure.workload.identity/client-id"
+TOKEN_AUDIENCE = "api://AzureADTokenExchange"
+
+RULES = {
+    "terraform-federated-subject": f"the federated identity credential trusts system:serviceaccount:<ns>:<name> of the workload ServiceAccount in {SERVICE_ACCOUNT_FILE}",
+    "terraform-cluster-vars": "Terraform writes ConfigMap flux-system/cluster-vars with exactly the keys of clusters/<name>/cluster-vars.example.yaml",
+    "terraform-flux-configuration": "the Flux configuration is named flux-system and reconciles clusters/<cluster_name>, which exists",
+}
+
+
+# -- Wiring (static gate) ----------------------------------------------------------------------
+def _workload_service_account(root: Path) -> tuple[str, str] | None:
+    path = root / SERVICE_ACCOUNT_FILE
+    if not path.exists():
+        return None
+    for doc in parse_yaml_all(path.read_text()):
+        if isinstance(doc, dict) and doc.get("kind") == "ServiceAccount" and CLIENT_ID_ANNOTATION in ((doc.get("metadata") or {}).get("annotations") or {}):
+            meta = doc["metadata"]
+            return meta.get("namespace", "default"), meta["name"]
+    return None
+
+
+def _scopes(root: Path, cfg: TerraformConfig) -> list[tuple[str, Scope]]:
+    """The variable defaults, then each cluster's tfvars over them."""
+    scopes = [("variable defaults", Scope(cfg, {}))]
+    for path in sorted((root / TFVARS_DIR).glob("*.tfvars")):
+        try:
+            scopes.append((path.relative_to(root).as_posix(), Scope(cfg, load_tfvars(path))))
+        except TerraformError:
+            continue  # capacity-terraform reports it
+    return scopes
+
+
+def wiring_findings(root: Path) -> list[Finding]:
+    root = Path(root).resolve()
+    if not (root / TERRAFORM_DIR).is_dir():
+        return []  # capacity-terraform reports the missing directory
+    try:
+        cfg = TerraformConfig.load(root)
+    except TerraformError:
+        return []  # capacity-terraform reports it
+    return _identity_findings(root, cfg) + _cluster_vars_findings(root, cfg) + _flux_findings(root, cfg)
+
+
+def _identity_findings(root: Path, cfg: TerraformConfig) -> list[Finding]:
+    out = []
+    sa = _workload_service_account(root)
+    creds = cfg.of_type("azurerm_federated_identity_credential")
+    if sa is None:
+        return [Finding(SERVICE_ACCOUNT_FILE, None, "", "terraform-federated-subject",
+                        f"no ServiceAccount with annotation {CLIENT_ID_ANNOTATION} in {SERVICE_ACCOUNT_FILE}",
+                        "restore the workload ServiceAccount ray/ray-workload")]
+    expected = f"system:serviceaccount:{sa[0]}:{sa[1]}"
+    if not creds:
+        return [Finding(f"{TERRAFORM_DIR}/identity.tf", None, "", "terraform-federated-subject",
+                        f"no azurerm_federated_identity_credential: pods of {sa[0]}/{sa[1]} get no Azure token",
+                        f'add one with subject = "{expected}" and issuer = the cluster\'s oidc_issuer_url')]
+    for cred in creds:
+        where = f"{cred.address}"
+        if "subject" not in cred.body:
+            out.append(Finding(cred.file, cred.line, where, "terraform-federated-subject",
+                               f"{where} has no subject; it must trust {expected} (the ServiceAccount in {SERVICE_ACCOUNT_FILE})",
+                               f'set subject = "{expected}" (local.workload_subject)'))
+            continue
+        audience = cred.body.get("audience")
+        if audience != [TOKEN_AUDIENCE]:
+            out.append(Finding(cred.file, cred.line, where, "terraform-federated-subject",
+                               f"{where} audience is {audience!r}, not [{TOKEN_AUDIENCE!r}]: the workload identity webhook's tokens would be refused",
+                               f'set audience = ["{TOKEN_AUDIENCE}"]'))
+        for label, scope in _scopes(root, cfg):
+            try:
+                subject = scope.resolve(cred.body["subject"])
+            except TerraformError as err:
+                out.append(Finding(cred.file, cred.line, where, "terraform-federated-subject", f"{where} subject cannot be resolved ({label}): {err}",
+                                   "build the subject from var.workload_namespace and var.workload_service_account_name"))
+                break
+            if subject != expected:
+                out.append(Finding(cred.file, cred.line, where, "terraform-federated-subject",
+                                   f"{where} subject is {subject!r} with {label}, but the workload ServiceAccount in {SERVICE_ACCOUNT_FILE} is {sa[0]}/{sa[1]} "
+                                   f"({expected}): Azure would refuse its token exchange",
+                                   "make workload_namespace / workload_service_account_name match base/service-account.yaml"))
+    return out
+
+
+def cluster_vars_keys(cfg: TerraformConfig) -> tuple[object, set[str] | None]:
+    """(the kubernetes_config_map_v1 block for flux-system/cluster-vars, its data keys)."""
+    for block in cfg.of_type("kubernetes_config_map_v1"):
+        meta = (block.body.get("metadata") or [{}])[0]
+        if meta.get("name") == "cluster-vars" and meta.get("namespace") == "flux-system":
+            data = block.body.get("data")
+            if isinstance(data, str) and data.startswith("${local.") and data.endswith("}"):
+                data = cfg.locals.get(data[len("${local."):-1])
+            return block, (set(data) if isinstance(data, dict) else None)
+    return None, None
+
+
+def _cluster_vars_findings(root: Path, cfg: TerraformConfig) -> list[Finding]:
+    out = []
+    block, keys = cluster_vars_keys(cfg)
+    if block is None:
+        return [Finding(f"{TERRAFORM_DIR}/flux.tf", None, "", "terraform-cluster-vars",
+                        "no kubernetes_config_map_v1 cluster-vars in namespace flux-system: the queues layer's substituteFrom would find nothing",
+                        "write ConfigMap flux-system/cluster-vars from Terraform (see clusters/<name>/cluster-vars.example.yaml)")]
+    if keys is None:
+        return [Finding(block.file, block.line, block.address, "terraform-cluster-vars", f"{block.address} data is not a literal map (or a local holding one)",
+                        "set data = local.cluster_vars with the keys as literals")]
+    for example in sorted((root / "clusters").glob("*/cluster-vars.example.yaml")):
+        docs = [d for d in parse_yaml_all(example.read_text()) if isinstance(d, dict) and d.get("kind") == "ConfigMap"]
+        want = set((docs[0].get("data") or {}) if docs else {})
+        if want != keys:
+            rel = example.relative_to(root).as_posix()
+            missing, extra = sorted(want - keys), sorted(keys - want)
+            out.append(Finding(block.file, block.line, block.address, "terraform-cluster-vars",
+                               f"ConfigMap cluster-vars keys differ from {rel}: missing {missing or 'none'}, extra {extra or 'none'}",
+                               f"make local.cluster_vars in {TERRAFORM_DIR}/main.tf carry exactly the keys of {rel}"))
+    return out
+
+
+def _flux_findings(root: Path, cfg: TerraformConfig) -> list[Finding]:
+    out = []
+    configs = cfg.of_type("azurerm_kubernetes_flux_configuration")
+    if not configs:
+        return [Finding(f"{TERRAFORM_DIR}/flux.tf", None, "", "terraform-flux-configuration", "no azurerm_kubernetes_flux_configuration: nothing bootstraps Flux",
+                        "add the microsoft.flux extension and a Flux configuration for clusters/<cluster_name>")]
+    for fc in configs:
+        if fc.body.get("name") != "flux-system":
+            out.append(Finding(fc.file, fc.line, fc.address, "terraform-flux-configuration",
+                               f"{fc.address} is named {fc.body.get('name')!r}; the GitRepository it creates must be flux-system, the sourceRef of clusters/*/*.yaml",
+                               'set name = "flux-system"'))
+        for label, scope in _scopes(root, cfg)[1:]:
+            for k in fc.body.get("kustomizations") or []:
+                try:
+                    path = str(scope.resolve(k.get("path", ""))).removeprefix("./")
+                except TerraformError as err:
+                    out.append(Finding(fc.file, fc.line, fc.address, "terraform-flux-configuration", f"kustomization path cannot be resolved ({label}): {err}",
+                                       'use path = "./clusters/${var.cluster_name}"'))
+                    continue
+                if not (root / path / "kustomization.yaml").is_file():
+                    out.append(Finding(fc.file, fc.line, fc.address, "terraform-flux-configuration",
+                                       f"kustomization {k.get('name')!r} path {path!r} ({label}) has no kustomization.yaml",
+                                       "point it at clusters/<cluster_name>, the cluster's Flux entry point"))
+    return out
+
+
+# -- Tool runs (tests) ---------------------------------------------------------------------------------
+@dataclass
+class ToolResult:
+    status: str  # "passed", "failed" or "skipped"
+    detail: str = ""
+    failed: list[dict] = field(default_factory=list)
+
+
+def _clean_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("TF_IN_AUTOMATION", "1")
+    env["CHECKPOINT_DISABLE"] = "1"  # no version check over the network
+    cfg = env.get("TF_CLI_CONFIG_FILE")
+    if cfg and not Path(cfg).exists():
+        env.pop("TF_CLI_CONFIG_FILE")  # a dangling path only produces a warning on every run
+    return env
+
+
+def terraform_binary() -> str | None:
+    return shutil.which("terraform")
+
+
+def terraform_fmt(root: Path) -> ToolResult:
+    tf = terraform_binary()
+    if not tf:
+        return ToolResult("skipped", "terraform CLI is not on PATH (install Terraform >= 1.6 to run fmt -check)")
+    proc = subprocess.run([tf, "fmt", "-check", "-recursive", "-diff", "-no-color"], cwd=Path(root) / TERRAFORM_DIR,
+                          capture_output=True, text=True, env=_clean_env(), timeout=120)
+    return ToolResult("passed" if proc.returncode == 0 else "failed", (proc.stdout + proc.stderr).strip())
+
+
+def terraform_validate(root: Path) -> ToolResult:
+    """`terraform init -backend=false` then `validate` in a scratch copy (the checkout's lock file
+    and .terraform/ stay untouched). Skipped when the providers cannot be installed."""
+    tf = terraform_binary()
+    if not tf:
+        return ToolResult("skipped", "terraform CLI is not on PATH (install Terraform >= 1.6 to run validate)")
+    with tempfile.TemporaryDirectory(prefix="tf-validate-") as tmp:
+        work = Path(tmp) / "terraform"
+        shutil.copytree(Path(root) / TERRAFORM_DIR, work, ignore=shutil.ignore_patterns(".terraform", "*.tfstate*"))
+        env = _clean_env()
+        init = subprocess.run([tf, "init", "-backend=false", "-input=false", "-no-color"], cwd=work,
+                              capture_output=True, text=True, env=env, timeout=600)
+        if init.returncode != 0:
+            text = (init.stderr or init.stdout).strip()
+            lines = [line.strip(" │\t") for line in text.splitlines() if line.strip(" │\t")]
+            start = next((i for i, ln in enumerate(lines) if "Error:" in ln), 0)
+            reason = " ".join(lines[start:start + 5])[:400]
+            return ToolResult("skipped", "terraform validate needs the providers, and `terraform init` could not install them "
+                              f"(no registry or provider mirror reachable from this machine): {reason.strip()}")
+        proc = subprocess.run([tf, "validate", "-no-color"], cwd=work, capture_output=True, text=True, env=env, timeout=300)
+        return ToolResult("passed" if proc.returncode == 0 else "failed", (proc.stdout + proc.stderr).strip())
+
+
+def checkov_binary(install: bool = True) -> tuple[Path | None, str]:
+    """checkov from $CHECKOV, else its pinned virtualenv under the harness cache (created on first use)."""
+    if os.environ.get("CHECKOV"):
+        path = Path(os.environ["CHECKOV"])
+        return (path, "") if path.exists() else (None, f"$CHECKOV={path} does not exist")
+    venv = cache_root() / f"checkov-{CHECKOV_VERSION}"
+    binary = venv / "bin" / "checkov"
+    if binary.exists() and (venv / ".complete").exists():
+        return binary, ""
+    if not install:
+        return None, f"checkov {CHECKOV_VERSION} is not installed in {venv}"
+    shutil.rmtree(venv, ignore_errors=True)
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    steps = ([sys.executable, "-m", "venv", str(venv)],
+             [str(venv / "bin" / "pip"), "install", "--quiet", "--disable-pip-version-check", f"checkov=={CHECKOV_VERSION}"])
+    for cmd in steps:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
+        if proc.returncode != 0:
+            return None, f"installing checkov {CHECKOV_VERSION} failed (`{' '.join(cmd)}`): {proc.stderr.strip()[-800:]}"
+    (venv / ".complete").touch()
+    return binary, ""
+
+
+def checkov_scan(root: Path, target: Path, framework: str) -> ToolResult:
+    binary, why = checkov_binary()
+    if binary is None:
+        return ToolResult("skipped", why)
+    cmd = [str(binary), "-d", str(target), "--framework", framework, "-o", "json", "--config-file", str(Path(root) / CHECKOV_CONFIG)]
+    env = {**_clean_env(), "BC_SKIP_MAPPING": "TRUE"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+    try:
+        reports = json.loads(proc.stdout) if proc.stdout.strip() else []
+    except json.JSONDecodeError:
+        return ToolResult("failed", f"checkov output is not JSON (exit {proc.returncode}): {proc.stderr[-1500:]}")
+    reports = reports if isinstance(reports, list) else [reports]
+    failed, parse_errors, summary = [], [], []
+    for r in reports:
+        if "results" not in r:  # an empty scan prints a bare summary
+            continue
+        failed += [{"check_id": c["check_id"], "name": c.get("check_name", ""), "resource": c.get("resource", ""),
+                    "file": c.get("file_path", ""), "lines": c.get("file_line_range")} for c in r["results"].get("failed_checks") or []]
+        parse_errors += r["results"].get("parsing_errors") or []
+        summary.append(f"{r.get('check_type')}: {r['summary']['passed']} passed, {r['summary']['failed']} failed")
+    if not summary:
+        return ToolResult("failed", f"checkov scanned nothing in {target} (exit {proc.returncode}): {proc.stderr[-800:]}")
+    detail = "; ".join(summary) + (f"; parsing errors in {parse_errors}" if parse_errors else "")
+    return ToolResult("failed" if failed or parse_errors else "passed", detail, failed)
+
+
+def write_manifests(clusters: list[ClusterRender], dest: Path) -> list[Path]:
+    """One multi-document YAML per cluster with every object its Flux applies."""
+    dest.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for c in clusters:
+        path = dest / f"{c.name}.yaml"
+        path.write_text(yaml.safe_dump_all([o for _, o in c.applied()], sort_keys=False))
+        paths.append(path)
+    return paths

@@ -1,0 +1,179 @@
+"""The offline static gate: render the repository as Flux would, validate every object strictly
+and apply the cross-resource rules.
+
+    scripts/validate [REPO_DIR] [--json FILE] [--junit FILE]
+
+Exit 0 when clean, 1 with findings, 2 when the gate itself could not run.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.gate import capacity
+from harness.gate import rules
+from harness.gate import schema_check
+from harness.gate import terraform_checks
+from harness.gate.findings import Finding, write_reports
+from harness.gate.render import RenderError, render_repository, substitution_sources
+from harness.gate.sources import Sources
+from harness.gate.workloads import WORKLOADS_DIR
+from harness.toolchain.builds import ToolBuildError
+
+
+@dataclass
+class Area:
+    """One check area of the gate, for the summary table: what it covers, findings, time."""
+
+    name: str
+    what: str
+    findings: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class Report:
+    findings: list[Finding]
+    checks: list[str]
+    builds: int = 0
+    objects: int = 0
+    timings: dict[str, float] = field(default_factory=dict)
+    areas: list[Area] = field(default_factory=list)
+
+    def rules_fired(self) -> set[str]:
+        return {f.rule for f in self.findings}
+
+
+def validate_repository(root: Path) -> Report:
+    root = root.resolve()
+    timings, t0 = {}, time.monotonic()
+    areas = {a.name: a for a in (
+        Area("yaml", "YAML syntax of every file"),
+        Area("render", "kustomize and Flux rendering"),
+        Area("rules", "Kueue, cluster and sample rules"),
+        Area("capacity", "quotas vs Terraform node pools"),
+        Area("terraform", "Terraform wiring"),
+        Area("schema", "strict schemas (Kubernetes 1.35, pinned CRDs)"),
+    )}
+    per_area: dict[str, list[Finding]] = {name: [] for name in areas}
+
+    def timed(area: str, t: float) -> None:
+        areas[area].seconds += time.monotonic() - t
+
+    sources = Sources.load(root)
+    per_area["yaml"] += sources.errors
+    ctx = rules.Context(sources)
+    timings["parse"] = time.monotonic() - t0
+    timed("yaml", t0)
+
+    t = time.monotonic()
+    builds, clusters = render_repository(root)
+    timings["render"] = time.monotonic() - t
+    timed("render", t)
+
+    t = time.monotonic()
+    validated: list[tuple[object, dict, str | None]] = []  # (build or label, object, source file) for schema checks
+    for b in builds:
+        if b.error:
+            # A YAML syntax error in the directory is the cause; report it once.
+            if not any(f.startswith(b.dir + "/") for f in sources.broken_files()):
+                per_area["render"].append(Finding(f"{b.dir}/kustomization.yaml", None, "", "kustomize-build", b.error.strip(),
+                                                  f"run `kustomize build {b.dir}` and fix the reference or patch it names", b.id))
+            continue
+        per_area["rules"] += rules.kueue_rules(ctx, b, b.objects)
+        validated += [(b, o, None) for o in b.objects]
+    for c in clusters:
+        per_area["rules"] += rules.cluster_rules(ctx, root, c)
+        sample_findings, samples = rules.sample_rules(ctx, root, c)
+        per_area["rules"] += sample_findings
+        validated += [(fb, o, None) for fb in c.flux for o in fb.objects]
+        validated += [(f"cluster {c.name}: samples.yaml", s, f"{WORKLOADS_DIR}/{name}.yaml") for name, s in samples]
+        example = f"clusters/{c.name}/cluster-vars.example.yaml"
+        validated += [(example, s, example) for s in substitution_sources(root / "clusters" / c.name)]
+    timed("rules", t)
+    t_cap = time.monotonic()
+    per_area["capacity"] += capacity.capacity_findings(root, clusters, sources)
+    timed("capacity", t_cap)
+    t_tf = time.monotonic()
+    per_area["terraform"] += terraform_checks.wiring_findings(root)
+    timed("terraform", t_tf)
+    timings["rules"] = time.monotonic() - t
+
+    t = time.monotonic()
+    per_area["schema"] += _schema_findings(ctx, validated)
+    timings["schema"] = time.monotonic() - t
+    timed("schema", t)
+    timings["total"] = time.monotonic() - t0
+
+    unique = {}
+    for name, found in per_area.items():
+        for f in found:
+            if unique.setdefault((f.file, f.line, f.resource, f.rule, f.message), f) is f:
+                areas[name].findings += 1  # counted where it was first found
+    return Report(sorted(unique.values()), sorted(rules.RULES | capacity.RULES | terraform_checks.RULES), len(builds) + sum(len(c.flux) for c in clusters),
+                  len(validated), timings, list(areas.values()))
+
+
+def summary_table(report: Report) -> str:
+    """The per-area table printed at the end of a run."""
+    width = max(len(a.name) for a in report.areas)
+    what = max(len(a.what) for a in report.areas)
+    lines = [f"{'area':<{width}}  {'checks':<{what}}  findings    time"]
+    for a in report.areas:
+        lines.append(f"{a.name:<{width}}  {a.what:<{what}}  {a.findings:>8}  {a.seconds:5.2f}s")
+    lines.append(f"{'total':<{width}}  {'':<{what}}  {len(report.findings):>8}  {report.timings.get('total', 0):5.2f}s")
+    return "\n".join(lines)
+
+
+def _schema_findings(ctx: rules.Context, validated: list[tuple[object, dict, str | None]]) -> list[Finding]:
+    out = []
+    origin = {}
+    for build, obj, file in validated:
+        origin.setdefault(json.dumps(obj, sort_keys=True, default=str), (build, file))
+    for obj, status, message in schema_check.validate([o for _, o, _ in validated]):
+        build, file = origin[json.dumps(obj, sort_keys=True, default=str)]
+        b, label = (None, build) if isinstance(build, str) else (build, None)
+        if status == "unknown":
+            rule, text, hint = ("schema-unknown-kind",
+                                f"{obj.get('apiVersion')} {obj.get('kind')} is not served by Kubernetes 1.35 or the pinned CRDs ({message})",
+                                "fix apiVersion/kind (Kueue: kueue.x-k8s.io/v1beta2, KubeRay: ray.io/v1, Flux: kustomize.toolkit.fluxcd.io/v1)")
+        else:
+            rule, text, hint = ("schema", message,
+                                "fix the field named in the message; unknown fields are errors (check spelling and nesting against the CRD)")
+        out.append(ctx.finding(obj, b, rule, text, hint, file=file, context=label))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("repo", nargs="?", default=".", help="checkout of this repository (default: .)")
+    parser.add_argument("--json", type=Path, help="write findings as JSON here")
+    parser.add_argument("--junit", type=Path, help="write a JUnit XML report here")
+    parser.add_argument("--quiet", action="store_true", help="print only findings and the summary line")
+    args = parser.parse_args(argv)
+    root = Path(args.repo)
+    if not (root / "clusters").is_dir() and not (root / "overlays").is_dir():
+        print(f"validate: {root} does not look like a checkout of this repository (no clusters/ or overlays/)", file=sys.stderr)
+        return 2
+    try:
+        report = validate_repository(root)
+    except (ToolBuildError, RenderError, RuntimeError) as err:
+        print(f"validate: the gate could not run: {err}", file=sys.stderr)
+        return 2
+    for f in report.findings:
+        print(f.text())
+    write_reports(report.findings, report.checks, args.json, args.junit)
+    if not args.quiet:
+        print(summary_table(report))
+    timing = ", ".join(f"{k} {v:.2f}s" for k, v in report.timings.items())
+    status = "clean" if not report.findings else f"{len(report.findings)} finding(s)"
+    print(f"validate: {status}; {report.builds} builds, {report.objects} objects, {len(report.checks)} rules ({timing})")
+    return 1 if report.findings else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,271 @@
+"""The invariant checker that runs beside every behavioural test.
+
+It follows RayJobs, Workloads and ClusterQueues with watches and, on every event, checks:
+  1. no RayJob is unsuspended without an admitted Workload;
+  2. per ClusterQueue, flavor and resource: quota held by its Workloads <= nominalQuota + borrowingLimit;
+  3. per cohort, flavor and resource: quota held in total <= the sum of nominal quotas;
+  4. no workload admitted twice: at most one admitted Workload per RayJob, and a Workload is
+     admitted again only after an eviction (admissions <= 1 + the evictions Kueue counts in
+     status.schedulingStats).
+The watches survive component restarts: a broken stream (the apiserver went away) is listed
+again and followed from there; `reconnects` counts how often that happened.
+A suspected violation of (1) is confirmed against fresh reads before it is recorded, because
+the three watches are independent streams and may deliver events in different orders.
+"""
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from decimal import Decimal
+
+from kubernetes import client, watch
+
+from harness.k8s.client import is_true
+from harness.core.quantity import parse_quantity
+
+SOURCES = {  # kind -> (group, version, plural)
+    "RayJob": ("ray.io", "v1", "rayjobs"),
+    "Workload": ("kueue.x-k8s.io", "v1beta2", "workloads"),
+    "ClusterQueue": ("kueue.x-k8s.io", "v1beta2", "clusterqueues"),
+}
+
+
+class InvariantChecker:
+    def __init__(self, api_client: client.ApiClient):
+        self.api = client.CustomObjectsApi(api_client)
+        self.state: dict[str, dict[tuple, dict]] = {k: {} for k in SOURCES}
+        self.violations: list[str] = []
+        self.events = 0
+        self.reconnects = 0
+        self.errors: list[str] = []  # why streams broke, for the message when something fails
+        self._admissions: dict[str, set[str]] = defaultdict(set)  # Workload uid -> Admitted transition times
+        self.synced: set[str] = set()
+        self._held_memo: dict[str, tuple] = {}  # Workload uid -> (resourceVersion, quota it holds)
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)  # notified on every event and listing
+        self._stop = threading.Event()
+        self._watches: list[watch.Watch] = []
+        self._threads: list[threading.Thread] = []
+        self._ready = threading.Barrier(len(SOURCES) + 1)
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    def start(self) -> "InvariantChecker":
+        for kind in SOURCES:
+            t = threading.Thread(target=self._follow, args=(kind,), name=f"invariants-{kind}", daemon=True)
+            t.start()
+            self._threads.append(t)
+        self._ready.wait(timeout=30)
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        for w in self._watches:
+            w.stop()
+        for t in self._threads:
+            t.join(timeout=10)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def assert_held(self) -> None:
+        assert not self.violations, "invariants violated:\n" + "\n".join(self.violations)
+        dead = [t.name for t in self._threads if not t.is_alive() and not self._stop.is_set()]
+        assert not dead, f"invariant watches died: {dead}; last errors: {self.errors[-3:]}"
+        assert self.synced == set(SOURCES), f"the invariant checker never listed {set(SOURCES) - self.synced}: it was not watching"
+
+    def lost_events(self, timeout: float = 30) -> list[str]:
+        """Whether the watches kept up: lists every kind afresh and waits (on the watch events) until
+        the checker holds each listed object at that resourceVersion or newer and nothing else.
+        Returns what is still missing, stale or extra after `timeout`; empty means nothing lost."""
+        listings = {}
+        for kind, (group, version, plural) in SOURCES.items():
+            items = self.api.list_cluster_custom_object(group, version, plural, _request_timeout=30).get("items") or []
+            listings[kind] = {self._key(o): int(o["metadata"]["resourceVersion"]) for o in items}
+
+        def behind() -> list[str]:
+            out = []
+            for kind, listed in listings.items():
+                held = {k: int(o["metadata"]["resourceVersion"]) for k, o in self.state[kind].items()}
+                out += [f"{kind} {k}: listed at {v}, watch has {held.get(k)}" for k, v in listed.items() if held.get(k, -1) < v]
+                out += [f"{kind} {k}: held by the watch, not listed" for k in held.keys() - listed.keys()]
+            return out
+
+        with self._changed:
+            self._changed.wait_for(lambda: not behind(), timeout)
+            return behind()[:20]
+
+    # -- watching ---------------------------------------------------------------------------------
+    def _follow(self, kind: str) -> None:
+        arrived = [False]  # at the start barrier, once the first listing is in
+        while not self._stop.is_set():
+            try:
+                self._list_and_watch(kind, arrived)
+            except Exception as err:  # connection refused/reset while a component restarts
+                if self._stop.is_set():
+                    return
+                with self._lock:
+                    self.reconnects += 1
+                    self.errors.append(f"{kind}: {type(err).__name__}: {str(err)[:200]}")
+                self._stop.wait(0.5)
+
+    def _list_and_watch(self, kind: str, arrived: list[bool]) -> None:
+        group, version, plural = SOURCES[kind]
+        listing = self.api.list_cluster_custom_object(group, version, plural, _request_timeout=30)
+        with self._lock:
+            self.state[kind] = {self._key(o): o for o in listing.get("items") or []}
+            self.synced.add(kind)
+            self._check()
+            self._changed.notify_all()
+        if not arrived[0]:
+            arrived[0] = True
+            self._ready.wait(timeout=30)
+        w = watch.Watch()
+        self._watches.append(w)
+        try:
+            for event in w.stream(self.api.list_cluster_custom_object, group, version, plural,
+                                  resource_version=listing["metadata"]["resourceVersion"], timeout_seconds=30):
+                if self._stop.is_set():
+                    return
+                obj = event["object"]
+                with self._lock:
+                    self.events += 1
+                    if event["type"] == "DELETED":
+                        self.state[kind].pop(self._key(obj), None)
+                        if kind == "Workload":
+                            self._forget(obj)
+                    elif event["type"] in ("ADDED", "MODIFIED"):
+                        self.state[kind][self._key(obj)] = obj
+                    self._check()
+                    self._changed.notify_all()
+        except client.ApiException as err:
+            if err.status != 410:  # 410: expired resourceVersion, list again; else count a reconnect
+                raise
+        finally:
+            w.stop()
+
+    def _forget(self, wl: dict) -> None:
+        """A deleted Workload's memo entries go too: memory stays bounded by the live objects."""
+        uid = wl["metadata"].get("uid")
+        self._held_memo.pop(uid, None)
+        self._admissions.pop(uid, None)
+
+    @staticmethod
+    def _key(obj: dict) -> tuple:
+        meta = obj.get("metadata") or {}
+        return meta.get("namespace"), meta.get("name")
+
+    # -- the invariants ---------------------------------------------------------------------------
+    def _violate(self, message: str) -> None:
+        if message not in self.violations:  # every later event would report it again
+            self.violations.append(message)
+
+    def _check(self) -> None:
+        self._check_unsuspended()
+        self._check_quota()
+        self._check_admitted_once()
+
+    def _check_admitted_once(self) -> None:
+        admitted_per_job: dict[str, list[str]] = defaultdict(list)
+        for (ns, name), wl in self.state["Workload"].items():
+            c = next((c for c in (wl.get("status") or {}).get("conditions") or [] if c.get("type") == "Admitted"), None)
+            if not c or c.get("status") != "True":
+                continue
+            for ref in wl["metadata"].get("ownerReferences") or []:
+                admitted_per_job[ref.get("uid")].append(f"{ns}/{name}")
+            uid = wl["metadata"]["uid"]
+            self._admissions[uid].add(c.get("lastTransitionTime", ""))
+            evictions = sum(int(e.get("count", 0)) for e in ((wl.get("status") or {}).get("schedulingStats") or {}).get("evictions") or [])
+            if len(self._admissions[uid]) > 1 + evictions:
+                self._violate(f"Workload {ns}/{name} admitted {len(self._admissions[uid])} times with {evictions} evictions")
+        for owner, wls in admitted_per_job.items():
+            if len(wls) > 1:
+                self._violate(f"one job (uid {owner}) has {len(wls)} admitted Workloads at once: {sorted(wls)}")
+
+    def _admitted_uids(self) -> set[str]:
+        uids = set()
+        for wl in self.state["Workload"].values():
+            if is_true(wl, "Admitted"):
+                uids |= {r.get("uid") for r in wl["metadata"].get("ownerReferences") or []}
+        return uids
+
+    def _check_unsuspended(self) -> None:
+        admitted = self._admitted_uids()
+        for (ns, name), job in self.state["RayJob"].items():
+            if not (job.get("spec") or {}).get("suspend") and job["metadata"]["uid"] not in admitted:
+                if self._confirm_unsuspended_without_admission(ns, name, job["metadata"]["uid"]):
+                    self._violate(f"RayJob {ns}/{name} is unsuspended but has no admitted Workload")
+
+    def _confirm_unsuspended_without_admission(self, ns: str, name: str, uid: str) -> bool:
+        try:
+            job = self.api.get_namespaced_custom_object("ray.io", "v1", ns, "rayjobs", name)
+        except client.ApiException:
+            return False  # deleted meanwhile
+        if job["spec"].get("suspend") or job["metadata"]["uid"] != uid:
+            return False
+        wls = self.api.list_namespaced_custom_object("kueue.x-k8s.io", "v1beta2", ns, "workloads").get("items") or []
+        return not any(is_true(w, "Admitted") and any(r.get("uid") == uid for r in w["metadata"].get("ownerReferences") or [])
+                       for w in wls)
+
+    def _usage(self) -> dict[tuple, Decimal]:
+        """Quota held per (ClusterQueue, flavor, resource), summed over Workloads with quota
+        reserved. Each Workload's admission is written atomically and all Workloads come in one
+        ordered watch stream, so this is consistent where ClusterQueue status (a cache view,
+        each queue updated on its own) is not."""
+        usage: dict[tuple, Decimal] = defaultdict(Decimal)
+        for wl in self.state["Workload"].values():
+            for key, qty in self._held(wl):
+                usage[key] += qty
+        return usage
+
+    def _held(self, wl: dict) -> tuple:
+        """((ClusterQueue, flavor, resource), quantity) pairs a Workload holds, parsed once per
+        resourceVersion: every event re-sums all Workloads, and at scale (1000 RayJobs) parsing
+        each Workload's quantities on every event would leave the watches behind."""
+        meta = wl["metadata"]
+        uid, version = meta.get("uid"), meta.get("resourceVersion")
+        memo = self._held_memo.get(uid)
+        if memo and version and memo[0] == version:
+            return memo[1]
+        admission = (wl.get("status") or {}).get("admission")
+        pairs = []
+        if admission and is_true(wl, "QuotaReserved"):
+            for psa in admission.get("podSetAssignments") or []:
+                flavors = psa.get("flavors") or {}
+                for resource, qty in (psa.get("resourceUsage") or {}).items():
+                    pairs.append(((admission.get("clusterQueue"), flavors.get(resource), resource), parse_quantity(qty)))
+        if uid and version:
+            self._held_memo[uid] = (version, tuple(pairs))
+        return tuple(pairs)
+
+    def _check_quota(self) -> None:
+        limits: dict[tuple, tuple[Decimal, Decimal | None]] = {}
+        cohort_of: dict[str, str | None] = {}
+        cohort_nominal: dict[tuple, Decimal] = defaultdict(Decimal)
+        for (_, name), cq in self.state["ClusterQueue"].items():
+            spec = cq.get("spec") or {}
+            cohort_of[name] = spec.get("cohortName")
+            for group in spec.get("resourceGroups") or []:
+                for f in group.get("flavors") or []:
+                    for r in f.get("resources") or []:
+                        nominal = parse_quantity(r.get("nominalQuota", 0))
+                        borrow = parse_quantity(r["borrowingLimit"]) if "borrowingLimit" in r else None
+                        limits[(name, f["name"], r["name"])] = (nominal, borrow)
+                        if cohort_of[name]:
+                            cohort_nominal[(cohort_of[name], f["name"], r["name"])] += nominal
+        cohort_usage: dict[tuple, Decimal] = defaultdict(Decimal)
+        for (cq, flavor, resource), used in self._usage().items():
+            if cq not in cohort_of:
+                continue  # a queue this checker has not seen (yet)
+            nominal, borrow = limits.get((cq, flavor, resource), (Decimal(0), Decimal(0)))
+            cohort = cohort_of[cq]
+            ceiling = nominal + (borrow if borrow is not None else (Decimal("Infinity") if cohort else Decimal(0)))
+            if used > ceiling:
+                self._violate(f"ClusterQueue {cq} holds {used} {resource} of flavor {flavor}, above nominal {nominal} + borrowingLimit {borrow}")
+            if cohort:
+                cohort_usage[(cohort, flavor, resource)] += used
+        for key, used in cohort_usage.items():
+            if used > cohort_nominal[key]:
+                self._violate(f"cohort {key[0]} holds {used} {key[2]} of flavor {key[1]}, above its nominal total {cohort_nominal[key]}")

@@ -1,0 +1,276 @@
+"""Builds the pinned binaries from their published Go modules and caches them per version.
+
+Each tool is built in a throwaway wrapper module under the cache directory, never in the
+checkout: k8s.io/kubernetes and etcd carry `replace` directives that make `go install
+module@version` fail, and a wrapper module whose own go.mod pins the published staging
+modules is the supported way round that. A finished build is marked with a stamp file, so
+a second run only checks that the binaries exist.
+
+    python -m harness.toolchain.builds [--list] [NAME ...]
+"""
+from __future__ import annotations
+
+import argparse
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.core import versions
+from harness.core.progress import Ticker, say
+
+STAMP = ".complete"
+
+
+def cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "aks-ray-kueue"
+
+
+def go_env() -> dict[str, str]:
+    env = dict(os.environ)
+    # GOTOOLCHAIN=local: a module asking for a newer Go must fail loudly, not download one.
+    env.update(CGO_ENABLED="0", GOTOOLCHAIN="local", GOWORK="off", GOFLAGS="-mod=mod")
+    return env
+
+
+class ToolBuildError(RuntimeError):
+    pass
+
+
+def _run(cmd: list[str], cwd: Path, what: str) -> str:
+    proc = subprocess.run(cmd, cwd=cwd, env=go_env(), capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise ToolBuildError(f"{what}: `{' '.join(cmd)}` failed in {cwd}:\n{proc.stderr[-4000:]}")
+    return proc.stdout
+
+
+def module_info(mod: str, version: str) -> dict:
+    """`go mod download -json`: fetches the module zip into GOMODCACHE and says where it is."""
+    out = _run(["go", "mod", "download", "-json", f"{mod}@{version}"], Path.cwd(), f"download {mod}")
+    info = json.loads(out)
+    if info.get("Error"):
+        raise ToolBuildError(f"{mod}@{version}: {info['Error']}")
+    return info
+
+
+def module_dir(pin: str) -> Path:
+    """Source directory (read-only, in GOMODCACHE) of a pinned module, e.g. for its CRDs."""
+    mod, version = versions.module(pin)
+    return Path(module_info(mod, version)["Dir"])
+
+
+@dataclass(frozen=True)
+class GoTool:
+    name: str
+    pin: str  # key in versions.yaml
+    binaries: dict[str, str]  # binary name -> Go package to build
+    ldflags: tuple[str, ...] = ()
+    local_source: str | None = None  # a module inside this repository instead of the proxy
+    # Carry the module's own version `replace` directives into the wrapper (the Flux controllers
+    # pin go-digest and kustomize that way); Go ignores replaces of a dependency otherwise.
+    inherit_replaces: bool = False
+
+    @property
+    def version(self) -> str:
+        if self.local_source:
+            digest = hashlib.sha256()
+            src = versions.REPO_ROOT / self.local_source
+            for path in sorted(src.rglob("*")):
+                if path.is_file():
+                    digest.update(path.relative_to(src).as_posix().encode())
+                    digest.update(path.read_bytes())
+            return "src-" + digest.hexdigest()[:12]
+        version = versions.module(self.pin)[1]
+        if self.replaces:  # another dependency set is another build
+            version += "-r" + hashlib.sha256(json.dumps(self.replaces, sort_keys=True).encode()).hexdigest()[:8]
+        return version
+
+    @property
+    def replaces(self) -> dict[str, str]:
+        """Dependency overrides from versions.yaml (`replace:` under the pin, with its `skew`)."""
+        return {} if self.local_source else dict(versions.entry(self.pin).get("replace") or {})
+
+    def bin_dir(self) -> Path:
+        return cache_root() / "bin" / f"{self.name}-{self.version}"
+
+    def is_cached(self) -> bool:
+        d = self.bin_dir()
+        return (d / STAMP).exists() and all((d / b).exists() for b in self.binaries)
+
+    def path(self, binary: str | None = None) -> Path:
+        return self.bin_dir() / (binary or next(iter(self.binaries)))
+
+    # -- building -------------------------------------------------------------------------
+    def _wrapper_module(self) -> Path:
+        """A go.mod that requires the pinned module and, for Kubernetes, pins its staging modules."""
+        mod, version = versions.module(self.pin)
+        work = cache_root() / "build" / f"{self.name}-{self.version}"
+        if (work / "go.sum").exists():
+            return work
+        work.mkdir(parents=True, exist_ok=True)
+        lines = ["module local.invalid/toolbuild", "", "go 1.25.0", "", f"require {mod} {version}", ""]
+        if mod == "k8s.io/kubernetes":
+            gomod = Path(module_info(mod, version)["GoMod"]).read_text()
+            staging = versions.staging_version(version)
+            for line in gomod.splitlines():
+                parts = line.split()
+                if len(parts) == 2 and parts[0].startswith("k8s.io/") and parts[1] == "v0.0.0":
+                    lines.append(f"replace {parts[0]} => {parts[0]} {staging}")
+        if self.inherit_replaces:
+            lines += _module_replaces(mod, version)
+        # Dependency versions versions.yaml overrides, each with its `skew` reason there.
+        for dep, dep_version in self.replaces.items():
+            lines.append(f"replace {dep} => {dep} {dep_version}")
+        (work / "go.mod").write_text("\n".join(lines) + "\n")
+        imports = "\n".join(f'\t_ "{pkg}"' for pkg in self.binaries.values())
+        (work / "tools.go").write_text(f"//go:build tools\n\npackage tools\n\nimport (\n{imports}\n)\n")
+        _run(["go", "mod", "tidy"], work, f"resolve {self.name}")
+        return work
+
+    def build(self) -> Path:
+        if self.is_cached():
+            return self.bin_dir()
+        # Parallel runs (two checkouts, xdist workers) wait for one builder instead of racing.
+        lock_path = cache_root() / "locks" / f"{self.name}.lock"
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        with lock_path.open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if self.is_cached():
+                return self.bin_dir()
+            return self._build_locked()
+
+    def _build_locked(self) -> Path:
+        say("tools", f"building {self.name} {self.version} from Go modules (first run only; cached in {cache_root()})")
+        ticker = Ticker("tools")
+        workdir = versions.REPO_ROOT / self.local_source if self.local_source else self._wrapper_module()
+        staging = self.bin_dir().with_name(self.bin_dir().name + ".tmp")
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        for binary, pkg in self.binaries.items():
+            cmd = ["go", "build", "-v", "-trimpath", "-o", str(staging / binary)]
+            if self.ldflags:
+                cmd.append("-ldflags=" + " ".join(self.ldflags))
+            cmd.append(pkg)
+            self._build_with_progress(cmd, workdir, binary, ticker)
+        (staging / STAMP).write_text(self.version + "\n")
+        shutil.rmtree(self.bin_dir(), ignore_errors=True)
+        staging.rename(self.bin_dir())
+        say("tools", f"{self.name} {self.version} ready in {ticker.elapsed():.0f}s")
+        return self.bin_dir()
+
+    def _build_with_progress(self, cmd: list[str], cwd: Path, binary: str, ticker: Ticker) -> None:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=go_env(), stderr=subprocess.PIPE, text=True)
+        compiled, tail = 0, []
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            compiled += 1
+            tail = (tail + [line])[-60:]
+            ticker.tick(f"{binary}: {compiled} packages compiled")
+        if proc.wait() != 0:
+            raise ToolBuildError(f"building {binary} ({self.name} {self.version}) failed:\n{''.join(tail)}")
+
+
+def _module_replaces(mod: str, version: str) -> list[str]:
+    """The module's `replace old => new version` lines, read with `go mod edit -json`.
+
+    Replaces by local path (`=> ./api`, the controllers' own API modules) are dropped: the
+    API module is not in the module zip, and the published release of it that go.mod
+    requires is what the proxy serves.
+    """
+    gomod = module_info(mod, version)["GoMod"]
+    edit = json.loads(_run(["go", "mod", "edit", "-json", gomod], Path.cwd(), f"read go.mod of {mod}"))
+    out = []
+    for r in edit.get("Replace") or []:
+        old, new = r["Old"], r["New"]
+        if not new.get("Version"):
+            continue
+        lhs = old["Path"] + (f" {old['Version']}" if old.get("Version") else "")
+        out.append(f"replace {lhs} => {new['Path']} {new['Version']}")
+    return out
+
+
+def _kube_ldflags() -> tuple[str, ...]:
+    version = versions.module("kubernetes")[1]
+    minor = version.split(".")[1]
+    flags = ["-s", "-w"]
+    for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
+        flags += [f"-X {pkg}.gitVersion={version}", f"-X {pkg}.gitMajor=1", f"-X {pkg}.gitMinor={minor}"]
+    flags.append("-X k8s.io/component-base/version.gitTreeState=clean")
+    return tuple(flags)
+
+
+TOOLS: dict[str, GoTool] = {
+    t.name: t
+    for t in (
+        GoTool("kustomize", "kustomize", {"kustomize": "sigs.k8s.io/kustomize/kustomize/v5"}, ("-s", "-w")),
+        GoTool("kubeconform", "kubeconform", {"kubeconform": "github.com/yannh/kubeconform/cmd/kubeconform"}, ("-s", "-w")),
+        GoTool("actionlint", "actionlint", {"actionlint": "github.com/rhysd/actionlint/cmd/actionlint"}, ("-s", "-w")),
+        GoTool("fluxbuild", "", {"fluxbuild": "."}, ("-s", "-w"), local_source="tools/fluxbuild"),
+        GoTool(
+            "kube",
+            "kubernetes",
+            {
+                "kube-apiserver": "k8s.io/kubernetes/cmd/kube-apiserver",
+                "kube-controller-manager": "k8s.io/kubernetes/cmd/kube-controller-manager",
+            },
+            _kube_ldflags(),
+        ),
+        GoTool("etcd", "etcd", {"etcd": "go.etcd.io/etcd/server/v3"}, ("-s", "-w")),
+        GoTool(
+            "kueue",
+            "kueue",
+            {"kueue": "sigs.k8s.io/kueue/cmd/kueue"},
+            ("-s", "-w", f"-X sigs.k8s.io/kueue/pkg/version.GitVersion={versions.module('kueue')[1]}"),
+        ),
+        GoTool("kuberay", "kuberay", {"ray-operator": "github.com/ray-project/kuberay/ray-operator"}, ("-s", "-w")),
+        GoTool("source-controller", "flux.source-controller",
+               {"source-controller": "github.com/fluxcd/source-controller"}, ("-s", "-w"), inherit_replaces=True),
+        GoTool("kustomize-controller", "flux.kustomize-controller",
+               {"kustomize-controller": "github.com/fluxcd/kustomize-controller"}, ("-s", "-w"), inherit_replaces=True),
+    )
+}
+
+# What each purpose needs; the offline gate must not wait for a Kubernetes build.
+STATIC_TOOLS = ("kustomize", "kubeconform", "fluxbuild", "actionlint")
+CLUSTER_TOOLS = ("kube", "etcd", "kueue", "kuberay")
+FLUX_TOOLS = ("source-controller", "kustomize-controller")  # the Flux end-to-end tests, beside CLUSTER_TOOLS
+
+
+def ensure(*names: str) -> dict[str, GoTool]:
+    """Builds whatever of `names` is not cached yet and returns the tools."""
+    for name in names:
+        TOOLS[name].build()
+    return {n: TOOLS[n] for n in names}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("names", nargs="*", help=f"tools to build (default: all of {', '.join(TOOLS)})")
+    parser.add_argument("--list", action="store_true", help="print each tool, its version and whether it is cached")
+    args = parser.parse_args(argv)
+    names = args.names or list(TOOLS)
+    unknown = [n for n in names if n not in TOOLS]
+    if unknown:
+        print(f"unknown tool(s): {', '.join(unknown)}; known: {', '.join(TOOLS)}", file=sys.stderr)
+        return 2
+    if args.list:
+        for n in names:
+            t = TOOLS[n]
+            print(f"{n:12} {t.version:24} {'cached' if t.is_cached() else 'not built'}  {t.bin_dir()}")
+        return 0
+    try:
+        ensure(*names)
+    except ToolBuildError as err:
+        print(f"tool build failed: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
