@@ -9,10 +9,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.toolchain import builds as tools
-from harness.cluster.backends import docker_problem
-from harness.cluster.local_cluster import LocalCluster
-from harness.core.versions import REPO_ROOT
+from harness import toolchain as tools
+from harness.cluster import docker_problem
+from harness.cluster import LocalCluster
+from harness.core import REPO_ROOT
 
 
 def _start_once() -> float:

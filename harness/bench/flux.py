@@ -17,11 +17,11 @@ from pathlib import Path
 
 from pytimeparse2 import parse as parse_duration
 
-from harness.toolchain import builds as tools
-from harness.gitops.flux import GIT_INTERVAL, KUSTOMIZATION, NAMESPACE, Fleet, set_whole_pool_quota
-from harness.k8s.client import condition
-from harness.cluster.local_cluster import LocalCluster
-from harness.kueue.queues import CLUSTER_QUEUE
+from harness import toolchain as tools
+from harness.gitops import GIT_INTERVAL, KUSTOMIZATION, NAMESPACE, Fleet, set_whole_pool_quota
+from harness.k8s import condition
+from harness.cluster import LocalCluster
+from harness.kueue import CLUSTER_QUEUE
 
 
 def _cpu_quota(cq: dict) -> str:

@@ -14,8 +14,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from harness.toolchain import builds as tools
-from harness.core.versions import REPO_ROOT
+from harness import toolchain as tools
+from harness.core import REPO_ROOT
 
 SIZES = (100, 500, 1000)
 COMPONENTS = ("harness", "kube-apiserver", "etcd", "kueue", "kuberay-operator")

@@ -15,18 +15,12 @@ import sys
 import time
 from pathlib import Path
 
-from harness.gate import capacity
-from harness.gate import rules
-from harness.gate import schemas
-from harness.gate import terraform_checks
-from harness.toolchain import builds as tools
-from harness.gate.render import is_component
-from harness.gate.schema_check import kubeconform_args
-from harness.gate.sources import kustomization_dirs
-from harness.core.versions import REPO_ROOT
+from harness import toolchain as tools
+from harness.gate import is_component
+from harness.gate import kubeconform_args
+from harness.gate import kustomization_dirs
+from harness.core import REPO_ROOT
 
-
-RULE_IDS = rules.RULES | capacity.RULES | terraform_checks.RULES
 
 
 def _time(cmd: list[str], **kw) -> float:
@@ -42,7 +36,7 @@ def reference_pipeline(root: Path) -> list[str]:
     """The reference as one shell script, so it pays the same process start-up costs a CI job does."""
     kustomize = tools.ensure("kustomize")["kustomize"].path()
     kubeconform = tools.ensure("kubeconform")["kubeconform"].path()
-    flags = " ".join(f"'{a}'" for a in kubeconform_args(schemas.schema_dir()))
+    flags = " ".join(f"'{a}'" for a in kubeconform_args(schema_dir()))
     lines = ["set -o pipefail", "rc=0"]
     for d in kustomization_dirs(root):
         if not is_component(d):

@@ -21,7 +21,7 @@ from kubernetes import client
 
 from harness.cluster import certs
 from harness.cluster.processes import Process, ProcessError, free_port, http_check, https_context, stop_in_reverse, wait_until
-from harness.core.progress import say
+from harness.core import say
 
 SERVICE_CIDR = "10.0.0.0/24"
 KUBERNETES_SERVICE_IP = "10.0.0.1"  # first address of SERVICE_CIDR; the `kubernetes` Service gets it
@@ -78,7 +78,7 @@ class ControlPlane:
 
     def binaries(self) -> dict[str, Path]:
         if self._binaries is None:
-            from harness.toolchain import builds as tools  # builds on first use; a cached build is only checked
+            from harness import toolchain as tools# builds on first use; a cached build is only checked
 
             t = tools.ensure("kube", "etcd")
             self._binaries = {

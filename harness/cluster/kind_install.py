@@ -12,7 +12,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from harness.toolchain import builds as tools
+from harness import toolchain as tools
 from harness.core import versions
 
 GPU_LABEL = "accelerator=nvidia"

@@ -47,8 +47,8 @@ from kubernetes.client.rest import ApiException
 from harness.cluster import certs
 from harness.cluster.controlplane import ControlPlane
 from harness.cluster.processes import Process, ProcessError, free_port, http_check, port_is_free, stop_in_reverse, wait_until
-from harness.core.progress import say
-from harness.core.versions import REPO_ROOT
+from harness.core import say
+from harness.core import REPO_ROOT
 
 KUEUE_NAMESPACE = "kueue-system"
 KUEUE_HELMRELEASE = REPO_ROOT / "flux/infrastructure/controllers/kueue.yaml"
@@ -119,7 +119,7 @@ def crd_documents(directory: Path) -> list[dict]:
     Module directories in GOMODCACHE are immutable and versioned in their path, so the cache
     never goes stale; parsing the 4 MB of YAML takes seconds even with libyaml, JSON milliseconds.
     """
-    from harness.toolchain import builds as tools
+    from harness import toolchain as tools
 
     digest = hashlib.sha256(str(directory.resolve()).encode()).hexdigest()[:16]
     cache = tools.cache_root() / "manifests" / f"crds-{digest}.json"
@@ -270,7 +270,7 @@ class LocalCluster:
         return self
 
     def _start(self) -> None:
-        from harness.toolchain import builds as tools  # a cached build is only checked; a missing one is built with progress
+        from harness import toolchain as tools# a cached build is only checked; a missing one is built with progress
 
         t0 = time.monotonic()
         t = tools.ensure("kube", "etcd", "kueue", "kuberay")
@@ -355,7 +355,7 @@ class LocalCluster:
         once, with server-side apply, into a seed cluster whose etcd data is cached and
         copied into each new cluster; starting from it takes ~2 s more than an empty etcd.
         """
-        from harness.toolchain import builds as tools
+        from harness import toolchain as tools
 
         bins = self.control_plane.binaries()
         key = hashlib.sha256(json.dumps([crds, sorted(map(str, bins.values()))], sort_keys=True).encode()).hexdigest()[:16]

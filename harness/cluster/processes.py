@@ -23,7 +23,7 @@ import urllib.request
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
-from harness.core.progress import say
+from harness.core import say
 
 STOP_TIMEOUT = 10.0  # seconds between SIGTERM and SIGKILL
 TAIL_LINES = 40

@@ -1,0 +1,13 @@
+"""Building blocks every layer uses: pinned versions, the cache and atomic writes,
+progress lines, Kubernetes quantities, named timeouts.
+
+Nothing here imports another harness package or the kubernetes client's API modules.
+"""
+from harness.core import timeouts, versions
+from harness.core.files import atomic_write, cache_lock, cache_root, locked, publish_dir
+from harness.core.progress import Ticker, say
+from harness.core.quantity import parse_quantity
+from harness.core.versions import REPO_ROOT
+
+__all__ = ["REPO_ROOT", "Ticker", "atomic_write", "cache_lock", "cache_root", "locked", "parse_quantity",
+           "publish_dir", "say", "timeouts", "versions"]

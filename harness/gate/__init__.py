@@ -1,0 +1,20 @@
+"""The offline static gate: the repository rendered as Flux renders it, every object validated
+strictly against the pinned schemas, then the cross-resource, capacity and Terraform rules.
+Findings name the file and line, the resource, the rule and the fix.
+
+    scripts/validate [REPO_DIR] [--json FILE] [--junit FILE]   (python -m harness.gate.validate)
+"""
+from harness.gate import capacity
+from harness.gate.findings import Finding
+from harness.gate.render import (ClusterRender, RenderError, build_directory, cluster_dirs, is_component,
+                                 is_flux_kustomization, render_cluster, render_repository)
+from harness.gate.schema_check import kubeconform_args
+from harness.gate.schemas import schema_dir
+from harness.gate.sources import kustomization_dirs, parse_yaml, parse_yaml_all
+from harness.gate.validate import RULE_IDS, validate_repository
+from harness.gate.workloads import render as render_sample
+
+__all__ = ["RULE_IDS", "ClusterRender", "Finding", "RenderError", "build_directory", "capacity", "cluster_dirs",
+           "is_component", "is_flux_kustomization", "kubeconform_args", "kustomization_dirs", "parse_yaml",
+           "parse_yaml_all", "render_cluster", "render_repository", "render_sample", "schema_dir",
+           "validate_repository"]

@@ -35,10 +35,10 @@ from pathlib import Path
 
 from harness.gate import workloads
 from harness.gate.findings import Finding
-from harness.core.quantity import parse_quantity
+from harness.core import parse_quantity
 from harness.gate.render import ClusterRender
 from harness.gate.sources import Sources, parse_yaml, resource_id
-from harness.toolchain.builds import cache_root
+from harness.core import cache_root
 
 TERRAFORM_DIR = "terraform"
 TFVARS_DIR = f"{TERRAFORM_DIR}/clusters"

@@ -13,7 +13,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.toolchain import builds as tools
+from harness import toolchain as tools
 from harness.gate.sources import kustomization_dirs, load_yaml, parse_yaml_all
 
 FLUX_KS_API = "kustomize.toolkit.fluxcd.io"

@@ -8,7 +8,7 @@ from collections import defaultdict
 from decimal import Decimal
 from pathlib import Path
 
-from harness.core.quantity import parse_quantity
+from harness.core import parse_quantity
 
 from harness.gate import workloads
 from harness.gate.findings import Finding

@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from harness.gate import schemas
-from harness.toolchain import builds as tools
+from harness import toolchain as tools
 from harness.core import versions
 
 KUBERNETES_VERSION = versions.module("kubernetes")[1].removeprefix("v")

@@ -54,9 +54,9 @@ from pathlib import Path
 
 import yaml
 
-from harness.toolchain import builds as tools
+from harness import toolchain as tools
 from harness.core import versions
-from harness.core.progress import say
+from harness.core import say
 
 STAMP = ".complete"
 INDEX = "_index.json"  # filename -> {"apiVersion", "kind", "source"}; cannot clash with a schema name

@@ -29,7 +29,7 @@ from harness.gate.findings import Finding
 from harness.gate.sources import parse_yaml_all
 from harness.gate.render import ClusterRender
 from harness.core import versions
-from harness.toolchain.builds import cache_root
+from harness.core import cache_root
 
 CHECKOV_VERSION = str(versions.pins()["checkov"]["version"])
 CHECKOV_CONFIG = ".checkov.yaml"

@@ -22,7 +22,9 @@ from harness.gate.findings import Finding, write_reports
 from harness.gate.render import RenderError, render_repository, substitution_sources
 from harness.gate.sources import Sources
 from harness.gate.workloads import WORKLOADS_DIR
-from harness.toolchain.builds import ToolBuildError
+from harness.toolchain import ToolBuildError
+
+RULE_IDS = rules.RULES | capacity.RULES | terraform_checks.RULES  # every rule id the gate can report
 
 
 @dataclass

@@ -9,10 +9,10 @@ import string
 from decimal import Decimal
 from pathlib import Path
 
-from harness.core.quantity import parse_quantity
+from harness.core import parse_quantity
 from harness.gate.sources import parse_yaml
 
-from harness.core.versions import REPO_ROOT
+from harness.core import REPO_ROOT
 
 WORKLOADS_DIR = "workloads"
 # KubeRay's default submitter container resources (ray-operator/controllers/ray/common/job.go).

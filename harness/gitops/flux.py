@@ -24,13 +24,13 @@ import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from harness.toolchain import builds as tools
+from harness import toolchain as tools
 from harness.gitops.gitserver import GitServer, WorkingCopy
-from harness.k8s.client import Kube, condition, is_true
-from harness.cluster.local_cluster import LocalCluster, crd_documents, server_side_apply, wait_crds_established
-from harness.cluster.processes import Process, free_port, http_check, stop_in_reverse, wait_until
-from harness.core.progress import say
-from harness.core.versions import REPO_ROOT
+from harness.k8s import Kube, condition, is_true
+from harness.cluster import LocalCluster, crd_documents, server_side_apply, wait_crds_established
+from harness.cluster import Process, free_port, http_check, stop_in_reverse, wait_until
+from harness.core import say
+from harness.core import REPO_ROOT
 
 NAMESPACE = "flux-system"
 ROOT = "flux-system"  # GitRepository and root Kustomization, named as flux bootstrap names them

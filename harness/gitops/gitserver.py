@@ -24,7 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from harness.core.progress import say
+from harness.core import say
 
 BRANCH = "main"
 AUTHOR = ("ray-on-aks e2e", "e2e@ray-on-aks.invalid")

@@ -20,8 +20,8 @@ from decimal import Decimal
 
 from kubernetes import client, watch
 
-from harness.k8s.client import is_true
-from harness.core.quantity import parse_quantity
+from harness.k8s import is_true
+from harness.core import parse_quantity
 
 SOURCES = {  # kind -> (group, version, plural)
     "RayJob": ("ray.io", "v1", "rayjobs"),

@@ -5,11 +5,11 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 
-from harness.gate import workloads
-from harness.cluster.isolation import Names
-from harness.k8s.client import Kube, apply_order, condition, is_true, owned_by
-from harness.gate.render import build_directory
-from harness.core.versions import REPO_ROOT
+from harness.gate import render_sample
+from harness.cluster import Names
+from harness.k8s import Kube, apply_order, condition, is_true, owned_by
+from harness.gate import build_directory
+from harness.core import REPO_ROOT
 
 RAYJOB = ("ray.io/v1", "RayJob")
 RAYCLUSTER = ("ray.io/v1", "RayCluster")
@@ -47,7 +47,7 @@ def _set_resources(template: dict, cpu: str, memory: str, gpu: int | None) -> No
 def rayjob(sample: str, name: str, queue: str, size: Size | None = None, priority: str | None = None,
            namespace: str = "ray", **values: str) -> dict:
     """The sample RayJob, renamed and optionally re-sized, ready to submit to `queue`."""
-    job = workloads.render(sample, queue, {"JOB_NAME": name, **values})
+    job = render_sample(sample, queue, {"JOB_NAME": name, **values})
     job["metadata"]["namespace"] = namespace
     if size:
         spec = job["spec"]["rayClusterSpec"]

@@ -26,10 +26,10 @@ from pathlib import Path
 from kubernetes import client
 
 from harness.kueue.invariants import InvariantChecker
-from harness.k8s.client import Kube, condition, is_true
-from harness.cluster.local_cluster import ClusterError, LocalCluster
-from harness.cluster.processes import ProcessError
-from harness.core.progress import say
+from harness.k8s import Kube, condition, is_true
+from harness.cluster import ClusterError, LocalCluster
+from harness.cluster import ProcessError
+from harness.core import say
 from harness.kueue.queues import WORKLOAD, Queues, Size, rayjob
 
 ONE_GPU = Size(workers=1, worker_cpu="2", worker_memory="8Gi", worker_gpu=1, head_cpu="1", head_memory="2Gi")

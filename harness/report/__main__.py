@@ -20,11 +20,11 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from harness.cluster.isolation import Names
-from harness.k8s.client import WaitTimeout
-from harness.core.progress import say
+from harness.cluster import Names
+from harness.k8s import WaitTimeout
+from harness.core import say
 from harness.report import ReportInputError
-from harness.toolchain.builds import ToolBuildError
+from harness.toolchain import ToolBuildError
 
 REPORT_FILES = ("report.md", "comment.md", "report.json")  # plus *.png: what OUT may already hold
 
@@ -88,7 +88,7 @@ def _api_client(kubeconfig: Path):
 
 def build(args: argparse.Namespace) -> Path:
     from harness.report import markdown, plots, quotas, scenarios
-    from harness.gate.validate import validate_repository
+    from harness.gate import validate_repository
 
     started = time.monotonic()
     repo = Path(args.repo).resolve()
@@ -128,7 +128,7 @@ def build(args: argparse.Namespace) -> Path:
             if args.kubeconfig:
                 api = _api_client(Path(args.kubeconfig))
             else:
-                from harness.cluster.local_cluster import LocalCluster
+                from harness.cluster import LocalCluster
 
                 logs = Path(tempfile.mkdtemp(prefix="report-cluster-logs-"))  # kept if anything goes wrong
                 cluster = LocalCluster(tmp / "cluster", log_dir=logs)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from harness.gate.capacity import fmt
-from harness.gate.findings import Finding
+from harness.gate.capacity import fmt  # moves to core with the capacity split
+from harness.gate import Finding
 from harness.report.quotas import LIMIT_TITLES, LIMITS, ClusterDiff, Headroom, same
 from harness.report.scenarios import Scenario, ScenarioResult
 

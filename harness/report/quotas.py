@@ -12,10 +12,10 @@ from decimal import Decimal
 from pathlib import Path
 
 from harness.gate import capacity
-from harness.core.quantity import parse_quantity
-from harness.gate.render import ClusterRender, RenderError, render_repository
+from harness.core import parse_quantity
+from harness.gate import ClusterRender, RenderError, render_repository
 from harness.report import ReportInputError
-from harness.gate.sources import parse_yaml
+from harness.gate import parse_yaml
 
 LIMITS = ("nominalQuota", "borrowingLimit", "lendingLimit")
 LIMIT_TITLES = {"nominalQuota": "nominal", "borrowingLimit": "borrowing limit", "lendingLimit": "lending limit"}

@@ -17,9 +17,9 @@ from decimal import Decimal
 
 from kubernetes import client, watch
 
-from harness.cluster.isolation import Names
-from harness.k8s.client import WaitTimeout, condition, is_true
-from harness.core.quantity import parse_quantity
+from harness.cluster import Names
+from harness.k8s import WaitTimeout, condition, is_true
+from harness.core import parse_quantity
 
 WATCHED = {  # kind -> (group, version, plural, namespaced)
     "Workload": ("kueue.x-k8s.io", "v1beta2", "workloads", True),

@@ -18,14 +18,14 @@ from typing import Callable
 
 from kubernetes import client
 
-from harness.cluster.isolation import Names
-from harness.k8s.client import Kube, WaitTimeout, apply_order, is_true
-from harness.core.progress import say
-from harness.core.quantity import parse_quantity
-from harness.gate.render import RenderError, build_directory
+from harness.cluster import Names
+from harness.k8s import Kube, WaitTimeout, apply_order, is_true
+from harness.core import say
+from harness.core import parse_quantity
+from harness.gate import RenderError, build_directory
 from harness.report import ReportInputError
 from harness.report.recorder import Recorder, Recording
-from harness.kueue.queues import RAYJOB, WORKLOAD, Queues, Size, rayjob
+from harness.kueue import RAYJOB, WORKLOAD, Queues, Size, rayjob
 
 GPU = "nvidia.com/gpu"
 # 34 CPU / 264Gi / 4 GPU: with the sample's own 68 CPU, CPU runs out before GPUs do

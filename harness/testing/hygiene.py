@@ -12,8 +12,8 @@ from pathlib import Path
 
 import psutil
 
-from harness.cluster.processes import port_is_free
-from harness.core.versions import REPO_ROOT
+from harness.cluster import port_is_free
+from harness.core import REPO_ROOT
 
 
 class RunFailed(AssertionError):

@@ -22,14 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.core import versions
-from harness.core.progress import Ticker, say
+from harness.core import Ticker, cache_root, say
 
 STAMP = ".complete"
-
-
-def cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "aks-ray-kueue"
 
 
 def go_env() -> dict[str, str]:
