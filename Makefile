@@ -5,7 +5,7 @@ PYTEST := $(PY) -m pytest
 BACKEND ?= local
 REPORTS := build/reports
 
-.PHONY: setup tools validate test test-static test-integration test-flux test-faults ci cluster report bench-validate bench-cluster bench-flux bench-scale clean
+.PHONY: setup tools validate test test-static test-integration test-flux test-faults ci cluster report bench-validate bench-cluster bench-flux bench-scale lock clean
 
 setup:
 	@scripts/bootstrap
@@ -57,6 +57,18 @@ bench-flux: tools
 
 bench-scale: tools
 	@$(PY) -m harness.bench scale
+
+# Rewrites locks/ from pyproject.toml after a dependency change (versions already pinned stay;
+# `make lock UPGRADE=1` moves every pin to the newest allowed). Not part of set-up: the
+# committed locks are what scripts/bootstrap installs.
+PIP_TOOLS := pip-tools==7.7.0
+LOCK_VENV := build/lock-venv
+COMPILE = CUSTOM_COMPILE_COMMAND="make lock" $(LOCK_VENV)/bin/pip-compile --quiet --generate-hashes --allow-unsafe \
+	--strip-extras --no-emit-index-url --no-emit-find-links $(if $(UPGRADE),--upgrade)
+lock:
+	@test -x $(LOCK_VENV)/bin/pip-compile || { python3 -m venv $(LOCK_VENV) && $(LOCK_VENV)/bin/pip install --quiet "$(PIP_TOOLS)"; }
+	$(COMPILE) --output-file locks/harness.txt pyproject.toml
+	$(COMPILE) --extra test --extra report --output-file locks/dev.txt pyproject.toml locks/installers.in
 
 clean:
 	rm -rf build .pytest_cache

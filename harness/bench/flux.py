@@ -15,13 +15,18 @@ import tempfile
 import time
 from pathlib import Path
 
-from pytimeparse2 import parse as parse_duration
+import durationpy
 
 from harness import toolchain as tools
 from harness.gitops import GIT_INTERVAL, KUSTOMIZATION, NAMESPACE, Fleet, set_whole_pool_quota
 from harness.k8s import condition
 from harness.cluster import LocalCluster
 from harness.kueue import CLUSTER_QUEUE
+
+
+def _seconds(go_duration: str) -> float:
+    """A Go duration ("1m30s", "500ms"), as Flux writes intervals, in seconds."""
+    return durationpy.from_str(go_duration).total_seconds()
 
 
 def _cpu_quota(cq: dict) -> str:
@@ -39,7 +44,7 @@ def bench_flux(commits: int) -> None:
         with LocalCluster(Path(tmp)) as cluster, Fleet(cluster, Path(tmp) / "fleet") as fleet:
             fleet.wait_ready(fleet.bootstrap(), timeout=180)
             interval = fleet.kube.get(*KUSTOMIZATION, name="queues", namespace=NAMESPACE)["spec"]["interval"]
-            timeout = parse_duration(interval) * 2
+            timeout = _seconds(interval) * 2
             applied, processed = [], []
             for i in range(commits):
                 cpu = str(97 + i)
@@ -56,7 +61,7 @@ def bench_flux(commits: int) -> None:
     print(f"commits={commits}")
     print(f"intervals: GitRepository {GIT_INTERVAL} (polling; production 1m), Kustomization queues {interval}")
     print(f"push_to_applied_median_s={statistics.median(applied):.2f}")
-    print(f"push_to_kueue_median_s={statistics.median(processed):.2f}  (Kustomization interval {parse_duration(interval):.0f}s)")
+    print(f"push_to_kueue_median_s={statistics.median(processed):.2f}  (Kustomization interval {_seconds(interval):.0f}s)")
 
 
 def main(argv: list[str] | None = None) -> int:

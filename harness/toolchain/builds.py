@@ -11,7 +11,6 @@ a second run only checks that the binaries exist.
 from __future__ import annotations
 
 import argparse
-import fcntl
 import hashlib
 import json
 import os
@@ -21,8 +20,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.core import versions
-from harness.core import Ticker, cache_root, say
+from harness.core import Ticker, cache_lock, cache_root, publish_dir, say, versions
 
 STAMP = ".complete"
 
@@ -132,10 +130,7 @@ class GoTool:
         if self.is_cached():
             return self.bin_dir()
         # Parallel runs (two checkouts, xdist workers) wait for one builder instead of racing.
-        lock_path = cache_root() / "locks" / f"{self.name}.lock"
-        lock_path.parent.mkdir(parents=True, exist_ok=True)
-        with lock_path.open("w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        with cache_lock(self.name):
             if self.is_cached():
                 return self.bin_dir()
             return self._build_locked()
@@ -143,7 +138,7 @@ class GoTool:
     def _build_locked(self) -> Path:
         say("tools", f"building {self.name} {self.version} from Go modules (first run only; cached in {cache_root()})")
         ticker = Ticker("tools")
-        workdir = versions.REPO_ROOT / self.local_source if self.local_source else self._wrapper_module()
+        workdir = self._local_copy() if self.local_source else self._wrapper_module()
         staging = self.bin_dir().with_name(self.bin_dir().name + ".tmp")
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
@@ -154,10 +149,18 @@ class GoTool:
             cmd.append(pkg)
             self._build_with_progress(cmd, workdir, binary, ticker)
         (staging / STAMP).write_text(self.version + "\n")
-        shutil.rmtree(self.bin_dir(), ignore_errors=True)
-        staging.rename(self.bin_dir())
+        publish_dir(staging, self.bin_dir())
         say("tools", f"{self.name} {self.version} ready in {ticker.elapsed():.0f}s")
         return self.bin_dir()
+
+    def _local_copy(self) -> Path:
+        """A copy of the in-repository module to build in, so that `go build` (which may
+        complete go.sum) never writes into the checkout, or into an installed harness's
+        copy of the source (harness/core/repo-snapshot)."""
+        work = cache_root() / "build" / f"{self.name}-{self.version}"
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.copytree(versions.REPO_ROOT / self.local_source, work, copy_function=shutil.copyfile)
+        return work
 
     def _build_with_progress(self, cmd: list[str], cwd: Path, binary: str, ticker: Ticker) -> None:
         proc = subprocess.Popen(cmd, cwd=cwd, env=go_env(), stderr=subprocess.PIPE, text=True)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 
+import durationpy
 import pytest
 import yaml
-from pytimeparse2 import parse as parse_duration
 
 from harness.gitops.flux import KUSTOMIZATION, NAMESPACE, applied_revision, set_whole_pool_quota
 from harness.k8s.client import condition, is_true
@@ -28,7 +28,7 @@ def test_quota_commit_reaches_kueue_within_the_interval(run, queues):
     A commit that raises the pool's quota is picked up by source-controller, applied by
     kustomize-controller, and Kueue admits the waiting job, all within the queues interval."""
     fleet, kube = run.fleet, run.kube
-    interval = parse_duration(kube.get(*KUSTOMIZATION, name="queues", namespace=NAMESPACE)["spec"]["interval"])
+    interval = durationpy.from_str(kube.get(*KUSTOMIZATION, name="queues", namespace=NAMESPACE)["spec"]["interval"]).total_seconds()
     queues.submit(rayjob("llm-training", "train-1", "default"))
     queues.wait_admitted("train-1")
     queues.submit(rayjob("llm-training", "train-2", "default"))

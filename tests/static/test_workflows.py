@@ -107,3 +107,29 @@ def test_yamllint_config_catches_real_mistakes(tmp_path):
     bad.write_text("metadata:\n  name: a\n  name: b\nspec:\n  suspend: yes\n  list:\n     - x\n")
     rules = {p["message"].rsplit("(", 1)[-1].rstrip(")") for p in _yamllint(bad) if p["level"] == "error"}
     assert {"key-duplicates", "truthy", "indentation"} <= rules, rules
+
+
+def _cache_inputs(node):
+    """Every path pattern a workflow hashes for a cache key (hashFiles(...), cache-dependency-path)."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "cache-dependency-path" and isinstance(value, str):
+                yield from (line.strip() for line in value.splitlines() if line.strip())
+            else:
+                yield from _cache_inputs(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _cache_inputs(item)
+    elif isinstance(node, str):
+        for args in re.findall(r"hashFiles\(([^)]*)\)", node):
+            yield from re.findall(r"'([^']+)'", args)
+
+
+@pytest.mark.parametrize("workflow", WORKFLOWS, ids=lambda p: p.name)
+def test_cache_keys_hash_files_that_exist(workflow):
+    """A key over a moved file (harness/tools.py once) hashes nothing and never changes."""
+    patterns = sorted(set(_cache_inputs(yaml.safe_load(workflow.read_text()))))
+    assert patterns, f"{workflow.name}: no cache key inputs found"
+    # GitHub's `dir/**` matches the files below dir; pathlib's `**` matches only directories.
+    stale = [p for p in patterns if not any(f.is_file() for f in REPO_ROOT.glob(p + "/*" if p.endswith("**") else p))]
+    assert not stale, f"{workflow.name}: cache keys hash paths that match no file: {stale}"
