@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.core.versions import REPO_ROOT
+from harness.core import REPO_ROOT
 
 pytest_plugins = ["harness.testing.pytest_summary"]
 
@@ -29,8 +29,7 @@ def pytest_addoption(parser):
 def fresh_cluster(request, tmp_path):
     """A LocalCluster of the test's own (faults break it, scale loads it); teardown proves that
     nothing of it is left running or bound."""
-    from harness.cluster.local_cluster import ClusterError, LocalCluster
-    from harness.cluster.processes import ProcessError
+    from harness.cluster import ClusterError, LocalCluster, ProcessError
 
     capture = request.config.pluginmanager.getplugin("capturemanager")
     c = LocalCluster(tmp_path / "cluster")

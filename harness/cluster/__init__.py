@@ -1,13 +1,23 @@
 """Clusters to run the behaviour on: the embedded control plane (etcd, kube-apiserver,
 kube-controller-manager) with the real Kueue and KubeRay operator as local processes, the kind
-and existing backends, process hygiene, and the names that keep a run in its own lane."""
+and existing backends, process hygiene, and the names that keep a run in its own lane.
+
+    processes    child processes: start, readiness, stop, never one left behind
+    certs        a throwaway CA and the certificates it issues
+    controlplane etcd, kube-apiserver, kube-controller-manager (envtest's ControlPlane)
+    operators    Kueue and KubeRay configured like their HelmReleases; Kueue's webhooks
+    kueue_metrics_cert  the cert Kueue v0.17 reads from a fixed path (a workaround)
+    seed         the cached etcd data that already holds the CRDs
+    local_cluster  LocalCluster: all of it, and the faults the fault tests inject
+    __main__     `python -m harness.cluster` (make cluster)
+"""
 from harness.cluster.backends import docker_problem
 from harness.cluster.isolation import Names
-from harness.cluster.local_cluster import (ClusterError, LocalCluster, crd_documents, local_kueue_config,
-                                           production_kueue_config, server_side_apply, wait_crds_established)
-from harness.cluster.processes import (Process, ProcessError, free_port, http_check, port_is_free, stop_in_reverse,
-                                       wait_until)
+from harness.cluster.local_cluster import ClusterError, LocalCluster
+from harness.cluster.operators import local_kueue_config, production_kueue_config
+from harness.cluster.processes import (Process, ProcessError, Startable, free_port, http_check, port_is_free, running,
+                                       stop_in_reverse, wait_until)
 
-__all__ = ["ClusterError", "LocalCluster", "Names", "Process", "ProcessError", "crd_documents", "docker_problem",
+__all__ = ["ClusterError", "LocalCluster", "Names", "Process", "ProcessError", "Startable", "docker_problem",
            "free_port", "http_check", "local_kueue_config", "port_is_free", "production_kueue_config",
-           "server_side_apply", "stop_in_reverse", "wait_crds_established", "wait_until"]
+           "running", "stop_in_reverse", "wait_until"]

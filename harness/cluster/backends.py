@@ -17,6 +17,8 @@ from typing import Callable
 
 from kubernetes import client, config
 
+from harness.core import timeouts
+
 
 class BackendUnavailable(Exception):
     """The backend cannot run on this machine; the message says why (tests skip with it)."""
@@ -54,7 +56,8 @@ def docker_problem() -> str | None:
     """Why kind cannot run here, or None when a Docker engine answers."""
     if not shutil.which("docker"):
         return "no docker CLI on PATH"
-    proc = subprocess.run(["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True, timeout=30)
+    proc = subprocess.run(["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True,
+                          timeout=timeouts.DOCKER_PROBE)
     if proc.returncode != 0:
         return f"no Docker engine answers (`docker info`: {proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else 'failed'})"
     return None

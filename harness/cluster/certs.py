@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime as dt
 import ipaddress
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +15,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from harness.core import atomic_write
 
 VALIDITY = dt.timedelta(days=30)  # long enough for a person's `make cluster`, short enough to be obviously local
 
@@ -30,17 +31,6 @@ def key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
 
 def public_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
     return key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-
-
-def _write(path: Path, data: bytes, private: bool = False) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # Write then rename, so a process watching the file never reads half of it.
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    if private:
-        tmp.chmod(0o600)
-    tmp.replace(path)
-    return path
 
 
 @dataclass(frozen=True)
@@ -58,7 +48,9 @@ class KeyPair:
 
     def write(self, directory: Path, stem: str) -> tuple[Path, Path]:
         """Writes <stem>.crt and <stem>.key (or tls.crt/tls.key with stem="tls")."""
-        return (_write(directory / f"{stem}.crt", self.cert_pem), _write(directory / f"{stem}.key", self.key_pem, private=True))
+        # Written then renamed (atomic_write), so a process watching the files never reads half of one.
+        return (atomic_write(directory / f"{stem}.crt", self.cert_pem),
+                atomic_write(directory / f"{stem}.key", self.key_pem, mode=0o600))
 
 
 def _name(cn: str, orgs: tuple[str, ...] = ()) -> x509.Name:
@@ -121,6 +113,3 @@ class CA(KeyPair):
         """A client certificate: kube-apiserver maps CN to the user name and O to the groups."""
         return self._issue(_name(user, groups), [ExtendedKeyUsageOID.CLIENT_AUTH], None)
 
-
-def write_pem(path: Path, data: bytes, private: bool = False) -> Path:
-    return _write(path, data, private)

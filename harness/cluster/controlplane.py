@@ -21,7 +21,7 @@ from kubernetes import client
 
 from harness.cluster import certs
 from harness.cluster.processes import Process, ProcessError, free_port, http_check, https_context, stop_in_reverse, wait_until
-from harness.core import say
+from harness.core import atomic_write, say, timeouts
 
 SERVICE_CIDR = "10.0.0.0/24"
 KUBERNETES_SERVICE_IP = "10.0.0.1"  # first address of SERVICE_CIDR; the `kubernetes` Service gets it
@@ -49,7 +49,7 @@ CONTROLLERS = (
 
 class ControlPlane:
     def __init__(self, workdir: Path, *, log_dir: Path | None = None, binaries: dict[str, Path] | None = None,
-                 start_timeout: float = 90.0, controllers: tuple[str, ...] = CONTROLLERS,
+                 start_timeout: float = timeouts.CLUSTER_START, controllers: tuple[str, ...] = CONTROLLERS,
                  extra_apiserver_args: tuple[str, ...] = ()):
         self.workdir = Path(workdir).resolve()
         self.log_dir = Path(log_dir).resolve() if log_dir else self.workdir / "logs"
@@ -107,8 +107,8 @@ class ControlPlane:
         front_proxy.write(self.pki, "front-proxy-ca")
         front_proxy.issue_client("front-proxy-client").write(self.pki, "front-proxy-client")
         sa = certs.new_key()  # signs service-account tokens; the apiserver verifies with the public half
-        certs.write_pem(self.pki / "sa.key", certs.key_pem(sa), private=True)
-        certs.write_pem(self.pki / "sa.pub", certs.public_pem(sa))
+        atomic_write(self.pki / "sa.key", certs.key_pem(sa), mode=0o600)
+        atomic_write(self.pki / "sa.pub", certs.public_pem(sa))
 
     def _write_kubeconfig(self) -> None:
         b64 = lambda p: base64.b64encode(Path(p).read_bytes()).decode()  # noqa: E731
@@ -121,8 +121,7 @@ class ControlPlane:
             "contexts": [{"name": "local", "context": {"cluster": "local", "user": "admin"}}],
             "current-context": "local",
         }
-        self.kubeconfig.write_text(yaml.safe_dump(doc, sort_keys=False))
-        self.kubeconfig.chmod(0o600)
+        atomic_write(self.kubeconfig, yaml.safe_dump(doc, sort_keys=False), mode=0o600)
 
     # -- lifecycle ----------------------------------------------------------------------------
     def start(self) -> "ControlPlane":
@@ -221,7 +220,8 @@ class ControlPlane:
         ctx = https_context(self.ca_file, self.admin_cert)
         took = wait_until(http_check(f"{self.host}/readyz", ctx), self.start_timeout, "kube-apiserver /readyz", [proc], interval=0.2)
         # envtest waits for the `default` namespace too; it is created by a post-start hook.
-        wait_until(http_check(f"{self.host}/api/v1/namespaces/default", ctx), 20, "namespace default", [proc])
+        wait_until(http_check(f"{self.host}/api/v1/namespaces/default", ctx), timeouts.DEFAULT_NAMESPACE, "namespace default",
+                   [proc])
         return took
 
     def process(self, name: str) -> Process:

@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from harness import toolchain as tools
-from harness.core import versions
+from harness.core import timeouts, versions
 
 GPU_LABEL = "accelerator=nvidia"
 FAKE_GPUS = "8"
@@ -41,7 +41,7 @@ def install_controllers(cluster) -> None:
                           {"kuberay/operator": f"mcr.microsoft.com/oss/v2/kuberay/operator:v{kuberay['production']}"})
     for manifest in (ray_yaml, kueue_yaml):
         cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input=manifest)
-    cluster.kubectl("-n", "kueue-system", "rollout", "status", "deploy/kueue-controller-manager", "--timeout=300s")
+    cluster.kubectl("-n", "kueue-system", "rollout", "status", "deploy/kueue-controller-manager", f"--timeout={timeouts.KIND_ROLLOUT:.0f}s")
     nodes = json.loads(cluster.kubectl("get", "nodes", "-o", "json"))["items"]
     node = nodes[-1]["metadata"]["name"]
     cluster.kubectl("label", "node", node, GPU_LABEL, "--overwrite")

@@ -23,9 +23,9 @@ import urllib.request
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
-from harness.core import say
+from harness.core import say, timeouts
 
-STOP_TIMEOUT = 10.0  # seconds between SIGTERM and SIGKILL
+STOP_TIMEOUT = timeouts.PROCESS_STOP  # seconds between SIGTERM and SIGKILL
 TAIL_LINES = 40
 
 
@@ -143,36 +143,28 @@ class Process:
 
     def stop(self, timeout: float = STOP_TIMEOUT) -> None:
         """SIGTERM to the whole group, SIGKILL after `timeout`; idempotent."""
-        if self.popen is None:
-            return
-        try:
-            if self.group_alive():
-                self._signal(signal.SIGTERM)
-                try:
-                    self.popen.wait(timeout)
-                except subprocess.TimeoutExpired:
-                    say("cluster", f"{self.name} did not stop within {timeout:.0f}s of SIGTERM; sending SIGKILL")
-                    self._signal(signal.SIGKILL)
-                    self.popen.wait(5)
-                # Stragglers in the group (children of the child) get no grace period.
-                if self.group_alive():
-                    self._signal(signal.SIGKILL)
-        finally:
-            _registry.discard(self)
+        self._end(signal.SIGTERM, timeout)
 
     def kill(self, sig: int = signal.SIGKILL, timeout: float = STOP_TIMEOUT) -> None:
         """A crash, not a shutdown: `sig` (default SIGKILL) to the group, then reap the child."""
+        self._end(sig, timeout)
+
+    def _end(self, sig: int, timeout: float) -> None:
+        """`sig` to the group, SIGKILL if the child outlives `timeout`; stragglers in the group
+        (children of the child) get no grace period."""
         if self.popen is None:
             return
         try:
-            self._signal(sig)
-            try:
-                self.popen.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self._signal(signal.SIGKILL)
-                self.popen.wait(5)
             if self.group_alive():
-                self._signal(signal.SIGKILL)
+                self._signal(sig)
+                try:
+                    self.popen.wait(timeout)
+                except subprocess.TimeoutExpired:
+                    say("cluster", f"{self.name} did not stop within {timeout:.0f}s of {signal.Signals(sig).name}; sending SIGKILL")
+                    self._signal(signal.SIGKILL)
+                    self.popen.wait(timeouts.PROCESS_REAP)
+                if self.group_alive():
+                    self._signal(signal.SIGKILL)
         finally:
             _registry.discard(self)
 
@@ -210,6 +202,32 @@ class Process:
 
     def __repr__(self) -> str:
         return f"Process({self.name!r}, pid={self.pid})"
+
+
+class Startable:
+    """Something that starts several parts (processes, servers): a start that fails or is
+    interrupted stops whatever it had started before the error propagates; a context manager.
+    Subclasses implement _start() and an idempotent stop()."""
+
+    def start(self):
+        try:
+            self._start()
+        except BaseException:
+            self.stop()  # never leave half of it running
+            raise
+        return self
+
+    def _start(self) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
 
 
 # -- readiness ----------------------------------------------------------------------------------
@@ -264,7 +282,7 @@ def https_context(ca_file: Path | None = None, cert: tuple[Path, Path] | None = 
     return ctx
 
 
-def http_check(url: str, context: ssl.SSLContext | None = None, timeout: float = 2.0) -> Callable[[], tuple[bool, str]]:
+def http_check(url: str, context: ssl.SSLContext | None = None, timeout: float = timeouts.HTTP_PROBE) -> Callable[[], tuple[bool, str]]:
     """A `wait_until` check: ready on HTTP 200; the state is the status and start of the body."""
 
     def check() -> tuple[bool, str]:

@@ -10,3 +10,17 @@ CRDS_ESTABLISHED = 120.0
 SETTLE_QUIET = 3.0    # no change in this long counts as settled (report timelines)
 PROCESS_STOP = 10.0   # SIGTERM to SIGKILL
 HTTP_PROBE = 2.0      # one readiness probe
+# The cluster, its operators and the watches (harness/cluster, harness/k8s, harness/gitops):
+REQUEST = 60.0        # one API request (a list, a server-side apply of a large CRD)
+WEBHOOKS_READY = 30.0  # Kueue's webhooks answer the apiserver once Kueue is ready
+APISERVER_BACK = 60.0  # Kueue's webhooks answer through a restarted kube-apiserver
+CONTROLLER_READY = 60.0  # a Flux controller's /readyz
+DEFAULT_NAMESPACE = 20.0  # the `default` namespace after kube-apiserver's /readyz
+PROCESS_REAP = 5.0    # a SIGKILLed child reaped
+WATCH_SYNC = 30.0     # the first listing of a background watch
+WATCH_WINDOW = 10.0   # one watch request; the loop then watches on from the last version seen
+WATCH_RETRY = 0.5     # pause before listing again after a broken stream or a refused connection
+THREAD_JOIN = 10.0    # a watch thread ends after stop()
+SETTLE = 90.0         # Kueue has decided on every job of a report step, and nothing moves
+DOCKER_PROBE = 30.0   # `docker info`: does a Docker engine answer (the kind backend)
+KIND_ROLLOUT = 300.0  # Kueue's Deployment rolled out on a kind cluster

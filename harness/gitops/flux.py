@@ -21,16 +21,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-from kubernetes import client
-from kubernetes.client.rest import ApiException
 
 from harness import toolchain as tools
+from harness.cluster import LocalCluster, Process, Startable, free_port, http_check, stop_in_reverse, wait_until
+from harness.core import REPO_ROOT, say, timeouts
 from harness.gitops.gitserver import GitServer, WorkingCopy
-from harness.k8s import Kube, condition, is_true
-from harness.cluster import LocalCluster, crd_documents, server_side_apply, wait_crds_established
-from harness.cluster import Process, free_port, http_check, stop_in_reverse, wait_until
-from harness.core import say
-from harness.core import REPO_ROOT
+from harness.k8s import (GIT_REPOSITORY, KUSTOMIZATION, Kube, WaitTimeout, crd_documents, ensure_namespace, install_crds,
+                         is_false, is_true)
 
 NAMESPACE = "flux-system"
 ROOT = "flux-system"  # GitRepository and root Kustomization, named as flux bootstrap names them
@@ -43,8 +40,6 @@ FLEET_PATHS = ("base", "overlays", "components", "clusters", "flux", "workloads"
 
 SKU_COMPONENT = "components/gpu-sku/standard-nd96amsr-a100-v4/kustomization.yaml"  # the quotas clusters/local runs with
 
-KUSTOMIZATION = ("kustomize.toolkit.fluxcd.io/v1", "Kustomization")
-GIT_REPOSITORY = ("source.toolkit.fluxcd.io/v1", "GitRepository")
 FIELD_MANAGER = "kustomize-controller"  # the controllers' server-side apply manager name
 
 
@@ -57,7 +52,7 @@ def flux_crds() -> list[dict]:
             + crd_documents(tools.module_dir("flux.kustomize-controller") / "config/crd/bases"))
 
 
-class FluxControllers:
+class FluxControllers(Startable):
     """source-controller and kustomize-controller against one LocalCluster."""
 
     def __init__(self, cluster: LocalCluster, workdir: Path):
@@ -67,28 +62,16 @@ class FluxControllers:
         self.processes: list[Process] = []
         self.ports: dict[str, int] = {}
 
-    def start(self) -> "FluxControllers":
-        try:
-            self._start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
     def _start(self) -> None:
         built = tools.ensure(*tools.FLUX_TOOLS)
         crds = flux_crds()
         say("flux", f"installing {len(crds)} Flux CRDs from the controllers' modules")
         api = self.cluster.api_client()
         try:
-            for crd in crds:
-                server_side_apply(api, f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd['metadata']['name']}", crd)
-            wait_crds_established(api, {c["metadata"]["name"] for c in crds}, timeout=90)
-            try:
-                client.CoreV1Api(api).create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=NAMESPACE)))
-            except ApiException as err:
-                if err.status != 409:
-                    raise FluxError(f"creating namespace {NAMESPACE}: {err.status} {err.body}") from None
+            install_crds(api, crds)
+            ensure_namespace(api, NAMESPACE)
+        except WaitTimeout as err:
+            raise FluxError(f"the Flux CRDs: {err}") from None
         finally:
             api.close()
 
@@ -115,18 +98,24 @@ class FluxControllers:
             f"--health-addr=127.0.0.1:{self.ports['kustomize-health']}",
         ], self.log_dir, env=env, cwd=self.workdir).start())
         for proc, port in zip(self.processes, ("source-health", "kustomize-health")):
-            wait_until(http_check(f"http://127.0.0.1:{self.ports[port]}/readyz"), 60, f"{proc.name} /readyz", watch=self.processes)
+            wait_until(http_check(f"http://127.0.0.1:{self.ports[port]}/readyz"), timeouts.CONTROLLER_READY,
+                       f"{proc.name} /readyz", watch=self.processes)
 
     def stop(self) -> None:
         errors = stop_in_reverse(self.processes)
         if errors:
             raise FluxError("stopping the Flux controllers failed: " + "; ".join(errors))
 
-    def alive(self) -> list[str]:
+    def alive(self) -> bool:
+        """Both controllers started and still running."""
+        return bool(self.processes) and all(p.alive() for p in self.processes)
+
+    def dead(self) -> list[str]:
+        """What each controller that has exited said last (its log tail)."""
         return [p.describe_failure("exited") for p in self.processes if not p.alive()]
 
 
-class Fleet:
+class Fleet(Startable):
     """A fleet repository on the local Git server, reconciled by Flux into the cluster."""
 
     def __init__(self, cluster: LocalCluster, workdir: Path):
@@ -138,15 +127,10 @@ class Fleet:
         self.kube: Kube | None = None
         self.revision = ""
 
-    def start(self) -> "Fleet":
-        try:
-            self.server.start()
-            self.controllers.start()
-            self.kube = Kube(self.cluster.api_client())  # after the Flux CRDs, so discovery knows them
-        except BaseException:
-            self.stop()
-            raise
-        return self
+    def _start(self) -> None:
+        self.server.start()
+        self.controllers.start()
+        self.kube = Kube(self.cluster.api_client())  # after the Flux CRDs, so discovery knows them
 
     def stop(self) -> None:
         try:
@@ -155,12 +139,6 @@ class Fleet:
             self.server.stop()
             if self.kube:
                 self.kube.api_client.close()
-
-    def __enter__(self) -> "Fleet":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
 
     # -- the Git side -------------------------------------------------------------------------
     def bootstrap(self, source: Path = REPO_ROOT) -> str:
@@ -181,7 +159,7 @@ class Fleet:
         return self.kube.list(*KUSTOMIZATION, namespace=NAMESPACE)
 
     def wait_ready(self, revision: str, names: tuple[str, ...] = (ROOT, "infra-controllers", "queues"),
-                   timeout: float = 120) -> list[dict]:
+                   timeout: float = timeouts.FLUX_RECONCILE) -> list[dict]:
         """Until every named Kustomization is Ready with lastAppliedRevision at `revision`."""
         def done(items):
             by_name = {i["metadata"]["name"]: i for i in items}
@@ -190,21 +168,20 @@ class Fleet:
 
         return self._wait(done, f"Kustomizations {', '.join(names)} Ready at {revision[:12]}", timeout)
 
-    def wait_failed(self, name: str, revision: str, timeout: float = 120) -> dict:
+    def wait_failed(self, name: str, revision: str, timeout: float = timeouts.FLUX_RECONCILE) -> dict:
         """Until Kustomization `name` has attempted `revision` and reports Ready=False."""
         def failed(items):
             ks = next((i for i in items if i["metadata"]["name"] == name), None)
-            c = condition(ks, "Ready")
             attempted = ((ks or {}).get("status") or {}).get("lastAttemptedRevision", "")
-            return ks if c and c.get("status") == "False" and attempted.endswith(revision) else None
+            return ks if is_false(ks, "Ready") and attempted.endswith(revision) else None
 
         return self._wait(failed, f"Kustomization {name} Ready=False at {revision[:12]}", timeout)
 
     def _wait(self, predicate, describe: str, timeout: float):
         try:
             return self.kube.wait_for(*KUSTOMIZATION, predicate, describe, NAMESPACE, timeout)
-        except AssertionError as err:
-            dead = self.controllers.alive()
+        except WaitTimeout as err:
+            dead = self.controllers.dead()
             raise FluxError(f"{err}\n{chr(10).join(dead)}" if dead else str(err)) from None
 
 
@@ -234,10 +211,10 @@ def bootstrap_objects(url: str) -> list[dict]:
     cluster_vars = yaml.safe_load(CLUSTER_VARS.read_text())
     return [
         cluster_vars,
-        {"apiVersion": "/".join(GIT_REPOSITORY[:1]), "kind": GIT_REPOSITORY[1],
+        {"apiVersion": GIT_REPOSITORY.api_version, "kind": GIT_REPOSITORY.kind,
          "metadata": {"name": ROOT, "namespace": NAMESPACE},
          "spec": {"interval": GIT_INTERVAL, "url": url, "ref": {"branch": "main"}, "timeout": "20s"}},
-        {"apiVersion": KUSTOMIZATION[0], "kind": KUSTOMIZATION[1],
+        {"apiVersion": KUSTOMIZATION.api_version, "kind": KUSTOMIZATION.kind,
          "metadata": {"name": ROOT, "namespace": NAMESPACE},
          "spec": {"interval": ROOT_INTERVAL, "path": ENTRY_PATH, "prune": True, "timeout": "1m",
                   "sourceRef": {"kind": "GitRepository", "name": ROOT}}},

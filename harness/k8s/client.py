@@ -1,36 +1,19 @@
-"""A small layer over the kubernetes client's DynamicClient: server-side apply, and bounded,
-watch-driven waits that report the last state seen when they time out."""
+"""A small layer over the kubernetes client's DynamicClient: server-side apply, reads, and
+bounded, watch-driven waits (harness.k8s.watch) that report the last state seen when they time out."""
 from __future__ import annotations
 
-import json
-import time
 from typing import Callable, Iterable
 
 from kubernetes import client
 from kubernetes.dynamic import DynamicClient
-from kubernetes.dynamic.exceptions import ApiException, NotFoundError
+from kubernetes.dynamic.exceptions import NotFoundError
+
+from harness.core import timeouts
+from harness.k8s.conditions import condition, is_true  # noqa: F401 - still imported from here by some tests
+from harness.k8s.kinds import ResourceType
+from harness.k8s.watch import wait_for
 
 FIELD_MANAGER = "ray-on-aks-harness"
-
-
-class WaitTimeout(AssertionError):
-    """A wait ran out of time; the message carries the last state of every object seen."""
-
-
-def _name(obj: dict) -> str:
-    meta = obj.get("metadata") or {}
-    return f"{obj.get('kind')}/{meta.get('namespace') + '/' if meta.get('namespace') else ''}{meta.get('name')}"
-
-
-def summary(obj: dict) -> str:
-    """The parts of an object that explain Kueue decisions, for timeout messages and logs."""
-    keep = {"metadata": {k: obj.get("metadata", {}).get(k) for k in ("name", "namespace", "labels", "resourceVersion")}}
-    for key in ("spec", "status"):
-        if key in obj:
-            keep[key] = obj[key]
-    if obj.get("kind") == "RayJob":  # the full rayClusterSpec drowns the interesting fields
-        keep["spec"] = {k: obj.get("spec", {}).get(k) for k in ("suspend", "shutdownAfterJobFinishes")}
-    return json.dumps(keep, indent=1, default=str)[:4000]
 
 
 class Kube:
@@ -75,6 +58,11 @@ class Kube:
         return out.get("items") or []
 
     # -- waits -------------------------------------------------------------------------------
+    def resource_type(self, api_version: str, kind: str) -> ResourceType:
+        """The ResourceType of (api_version, kind), plural and scope from discovery."""
+        res = self.resource(api_version, kind)
+        return ResourceType(api_version, kind, res.name, res.namespaced)
+
     def wait_for(
         self,
         api_version: str,
@@ -82,61 +70,20 @@ class Kube:
         predicate: Callable[[list[dict]], object],
         describe: str,
         namespace: str | None = None,
-        timeout: float = 60,
+        timeout: float = timeouts.DECISION,
         label_selector: str | None = None,
     ):
-        """Waits until predicate(current objects of this kind) is truthy and returns its value.
-
-        Lists once, then follows a watch (re-listing only if the watch breaks); each event
-        re-evaluates the predicate against the up-to-date set of objects.
-        """
-        res = self.resource(api_version, kind)
-        deadline = time.monotonic() + timeout
-        state: dict[str, dict] = {}
-        while True:
-            listing = res.get(namespace=namespace, label_selector=label_selector)
-            state = {_name(o): o for o in (i.to_dict() for i in listing.items)}
-            value = predicate(list(state.values()))
-            if value:
-                return value
-            version = listing.metadata.resourceVersion
-            try:
-                for event in self.dyn.watch(res, namespace=namespace, label_selector=label_selector,
-                                            resource_version=version, timeout=max(1, int(deadline - time.monotonic()))):
-                    obj = event["raw_object"]
-                    if event["type"] == "DELETED":
-                        state.pop(_name(obj), None)
-                    elif event["type"] in ("ADDED", "MODIFIED"):
-                        state[_name(obj)] = obj
-                    value = predicate(list(state.values()))
-                    if value:
-                        return value
-                    if time.monotonic() >= deadline:
-                        break
-            except ApiException as err:  # 410 Gone and friends: list again
-                if err.status != 410:
-                    raise
-            if time.monotonic() >= deadline:
-                seen = "\n".join(summary(o) for o in state.values()) or "(no objects)"
-                raise WaitTimeout(f"timed out after {timeout:.0f}s waiting for {describe}; last state of {kind} objects:\n{seen}")
+        """Waits until predicate(current objects of this kind) is truthy and returns its value
+        (harness.k8s.watch.wait_for: list, then watch; each event re-evaluates the predicate
+        against the up-to-date set of objects; WaitTimeout carries the last state seen)."""
+        return wait_for(self.api_client, self.resource_type(api_version, kind), predicate, describe,
+                        namespace=namespace, timeout=timeout, label_selector=label_selector)
 
 
 def apply_order(objs: list[dict]) -> list[dict]:
     """Namespaces and cluster-scoped objects first, so namespaced ones have somewhere to go."""
     rank = {"Namespace": 0, "CustomResourceDefinition": 0, "ResourceFlavor": 1, "WorkloadPriorityClass": 1, "ClusterQueue": 2}
     return sorted(objs, key=lambda o: rank.get(o["kind"], 3))
-
-
-def condition(obj: dict | None, ctype: str) -> dict | None:
-    for c in ((obj or {}).get("status") or {}).get("conditions") or []:
-        if c.get("type") == ctype:
-            return c
-    return None
-
-
-def is_true(obj: dict | None, ctype: str) -> bool:
-    c = condition(obj, ctype)
-    return bool(c and c.get("status") == "True")
 
 
 def owned_by(objs: Iterable[dict], owner_uid: str) -> list[dict]:

@@ -50,3 +50,7 @@ RESOURCE_FLAVOR = ResourceType(KUEUE_API, "ResourceFlavor", "resourceflavors", n
 PRIORITY_CLASS = ResourceType(KUEUE_API, "WorkloadPriorityClass", "workloadpriorityclasses", namespaced=False)
 KUSTOMIZATION = ResourceType("kustomize.toolkit.fluxcd.io/v1", "Kustomization", "kustomizations")
 GIT_REPOSITORY = ResourceType("source.toolkit.fluxcd.io/v1", "GitRepository", "gitrepositories")
+MUTATING_WEBHOOK = ResourceType("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration",
+                                "mutatingwebhookconfigurations", namespaced=False)
+VALIDATING_WEBHOOK = ResourceType("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration",
+                                  "validatingwebhookconfigurations", namespaced=False)

@@ -7,8 +7,8 @@ It follows RayJobs, Workloads and ClusterQueues with watches and, on every event
   4. no workload admitted twice: at most one admitted Workload per RayJob, and a Workload is
      admitted again only after an eviction (admissions <= 1 + the evictions Kueue counts in
      status.schedulingStats).
-The watches survive component restarts: a broken stream (the apiserver went away) is listed
-again and followed from there; `reconnects` counts how often that happened.
+The watches (harness.k8s.ListWatch) survive component restarts: a broken stream (the apiserver
+went away) is listed again and followed from there; `reconnects` counts how often that happened.
 A suspected violation of (1) is confirmed against fresh reads before it is recorded, because
 the three watches are independent streams and may deliver events in different orders.
 """
@@ -18,51 +18,44 @@ import threading
 from collections import defaultdict
 from decimal import Decimal
 
-from kubernetes import client, watch
+from kubernetes import client
 
-from harness.k8s import is_true
-from harness.core import parse_quantity
+from harness.core import parse_quantity, timeouts
+from harness.k8s import (CLUSTER_QUEUE, RAYJOB, WORKLOAD, ListWatch, condition, get_object, is_true, list_objects,
+                         owned_by)
 
-SOURCES = {  # kind -> (group, version, plural)
-    "RayJob": ("ray.io", "v1", "rayjobs"),
-    "Workload": ("kueue.x-k8s.io", "v1beta2", "workloads"),
-    "ClusterQueue": ("kueue.x-k8s.io", "v1beta2", "clusterqueues"),
-}
+WATCHED = (RAYJOB, WORKLOAD, CLUSTER_QUEUE)  # every namespace
+KINDS = tuple(t.kind for t in WATCHED)
 
 
 class InvariantChecker:
     def __init__(self, api_client: client.ApiClient):
-        self.api = client.CustomObjectsApi(api_client)
-        self.state: dict[str, dict[tuple, dict]] = {k: {} for k in SOURCES}
+        self.api_client = api_client
+        self.state: dict[str, dict[tuple, dict]] = {k: {} for k in KINDS}
         self.violations: list[str] = []
         self.events = 0
-        self.reconnects = 0
-        self.errors: list[str] = []  # why streams broke, for the message when something fails
         self._admissions: dict[str, set[str]] = defaultdict(set)  # Workload uid -> Admitted transition times
         self.synced: set[str] = set()
         self._held_memo: dict[str, tuple] = {}  # Workload uid -> (resourceVersion, quota it holds)
-        self._lock = threading.Lock()
-        self._changed = threading.Condition(self._lock)  # notified on every event and listing
+        self._changed = threading.Condition()  # held while the watches apply an event; notified after each
         self._stop = threading.Event()
-        self._watches: list[watch.Watch] = []
-        self._threads: list[threading.Thread] = []
-        self._ready = threading.Barrier(len(SOURCES) + 1)
+        self._watches: list[ListWatch] = []
 
     # -- lifecycle --------------------------------------------------------------------------------
     def start(self) -> "InvariantChecker":
-        for kind in SOURCES:
-            t = threading.Thread(target=self._follow, args=(kind,), name=f"invariants-{kind}", daemon=True)
-            t.start()
-            self._threads.append(t)
-        self._ready.wait(timeout=30)
+        for rtype in WATCHED:
+            w = ListWatch(self.api_client, rtype, lock=self._changed, on_list=self._listed(rtype.kind),
+                          on_event=self._changed_by(rtype.kind))
+            self.state[rtype.kind] = w.state  # the watch keeps it current
+            self._watches.append(w.start(f"invariants-{rtype.kind}"))
+        for w in self._watches:
+            w.synced.wait(timeouts.WATCH_SYNC)
         return self
 
     def stop(self) -> None:
         self._stop.set()
         for w in self._watches:
             w.stop()
-        for t in self._threads:
-            t.join(timeout=10)
 
     def __enter__(self):
         return self.start()
@@ -70,20 +63,31 @@ class InvariantChecker:
     def __exit__(self, *exc):
         self.stop()
 
+    @property
+    def reconnects(self) -> int:
+        """How often a watch listed again after a broken stream (the apiserver went away)."""
+        return sum(w.reconnects for w in self._watches)
+
+    @property
+    def errors(self) -> list[str]:
+        """Why streams broke, for the message when something fails."""
+        return [e for w in self._watches for e in w.errors]
+
     def assert_held(self) -> None:
         assert not self.violations, "invariants violated:\n" + "\n".join(self.violations)
-        dead = [t.name for t in self._threads if not t.is_alive() and not self._stop.is_set()]
-        assert not dead, f"invariant watches died: {dead}; last errors: {self.errors[-3:]}"
-        assert self.synced == set(SOURCES), f"the invariant checker never listed {set(SOURCES) - self.synced}: it was not watching"
+        dead = [w.rtype.kind for w in self._watches if not w.alive and not self._stop.is_set()]
+        failed = [f"{w.rtype.kind}: {w.failure!r}" for w in self._watches if w.failure is not None]
+        assert not dead and not failed, f"invariant watches died: {dead or failed}; last errors: {self.errors[-3:]}"
+        assert self.synced == set(KINDS), f"the invariant checker never listed {set(KINDS) - self.synced}: it was not watching"
 
-    def lost_events(self, timeout: float = 30) -> list[str]:
+    def lost_events(self, timeout: float = timeouts.WATCH_SYNC) -> list[str]:
         """Whether the watches kept up: lists every kind afresh and waits (on the watch events) until
         the checker holds each listed object at that resourceVersion or newer and nothing else.
         Returns what is still missing, stale or extra after `timeout`; empty means nothing lost."""
         listings = {}
-        for kind, (group, version, plural) in SOURCES.items():
-            items = self.api.list_cluster_custom_object(group, version, plural, _request_timeout=30).get("items") or []
-            listings[kind] = {self._key(o): int(o["metadata"]["resourceVersion"]) for o in items}
+        for rtype in WATCHED:
+            items = list_objects(self.api_client, rtype).get("items") or []
+            listings[rtype.kind] = {self._key(o): int(o["metadata"]["resourceVersion"]) for o in items}
 
         def behind() -> list[str]:
             out = []
@@ -97,54 +101,22 @@ class InvariantChecker:
             self._changed.wait_for(lambda: not behind(), timeout)
             return behind()[:20]
 
-    # -- watching ---------------------------------------------------------------------------------
-    def _follow(self, kind: str) -> None:
-        arrived = [False]  # at the start barrier, once the first listing is in
-        while not self._stop.is_set():
-            try:
-                self._list_and_watch(kind, arrived)
-            except Exception as err:  # connection refused/reset while a component restarts
-                if self._stop.is_set():
-                    return
-                with self._lock:
-                    self.reconnects += 1
-                    self.errors.append(f"{kind}: {type(err).__name__}: {str(err)[:200]}")
-                self._stop.wait(0.5)
-
-    def _list_and_watch(self, kind: str, arrived: list[bool]) -> None:
-        group, version, plural = SOURCES[kind]
-        listing = self.api.list_cluster_custom_object(group, version, plural, _request_timeout=30)
-        with self._lock:
-            self.state[kind] = {self._key(o): o for o in listing.get("items") or []}
+    # -- watching (called by the ListWatches with self._changed held) ------------------------------
+    def _listed(self, kind: str):
+        def listed(_items: list[dict]) -> None:
             self.synced.add(kind)
             self._check()
             self._changed.notify_all()
-        if not arrived[0]:
-            arrived[0] = True
-            self._ready.wait(timeout=30)
-        w = watch.Watch()
-        self._watches.append(w)
-        try:
-            for event in w.stream(self.api.list_cluster_custom_object, group, version, plural,
-                                  resource_version=listing["metadata"]["resourceVersion"], timeout_seconds=30):
-                if self._stop.is_set():
-                    return
-                obj = event["object"]
-                with self._lock:
-                    self.events += 1
-                    if event["type"] == "DELETED":
-                        self.state[kind].pop(self._key(obj), None)
-                        if kind == "Workload":
-                            self._forget(obj)
-                    elif event["type"] in ("ADDED", "MODIFIED"):
-                        self.state[kind][self._key(obj)] = obj
-                    self._check()
-                    self._changed.notify_all()
-        except client.ApiException as err:
-            if err.status != 410:  # 410: expired resourceVersion, list again; else count a reconnect
-                raise
-        finally:
-            w.stop()
+        return listed
+
+    def _changed_by(self, kind: str):
+        def changed(etype: str, obj: dict) -> None:
+            self.events += 1
+            if etype == "DELETED" and kind == WORKLOAD.kind:
+                self._forget(obj)
+            self._check()
+            self._changed.notify_all()
+        return changed
 
     def _forget(self, wl: dict) -> None:
         """A deleted Workload's memo entries go too: memory stays bounded by the live objects."""
@@ -162,6 +134,13 @@ class InvariantChecker:
         if message not in self.violations:  # every later event would report it again
             self.violations.append(message)
 
+    def check(self) -> list[str]:
+        """Checks the state as it is now (also one set by hand, with the checker never started);
+        returns every violation found so far."""
+        with self._changed:
+            self._check()
+            return list(self.violations)
+
     def _check(self) -> None:
         self._check_unsuspended()
         self._check_quota()
@@ -170,7 +149,7 @@ class InvariantChecker:
     def _check_admitted_once(self) -> None:
         admitted_per_job: dict[str, list[str]] = defaultdict(list)
         for (ns, name), wl in self.state["Workload"].items():
-            c = next((c for c in (wl.get("status") or {}).get("conditions") or [] if c.get("type") == "Admitted"), None)
+            c = condition(wl, "Admitted")
             if not c or c.get("status") != "True":
                 continue
             for ref in wl["metadata"].get("ownerReferences") or []:
@@ -200,14 +179,13 @@ class InvariantChecker:
 
     def _confirm_unsuspended_without_admission(self, ns: str, name: str, uid: str) -> bool:
         try:
-            job = self.api.get_namespaced_custom_object("ray.io", "v1", ns, "rayjobs", name)
-        except client.ApiException:
-            return False  # deleted meanwhile
-        if job["spec"].get("suspend") or job["metadata"]["uid"] != uid:
+            job = get_object(self.api_client, RAYJOB, name, ns)
+            wls = list_objects(self.api_client, WORKLOAD, ns).get("items") or []
+        except Exception:  # noqa: BLE001 - unconfirmed (the apiserver is away); the next event checks again
             return False
-        wls = self.api.list_namespaced_custom_object("kueue.x-k8s.io", "v1beta2", ns, "workloads").get("items") or []
-        return not any(is_true(w, "Admitted") and any(r.get("uid") == uid for r in w["metadata"].get("ownerReferences") or [])
-                       for w in wls)
+        if job is None or job["spec"].get("suspend") or job["metadata"]["uid"] != uid:
+            return False  # deleted or suspended meanwhile
+        return not any(is_true(w, "Admitted") for w in owned_by(wls, uid))
 
     def _usage(self) -> dict[tuple, Decimal]:
         """Quota held per (ClusterQueue, flavor, resource), summed over Workloads with quota

@@ -15,17 +15,13 @@ import time
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from kubernetes import client, watch
+from kubernetes import client
 
 from harness.cluster import Names
-from harness.k8s import WaitTimeout, condition, is_true
-from harness.core import parse_quantity
+from harness.core import parse_quantity, timeouts
+from harness.k8s import CLUSTER_QUEUE, RAYJOB, WORKLOAD, ListWatch, WaitTimeout, condition, conditions, is_true
 
-WATCHED = {  # kind -> (group, version, plural, namespaced)
-    "Workload": ("kueue.x-k8s.io", "v1beta2", "workloads", True),
-    "RayJob": ("ray.io", "v1", "rayjobs", True),
-    "ClusterQueue": ("kueue.x-k8s.io", "v1beta2", "clusterqueues", False),
-}
+WATCHED = (WORKLOAD, RAYJOB, CLUSTER_QUEUE)  # Workloads and RayJobs in the scenario's namespace
 TRACKED_CONDITIONS = ("QuotaReserved", "Admitted", "Evicted", "Preempted")
 
 
@@ -62,7 +58,7 @@ class Recording:
 
 class Recorder:
     def __init__(self, api_client: client.ApiClient, names: Names, cluster_queues: list[str]):
-        self.api = client.CustomObjectsApi(api_client)
+        self.api_client = api_client
         self.names = names
         self.cluster_queues = {names.cq(n): n for n in cluster_queues}  # cluster name -> repository name
         self.record = Recording()
@@ -75,22 +71,22 @@ class Recorder:
         self._last_held: dict[str, dict] = {}
         self._cv = threading.Condition()
         self._stop = threading.Event()
-        self._watches: list[watch.Watch] = []
-        self._threads: list[threading.Thread] = []
-        self._errors: list[str] = []
+        self._watches: list[ListWatch] = []
         self._t0 = time.monotonic()
         self._synced: set[str] = set()
 
     # -- lifecycle --------------------------------------------------------------------------------
-    def start(self, timeout: float = 60) -> "Recorder":
+    def start(self, timeout: float = timeouts.DECISION) -> "Recorder":
         self._t0 = time.monotonic()
-        for kind in WATCHED:
-            t = threading.Thread(target=self._follow, args=(kind,), name=f"report-recorder-{kind}", daemon=True)
-            t.start()
-            self._threads.append(t)
+        for rtype in WATCHED:
+            w = ListWatch(self.api_client, rtype, namespace=self.names.namespace, lock=self._cv,
+                          on_list=self._listed(rtype.kind), on_event=self._seen(rtype.kind))
+            self._watches.append(w.start(f"report-recorder-{rtype.kind}"))
+        kinds = {t.kind for t in WATCHED}
         with self._cv:  # every stream listed once, so nothing that follows is missed
-            if not self._cv.wait_for(lambda: self._synced == set(WATCHED) or self._errors, timeout):
-                raise WaitTimeout(f"the recorder's watches did not list {set(WATCHED) - self._synced} within {timeout:.0f}s")
+            if not self._cv.wait_for(lambda: self._synced == kinds or self._failures(), timeout):
+                raise WaitTimeout(f"the recorder's watches did not list {kinds - self._synced} within {timeout:.0f}s; "
+                                  f"errors: {[e for w in self._watches for e in w.errors][-3:]}")
         self._raise_errors()
         return self
 
@@ -101,8 +97,6 @@ class Recorder:
         self._stop.set()
         for w in self._watches:
             w.stop()
-        for t in self._threads:
-            t.join(timeout=10)
         return self.record
 
     def now(self) -> float:
@@ -112,44 +106,27 @@ class Recorder:
         with self._cv:
             self.record.steps.append((self.now(), title))
 
+    def _failures(self) -> list[str]:
+        return [f"{w.rtype.kind}: {type(w.failure).__name__}: {w.failure}" for w in self._watches if w.failure is not None]
+
     def _raise_errors(self) -> None:
-        if self._errors:
-            raise RuntimeError("the recorder's watch failed: " + "; ".join(self._errors))
+        if self._failures():
+            raise RuntimeError("the recorder's watch failed: " + "; ".join(self._failures()))
 
-    # -- watching ---------------------------------------------------------------------------------
-    def _list(self, kind: str):
-        group, version, plural, namespaced = WATCHED[kind]
-        if namespaced:
-            return self.api.list_namespaced_custom_object, (group, version, self.names.namespace, plural)
-        return self.api.list_cluster_custom_object, (group, version, plural)
+    # -- watching (called by the ListWatches with self._cv held) -----------------------------------
+    def _listed(self, kind: str):
+        def listed(items: list[dict]) -> None:
+            for obj in items:
+                self._observe(kind, "ADDED", obj)
+            self._synced.add(kind)
+            self._cv.notify_all()
+        return listed
 
-    def _follow(self, kind: str) -> None:
-        fn, args = self._list(kind)
-        try:
-            while not self._stop.is_set():
-                listing = fn(*args)
-                with self._cv:
-                    for obj in listing.get("items") or []:
-                        self._observe(kind, "ADDED", obj)
-                    self._synced.add(kind)
-                    self._cv.notify_all()
-                w = watch.Watch()
-                self._watches.append(w)
-                try:
-                    for event in w.stream(fn, *args, resource_version=listing["metadata"]["resourceVersion"], timeout_seconds=30):
-                        if self._stop.is_set():
-                            return
-                        with self._cv:
-                            self._observe(kind, event["type"], event["object"])
-                            self._cv.notify_all()
-                except client.ApiException as err:
-                    if err.status != 410:  # 410: the resourceVersion expired; list again
-                        raise
-        except Exception as err:  # noqa: BLE001 - reported to the waiting thread, which raises it
-            if not self._stop.is_set():
-                with self._cv:
-                    self._errors.append(f"{kind}: {type(err).__name__}: {err}")
-                    self._cv.notify_all()
+    def _seen(self, kind: str):
+        def seen(etype: str, obj: dict) -> None:
+            self._observe(kind, etype, obj)
+            self._cv.notify_all()
+        return seen
 
     def _observe(self, kind: str, etype: str, obj: dict) -> None:
         if etype not in ("ADDED", "MODIFIED", "DELETED"):
@@ -180,7 +157,7 @@ class Recorder:
         self._sample_held()
         before = self._conditions.get(name, {})
         now = {c["type"]: (c.get("status"), c.get("reason", ""), c.get("message", ""))
-               for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") in TRACKED_CONDITIONS}
+               for c in conditions(obj) if c.get("type") in TRACKED_CONDITIONS}
         self._conditions[name] = now
 
         def became(ctype, status="True"):
@@ -246,7 +223,8 @@ class Recorder:
             return "pending", qr["message"]
         return "deciding", ""
 
-    def wait_settled(self, jobs: list[str], gone: list[str] = (), quiet: float = 3.0, timeout: float = 90) -> None:
+    def wait_settled(self, jobs: list[str], gone: list[str] = (), quiet: float = timeouts.SETTLE_QUIET,
+                     timeout: float = timeouts.SETTLE) -> None:
         """Waits until Kueue has decided about every job (admitted, or pending with a message),
         the Workloads of `gone` jobs are deleted, no eviction or preemption is in flight, and no
         watched object changed for `quiet` seconds. Raises WaitTimeout with the last state otherwise."""

@@ -13,11 +13,9 @@ from harness.kueue.invariants import InvariantChecker
 from harness.k8s.client import Kube
 from harness.cluster.local_cluster import ClusterError, LocalCluster
 from harness.cluster.processes import ProcessError
-from harness.kueue.queues import CLUSTER_QUEUE, LOCAL_QUEUE, RAYJOB, WORKLOAD, Queues
+from harness.kueue.queues import RAYJOB, WORKLOAD, Queues
 from harness.gitops.timeline import Timeline
-
-RESOURCE_FLAVOR = ("kueue.x-k8s.io/v1beta2", "ResourceFlavor")
-NAMESPACE = ("v1", "Namespace")
+from harness.k8s import CLUSTER_QUEUE, LOCAL_QUEUE, NAMESPACE, RESOURCE_FLAVOR  # Timeline takes ResourceTypes
 
 
 @dataclass

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from harness.gitops.flux import FLUX_LABELS, KUSTOMIZATION, NAMESPACE, ROOT, inventory_id, managed_paths, rendered_paths, value_at
-from harness.k8s.client import is_true
-from harness.gate.render import render_cluster
-from harness.core.versions import REPO_ROOT
+from harness.gitops import FLUX_LABELS, KUSTOMIZATION, NAMESPACE, ROOT, inventory_id, managed_paths, rendered_paths, value_at
+from harness.k8s import CLUSTER_QUEUE, LOCAL_QUEUE, PRIORITY_CLASS, RESOURCE_FLAVOR, is_true
+from harness.gate import render_cluster
+from harness.core import REPO_ROOT
 
 pytestmark = pytest.mark.flux
 
-QUEUE_KINDS = ("ResourceFlavor", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass")
+QUEUE_KINDS = (RESOURCE_FLAVOR, CLUSTER_QUEUE, LOCAL_QUEUE, PRIORITY_CLASS)
 LAYERS = ("infra-controllers", "queues")
 
 
@@ -46,16 +46,24 @@ def test_first_reconcile_follows_the_dependency_order(run):
         assert is_true(ks, "Ready"), f"Kustomization/{ks['metadata']['name']} not Ready: {ks.get('status')}"
 
 
+def test_flux_controllers_are_alive(run):
+    controllers = run.fleet.controllers
+    assert {p.name for p in controllers.processes} == {"source-controller", "kustomize-controller"}
+    assert controllers.alive() is True, controllers.dead()
+    assert controllers.dead() == []
+
+
 def test_cluster_has_exactly_the_overlays_queues(run, rendered):
     """The cluster's flavors, queues and priority classes are exactly the single-queue layout
     (clusters/local/queues), with the rendered specs, and Kueue reports every queue Active."""
     kube = run.kube
-    want = {(o["kind"], o["metadata"]["name"]): o for o in rendered["queues"].objects if o["kind"] in QUEUE_KINDS}
+    want = {(o["kind"], o["metadata"]["name"]): o for o in rendered["queues"].objects
+            if o["kind"] in {t.kind for t in QUEUE_KINDS}}
     assert {("ClusterQueue", "cluster-queue"), ("LocalQueue", "default")} <= set(want)
     live = {}
-    for kind in QUEUE_KINDS:
-        for o in kube.list("kueue.x-k8s.io/v1beta2", kind):
-            live[(kind, o["metadata"]["name"])] = o
+    for rtype in QUEUE_KINDS:
+        for o in kube.list(*rtype):
+            live[(rtype.kind, o["metadata"]["name"])] = o
     assert set(live) == set(want), f"missing {sorted(set(want) - set(live))}, unexpected {sorted(set(live) - set(want))}"
     for key, obj in want.items():
         for path in rendered_paths(obj):

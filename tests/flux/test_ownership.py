@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from harness.kueue.queues import WORKLOAD, rayjob
+from harness.k8s import WORKLOAD
+from harness.kueue import rayjob
 
 pytestmark = pytest.mark.flux
 

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from harness.testing.hygiene import Child
+from harness.testing import Child
 
 
 @pytest.fixture

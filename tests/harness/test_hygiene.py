@@ -10,11 +10,11 @@ import signal
 
 import pytest
 
-from harness.testing.hygiene import cluster_records, leftovers, listening_ports, processes_under
+from harness.testing import cluster_records, leftovers, listening_ports, processes_under
 
 pytestmark = pytest.mark.harness
 
-READY = r"^KUBECONFIG="  # what `python -m harness.cluster.local_cluster` prints once the cluster is up
+READY = r"^KUBECONFIG="  # what `python -m harness.cluster` prints once the cluster is up
 START = 120  # bound on a cluster start (warm tool cache: ~8 s)
 STOP = 60    # bound on its teardown after the signal
 
@@ -32,7 +32,7 @@ def up(child):
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_make_cluster_interrupted_leaves_nothing(spawn, tmp_path, sig):
-    child = spawn("-m", "harness.cluster.local_cluster", "--workdir", str(tmp_path / "run"))
+    child = spawn("-m", "harness.cluster", "--workdir", str(tmp_path / "run"))
     procs, ports = up(child)
     record = cluster_records(tmp_path / "run")[0]
     assert set(record["ports"].values()) <= ports, (record["ports"], ports)
@@ -44,7 +44,7 @@ def test_make_cluster_interrupted_leaves_nothing(spawn, tmp_path, sig):
 
 def test_interrupted_while_starting_leaves_nothing(spawn, tmp_path):
     """SIGTERM when kube-apiserver is starting: the half-started cluster is torn down too."""
-    child = spawn("-m", "harness.cluster.local_cluster", "--workdir", str(tmp_path / "run"))
+    child = spawn("-m", "harness.cluster", "--workdir", str(tmp_path / "run"))
     child.wait_line(r"starting kube-apiserver", START)
     procs = child.descendants()
     assert any(p.name() == "etcd" for p in procs), [p.name() for p in procs]
@@ -59,7 +59,7 @@ def test_interrupted_while_starting_leaves_nothing(spawn, tmp_path):
 def test_harness_sigkilled_leaves_nothing(spawn, tmp_path):
     """No finally block runs on SIGKILL: the components die because the kernel tells them their
     parent did (PR_SET_PDEATHSIG), so a crashed or OOM-killed harness leaks nothing either."""
-    child = spawn("-m", "harness.cluster.local_cluster", "--workdir", str(tmp_path / "run"))
+    child = spawn("-m", "harness.cluster", "--workdir", str(tmp_path / "run"))
     procs, ports = up(child)
     child.signal(signal.SIGKILL)
     assert child.wait(STOP) == -signal.SIGKILL
@@ -70,7 +70,7 @@ def test_harness_sigkilled_leaves_nothing(spawn, tmp_path):
 FAILING_RUN = """
 import sys
 from pathlib import Path
-from harness.cluster.local_cluster import LocalCluster
+from harness.cluster import LocalCluster
 with LocalCluster(Path(sys.argv[1])) as cluster:
     print("KUBECONFIG=" + str(cluster.kubeconfig), flush=True)
     raise RuntimeError("a test failed while the cluster was up")

@@ -13,11 +13,13 @@ import signal
 import pytest
 from kubernetes import client, config
 
-from harness.testing.hygiene import cluster_records, leftovers, listening_ports, processes_under
+from harness.testing import cluster_records, leftovers, listening_ports, processes_under
 
 pytestmark = pytest.mark.harness
 
 START = 180  # two or three clusters starting at once on two cores
+STOP = 60    # a run's teardown after SIGINT
+SUITES = 900  # two pytest runs, three clusters, side by side
 
 
 def assert_disjoint(records: list[dict]) -> None:
@@ -34,7 +36,7 @@ def core(kubeconfig: str) -> client.CoreV1Api:
 
 
 def test_two_clusters_at_once_share_nothing(spawn, tmp_path):
-    runs = [spawn("-m", "harness.cluster.local_cluster", "--workdir", str(tmp_path / name)) for name in ("a", "b")]
+    runs = [spawn("-m", "harness.cluster", "--workdir", str(tmp_path / name)) for name in ("a", "b")]
     for run in runs:
         run.wait_line(r"^KUBECONFIG=", START)
     records = [cluster_records(tmp_path / name)[0] for name in ("a", "b")]
@@ -54,7 +56,7 @@ def test_two_clusters_at_once_share_nothing(spawn, tmp_path):
     for run in runs:
         run.signal(signal.SIGINT)
     for run in runs:
-        assert run.wait(60) == 0, run.output[-3000:]
+        assert run.wait(STOP) == 0, run.output[-3000:]
     assert not leftovers(procs[0] + procs[1], bound[0] | bound[1])
 
 
@@ -66,7 +68,7 @@ def test_concurrent_pytest_runs_and_xdist_workers_get_their_own_clusters(spawn, 
               "tests/integration/test_team_queues.py", "tests/integration/test_priorities.py", env=env)
     b = spawn("-m", "pytest", "-p", "no:cacheprovider", "-q", "--basetemp", str(tmp_path / "b"),
               "tests/integration/test_single_queue.py", "tests/integration/test_bad_submissions.py", env=env)
-    rcs = [run.wait(900) for run in (a, b)]
+    rcs = [run.wait(SUITES) for run in (a, b)]
     assert rcs == [0, 0], f"run A:\n{a.output[-3000:]}\nrun B:\n{b.output[-3000:]}"
     assert "4 passed" in a.output and "4 passed" in b.output, (a.output[-1500:], b.output[-1500:])
 

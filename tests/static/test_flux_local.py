@@ -1,11 +1,15 @@
 """The local Flux entry point (clusters/local) and the local Git server it is served from."""
 from __future__ import annotations
 
+import shutil
+from types import SimpleNamespace
+
 import pytest
 
-from harness.gitops.gitserver import GitServer, WorkingCopy, git
-from harness.gate.render import is_flux_kustomization, render_cluster
-from harness.core.versions import REPO_ROOT
+from harness.cluster import Process
+from harness.gitops import FluxControllers, GitServer, WorkingCopy, git
+from harness.gate import is_flux_kustomization, render_cluster
+from harness.core import REPO_ROOT
 
 pytestmark = pytest.mark.static
 
@@ -38,3 +42,24 @@ def test_git_server_serves_what_was_pushed(tmp_path):
         assert other.head() == second
         assert other.read("clusters/local/queues/kustomization.yaml") == "# changed\n"
         assert git("rev-list", "--count", "HEAD", cwd=other.path).strip() == "2"
+
+
+def test_flux_controllers_alive_only_while_every_controller_runs(tmp_path):
+    """alive() is True while both controllers run and False once one exits; dead() names the exited one."""
+    controllers = FluxControllers(SimpleNamespace(log_dir=tmp_path / "logs"), tmp_path)
+    assert controllers.alive() is False, "nothing started yet"
+    sleep, true = shutil.which("sleep"), shutil.which("true")
+    try:
+        controllers.processes = [Process("source-controller", [sleep, "60"], tmp_path / "logs").start(),
+                                 Process("kustomize-controller", [sleep, "60"], tmp_path / "logs").start()]
+        assert controllers.alive() is True
+        assert controllers.dead() == []
+        controllers.processes[1].kill()
+        assert controllers.alive() is False
+        dead = controllers.dead()
+        assert len(dead) == 1 and dead[0].startswith("kustomize-controller (exited"), dead
+        controllers.processes.append(Process("exits-at-once", [true], tmp_path / "logs").start())
+        controllers.processes[-1].popen.wait(10)
+        assert [d.split(" ")[0] for d in controllers.dead()] == ["kustomize-controller", "exits-at-once"]
+    finally:
+        controllers.stop()

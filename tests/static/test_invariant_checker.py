@@ -5,7 +5,7 @@ import pytest
 
 from kubernetes import client
 
-from harness.kueue.invariants import InvariantChecker
+from harness.kueue import InvariantChecker
 
 pytestmark = pytest.mark.static
 
@@ -31,8 +31,7 @@ def checker(cqs, wls):
     c = InvariantChecker(client.ApiClient())  # never started: the checks run on the state given here
     c.state = {"ClusterQueue": {(None, q["metadata"]["name"]): q for q in cqs},
                "Workload": {("ray", w["metadata"]["name"]): w for w in wls}, "RayJob": {}}
-    c._check_quota()
-    return c.violations
+    return c.check()
 
 
 def test_within_limits_is_quiet():
@@ -74,8 +73,7 @@ def admission_checker():
 
 def see(c, *wls):
     c.state["Workload"] = {("ray", w["metadata"]["name"]): w for w in wls}
-    c._check_admitted_once()
-    return c.violations
+    return c.check()
 
 
 def test_readmission_after_an_eviction_is_quiet():

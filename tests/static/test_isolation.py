@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.cluster.isolation import Names
-from harness.gate.render import build_directory
-from harness.core.versions import REPO_ROOT
+from harness.cluster import Names
+from harness.gate import build_directory
+from harness.core import REPO_ROOT
 
 pytestmark = pytest.mark.static
 
