@@ -22,5 +22,10 @@ WATCH_WINDOW = 10.0   # one watch request; the loop then watches on from the las
 WATCH_RETRY = 0.5     # pause before listing again after a broken stream or a refused connection
 THREAD_JOIN = 10.0    # a watch thread ends after stop()
 SETTLE = 90.0         # Kueue has decided on every job of a report step, and nothing moves
+# The scenarios, the report and the tests that run the repository's scripts:
+FLUX_BOOTSTRAP = 180.0  # the first reconcile of every Kustomization on a fresh cluster
+SCALE_PER_JOB = 0.3   # added to LONG_DECISION per RayJob of the scale scenario
+SCRIPT = 120.0        # one of scripts/ run as a subprocess against a cluster
+REPORT_RUN = 900.0    # a whole `make report` run, both refs, on a running cluster
 DOCKER_PROBE = 30.0   # `docker info`: does a Docker engine answer (the kind backend)
 KIND_ROLLOUT = 300.0  # Kueue's Deployment rolled out on a kind cluster

@@ -1,8 +1,14 @@
-"""Kueue behaviour: the queue layouts applied to a cluster, RayJobs sized for the scenarios,
-the waits on Kueue's decisions, the invariant checker and the scale scenario."""
+"""Kueue behaviour: the queue layouts applied to a cluster and removed again, RayJobs sized for
+the scenarios, the waits on Kueue's decisions, every behavioural scenario defined once
+(`scenarios`, run by `run_scenario` with hooks at named steps), the invariant checker and the
+scale scenario."""
+from harness.kueue import scenarios
 from harness.kueue.invariants import InvariantChecker
 from harness.kueue.queues import (CLUSTER_QUEUE, FOUR_GPUS, LOCAL_QUEUE, PRIORITY_LABEL, RAYCLUSTER, RAYJOB, WORKLOAD,
                                   Queues, Size, flavor_usage, rayjob)
+from harness.kueue.expectations import StepResult, short_reason
+from harness.kueue.steps import ACTED, AFTER, BEFORE, Hook, Scenario, ScenarioRun, Step, StepRun, run_scenario
 
-__all__ = ["CLUSTER_QUEUE", "FOUR_GPUS", "LOCAL_QUEUE", "PRIORITY_LABEL", "RAYCLUSTER", "RAYJOB", "WORKLOAD",
-           "InvariantChecker", "Queues", "Size", "flavor_usage", "rayjob"]
+__all__ = ["ACTED", "AFTER", "BEFORE", "CLUSTER_QUEUE", "FOUR_GPUS", "LOCAL_QUEUE", "PRIORITY_LABEL", "RAYCLUSTER", "RAYJOB",
+           "WORKLOAD", "Hook", "InvariantChecker", "Queues", "Scenario", "ScenarioRun", "Size", "Step", "StepResult", "StepRun",
+           "flavor_usage", "rayjob", "run_scenario", "scenarios", "short_reason"]

@@ -1,21 +1,19 @@
-"""Building blocks of the behavioural scenarios: sized RayJobs from the samples, and
-watch-driven waits on what Kueue decides about them."""
+"""Building blocks of the behavioural scenarios: sized RayJobs from the samples, queue layouts
+applied and removed again, and watch-driven waits on what Kueue decides about them."""
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
 
-from harness.gate import render_sample
 from harness.cluster import Names
-from harness.k8s import Kube, apply_order, condition, is_true, owned_by
-from harness.gate import build_directory
-from harness.core import REPO_ROOT
+from harness.core import REPO_ROOT, timeouts
+from harness.gate import build_directory, render_sample
+from harness.k8s import (CLUSTER_QUEUE, LOCAL_QUEUE, NAMESPACE, RAYCLUSTER, RAYJOB, WORKLOAD, Kube, apply_order, condition,
+                         is_true, owned_by)
 
-RAYJOB = ("ray.io/v1", "RayJob")
-RAYCLUSTER = ("ray.io/v1", "RayCluster")
-WORKLOAD = ("kueue.x-k8s.io/v1beta2", "Workload")
-CLUSTER_QUEUE = ("kueue.x-k8s.io/v1beta2", "ClusterQueue")
-LOCAL_QUEUE = ("kueue.x-k8s.io/v1beta2", "LocalQueue")
+__all__ = ["CLUSTER_QUEUE", "FOUR_GPUS", "LOCAL_QUEUE", "PRIORITY_LABEL", "RAYCLUSTER", "RAYJOB", "WORKLOAD", "Queues", "Size",
+           "flavor_usage", "rayjob"]
+
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 
 
@@ -62,23 +60,57 @@ def rayjob(sample: str, name: str, queue: str, size: Size | None = None, priorit
 
 class Queues:
     """What a test asks of Kueue, in its own words; every wait is bounded and watch-driven.
-    Tests use the repository's names; `names` maps them to this run's lane (harness.isolation)."""
+    Tests use the repository's names; `names` maps them to this run's lane (harness.isolation).
+    What apply_layout/apply_objects put on the cluster, teardown() removes again."""
 
-    def __init__(self, kube: Kube, names: Names | None = None, timeout: float = 60):
+    def __init__(self, kube: Kube, names: Names | None = None, timeout: float = timeouts.DECISION):
         self.kube, self.names, self.timeout = kube, names or Names(), timeout
         self.namespace = self.names.namespace
+        self.applied: list[dict] = []  # in the order applied, localized
 
+    # -- layouts ---------------------------------------------------------------------------------
     def apply_layout(self, directory: str) -> list[dict]:
         """A queue layout of this repository (e.g. overlays/team-queues) applied in this run's
         names; waits until Kueue reports every ClusterQueue Active. Returns what was applied."""
-        repo_objs = build_directory(REPO_ROOT, directory)
+        return self.apply_objects(build_directory(REPO_ROOT, directory))
+
+    def apply_objects(self, repo_objs: list[dict]) -> list[dict]:
+        """Objects in the repository's names (a rendered layout, e.g. of another ref) applied in
+        this run's names, ClusterQueues waited for until Active. Returns what was applied."""
         objs = apply_order([self.names.localize(o) for o in repo_objs])
         for o in objs:
             self.kube.apply(o)
+            self.applied.append(o)
         for cq in (o for o in repo_objs if o["kind"] == "ClusterQueue"):
             self.wait_cluster_queue(cq["metadata"]["name"], lambda c: is_true(c, "Active"), "Active=True")
         return objs
 
+    def remove_jobs(self) -> None:
+        """Every RayJob of the namespace deleted, and waited for until Kueue has dropped their
+        Workloads and KubeRay's RayClusters are gone, so the queues hold nothing any more."""
+        if self.kube.get(*NAMESPACE, name=self.namespace) is None:
+            return
+        for job in self.kube.list(*RAYJOB, namespace=self.namespace):
+            self.delete(job["metadata"]["name"])
+        for rtype in (RAYJOB, WORKLOAD, RAYCLUSTER):
+            self.kube.wait_for(*rtype, lambda items: not items or None, f"all {rtype.kind}s deleted", self.namespace, self.timeout)
+
+    def teardown(self) -> None:
+        """The jobs first (a queue that still holds a Workload stays Terminating behind Kueue's
+        finalizer), then everything applied, waited for until gone: a flavor still Terminating
+        when the next layout is applied would leave that layout's queues inactive. The namespace
+        stays (deleting one is slow and the next layout wants it)."""
+        self.remove_jobs()
+        ours = [o for o in self.applied if o["kind"] != "Namespace"]
+        for o in reversed(ours):
+            self.kube.delete(o["apiVersion"], o["kind"], o["metadata"]["name"], (o.get("metadata") or {}).get("namespace"))
+        for api_version, kind in sorted({(o["apiVersion"], o["kind"]) for o in ours}):
+            names = {o["metadata"]["name"] for o in ours if o["kind"] == kind}
+            self.kube.wait_for(api_version, kind, lambda items, n=names: not n & {i["metadata"]["name"] for i in items} or None,
+                               f"the applied {kind} objects deleted", None, self.timeout)
+        self.applied = []
+
+    # -- jobs ------------------------------------------------------------------------------------
     def submit(self, job: dict) -> dict:
         return self.kube.create(self.names.localize(job))
 
@@ -134,13 +166,9 @@ class Queues:
         assert job["spec"].get("suspend") is True, f"RayJob {job_name} is not suspended while its Workload is pending"
         return wl
 
-    def wait_evicted(self, job_name: str, timeout: float | None = None) -> dict:
-        wl = self.wait_workload(job_name, lambda w: is_true(w, "Evicted") or is_true(w, "Preempted"), "Evicted/Preempted", timeout)
-        self.wait_job(job_name, lambda j: j["spec"].get("suspend") is True, "suspended again after eviction", timeout)
-        return wl
-
-    def wait_one_evicted(self, job_names: list[str], timeout: float | None = None) -> tuple[str, dict]:
-        """Kueue chooses which of several equal candidates to preempt; returns (its RayJob, Workload)."""
+    def wait_one_evicted(self, job_names: list[str], timeout: float | None = None, suspended: bool = True) -> tuple[str, dict]:
+        """Kueue chooses which of several equal candidates to preempt; returns (its RayJob, Workload)
+        once the Workload is Evicted or Preempted and (`suspended`) Kueue has suspended the RayJob."""
         uids = {self.job(n)["metadata"]["uid"]: n for n in job_names}
 
         def check(items):
@@ -151,8 +179,20 @@ class Queues:
             return None
 
         name, wl = self.kube.wait_for(*WORKLOAD, check, f"one of {', '.join(job_names)} evicted", self.namespace, timeout or self.timeout)
-        self.wait_job(name, lambda j: j["spec"].get("suspend") is True, "suspended again after eviction", timeout)
+        if suspended:
+            self.wait_job(name, lambda j: j["spec"].get("suspend") is True, "suspended again after eviction", timeout)
         return name, wl
+
+    def wait_rayclusters(self, job_names: list[str], test, describe: str, timeout: float | None = None) -> list[dict]:
+        """The RayClusters KubeRay runs for these RayJobs (by owner reference), once `test` holds for them."""
+        uids = {self.job(n)["metadata"]["uid"] for n in job_names}
+
+        def check(items):
+            owned = [c for c in items if any(r.get("uid") in uids for r in c["metadata"].get("ownerReferences") or [])]
+            return (owned,) if test(owned) else None  # a tuple: true even when no cluster is the answer
+
+        return self.kube.wait_for(*RAYCLUSTER, check, f"RayClusters of {', '.join(job_names)}: {describe}", self.namespace,
+                                  timeout or self.timeout)[0]
 
     def cluster_queue(self, name: str) -> dict:
         return self.kube.get(*CLUSTER_QUEUE, name=self.names.cq(name))
@@ -168,15 +208,51 @@ class Queues:
         return self.usage(cq, "gpu", "nvidia.com/gpu", field)
 
     def wait_cluster_queue(self, name: str, test, describe: str, timeout: float | None = None) -> dict:
-        name = self.names.cq(name)
+        return self._wait_named(CLUSTER_QUEUE, self.names.cq(name), None, test, describe, timeout)
 
+    def wait_local_queue(self, name: str, test, describe: str, timeout: float | None = None) -> dict:
+        return self._wait_named(LOCAL_QUEUE, name, self.namespace, test, describe, timeout)
+
+    def _wait_named(self, rtype, name: str, namespace: str | None, test, describe: str, timeout: float | None) -> dict:
         def check(items):
             for o in items:
                 if o["metadata"]["name"] == name and test(o):
                     return o
             return None
 
-        return self.kube.wait_for(*CLUSTER_QUEUE, check, f"ClusterQueue {name}: {describe}", None, timeout or self.timeout)
+        return self.kube.wait_for(*rtype, check, f"{rtype.kind} {name}: {describe}", namespace, timeout or self.timeout)
+
+    # -- what two runs compare -------------------------------------------------------------------
+    def state(self, jobs: dict[str, str], cluster_queues: list[str]) -> dict:
+        """What a reviewer would compare between two runs, keyed by `jobs`' labels (a role such as
+        "victim", so that runs in which Kueue picked another of two equal jobs compare equal):
+        each job's admission, suspension and preemption reason, its Workloads and RayClusters,
+        and each ClusterQueue's usage and counts."""
+        workloads = self.kube.list(*WORKLOAD, namespace=self.namespace)
+        clusters = self.kube.list(*RAYCLUSTER, namespace=self.namespace)
+        state: dict = {}
+        for label, name in jobs.items():
+            job = self.job(name)
+            assert job, f"RayJob {name} was lost"
+            owned = owned_by(workloads, job["metadata"]["uid"])
+            wl = owned[0] if owned else None
+            preempted = condition(wl, "Preempted") or {}
+            suspended = bool(job["spec"].get("suspend"))
+            state[label] = {
+                "workloads": len(owned),
+                "admitted": is_true(wl, "Admitted"),
+                "suspended": suspended,
+                # KubeRay's status of a running job moves on by itself; that of a suspended one rests.
+                "jobDeploymentStatus": (job.get("status") or {}).get("jobDeploymentStatus") if suspended else "-",
+                "preempted": (preempted.get("status"), preempted.get("reason")),
+                "rayclusters": len(owned_by(clusters, job["metadata"]["uid"])),
+            }
+        for name in cluster_queues:
+            cq = self.cluster_queue(name)
+            status = cq.get("status") or {}
+            state[name] = {"gpu": self.gpus(cq), "borrowed": self.gpus(cq, "borrowed"),
+                           "admitted": status.get("admittedWorkloads") or 0, "pending": status.get("pendingWorkloads") or 0}
+        return state
 
 
 def flavor_usage(cq: dict, flavor: str, resource: str, field: str = "total") -> str:

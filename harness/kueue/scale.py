@@ -25,12 +25,11 @@ from pathlib import Path
 
 from kubernetes import client
 
+from harness.cluster import ClusterError, LocalCluster, ProcessError
+from harness.core import say, timeouts
+from harness.k8s import WORKLOAD, Kube, condition, is_true
 from harness.kueue.invariants import InvariantChecker
-from harness.k8s import Kube, condition, is_true
-from harness.cluster import ClusterError, LocalCluster
-from harness.cluster import ProcessError
-from harness.core import say
-from harness.kueue.queues import WORKLOAD, Queues, Size, rayjob
+from harness.kueue.queues import Queues, Size, rayjob
 
 ONE_GPU = Size(workers=1, worker_cpu="2", worker_memory="8Gi", worker_gpu=1, head_cpu="1", head_memory="2Gi")
 TEAMS = ("team-a", "team-b")
@@ -85,7 +84,7 @@ def all_decided(n: int):
 
 
 def run(cluster: LocalCluster, n: int, timeout: float | None = None) -> ScaleResult:
-    timeout = timeout or 120 + 0.3 * n
+    timeout = timeout or timeouts.LONG_DECISION + timeouts.SCALE_PER_JOB * n
     result = ScaleResult(n=n)
     api = cluster.api_client()
     kube = Kube(api)

@@ -21,8 +21,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from harness.cluster import Names
+from harness.core import say, timeouts
 from harness.k8s import WaitTimeout
-from harness.core import say
 from harness.report import ReportInputError
 from harness.toolchain import ToolBuildError
 
@@ -209,7 +209,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--namespace", default="ray", help="namespace for the scenario RayJobs (default ray)")
     parser.add_argument("--prefix", default="", help="prefix for cluster-scoped names on a shared cluster (harness.isolation)")
     parser.add_argument("--scenario", action="append", help="run only this scenario (repeatable; default all)")
-    parser.add_argument("--timeout", type=float, default=90, help="bound of every wait on Kueue, seconds (default 90)")
+    parser.add_argument("--timeout", type=float, default=timeouts.SETTLE,
+                        help=f"bound of every wait on Kueue, seconds (default {timeouts.SETTLE:g})")
     parser.add_argument("--no-gate", action="store_true", help="leave out the static gate's findings")
     parser.add_argument("--comment-note", default="", help="a line for comment.md (e.g. where the plots are)")
     args = parser.parse_args(argv)

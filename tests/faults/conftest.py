@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.kueue.invariants import InvariantChecker
-from harness.k8s.client import Kube
-from harness.kueue.queues import Queues
+from harness.core import timeouts
+from harness.k8s import Kube
+from harness.kueue import InvariantChecker, Queues
 
 
 @pytest.fixture
@@ -22,7 +22,7 @@ def kube(cluster) -> Kube:
 
 @pytest.fixture
 def queues(kube) -> Queues:
-    return Queues(kube, timeout=90)
+    return Queues(kube, timeout=timeouts.LONG_DECISION)  # decisions behind a restart
 
 
 @pytest.fixture

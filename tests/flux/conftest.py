@@ -13,7 +13,8 @@ from harness.kueue.invariants import InvariantChecker
 from harness.k8s.client import Kube
 from harness.cluster.local_cluster import ClusterError, LocalCluster
 from harness.cluster.processes import ProcessError
-from harness.kueue.queues import RAYJOB, WORKLOAD, Queues
+from harness.core import timeouts
+from harness.kueue.queues import Queues
 from harness.gitops.timeline import Timeline
 from harness.k8s import CLUSTER_QUEUE, LOCAL_QUEUE, NAMESPACE, RESOURCE_FLAVOR  # Timeline takes ResourceTypes
 
@@ -46,7 +47,7 @@ def flux_run(request, tmp_path_factory):
             fleet = Fleet(cluster, workdir / "fleet").start()
         timeline = Timeline(cluster.api_client(), [KUSTOMIZATION, CLUSTER_QUEUE, LOCAL_QUEUE, RESOURCE_FLAVOR, NAMESPACE]).start()
         seed = fleet.bootstrap()
-        fleet.wait_ready(seed, timeout=180)
+        fleet.wait_ready(seed, timeout=timeouts.FLUX_BOOTSTRAP)
     except (ProcessError, ClusterError, FluxError) as err:
         _teardown(cluster, fleet, timeline)
         pytest.fail(f"Flux on the local cluster did not come up: {err}", pytrace=False)
@@ -71,10 +72,8 @@ def _teardown(cluster, fleet, timeline) -> None:
 def run(flux_run):
     """The fleet at the seed commit, every Kustomization Ready there, no RayJobs; restored after."""
     yield flux_run
-    fleet, kube = flux_run.fleet, flux_run.kube
-    for job in kube.list(*RAYJOB, namespace="ray"):
-        kube.delete(*RAYJOB, name=job["metadata"]["name"], namespace="ray")
-    kube.wait_for(*WORKLOAD, lambda items: not items or None, "all Workloads deleted", "ray", 60)
+    fleet = flux_run.fleet
+    Queues(flux_run.kube).remove_jobs()
     fleet.wc.restore(flux_run.seed)
     if fleet.wc.changed():
         fleet.wait_ready(fleet.push("back to the seed commit's tree"))
@@ -82,7 +81,7 @@ def run(flux_run):
 
 @pytest.fixture
 def queues(run) -> Queues:
-    return Queues(run.kube, timeout=60)
+    return Queues(run.kube, timeout=timeouts.DECISION)
 
 
 @pytest.fixture(autouse=True)

@@ -9,8 +9,9 @@ import pytest
 import yaml
 
 from harness.gitops.flux import KUSTOMIZATION, NAMESPACE, applied_revision, set_whole_pool_quota
-from harness.k8s.client import condition, is_true
-from harness.kueue.queues import CLUSTER_QUEUE, LOCAL_QUEUE, WORKLOAD, rayjob
+from harness.core import timeouts
+from harness.k8s import CLUSTER_QUEUE, LOCAL_QUEUE, WORKLOAD, condition, is_true
+from harness.kueue import rayjob
 
 pytestmark = pytest.mark.flux
 
@@ -116,4 +117,4 @@ def test_switch_to_team_queues_prunes_the_single_queue(run, queues):
 
     queues.delete("train-1")
     kube.wait_for(*CLUSTER_QUEUE, lambda items: "cluster-queue" not in {i["metadata"]["name"] for i in items} or None,
-                  "cluster-queue gone once its last workload is", None, 60)
+                  "cluster-queue gone once its last workload is", None, timeouts.DECISION)

@@ -1,18 +1,16 @@
 """Fixtures of the behavioural tests: one cluster per session on the chosen backend, the queue
-layout a test needs (applied with server-side apply, removed afterwards), and the invariant
-checker running beside every test."""
+layout a test needs (applied with server-side apply, removed afterwards), a scenario of
+harness.kueue.scenarios run on its layout, and the invariant checker running beside every test."""
 from __future__ import annotations
 
 import os
 
 import pytest
 
-from harness.cluster import backends
-from harness.kueue.invariants import InvariantChecker
-from harness.cluster.isolation import Names
-from harness.k8s.client import Kube
-from harness.kueue.queues import RAYJOB, WORKLOAD, Queues
-
+from harness.cluster import Names, backends
+from harness.core import timeouts
+from harness.k8s import Kube
+from harness.kueue import Hook, InvariantChecker, Queues, Scenario, ScenarioRun, run_scenario
 
 
 @pytest.fixture(scope="session")
@@ -50,37 +48,24 @@ def names(backend, kube):
 
 @pytest.fixture
 def queues(kube, names) -> Queues:
-    return Queues(kube, names, timeout=float(os.environ.get("RAY_KUEUE_WAIT", "60")))
+    return Queues(kube, names, timeout=float(os.environ.get("RAY_KUEUE_WAIT", timeouts.DECISION)))
 
 
 @pytest.fixture
-def layout(kube, queues):
+def layout(queues):
     """apply("overlays/team-queues") puts that layout on the cluster; everything is removed after."""
-    applied: list[dict] = []
+    yield queues.apply_layout
+    queues.teardown()
 
-    def apply(directory: str) -> list[dict]:
-        objs = queues.apply_layout(directory)
-        applied.extend(objs)
-        return objs
 
-    yield apply
-    # RayJobs first, then wait for Kueue to drop their Workloads, so no queue is deleted
-    # while it still holds a workload (its finalizer would keep it Terminating).
-    ns = queues.namespace
-    for job in kube.list(*RAYJOB, namespace=ns):
-        kube.delete(*RAYJOB, name=job["metadata"]["name"], namespace=ns)
-    kube.wait_for(*RAYJOB, lambda items: not items or None, "all RayJobs deleted", ns, 60)
-    kube.wait_for(*WORKLOAD, lambda items: not items or None, "all Workloads deleted", ns, 60)
-    for o in reversed(applied):
-        if o["kind"] != "Namespace":  # namespace deletion is slow and the next test wants it
-            kube.delete(o["apiVersion"], o["kind"], o["metadata"]["name"], (o.get("metadata") or {}).get("namespace"))
-    # Wait until every deleted object is really gone: a flavor still Terminating behind its
-    # finalizer when the next test re-applies the layout would leave that test's queues inactive.
-    kinds = {(o["apiVersion"], o["kind"]) for o in applied if o["kind"] != "Namespace"}
-    for api_version, kind in sorted(kinds):
-        ours = {o["metadata"]["name"] for o in applied if o["kind"] == kind}
-        kube.wait_for(api_version, kind, lambda items: not ours & {i["metadata"]["name"] for i in items} or None,
-                      f"the test's {kind} objects deleted", None, 60)
+@pytest.fixture
+def scenario(layout, queues):
+    """scenario(scenarios.TEAM_QUEUES) applies its layout and runs it, every expectation awaited."""
+    def run(sc: Scenario, hooks: list[Hook] = ()) -> ScenarioRun:
+        layout(sc.layout)
+        return run_scenario(queues, sc, hooks)
+
+    return run
 
 
 @pytest.fixture(autouse=True)

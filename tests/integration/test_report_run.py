@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from harness.kueue.queues import CLUSTER_QUEUE, RAYJOB
-from harness.core.versions import REPO_ROOT
+from harness.core import REPO_ROOT, timeouts
+from harness.k8s import CLUSTER_QUEUE, RAYJOB
 
 pytestmark = pytest.mark.integration
 
@@ -54,8 +54,8 @@ def test_report_shows_changed_quota_and_changed_outcome(rebalanced_clone, backen
     proc = subprocess.run(
         [sys.executable, "-m", "harness.report", "--repo", str(rebalanced_clone), "--base", "main", "--out", str(out),
          "--kubeconfig", str(backend.kubeconfig), "--namespace", names.namespace, "--prefix", names.prefix,
-         "--scenario", "team-queues", "--no-gate", "--timeout", "120"],
-        capture_output=True, text=True, timeout=900)
+         "--scenario", "team-queues", "--no-gate", "--timeout", str(timeouts.LONG_DECISION)],
+        capture_output=True, text=True, timeout=timeouts.REPORT_RUN)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
     md = (out / "report.md").read_text()

@@ -7,10 +7,10 @@ import pytest
 from kubernetes.dynamic.exceptions import ApiException
 
 from harness.gate import schemas
-from harness.k8s.client import apply_order, is_true
+from harness.k8s import apply_order, is_true
 from harness.gate.render import build_directory, cluster_dirs, render_repository
 from harness.gate.sources import parse_yaml_all
-from harness.core.versions import REPO_ROOT
+from harness.core import REPO_ROOT, timeouts
 
 pytestmark = pytest.mark.integration
 
@@ -39,7 +39,7 @@ def flux_crds(kube, backend):
             pytest.skip(f"the existing cluster has no Flux CRDs {', '.join(missing)}: its Flux objects cannot be dry-run there")
     kube.wait_for("apiextensions.k8s.io/v1", "CustomResourceDefinition",
                   lambda items: all(any(i["metadata"]["name"] == n and is_true(i, "Established") for i in items) for n in crd_names) or None,
-                  "Flux CRDs Established", None, 60)
+                  "Flux CRDs Established", None, timeouts.CRDS_ESTABLISHED)
     return crd_names
 
 

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from harness.core.versions import REPO_ROOT
+from harness.core import REPO_ROOT, timeouts
 
 pytestmark = pytest.mark.integration
 
@@ -16,7 +16,7 @@ def test_submitted_sample_is_admitted_on_its_queue(layout, queues, backend, name
     proc = subprocess.run(
         [str(REPO_ROOT / "scripts/submit-workload"), "batch-inference", "--queue", "team-b", "--namespace", names.namespace,
          "--set", "JOB_NAME=user-job"],
-        capture_output=True, text=True, timeout=120, env={**os.environ, "KUBECONFIG": str(backend.kubeconfig)})
+        capture_output=True, text=True, timeout=timeouts.SCRIPT, env={**os.environ, "KUBECONFIG": str(backend.kubeconfig)})
     assert proc.returncode == 0, proc.stderr
     assert "rayjob.ray.io/user-job created" in proc.stdout
     queues.wait_admitted("user-job")

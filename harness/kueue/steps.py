@@ -1,0 +1,189 @@
+"""The scenario machinery, in the manner of Kueue's test/util: a Scenario is a list of named
+Steps; a Step submits or finishes RayJobs, then says what Kueue decides, as expectations that
+are awaited with watch-driven waits (harness.kueue.Queues).
+
+    result = run_scenario(queues, scenarios.TEAM_QUEUES, [Hook(ACTED, break_kueue, step="reclaim")])
+    result["reclaim"].state["victim"]        # per-step results, jobs named by role
+
+A step's `expect` is the outcome the scenario is about: the tests await it, and the report, which
+runs the scenario against other refs' queue layouts, judges it against what it recorded
+(Scenario.check over StepResults). Its `details` pin this repository's own quotas and sizes and
+the bookkeeping of the queues and of KubeRay: the tests await them too, the report does not judge
+them. Kueue may choose either of two equal jobs as its victim: Preempted binds roles ("victim",
+"survivor") that later expectations and the per-step state use in place of names.
+
+Hooks run at a named step (or at every step): BEFORE its actions, ACTED (actions done, Kueue's
+decisions not awaited yet: where the fault tests break a component) and AFTER (expectations
+awaited; with expect=False nothing is awaited, and the report waits for Kueue to settle there).
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Callable
+
+from kubernetes import client
+
+from harness.kueue.expectations import Expectation, StepResult, judged
+from harness.kueue.queues import Queues, Size, rayjob
+
+BEFORE, ACTED, AFTER = "before", "acted", "after"
+
+
+# -- actions --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Submit:
+    """A sample RayJob renamed `name`, submitted to LocalQueue `queue` (re-sized, with a priority
+    class, with fields of its spec replaced). `refused`: the apiserver is to refuse it (a webhook);
+    the refusal is kept for Rejected."""
+    sample: str
+    name: str
+    queue: str
+    size: Size | None = None
+    priority: str | None = None
+    spec: dict = field(default_factory=dict)
+    refused: bool = False
+
+    def do(self, run: ScenarioRun) -> None:
+        job = rayjob(self.sample, self.name, self.queue, self.size, self.priority)
+        job["spec"].update(copy.deepcopy(self.spec))
+        try:
+            run.created[self.name] = run.queues.submit(job)
+        except client.ApiException as err:
+            if not self.refused:
+                raise
+            run.refusals[self.name] = err
+            return
+        run.queue_of[self.name] = self.queue
+
+
+@dataclass(frozen=True)
+class Finish:
+    """A job is done: without a kubelet, a job "finishing" is its RayJob being deleted."""
+    job: str  # a name or a bound role
+
+    def do(self, run: ScenarioRun) -> None:
+        name = run.name(self.job)
+        run.queues.delete(name)
+        run.finished.add(name)
+
+
+# -- scenarios and their runs ---------------------------------------------------------------------
+@dataclass(eq=False)
+class Step:
+    name: str  # what hooks and results name it by
+    title: str  # what a reviewer reads
+    actions: list
+    expect: list[Expectation] = field(default_factory=list)
+    details: list[Expectation] = field(default_factory=list)
+
+    def __post_init__(self):
+        unjudged = [type(e).__name__ for e in self.expect if not judged(e)]
+        if unjudged:
+            raise TypeError(f"step {self.name}: {', '.join(unjudged)} cannot be judged from a recording; list it in details")
+
+
+@dataclass(eq=False)
+class Scenario:
+    name: str
+    title: str
+    layout: str  # the queue layout it runs on (an overlay directory)
+    cluster_queues: list[str]
+    expectation: str  # the expected outcome in words
+    steps: list[Step]
+
+    def step(self, name: str) -> Step:
+        found = [s for s in self.steps if s.name == name]
+        if not found:
+            raise KeyError(f"scenario {self.name} has no step {name!r} (has: {', '.join(s.name for s in self.steps)})")
+        return found[0]
+
+    def check(self, seen: list[StepResult]) -> list[str]:
+        """The recorded steps judged against every step's `expect`: what did not hold."""
+        roles: dict[str, str] = {}
+        return [f"{result.title}: {failure}" for step, result in zip(self.steps, seen)
+                for e in step.expect if (failure := e.judge(result, roles))]
+
+
+@dataclass
+class StepRun:
+    name: str
+    title: str
+    state: dict  # Queues.state once the step's expectations held, jobs by role ({} when not awaited)
+
+
+@dataclass(frozen=True)
+class Hook:
+    when: str  # BEFORE, ACTED or AFTER
+    fn: Callable[[ScenarioRun], object]
+    step: str | None = None  # the step's name; None: every step
+
+
+class ScenarioRun:
+    """One run of a scenario: what its steps did so far, and a StepRun per step done."""
+
+    def __init__(self, queues: Queues, scenario: Scenario):
+        self.queues, self.scenario = queues, scenario
+        self.queue_of: dict[str, str] = {}  # every job submitted (and not refused) -> its LocalQueue
+        self.finished: set[str] = set()
+        self.created: dict[str, dict] = {}
+        self.refusals: dict[str, client.ApiException] = {}
+        self.roles: dict[str, str] = {}  # role -> job, bound by expectations
+        self.steps: list[StepRun] = []
+        self.step: Step | None = None  # the step running
+
+    def name(self, job: str) -> str:
+        """A role's job, or the job itself."""
+        return self.roles.get(job, job)
+
+    @property
+    def live(self) -> list[str]:
+        return [j for j in self.queue_of if j not in self.finished]
+
+    def __getitem__(self, step: str) -> StepRun:
+        self.scenario.step(step)
+        found = [s for s in self.steps if s.name == step]
+        if not found:
+            raise KeyError(f"step {step} of {self.scenario.name} did not run")
+        return found[0]
+
+    def labels(self) -> dict[str, str]:
+        """The live jobs by role where one is bound, else by name."""
+        live = self.live
+        by_role = {role: job for role, job in self.roles.items() if job in live}
+        return {**by_role, **{j: j for j in live if j not in by_role.values()}}
+
+
+def run_scenario(queues: Queues, scenario: Scenario, hooks: list[Hook] = (), *, expect: bool = True,
+                 until: str | None = None) -> ScenarioRun:
+    """Runs the steps in order on `queues` (its layout applied by the caller), up to and including
+    step `until`. expect=True: every expectation awaited, in order (`expect`, then `details`);
+    expect=False: actions and hooks only."""
+    for h in hooks:
+        if h.when not in (BEFORE, ACTED, AFTER):
+            raise ValueError(f"hook at {h.when!r}: use BEFORE, ACTED or AFTER")
+        if h.step is not None:
+            scenario.step(h.step)
+    if until is not None:
+        scenario.step(until)
+    run = ScenarioRun(queues, scenario)
+
+    def call(when: str) -> None:
+        for h in hooks:
+            if h.when == when and h.step in (None, run.step.name):
+                h.fn(run)
+
+    for step in scenario.steps:
+        run.step = step
+        call(BEFORE)
+        for action in step.actions:
+            action.do(run)
+        call(ACTED)
+        if expect:
+            for e in (*step.expect, *step.details):
+                e.wait(run)
+        run.steps.append(StepRun(step.name, step.title, queues.state(run.labels(), scenario.cluster_queues) if expect else {}))
+        call(AFTER)
+        if step.name == until:
+            break
+    return run
