@@ -9,7 +9,6 @@ from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError
 
 from harness.core import timeouts
-from harness.k8s.conditions import condition, is_true  # noqa: F401 - still imported from here by some tests
 from harness.k8s.kinds import ResourceType
 from harness.k8s.watch import wait_for
 
