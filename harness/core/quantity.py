@@ -1,11 +1,13 @@
-"""Kubernetes quantities ("500m", "768Gi"), parsed by the official client's own parser.
+"""Kubernetes quantities ("500m", "768Gi"), parsed by the official client's own parser, and
+formatted for messages and reports.
 
 Importing `kubernetes` runs its package __init__, which loads the whole generated API client
 (most of a second, the largest cost of the static gate). The quantity parser is a
-self-contained module of that package, so load just that file.
+self-contained module of that package, so load just that file, once.
 """
 from __future__ import annotations
 
+import functools
 import importlib.util
 import sys
 from decimal import Decimal
@@ -13,6 +15,7 @@ from decimal import Decimal
 _NAME = "kubernetes.utils.quantity"
 
 
+@functools.cache
 def _load():
     if _NAME in sys.modules:
         return sys.modules[_NAME]
@@ -28,3 +31,11 @@ def _load():
 def parse_quantity(value) -> Decimal:
     """Raises ValueError for anything that is not a valid quantity."""
     return _load().parse_quantity(value)
+
+
+def format_quantity(resource: str, qty: Decimal) -> str:
+    """Memory in Gi with one decimal ("7.5Gi"), anything else as a plain number ("0.5", "8")."""
+    if resource == "memory":
+        gi = qty / 2**30
+        return f"{gi.quantize(Decimal('0.1')).normalize():f}Gi"
+    return f"{qty.normalize():f}"

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness import toolchain as tools
-from harness.gate.sources import kustomization_dirs, load_yaml, parse_yaml_all
+from harness.gate.sources import SKIP_DIRS, kustomization_dirs, load_yaml, parse_yaml_all
 
 FLUX_KS_API = "kustomize.toolkit.fluxcd.io"
 MAX_FLUX_DEPTH = 5  # nested Flux Kustomizations deeper than this are reported, not followed
@@ -58,7 +58,8 @@ def run_fluxbuild(root: Path, jobs: list[dict]) -> dict[str, dict]:
         return {}
     binary = tools.ensure("fluxbuild")["fluxbuild"].path()
     proc = subprocess.run(
-        [str(binary)], input=json.dumps({"root": str(root), "jobs": jobs}), capture_output=True, text=True
+        [str(binary)], input=json.dumps({"root": str(root), "skip_dirs": sorted(SKIP_DIRS), "jobs": jobs}),
+        capture_output=True, text=True
     )
     if proc.returncode != 0:
         raise RenderError(f"fluxbuild failed: {proc.stderr.strip()}")

@@ -9,29 +9,17 @@ schemas are generated here from what `go mod download` already fetched:
 * custom resources: every served version of the CRDs shipped by the pinned Kueue, KubeRay and
   Flux controllers (`config/.../crd/bases/*.yaml`, see `crd_files`).
 
-The result is one flat directory of self-contained ("standalone") draft-4 schemas, one file per
-kind and version, named the way kubeconform's template `{{ .ResourceKind }}{{ .KindSuffix }}.json`
-looks them up (see `schema_filename`). References are inlined, because kubeconform's
-`validationErrors` show only the first level of the error tree and every $ref/allOf adds one: with
-them inlined a typo is reported at its own path. Only recursive types (JSONSchemaProps, in the
-CustomResourceDefinition schema) stay as `#/definitions/...` pointers inside the same file.
-Descriptions are dropped (kubeconform never shows them; they were two thirds of the bytes).
+Each is converted by harness.gate.schema_convert (strict, nullable optionals, references inlined)
+into one flat directory of self-contained ("standalone") draft-4 schemas, one file per kind and
+version, named the way kubeconform's template `{{ .ResourceKind }}{{ .KindSuffix }}.json` looks
+them up (see `schema_filename`). Unlike openapi2jsonschema's default for CRDs, a CRD's root is
+strict too (a top-level `specs:` is an error), and its `metadata` (controller-gen writes just
+`type: object`) is validated as the real ObjectMeta, so a typo such as `metadata.lables` is caught
+in custom resources too. Embedded `metadata` deeper down (pod templates in a RayJob) stays
+`type: object`, as upstream has it.
 
-"Strict" is what kubeconform's openapi2jsonschema does: an object schema that lists `properties`
-and says nothing about `additionalProperties` gets `additionalProperties: false`, unless it is
-`x-kubernetes-preserve-unknown-fields`. Unlike that script's default for CRDs, the root is strict
-too (a top-level `specs:` is an error). Besides:
-
-* `x-kubernetes-int-or-string` accepts an integer or a string;
-* `nullable: true` accepts null; so does any optional (not `required`) property, because the API
-  server accepts null there too (it decodes null to the zero value for built-ins and prunes
-  non-nullable nulls from custom resources), e.g. `creationTimestamp: null`;
-* a CRD root's `metadata` (controller-gen writes just `type: object`) is validated as the real
-  ObjectMeta, so a typo such as `metadata.lables` is caught in custom resources too. Embedded
-  `metadata` deeper down (pod templates in a RayJob) stays `type: object`, as upstream has it.
-
-The directory is generated once per set of pinned versions (and version of this file), under
-`tools.cache_root()/schemas/<hash>/`, atomically with a stamp; later calls only check the stamp.
+The directory is generated once per set of pinned versions (and version of the generator), under
+`cache_root()/schemas/<hash>/`, atomically with a stamp; later calls only check the stamp.
 `_index.json` in it maps each file to its apiVersion, kind and source. Use it as
 
     kubeconform -strict -schema-location '<dir>/{{ .ResourceKind }}{{ .KindSuffix }}.json' \
@@ -42,7 +30,6 @@ The directory is generated once per set of pinned versions (and version of this 
 from __future__ import annotations
 
 import concurrent.futures
-import fcntl
 import functools
 import hashlib
 import json
@@ -54,13 +41,13 @@ from pathlib import Path
 
 import yaml
 
-from harness import toolchain as tools
-from harness.core import versions
-from harness.core import say
+from harness.core import cache_lock, cache_root, publish_dir, say, versions
+from harness.gate import schema_convert
+from harness.gate.schema_convert import REF_PREFIX, SchemaError, StrictConverter
+from harness.toolchain import module_dir
 
 STAMP = ".complete"
 INDEX = "_index.json"  # filename -> {"apiVersion", "kind", "source"}; cannot clash with a schema name
-DRAFT4 = "http://json-schema.org/draft-04/schema#"
 
 KUBERNETES = "kubernetes"
 # pin key -> CRD directory inside the module, and the kinds that must be there (a moved path fails
@@ -78,13 +65,6 @@ CRD_SOURCES: dict[str, tuple[str, tuple[str, ...]]] = {
 PINS = (KUBERNETES, *CRD_SOURCES)
 
 OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
-K8S_REF_PREFIX = "#/components/schemas/"
-REF_PREFIX = "#/definitions/"
-NULLABLE_SUFFIX = "@nullable"  # definitions variant that also accepts null
-
-
-class SchemaError(RuntimeError):
-    pass
 
 
 # -- naming ---------------------------------------------------------------------------------------
@@ -113,7 +93,7 @@ def _api_version(group: str, version: str) -> str:
 # -- sources --------------------------------------------------------------------------------------
 @functools.lru_cache(maxsize=None)
 def _module_dir(pin: str) -> Path:
-    return tools.module_dir(pin)
+    return module_dir(pin)
 
 
 def crd_files() -> list[Path]:
@@ -158,184 +138,7 @@ def _kubernetes_components() -> dict[str, dict]:
     return merged
 
 
-# -- conversion -----------------------------------------------------------------------------------
-_SCHEMA_MAPS = ("properties", "patternProperties", "definitions")  # name -> subschema
-_SCHEMA_ONE = ("additionalProperties", "additionalItems", "items", "not")  # a subschema (items: or list)
-_SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "items")
-_ANNOTATIONS = {"description", "default", "example", "title"}
-
-
-def _map_subschemas(node: dict, fn) -> dict:
-    """A copy of `node` with fn applied to every direct subschema (keyword-aware, so property
-    *names* like `properties`, `$ref` or `additionalProperties`, which JSONSchemaProps has, are
-    never mistaken for keywords)."""
-    out = dict(node)
-    for key in _SCHEMA_MAPS:
-        if isinstance(out.get(key), dict):
-            out[key] = {name: fn(sub) for name, sub in out[key].items()}
-    for key in _SCHEMA_ONE:
-        if isinstance(out.get(key), dict):
-            out[key] = fn(out[key])
-    for key in _SCHEMA_LISTS:
-        if isinstance(out.get(key), list):
-            out[key] = [fn(sub) for sub in out[key]]
-    return out
-
-
-def _subschemas(node: dict):
-    for key in _SCHEMA_MAPS:
-        if isinstance(node.get(key), dict):
-            yield from node[key].values()
-    for key in _SCHEMA_ONE:
-        if isinstance(node.get(key), dict):
-            yield node[key]
-    for key in _SCHEMA_LISTS:
-        if isinstance(node.get(key), list):
-            yield from node[key]
-
-
-def _refs(node) -> set[str]:
-    """Names of all definitions `node` refers to, directly or through its subschemas."""
-    found, stack = set(), [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, dict):
-            if isinstance(current.get("$ref"), str):
-                found.add(current["$ref"][len(REF_PREFIX):])
-            stack.extend(_subschemas(current))
-    return found
-
-
-class _Converter:
-    """Turns OpenAPI v3 / CRD structural schemas into strict, standalone draft-4 JSON schemas."""
-
-    def __init__(self, definitions: dict[str, dict]):
-        self.source = definitions
-        self.defs = {name: self.convert(schema) for name, schema in definitions.items()}
-        self.cyclic = self._cyclic()
-        self._inlined: dict[str, dict] = {}
-
-    # strictness, int-or-string, nullable ---------------------------------------------------------
-    def convert(self, node: dict) -> dict:
-        if not isinstance(node, dict):
-            return node
-        out = dict(node)
-        out.pop("description", None)  # kubeconform never shows it; two thirds of the bytes
-        ref = out.get("$ref")
-        if isinstance(ref, str):
-            if not ref.startswith(K8S_REF_PREFIX):
-                raise SchemaError(f"unsupported $ref {ref}")
-            out["$ref"] = REF_PREFIX + ref[len(K8S_REF_PREFIX):]
-            siblings = {k: v for k, v in out.items() if k != "$ref"}
-            if siblings:  # draft 4 ignores everything next to $ref
-                out = {**siblings, "allOf": [{"$ref": out["$ref"]}]}
-        if out.get("x-kubernetes-int-or-string"):
-            out.pop("type", None)
-            if "anyOf" not in out and "oneOf" not in out:
-                out["anyOf"] = [{"type": "integer"}, {"type": "string"}]
-        if out.get("format") == "int-or-string":
-            out.pop("format")  # the oneOf next to it does the work
-        preserve = bool(out.get("x-kubernetes-preserve-unknown-fields"))
-        if "properties" in out and "additionalProperties" not in out and not preserve:
-            out["additionalProperties"] = False
-        out = _map_subschemas(out, self.convert)
-        if isinstance(out.get("properties"), dict):
-            required = set(out.get("required") or ())
-            out["properties"] = {
-                name: sub if name in required else self.nullable(sub) for name, sub in out["properties"].items()
-            }
-        if out.pop("nullable", False) is True:
-            out = self.nullable(out)
-        return out
-
-    def nullable(self, node: dict) -> dict:
-        """The same schema, also accepting null (a shallow change: refs go to `@nullable` variants)."""
-        if not isinstance(node, dict):
-            return node
-        out = dict(node)
-        typ = out.get("type")
-        if isinstance(typ, str) and typ != "null":
-            out["type"] = [typ, "null"]
-        elif isinstance(typ, list) and "null" not in typ:
-            out["type"] = [*typ, "null"]
-        if isinstance(out.get("enum"), list) and None not in out["enum"]:
-            out["enum"] = [*out["enum"], None]
-        for key in ("anyOf", "oneOf"):
-            if isinstance(out.get(key), list) and {"type": "null"} not in out[key]:
-                out[key] = [*out[key], {"type": "null"}]
-        if isinstance(out.get("allOf"), list):  # every part must accept null too
-            out["allOf"] = [self.nullable(x) for x in out["allOf"]]
-        if isinstance(out.get("$ref"), str) and not out["$ref"].endswith(NULLABLE_SUFFIX):
-            out["$ref"] += NULLABLE_SUFFIX
-        return out
-
-    def definition(self, name: str) -> dict:
-        """A converted definition; `<name>@nullable` variants are made on first use."""
-        if name not in self.defs:
-            base = name.removesuffix(NULLABLE_SUFFIX)
-            if base == name or base not in self.defs:
-                raise SchemaError(f"unresolved $ref to {name}")
-            self.defs[name] = self.nullable(self.defs[base])
-        return self.defs[name]
-
-    # inlining -------------------------------------------------------------------------------------
-    def _cyclic(self) -> set[str]:
-        """Definitions that can reach themselves (JSONSchemaProps); only these stay as $refs."""
-        edges = {name: {r.removesuffix(NULLABLE_SUFFIX) for r in _refs(d)} for name, d in self.defs.items()}
-        cyclic = set()
-        for start in edges:
-            seen, stack = set(), list(edges[start])
-            while stack:
-                name = stack.pop()
-                if name == start:
-                    cyclic.add(start)
-                    break
-                if name not in seen:
-                    seen.add(name)
-                    stack.extend(edges.get(name, ()))
-        return cyclic
-
-    def inline(self, node):
-        """`node` with every $ref replaced by the definition, except refs into a cycle.
-
-        kubeconform reports only the first level of the error tree in `validationErrors`, and
-        every $ref or allOf adds a level; inlined, a typo is reported at its own path.
-        """
-        if not isinstance(node, dict):
-            return node
-        ref = node.get("$ref")
-        if isinstance(ref, str):
-            name = ref[len(REF_PREFIX):]
-            if name.removesuffix(NULLABLE_SUFFIX) in self.cyclic:
-                return node
-            return self._inline_definition(name)
-        all_of = node.get("allOf")
-        if (isinstance(all_of, list) and len(all_of) == 1 and isinstance(all_of[0], dict)
-                and set(all_of[0]) == {"$ref"} and set(node) - {"allOf"} <= _ANNOTATIONS):
-            name = all_of[0]["$ref"][len(REF_PREFIX):]
-            if name.removesuffix(NULLABLE_SUFFIX) not in self.cyclic:
-                return self._inline_definition(name)
-        return _map_subschemas(node, self.inline)
-
-    def _inline_definition(self, name: str) -> dict:
-        if name not in self._inlined:
-            self._inlined[name] = self.inline(self.definition(name))
-        return self._inlined[name]
-
-    def standalone(self, root: dict) -> dict:
-        schema = {"$schema": DRAFT4, **self.inline(root)}
-        definitions, todo = {}, _refs(schema)
-        while todo:
-            name = todo.pop()
-            if name not in definitions:
-                definitions[name] = _map_subschemas(self.definition(name), self.inline)
-                todo |= _refs(definitions[name]) - definitions.keys()
-        if definitions:
-            schema["definitions"] = dict(sorted(definitions.items()))
-        return schema
-
-
-def _builtin_schemas(conv: _Converter) -> dict[str, tuple[str, str, dict]]:
+def _builtin_schemas(conv: StrictConverter) -> dict[str, tuple[str, str, dict]]:
     """filename -> (apiVersion, kind, schema) for every group/version/kind in the OpenAPI spec."""
     out = {}
     for name, source in sorted(conv.source.items()):
@@ -351,7 +154,7 @@ def _builtin_schemas(conv: _Converter) -> dict[str, tuple[str, str, dict]]:
     return out
 
 
-def _crd_schemas(conv: _Converter, parsed: list[tuple[Path, list[dict]]]) -> dict[str, tuple[str, str, dict, str]]:
+def _crd_schemas(conv: StrictConverter, parsed: list[tuple[Path, list[dict]]]) -> dict[str, tuple[str, str, dict, str]]:
     out = {}
     kinds = set()
     for path, crds in parsed:
@@ -381,8 +184,8 @@ def _crd_schemas(conv: _Converter, parsed: list[tuple[Path, list[dict]]]) -> dic
 
 
 # -- cache ----------------------------------------------------------------------------------------
-# Hashed when imported, so the key always matches the code that runs (not a later edit of the file).
-_GENERATOR_DIGEST = hashlib.sha256(Path(__file__).read_bytes()).digest()
+# Hashed when imported, so the key always matches the code that runs (not a later edit of the files).
+_GENERATOR_DIGEST = hashlib.sha256(Path(__file__).read_bytes() + Path(schema_convert.__file__).read_bytes()).digest()
 
 
 def cache_key() -> str:
@@ -395,13 +198,10 @@ def cache_key() -> str:
 
 def schema_dir() -> Path:
     """The directory of strict standalone schemas for the pinned versions (generated on first use)."""
-    target = tools.cache_root() / "schemas" / cache_key()
+    target = cache_root() / "schemas" / cache_key()
     if (target / STAMP).exists():
         return target
-    lock_path = tools.cache_root() / "locks" / "schemas.lock"
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with lock_path.open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # concurrent runs wait for one generator
+    with cache_lock("schemas"):  # concurrent runs wait for one generator
         if not (target / STAMP).exists():
             _generate(target)
     return target
@@ -416,7 +216,7 @@ def _generate(target: Path) -> None:
     # this one converts the Kubernetes OpenAPI documents.
     with concurrent.futures.ProcessPoolExecutor(min(len(files), os.cpu_count() or 1)) as pool:
         parsing = [pool.submit(_crds, path) for path in files]
-        conv = _Converter(_kubernetes_components())
+        conv = StrictConverter(_kubernetes_components())
         if OBJECT_META not in conv.defs:
             raise SchemaError(f"{OBJECT_META} missing from the Kubernetes OpenAPI spec")
         builtin = _builtin_schemas(conv)
@@ -440,8 +240,7 @@ def _generate(target: Path) -> None:
             (staging / name).write_text(json.dumps(schema, separators=(",", ":")))
         (staging / INDEX).write_text(json.dumps(dict(sorted(index.items())), indent=1) + "\n")
         (staging / STAMP).write_text(f"{pins}\n")
-        shutil.rmtree(target, ignore_errors=True)  # a half-written directory without a stamp
-        staging.rename(target)
+        publish_dir(staging, target)  # replaces a half-written directory without a stamp
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     say("schemas", f"{len(builtin)} built-in and {len(crds)} custom resource schemas ready in {time.monotonic() - started:.1f}s")

@@ -9,7 +9,7 @@ import yaml
 
 from harness.gate.findings import Finding
 
-# Directories that hold no configuration of this repository.
+# Directories that hold no configuration of this repository (fluxbuild gets this list too).
 SKIP_DIRS = {".git", ".venv", "build", "__pycache__", ".pytest_cache", "node_modules", ".terraform"}
 
 

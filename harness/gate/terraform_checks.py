@@ -24,12 +24,11 @@ from pathlib import Path
 
 import yaml
 
-from harness.gate.capacity import TERRAFORM_DIR, TFVARS_DIR, Scope, TerraformConfig, TerraformError, load_tfvars
+from harness.gate.terraform import TERRAFORM_DIR, TFVARS_DIR, Scope, TerraformConfig, TerraformError, load_tfvars
 from harness.gate.findings import Finding
 from harness.gate.sources import parse_yaml_all
 from harness.gate.render import ClusterRender
-from harness.core import versions
-from harness.core import cache_root
+from harness.core import cache_lock, cache_root, versions
 
 CHECKOV_VERSION = str(versions.pins()["checkov"]["version"])
 CHECKOV_CONFIG = ".checkov.yaml"
@@ -243,15 +242,18 @@ def checkov_binary(install: bool = True) -> tuple[Path | None, str]:
         return binary, ""
     if not install:
         return None, f"checkov {CHECKOV_VERSION} is not installed in {venv}"
-    shutil.rmtree(venv, ignore_errors=True)
-    venv.parent.mkdir(parents=True, exist_ok=True)
-    steps = ([sys.executable, "-m", "venv", str(venv)],
-             [str(venv / "bin" / "pip"), "install", "--quiet", "--disable-pip-version-check", f"checkov=={CHECKOV_VERSION}"])
-    for cmd in steps:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
-        if proc.returncode != 0:
-            return None, f"installing checkov {CHECKOV_VERSION} failed (`{' '.join(cmd)}`): {proc.stderr.strip()[-800:]}"
-    (venv / ".complete").touch()
+    with cache_lock(venv.name):  # parallel runs wait for one installer
+        if binary.exists() and (venv / ".complete").exists():
+            return binary, ""
+        shutil.rmtree(venv, ignore_errors=True)
+        venv.parent.mkdir(parents=True, exist_ok=True)
+        steps = ([sys.executable, "-m", "venv", str(venv)],
+                 [str(venv / "bin" / "pip"), "install", "--quiet", "--disable-pip-version-check", f"checkov=={CHECKOV_VERSION}"])
+        for cmd in steps:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
+            if proc.returncode != 0:
+                return None, f"installing checkov {CHECKOV_VERSION} failed (`{' '.join(cmd)}`): {proc.stderr.strip()[-800:]}"
+        (venv / ".complete").touch()
     return binary, ""
 
 

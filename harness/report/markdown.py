@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from harness.gate.capacity import fmt  # moves to core with the capacity split
+from harness.core import format_quantity
 from harness.gate import Finding
 from harness.report.quotas import LIMIT_TITLES, LIMITS, ClusterDiff, Headroom, same
 from harness.report.scenarios import Scenario, ScenarioResult
@@ -54,10 +54,11 @@ def cell(before, after, status: str = "changed") -> str:
 
 
 def _q(resource: str, value: Decimal | None) -> str | None:
-    return None if value is None else fmt(resource, value)
+    return None if value is None else format_quantity(resource, value)
 
 
-def _quota_section(c: ClusterDiff) -> list[str]:
+def quota_section(c: ClusterDiff) -> list[str]:
+    """One cluster's part of the report: its layout, quota table, queues added or removed, headroom."""
     lines = [f"### Cluster `{c.name}`" + ("" if c.status in ("same", "changed") else f" ({c.status})"), ""]
     (ob, oa), (cb, ca) = c.overlays, c.components
     overlay = ", ".join(f"`{o}`" for o in oa) or "none"
@@ -187,7 +188,7 @@ def render(data: ReportData, images: bool = True, note: str = "") -> str:
                  + (", ".join(f"`{c.name}`" for c in quota_changes) or "none") + ".")
     lines.append("")
     for c in sorted(data.clusters, key=lambda c: (not c.changed, c.name)):
-        lines += _quota_section(c)
+        lines += quota_section(c)
     lines += _gate_section(data)
     lines += ["## Scenarios", ""]
     for sc in sorted(data.scenarios, key=lambda s: s not in changed):

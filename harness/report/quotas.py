@@ -2,8 +2,8 @@
 
 The numbers come from harness.gate.render (the same fluxbuild renderer the static gate and Flux
 use), so a patch in components/gpu-sku/ or an overlay shows up exactly as it would be applied.
-Headroom is the pool capacity harness.capacity derives from terraform/ minus the nominal quotas
-declared against the flavor.
+Headroom is the capacity of the pools a flavor selects minus the nominal quotas declared against
+it, as the gate's capacity rule computes them (harness.gate.flavor_capacities).
 """
 from __future__ import annotations
 
@@ -11,11 +11,10 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 
-from harness.gate import capacity
 from harness.core import parse_quantity
-from harness.gate import ClusterRender, RenderError, render_repository
+from harness.gate import (TFVARS_DIR, ClusterRender, RenderError, TerraformError, flavor_capacities, node_pools, parse_yaml,
+                          render_repository)
 from harness.report import ReportInputError
-from harness.gate import parse_yaml
 
 LIMITS = ("nominalQuota", "borrowingLimit", "lendingLimit")
 LIMIT_TITLES = {"nominalQuota": "nominal", "borrowingLimit": "borrowing limit", "lendingLimit": "lending limit"}
@@ -125,7 +124,7 @@ def cluster_quotas(root: Path, cluster: ClusterRender) -> ClusterQuotas:
     lqs = {f"{(o.get('metadata') or {}).get('namespace', 'default')}/{o['metadata']['name']}": (o.get("spec") or {}).get("clusterQueue")
            for o in objects if o.get("kind") == "LocalQueue"}
     overlays, components = _layout_of(root, cluster)
-    headroom, note = _headroom(root, cluster.name, objects, rows)
+    headroom, note = _headroom(root, cluster.name, objects)
     return ClusterQuotas(cluster.name, overlays, components, rows, lqs, headroom, note)
 
 
@@ -161,32 +160,22 @@ def _layout_of(root: Path, cluster: ClusterRender) -> tuple[list[str], list[str]
     return overlays, components[::-1]
 
 
-def _headroom(root: Path, name: str, objects: list[dict], rows: dict[tuple, Row]) -> tuple[dict[tuple, Headroom], str]:
-    totals: dict[tuple, Decimal] = {}
-    for row in rows.values():
-        if row.resource in capacity.RESOURCES and row.limits.get("nominalQuota") is not None:
-            try:
-                q = quantity(row.limits["nominalQuota"])
-            except ValueError:
-                continue  # the schema check reports it
-            totals[(row.flavor, row.resource)] = totals.get((row.flavor, row.resource), Decimal(0)) + q
-    tfvars = root / capacity.TFVARS_DIR / f"{name}.tfvars"
-    if not tfvars.exists():
-        return ({k: Headroom(*k, None, v, "") for k, v in totals.items()},
-                f"no {capacity.TFVARS_DIR}/{name}.tfvars: node pools unknown")
+def _headroom(root: Path, name: str, objects: list[dict]) -> tuple[dict[tuple, Headroom], str]:
+    def unknown(note: str) -> tuple[dict[tuple, Headroom], str]:
+        return {(fc.flavor, fc.resource): Headroom(fc.flavor, fc.resource, None, fc.nominal_total, "")
+                for fc in flavor_capacities(objects, [])}, note
+
+    if not (root / TFVARS_DIR / f"{name}.tfvars").exists():
+        return unknown(f"no {TFVARS_DIR}/{name}.tfvars: node pools unknown")
     try:
-        pools = [p for p in capacity.cluster_pools(capacity.TerraformConfig.load(root), capacity.load_tfvars(tfvars)) if p.sku]
-    except capacity.TerraformError as err:
-        return ({k: Headroom(*k, None, v, "") for k, v in totals.items()}, f"terraform/ could not be read: {err}")
-    flavors = {o["metadata"]["name"]: o for o in objects if o.get("kind") == "ResourceFlavor"}
+        pools = node_pools(root, name)
+    except TerraformError as err:
+        return unknown(f"terraform/ could not be read: {err}")
     out = {}
-    for (flavor, resource), total in sorted(totals.items()):
-        labels, tolerations = capacity._flavor_selector(flavors.get(flavor))
-        selected = [p for p in pools if capacity.selects(p, labels, tolerations)]
-        cap = sum((p.capacity()[resource] for p in selected), Decimal(0))
-        pools_text = ", ".join(f"{p.name} {p.count} x {p.vm_size}" for p in selected) or "no pool selected"
-        out[(flavor, resource)] = Headroom(flavor, resource, cap, total, pools_text)
-    return out, f"pools from {capacity.TFVARS_DIR}/{name}.tfvars"
+    for fc in flavor_capacities(objects, pools):
+        pools_text = ", ".join(f"{p.name} {p.count} x {p.vm_size}" for p in fc.pools) or "no pool selected"
+        out[(fc.flavor, fc.resource)] = Headroom(fc.flavor, fc.resource, fc.capacity, fc.nominal_total, pools_text)
+    return out, f"pools from {TFVARS_DIR}/{name}.tfvars"
 
 
 # -- two trees ------------------------------------------------------------------------------------

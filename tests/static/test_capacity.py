@@ -1,4 +1,5 @@
-"""Capacity checks (harness/capacity.py) and the identity wiring (harness/terraform_checks.py):
+"""Capacity checks (harness/gate/capacity.py, pools.py, sku.py, terraform.py) and the identity wiring
+(harness/gate/terraform_checks.py):
 the repository passes, and each broken variant fails with a message that names the cluster,
 ClusterQueue, resource, declared quota, real capacity, Terraform file and pool."""
 from __future__ import annotations
@@ -9,9 +10,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.gate import capacity
+from harness.core import format_quantity, parse_quantity
+from harness.gate import capacity, flavor_capacities, node_pools
 from harness.gate import terraform_checks
-from harness.core.quantity import parse_quantity
+from harness.gate.pools import SYSTEM_TAINT, cluster_pools, selects
+from harness.gate.sku import SKU_FILE, allocatable, sku_table
+from harness.gate.terraform import TerraformConfig, load_tfvars
 from harness.gate.render import render_repository
 from harness.core.versions import REPO_ROOT
 
@@ -47,30 +51,30 @@ def test_repository_passes():
 
 
 def test_every_cluster_has_pools_and_a_known_sku():
-    cfg = capacity.TerraformConfig.load(REPO_ROOT)
-    skus, _ = capacity.sku_table()
+    cfg = TerraformConfig.load(REPO_ROOT)
+    skus, _ = sku_table()
     for name, sku in (("prod-eastus2", "Standard_ND96amsr_A100_v4"), ("dev-westus3", "Standard_NC24ads_A100_v4")):
-        pools = capacity.cluster_pools(cfg, capacity.load_tfvars(REPO_ROOT / f"terraform/clusters/{name}.tfvars"))
+        pools = cluster_pools(cfg, load_tfvars(REPO_ROOT / f"terraform/clusters/{name}.tfvars"))
         system = [p for p in pools if p.system]
         gpu = [p for p in pools if p.labels.get("accelerator") == "nvidia"]
-        assert len(system) == 1 and capacity.SYSTEM_TAINT in system[0].taints
+        assert len(system) == 1 and SYSTEM_TAINT in system[0].taints
         assert [(p.vm_size, p.count) for p in gpu] == [(sku, 1)]
         assert all(p.vm_size in skus for p in pools)
 
 
 def test_sku_table_allocatable_matches_the_aks_formula():
-    doc = yaml.safe_load(capacity.SKU_FILE.read_text())
-    skus, reservation = capacity.sku_table()
+    doc = yaml.safe_load(SKU_FILE.read_text())
+    skus, reservation = sku_table()
     required = {"Standard_ND96amsr_A100_v4", "Standard_ND96asr_v4", "Standard_NC24ads_A100_v4", "Standard_NC48ads_A100_v4",
                 "Standard_NC96ads_A100_v4", "Standard_NC40ads_H100_v5", "Standard_ND96isr_H100_v5",
                 "Standard_D4ds_v6", "Standard_D8ds_v6", "Standard_D4ds_v5", "Standard_D8ds_v5"}
     assert required <= set(skus)
     for name, sku in skus.items():
-        computed = capacity.allocatable(sku, reservation["max_pods_assumed"])
+        computed = allocatable(sku, reservation["max_pods_assumed"])
         listed = {k: parse_quantity(v) for k, v in doc["skus"][name]["allocatable"].items()}
         assert listed == computed, f"{name}: table says {listed}, formula gives {computed}"
     # Published AKS reservation points (1.29+): 8 cores reserve 180m, 64 cores 740m.
-    d8 = capacity.allocatable(skus["Standard_D8ds_v5"], 110)
+    d8 = allocatable(skus["Standard_D8ds_v5"], 110)
     assert d8["cpu"] == Decimal("7.82")
 
 
@@ -152,9 +156,34 @@ def test_unknown_vm_size(repo_copy: Path):
 
 
 def test_cpu_pool_counts_for_the_default_flavor(repo_copy: Path):
-    cfg = capacity.TerraformConfig.load(repo_copy)
-    tfvars = {**capacity.load_tfvars(repo_copy / DEV_TFVARS), "cpu_node_count": 2}
-    pools = capacity.cluster_pools(cfg, tfvars)
-    default_pools = [p.name for p in pools if capacity.selects(p, {}, [])]
-    gpu_pools = [p.name for p in pools if capacity.selects(p, {"accelerator": "nvidia"}, [])]
+    cfg = TerraformConfig.load(repo_copy)
+    tfvars = {**load_tfvars(repo_copy / DEV_TFVARS), "cpu_node_count": 2}
+    pools = cluster_pools(cfg, tfvars)
+    default_pools = [p.name for p in pools if selects(p, {}, [])]
+    gpu_pools = [p.name for p in pools if selects(p, {"accelerator": "nvidia"}, [])]
     assert default_pools == ["gpupool", "cpupool"] and gpu_pools == ["gpupool"]  # never the tainted system pool
+
+
+def test_flavor_capacities_are_the_quotas_against_the_selected_pools():
+    _, clusters = render_repository(REPO_ROOT)
+    prod = next(c for c in clusters if c.name == "prod-eastus2")
+    by_key = {(fc.flavor, fc.resource): fc for fc in flavor_capacities([o for _, o in prod.applied()], node_pools(REPO_ROOT, "prod-eastus2"))}
+    gpu = by_key[("gpu", "nvidia.com/gpu")]
+    assert [p.name for p in gpu.pools] == ["gpupool"] and gpu.capacity == 8
+    assert gpu.nominal_total == sum((q for _, q in gpu.quotas), Decimal(0)) and gpu.headroom == gpu.capacity - gpu.nominal_total
+    assert all(fc.headroom >= 0 for fc in by_key.values())
+
+
+def test_format_quantity():
+    assert format_quantity("memory", Decimal(768) * 2**30) == "768Gi"
+    assert format_quantity("memory", parse_quantity("7680Mi")) == "7.5Gi"
+    assert format_quantity("cpu", parse_quantity("500m")) == "0.5"
+    assert format_quantity("nvidia.com/gpu", Decimal("8.0")) == "8"
+
+
+def test_quantity_parser_is_loaded_once(monkeypatch):
+    import importlib.util
+
+    parse_quantity("1")
+    monkeypatch.setattr(importlib.util, "spec_from_file_location", lambda *a, **k: pytest.fail("loaded the quantity module again"))
+    assert parse_quantity("2Gi") == 2 * 2**30

@@ -71,7 +71,7 @@ def test_changed_gpu_quota_is_marked_with_the_old_value(base_tree, repo_copy):
 def test_quota_above_the_node_pool_shows_negative_headroom(base_tree, repo_copy):
     set_team_gpus(repo_copy, "5")
     prod = next(d for d in quotas.diff(base_tree, quotas.load_tree(repo_copy, "head")) if d.name == "prod-eastus2")
-    md = "\n".join(markdown._quota_section(prod))
+    md = "\n".join(markdown.quota_section(prod))
     assert "**`-2`** (was `0`) ⚠ over capacity" in md
 
 
@@ -89,7 +89,7 @@ def test_added_queue_and_switched_overlay(base_tree, repo_copy):
     dev_diff = diffs["dev-westus3"]
     assert dev_diff.overlays == (["overlays/single-queue"], ["overlays/team-queues"])
     assert set(dev_diff.queues_removed) == {"cluster-queue"} and "team-a-cq" in dev_diff.queues_added
-    md = "\n".join(markdown._quota_section(dev_diff))
+    md = "\n".join(markdown.quota_section(dev_diff))
     assert "Runs **`overlays/team-queues`** (was `overlays/single-queue`)" in md
     assert "~~`24`~~ (removed)" in md and "ClusterQueues added: `team-a-cq`, `team-b-cq`, `team-c-cq`; removed: `cluster-queue`." in md
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.gate import schemas
+from harness.gate import schema_convert, schemas
 from harness.toolchain import builds as tools
 
 pytestmark = pytest.mark.static
@@ -371,7 +371,7 @@ def test_every_schema_is_draft4_and_compiles_in_kubeconform(schema_dir, kubeconf
     as missing, so the gate would call the kind unknown."""
     index = schemas.index()
     for name in index:
-        assert json.loads((schema_dir / name).read_text())["$schema"] == schemas.DRAFT4, name
+        assert json.loads((schema_dir / name).read_text())["$schema"] == schema_convert.DRAFT4, name
     docs = [{"apiVersion": e["apiVersion"], "kind": e["kind"], "metadata": {"name": name}} for name, e in index.items()]
     results = kubeconform(tmp_path, *docs)
     broken = {key: r["msg"] for key, r in results.items() if r["status"] == "statusError"}

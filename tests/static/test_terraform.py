@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from harness.gate import terraform_checks
-from harness.gate.capacity import TerraformConfig
+from harness.gate.terraform import TerraformConfig
 from harness.gate.render import render_repository
 from harness.core.versions import REPO_ROOT
 

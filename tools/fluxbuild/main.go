@@ -3,8 +3,9 @@
 // merges spec.patches/images/components/targetNamespace into the kustomization, the secure
 // build with LoadRestrictionsNone, and postBuild variable substitution.
 //
-// Input on stdin (JSON): {"root": DIR, "jobs": [{"id", "dir"}, {"id", "kustomization", "sources"}]}
-// where "sources" are the ConfigMaps/Secrets that substituteFrom may name. Output on stdout
+// Input on stdin (JSON): {"root": DIR, "skip_dirs": [NAME], "jobs": [{"id", "dir"}, {"id", "kustomization", "sources"}]}
+// where "skip_dirs" are directory names that hold no configuration (harness/gate/sources.py
+// SKIP_DIRS) and "sources" are the ConfigMaps/Secrets that substituteFrom may name. Output on stdout
 // (JSON): one result per job with the rendered objects or the error kustomize-controller would
 // report, plus the variables that strict substitution finds undefined.
 package main
@@ -40,8 +41,9 @@ type job struct {
 }
 
 type request struct {
-	Root string `json:"root"`
-	Jobs []job  `json:"jobs"`
+	Root     string   `json:"root"`
+	SkipDirs []string `json:"skip_dirs"`
+	Jobs     []job    `json:"jobs"`
 }
 
 type result struct {
@@ -69,7 +71,11 @@ func main() {
 		os.Exit(2)
 	}
 	defer os.RemoveAll(work)
-	if err := copyTree(req.Root, work); err != nil {
+	skip := make(map[string]bool, len(req.SkipDirs))
+	for _, name := range req.SkipDirs {
+		skip[name] = true
+	}
+	if err := copyTree(req.Root, work, skip); err != nil {
 		fmt.Fprintf(os.Stderr, "fluxbuild: copying %s: %v\n", req.Root, err)
 		os.Exit(2)
 	}
@@ -198,10 +204,9 @@ func usesOpenAPI(dir string) bool {
 	return len(k.OpenAPI) > 0
 }
 
-// skipDirs hold no configuration; copying them (a virtualenv, git objects) would dominate the run.
-var skipDirs = map[string]bool{".git": true, ".venv": true, "build": true, "node_modules": true, "__pycache__": true, ".terraform": true, ".pytest_cache": true}
-
-func copyTree(src, dst string) error {
+// copyTree copies src to dst without the directories named in skip, which hold no configuration;
+// copying them (a virtualenv, git objects) would dominate the run.
+func copyTree(src, dst string, skip map[string]bool) error {
 	return filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -209,7 +214,7 @@ func copyTree(src, dst string) error {
 		rel, _ := filepath.Rel(src, path)
 		target := filepath.Join(dst, rel)
 		if d.IsDir() {
-			if rel != "." && skipDirs[d.Name()] {
+			if rel != "." && skip[d.Name()] {
 				return filepath.SkipDir
 			}
 			return os.MkdirAll(target, 0o755)
