@@ -76,26 +76,24 @@ B_BUSY = Step("b-busy", "team B submits b-busy (4 GPU): its whole share", [Submi
               expect=[Admitted("b-busy")])
 
 
-def _team_a(name: str, priority: str) -> Submit:
-    return Submit("llm-training", name, "team-a", FOUR_GPUS, priority)
+def _team_a_submits(priority: str, expect: list) -> Step:
+    """Step `priority`: team A submits a-<priority> (4 GPU) with that WorkloadPriorityClass."""
+    job = f"a-{priority}"
+    return Step(priority, f"team A submits {job} (priority {priority})",
+                [Submit("llm-training", job, "team-a", FOUR_GPUS, priority)], expect=expect)
 
 
 HIGH_PREEMPTS_LOW = Scenario(
     "high-preempts-low", "high vs low priority in one team: high preempts low", "overlays/team-queues", TEAMS,
     "a-high preempts a-low (InClusterQueue) and is admitted; team B within its guarantee keeps running",
-    [B_BUSY,
-     Step("low", "team A submits a-low (priority low)", [_team_a("a-low", "low")], expect=[Admitted("a-low")]),
-     Step("high", "team A submits a-high (priority high)", [_team_a("a-high", "high")],
-          expect=[Preempted(("a-low",), "InClusterQueue"), Admitted("a-high"),
-                  Kept("b-busy", "keep running (team B within its guarantee is never preempted by A)")])])
+    [B_BUSY, _team_a_submits("low", [Admitted("a-low")]),
+     _team_a_submits("high", [Preempted(("a-low",), "InClusterQueue"), Admitted("a-high"),
+                              Kept("b-busy", "keep running (team B within its guarantee is never preempted by A)")])])
 
 LOW_NEVER_PREEMPTS_HIGH = Scenario(
     "low-never-preempts-high", "high vs low priority in one team: low never preempts high", "overlays/team-queues", TEAMS,
     "a-low waits; a-high keeps running",
-    [B_BUSY,
-     Step("high", "team A submits a-high (priority high)", [_team_a("a-high", "high")], expect=[Admitted("a-high")]),
-     Step("low", "team A submits a-low (priority low)", [_team_a("a-low", "low")],
-          expect=[Pending("a-low"), Kept("a-high")])])
+    [B_BUSY, _team_a_submits("high", [Admitted("a-high")]), _team_a_submits("low", [Pending("a-low"), Kept("a-high")])])
 
 NO_LOCAL_QUEUE = Scenario(
     "no-local-queue", "queue label names no LocalQueue", "overlays/team-queues", TEAMS,
