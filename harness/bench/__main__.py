@@ -1,23 +1,40 @@
-"""python -m harness.bench validate|cluster|flux|scale [options]: one entry point for every benchmark."""
+"""Benchmarks: medians of several runs, against a reference measured in the same run.
+
+    python -m harness.bench validate [--runs N]   the full static gate vs `kustomize build | kubeconform`
+    python -m harness.bench cluster [--runs N]    embedded control plane cold start; the behavioural suite
+    python -m harness.bench flux [--commits N]    git push to the ClusterQueue through the real Flux
+    python -m harness.bench scale [--runs N] [--sizes N ...]   the scale scenario for N RayJobs
+"""
 from __future__ import annotations
 
+import argparse
 import sys
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    what = argv[0] if argv else ""
-    if what in ("validate", "cluster"):
-        from harness.bench.validate import main as run
-        return run(argv)
-    if what == "flux":
-        from harness.bench.flux import main as run
-    elif what == "scale":
-        from harness.bench.scale import main as run
+    parser = argparse.ArgumentParser(prog="python -m harness.bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="what", required=True)
+    sub.add_parser("validate").add_argument("--runs", type=int, default=5)
+    sub.add_parser("cluster").add_argument("--runs", type=int, default=5)
+    sub.add_parser("flux").add_argument("--commits", type=int, default=5)
+    scale = sub.add_parser("scale")
+    scale.add_argument("--runs", type=int, default=3, help="runs per N; the table shows medians (default 3)")
+    scale.add_argument("--sizes", type=int, nargs="+", default=[100, 500, 1000], help="values of N (default 100 500 1000)")
+    args = parser.parse_args(argv)
+    if args.what == "validate":
+        from harness.bench.validate import bench_validate
+        bench_validate(args.runs)
+    elif args.what == "cluster":
+        from harness.bench.cluster import bench_cluster
+        bench_cluster(args.runs)
+    elif args.what == "flux":
+        from harness.bench.flux import bench_flux
+        bench_flux(args.commits)
     else:
-        print(__doc__, file=sys.stderr)
-        return 2
-    return run(argv[1:])
+        from harness.bench.scale import bench_scale
+        return bench_scale(args.runs, tuple(args.sizes))
+    return 0
 
 
 if __name__ == "__main__":

@@ -8,9 +8,7 @@ new observedGeneration). Printed next to the intervals that bound it.
 """
 from __future__ import annotations
 
-import argparse
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -63,13 +61,3 @@ def bench_flux(commits: int) -> None:
     print(f"push_to_applied_median_s={statistics.median(applied):.2f}")
     print(f"push_to_kueue_median_s={statistics.median(processed):.2f}  (Kustomization interval {_seconds(interval):.0f}s)")
 
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--commits", type=int, default=5)
-    bench_flux(parser.parse_args(argv).commits)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -6,7 +6,6 @@ harness's ru_maxrss and each component's VmHWM) belongs to that N alone. Prints 
 """
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import subprocess
@@ -31,20 +30,16 @@ def one_run(n: int, workdir: Path) -> dict:
     return json.loads(out.read_text())
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="make bench-scale", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=3, help="runs per N; the table shows medians (default 3)")
-    parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES), help="values of N (default 100 500 1000)")
-    args = parser.parse_args(argv)
+def bench_scale(runs: int = 3, sizes: tuple[int, ...] = SIZES) -> int:
+    """Prints the table; exit status 1 when any run lost an event or broke an invariant."""
     tools.ensure(*tools.CLUSTER_TOOLS)  # builds are not part of the measurement
 
     rows: dict[int, dict] = {}
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
-        for n in args.sizes:
+        for n in sizes:
             results = []
-            for i in range(args.runs):
-                print(f"[bench-scale] N={n} run {i + 1}/{args.runs}", file=sys.stderr, flush=True)
+            for i in range(runs):
+                print(f"[bench-scale] N={n} run {i + 1}/{runs}", file=sys.stderr, flush=True)
                 results.append(one_run(n, Path(tmp)))
             med = lambda key: statistics.median(r[key] for r in results)  # noqa: E731
             rows[n] = {
@@ -55,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
             }
 
     header = ["N", "wall s", "submit s", "decide s", "harness CPU s", "events", "lost", "violations"] + [f"{c} MB" for c in COMPONENTS]
-    print(f"scale scenario, medians of {args.runs} run(s) per N; peak RSS per process")
+    print(f"scale scenario, medians of {runs} run(s) per N; peak RSS per process")
     print("| " + " | ".join(header) + " |")  # a Markdown table, as the README quotes it
     print("|" + "---|" * len(header))
     for n, r in rows.items():
@@ -68,6 +63,3 @@ def main(argv: list[str] | None = None) -> int:
         print("growth=n/a (needs N=100 and N=1000)")
     return 0 if all(r["lost"] == 0 and r["violations"] == 0 for r in rows.values()) else 1
 
-
-if __name__ == "__main__":
-    sys.exit(main())

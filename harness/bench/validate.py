@@ -8,10 +8,8 @@
 """
 from __future__ import annotations
 
-import argparse
 import statistics
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -59,20 +57,3 @@ def bench_validate(runs: int) -> None:
     print(f"reference_median_s={mr:.3f}  (kustomize build | kubeconform -strict per directory)")
     print(f"ratio={mo / mr:.2f}")
 
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=["validate", "cluster"])
-    parser.add_argument("--runs", type=int, default=5)
-    args = parser.parse_args(argv)
-    if args.what == "validate":
-        bench_validate(args.runs)
-    else:
-        from harness.bench.cluster import bench_cluster
-
-        bench_cluster(args.runs)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
