@@ -14,9 +14,7 @@ import time
 from pathlib import Path
 
 from harness import toolchain as tools
-from harness.gate import is_component
-from harness.gate import kubeconform_args
-from harness.gate import kustomization_dirs
+from harness.gate import RULE_IDS, is_component, kubeconform_args, kustomization_dirs, schema_dir
 from harness.core import REPO_ROOT
 
 

@@ -17,9 +17,7 @@ from pathlib import Path
 from kubernetes.client import ApiException
 
 from harness.cluster.local_cluster import ClusterError, LocalCluster
-from harness.cluster.processes import ProcessError
-from harness.core import REPO_ROOT, say
-from harness.k8s import WaitTimeout
+from harness.core import REPO_ROOT, HarnessError, say
 
 ALIVE_CHECK = 1.0  # seconds between checks that every component still runs
 
@@ -59,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         say("cluster", "stopping")
         return 0
-    except (ProcessError, ClusterError, WaitTimeout, ApiException) as err:
+    except (HarnessError, ApiException) as err:  # ProcessError, ClusterError, WaitTimeout, ...
         say("cluster", f"failed: {err}")
         return 1
     finally:

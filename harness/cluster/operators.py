@@ -9,6 +9,8 @@ clientConfigs. The KubeRay operator gets the environment of its HelmRelease.
 """
 from __future__ import annotations
 
+from harness.core import HarnessError
+
 import base64
 import copy
 from pathlib import Path
@@ -31,7 +33,7 @@ OPT_IN_WEBHOOKS = {"mpod.kb.io": "pod", "vpod.kb.io": "pod", "mdeployment.kb.io"
                    "vdeployment.kb.io": "deployment", "mstatefulset.kb.io": "statefulset", "vstatefulset.kb.io": "statefulset"}
 
 
-class ClusterError(RuntimeError):
+class ClusterError(HarnessError, RuntimeError):
     """The local cluster could not be set up; the message says what was seen last."""
 
 

@@ -8,6 +8,8 @@ them down.
 """
 from __future__ import annotations
 
+from harness.core import HarnessError
+
 import atexit
 import ctypes
 import os
@@ -29,7 +31,7 @@ STOP_TIMEOUT = timeouts.PROCESS_STOP  # seconds between SIGTERM and SIGKILL
 TAIL_LINES = 40
 
 
-class ProcessError(RuntimeError):
+class ProcessError(HarnessError, RuntimeError):
     """A child failed to start, exited early or never became ready; the message carries its log tail."""
 
 

@@ -8,6 +8,8 @@ process, which keeps the gate fast.
 """
 from __future__ import annotations
 
+from harness.core import HarnessError
+
 import json
 import subprocess
 from dataclasses import dataclass, field
@@ -49,7 +51,7 @@ def is_flux_kustomization(obj: dict) -> bool:
     return obj.get("kind") == "Kustomization" and str(obj.get("apiVersion", "")).startswith(FLUX_KS_API + "/")
 
 
-class RenderError(RuntimeError):
+class RenderError(HarnessError, RuntimeError):
     pass
 
 

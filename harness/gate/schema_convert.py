@@ -17,13 +17,15 @@ shows them; they were two thirds of the bytes).
 """
 from __future__ import annotations
 
+from harness.core import HarnessError
+
 DRAFT4 = "http://json-schema.org/draft-04/schema#"
 K8S_REF_PREFIX = "#/components/schemas/"
 REF_PREFIX = "#/definitions/"
 NULLABLE_SUFFIX = "@nullable"  # definitions variant that also accepts null
 
 
-class SchemaError(RuntimeError):
+class SchemaError(HarnessError, RuntimeError):
     pass
 
 

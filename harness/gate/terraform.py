@@ -3,6 +3,8 @@
 small subset of HCL expressions the pool and identity settings use."""
 from __future__ import annotations
 
+from harness.core import HarnessError
+
 import ast
 import hashlib
 import json
@@ -17,7 +19,7 @@ TERRAFORM_DIR = "terraform"
 TFVARS_DIR = f"{TERRAFORM_DIR}/clusters"
 
 
-class TerraformError(ValueError):
+class TerraformError(HarnessError, ValueError):
     pass
 
 

@@ -19,10 +19,10 @@ from harness.gate import rules
 from harness.gate import schema_check
 from harness.gate import terraform_checks
 from harness.gate.findings import Finding, write_reports
-from harness.gate.render import RenderError, render_repository, substitution_sources
+from harness.gate.render import render_repository, substitution_sources
 from harness.gate.sources import Sources
 from harness.gate.workloads import WORKLOADS_DIR
-from harness.toolchain import ToolBuildError
+from harness.core import HarnessError
 
 RULE_IDS = rules.RULES | capacity.RULES | terraform_checks.RULES  # every rule id the gate can report
 
@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         report = validate_repository(root)
-    except (ToolBuildError, RenderError, RuntimeError) as err:
+    except (HarnessError, RuntimeError, OSError) as err:  # RenderError, ToolBuildError, SchemaError, ...
         print(f"validate: the gate could not run: {err}", file=sys.stderr)
         return 2
     for f in report.findings:

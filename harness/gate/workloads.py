@@ -5,6 +5,8 @@ string.Template is that same syntax, and `substitute` refuses to leave a variabl
 """
 from __future__ import annotations
 
+from harness.core import HarnessError
+
 import string
 from decimal import Decimal
 from pathlib import Path
@@ -19,7 +21,7 @@ WORKLOADS_DIR = "workloads"
 SUBMITTER_DEFAULT_REQUESTS = {"cpu": parse_quantity("500m"), "memory": parse_quantity("200Mi")}
 
 
-class WorkloadError(ValueError):
+class WorkloadError(HarnessError, ValueError):
     pass
 
 
@@ -93,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         values = dict(item.split("=", 1) for item in args.set)
         job = render(args.sample, args.queue, values)
         job["metadata"]["namespace"] = args.namespace
-    except ValueError as err:  # WorkloadError, or a --set without '='
+    except (HarnessError, ValueError) as err:  # WorkloadError, or a --set without '='
         print(f"submit-workload: {err}", file=sys.stderr)
         return 2
     if args.dry_run:

@@ -18,6 +18,8 @@ What differs from a cluster that `flux bootstrap` or the AKS Flux extension sets
 """
 from __future__ import annotations
 
+from harness.core import HarnessError
+
 from pathlib import Path
 
 import yaml
@@ -43,7 +45,7 @@ SKU_COMPONENT = "components/gpu-sku/standard-nd96amsr-a100-v4/kustomization.yaml
 FIELD_MANAGER = "kustomize-controller"  # the controllers' server-side apply manager name
 
 
-class FluxError(RuntimeError):
+class FluxError(HarnessError, RuntimeError):
     """Flux could not be started or did not converge; the message says what was seen last."""
 
 

@@ -14,6 +14,8 @@ repository), exactly as a merge would reach the branch Flux follows.
 """
 from __future__ import annotations
 
+from harness.core import HarnessError
+
 import http.client
 import io
 import os
@@ -30,7 +32,7 @@ BRANCH = "main"
 AUTHOR = ("ray-on-aks e2e", "e2e@ray-on-aks.invalid")
 
 
-class GitError(RuntimeError):
+class GitError(HarnessError, RuntimeError):
     """A git command failed; the message names the command, the directory and git's stderr."""
 
 

@@ -14,6 +14,8 @@ messages; `wait_for` is the bounded wait on it that reports that state when it r
 """
 from __future__ import annotations
 
+from harness.core import HarnessError
+
 import contextlib
 import json
 import threading
@@ -33,7 +35,7 @@ END = object()  # the watch request's window ended
 Key = tuple  # (namespace or None, name)
 
 
-class WaitTimeout(AssertionError):
+class WaitTimeout(HarnessError, AssertionError):
     """A wait ran out of time; the message carries the last state of every object seen."""
 
 

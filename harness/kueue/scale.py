@@ -25,8 +25,8 @@ from pathlib import Path
 
 from kubernetes import client
 
-from harness.cluster import ClusterError, LocalCluster, ProcessError
-from harness.core import say, timeouts
+from harness.cluster import LocalCluster
+from harness.core import HarnessError, say, timeouts
 from harness.k8s import WORKLOAD, Kube, condition, is_true
 from harness.kueue.invariants import InvariantChecker
 from harness.kueue.queues import Queues, Size, rayjob
@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with LocalCluster(tmp / "cluster") as cluster:
             result = run(cluster, args.n)
-    except (ProcessError, ClusterError, AssertionError, client.ApiException) as err:
+    except (HarnessError, AssertionError, client.ApiException) as err:
         print(f"scale run with N={args.n} failed: {err}\n(component logs kept in {tmp / 'cluster' / 'logs'})", file=sys.stderr)
         return 1
     shutil.rmtree(tmp, ignore_errors=True)

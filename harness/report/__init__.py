@@ -9,7 +9,10 @@
     __main__  the CLI (python -m harness.report)
 """
 
+from harness.core import HarnessError
 
-class ReportInputError(Exception):
+
+
+class ReportInputError(HarnessError):
     """Bad input (a ref that does not exist, a configuration that does not render): the message
     names the ref, file or resource and is printed without a traceback (exit 2)."""

@@ -21,10 +21,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from harness.cluster import Names
-from harness.core import say, timeouts
-from harness.k8s import WaitTimeout
+from harness.core import HarnessError, say, timeouts
 from harness.report import ReportInputError
-from harness.toolchain import ToolBuildError
 
 REPORT_FILES = ("report.md", "comment.md", "report.json")  # plus *.png: what OUT may already hold
 
@@ -219,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     except ReportInputError as err:
         print(f"report: {err}", file=sys.stderr)
         return 2
-    except (ToolBuildError, RuntimeError, WaitTimeout) as err:  # ClusterError is a RuntimeError
+    except (HarnessError, RuntimeError, OSError) as err:  # ClusterError, ToolBuildError, WaitTimeout, ...
         print(f"report: could not run: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

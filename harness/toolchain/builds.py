@@ -10,6 +10,8 @@ a second run only checks that the binaries exist.
 """
 from __future__ import annotations
 
+from harness.core import HarnessError
+
 import argparse
 import hashlib
 import json
@@ -32,7 +34,7 @@ def go_env() -> dict[str, str]:
     return env
 
 
-class ToolBuildError(RuntimeError):
+class ToolBuildError(HarnessError, RuntimeError):
     pass
 
 
@@ -264,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         ensure(*names)
-    except ToolBuildError as err:
+    except HarnessError as err:
         print(f"tool build failed: {err}", file=sys.stderr)
         return 1
     return 0

@@ -117,3 +117,17 @@ def test_only_one_module_opens_watches():
         if rel not in (WATCH_MODULE, "tests/static/test_architecture.py") and ("watch.Watch(" in text or ".watch(" in text or "from kubernetes import watch" in text):
             openers.append(rel)
     assert not openers, f"watches opened outside {WATCH_MODULE}: {openers}"
+
+
+def test_every_harness_error_derives_from_the_one_base_class():
+    from harness.core import HarnessError
+
+    strays = []
+    for path in _modules(HARNESS):
+        module = ".".join(path.relative_to(REPO_ROOT).with_suffix("").parts).removesuffix(".__init__")
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ClassDef) and node.name.endswith("Error"):
+                cls = getattr(__import__(module, fromlist=[node.name]), node.name)
+                if not issubclass(cls, HarnessError):
+                    strays.append(f"{module}.{node.name}")
+    assert not strays, f"errors the CLIs would not catch as HarnessError: {strays}"
