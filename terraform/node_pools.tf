@@ -3,7 +3,7 @@
 # and cannot be set in node_labels), and the `default` flavor has no node labels, so pods
 # without GPUs may land on either pool.
 #
-# The capacity checks (harness/capacity.py) read these resources: vm_size x node_count,
+# The capacity checks (harness/gate/capacity.py) read these resources: vm_size x node_count,
 # from clusters/<cluster>.tfvars over the variable defaults, against the table in
 # harness/sku.yaml.
 

@@ -60,7 +60,7 @@ def rayjob(sample: str, name: str, queue: str, size: Size | None = None, priorit
 
 class Queues:
     """What a test asks of Kueue, in its own words; every wait is bounded and watch-driven.
-    Tests use the repository's names; `names` maps them to this run's lane (harness.isolation).
+    Tests use the repository's names; `names` maps them to this run's lane (harness.cluster.isolation).
     What apply_layout/apply_objects put on the cluster, teardown() removes again."""
 
     def __init__(self, kube: Kube, names: Names | None = None, timeout: float = timeouts.DECISION):

@@ -205,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repo", default=".", help="checkout whose working tree is the head (default .)")
     parser.add_argument("--kubeconfig", help="run the scenarios on this cluster instead of starting the embedded control plane")
     parser.add_argument("--namespace", default="ray", help="namespace for the scenario RayJobs (default ray)")
-    parser.add_argument("--prefix", default="", help="prefix for cluster-scoped names on a shared cluster (harness.isolation)")
+    parser.add_argument("--prefix", default="", help="prefix for cluster-scoped names on a shared cluster (harness.cluster.isolation)")
     parser.add_argument("--scenario", action="append", help="run only this scenario (repeatable; default all)")
     parser.add_argument("--timeout", type=float, default=timeouts.SETTLE,
                         help=f"bound of every wait on Kueue, seconds (default {timeouts.SETTLE:g})")

@@ -1,6 +1,6 @@
 # Cluster prod-eastus2: team-queues layout (clusters/prod-eastus2/queues), quotas from
 # components/gpu-sku/standard-nd96amsr-a100-v4. Changing the GPU SKU or count here without
-# the matching gpu-sku component fails the static gate (harness/capacity.py).
+# the matching gpu-sku component fails the static gate (harness/gate/capacity.py).
 #
 #   terraform apply -var-file=clusters/prod-eastus2.tfvars -var subscription_id=... \
 #     -var 'api_server_authorized_ip_ranges=["<your egress IP>/32"]'

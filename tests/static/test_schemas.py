@@ -1,4 +1,4 @@
-"""The offline strict schemas (harness/schemas.py), checked with the real kubeconform binary."""
+"""The offline strict schemas (harness/gate/schemas.py), checked with the real kubeconform binary."""
 from __future__ import annotations
 
 import json
