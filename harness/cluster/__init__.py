@@ -6,7 +6,7 @@ and existing backends, process hygiene, and the names that keep a run in its own
     certs        a throwaway CA and the certificates it issues
     controlplane etcd, kube-apiserver, kube-controller-manager (envtest's ControlPlane)
     operators    Kueue and KubeRay configured like their HelmReleases; Kueue's webhooks
-    kueue_metrics_cert  the cert Kueue v0.17 reads from a fixed path (a workaround)
+    kueue_certs  Kueue's webhook Service and its own cert rotator, the kubelet's Secret volume played here
     seed         the cached etcd data that already holds the CRDs
     local_cluster  LocalCluster: all of it, and the faults the fault tests inject
     __main__     `python -m harness.cluster` (make cluster)

@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         say("cluster", "stopping")
         return 0
-    except (HarnessError, ApiException) as err:  # ProcessError, ClusterError, WaitTimeout, ...
+    except (HarnessError, ApiException, OSError) as err:  # ProcessError, ClusterError, WaitTimeout, a workdir it cannot write
         say("cluster", f"failed: {err}")
         return 1
     finally:

@@ -25,10 +25,10 @@ from typing import Callable
 from kubernetes import client
 
 from harness.cluster.controlplane import ControlPlane
-from harness.cluster.kueue_metrics_cert import ensure_kueue_metrics_cert
+from harness.cluster.kueue_certs import mount_serving_cert, wire_webhook_service
 from harness.cluster.operators import (KUEUE_NAMESPACE, ClusterError, apply_webhook_configurations, kuberay_process,
                                        kueue_process, kueue_webhook_configurations, local_kueue_config,
-                                       production_kueue_config, webhook_probe, write_kueue_certs)
+                                       production_kueue_config, webhook_probe)
 from harness.cluster.processes import Process, Startable, free_port, http_check, port_is_free, stop_in_reverse, wait_until
 from harness.cluster.seed import seed_etcd
 from harness.core import atomic_write, say, timeouts
@@ -93,10 +93,7 @@ class LocalCluster(Startable):
 
         self.ports.update({"kueue-webhook": free_port(), "kueue-health": free_port(),
                            "kuberay-metrics": free_port(), "kuberay-health": free_port()})
-        webhook_base = f"https://127.0.0.1:{self.ports['kueue-webhook']}"
         cert_dir = self.workdir / "kueue" / "certs"
-        serving, ca_bundle = write_kueue_certs(cert_dir)
-        ensure_kueue_metrics_cert(serving)
 
         t2 = time.monotonic()
         ensure_namespace(self._api, KUEUE_NAMESPACE)
@@ -105,21 +102,28 @@ class LocalCluster(Startable):
         except WaitTimeout as err:
             raise ClusterError(str(err)) from None
         self.timings["crds"] = time.monotonic() - t2
+        self.kueue_config = local_kueue_config(production_kueue_config(), webhook_port=self.ports["kueue-webhook"],
+                                               cert_dir=cert_dir, health_port=self.ports["kueue-health"])
+        # Installed before Kueue starts, as the chart installs them: its cert rotator injects their CA.
+        wire_webhook_service(self._api, KUEUE_NAMESPACE, self.ports["kueue-webhook"])
+        apply_webhook_configurations(self._api, kueue_webhook_configurations(
+            kueue_src / "config/components/webhook/manifests.yaml", self.ports["kueue-webhook"], self.kueue_config))
 
         # The controller-manager and both operators start together: they only need the CRDs.
         self.control_plane.start_controller_manager()
         self.timings.update({f"control-plane/{k}": v for k, v in self.control_plane.timings.items()})
         kuberay = self._spawn(kuberay_process(t["kuberay"].path("ray-operator"), self.kubeconfig, self.ports,
                                               self.log_dir, self.workdir))
-        self.kueue_config = local_kueue_config(production_kueue_config(), webhook_port=self.ports["kueue-webhook"],
-                                               cert_dir=cert_dir, health_port=self.ports["kueue-health"])
         kueue = self._spawn(kueue_process(t["kueue"].path("kueue"), self.kueue_config, self.kueue_config_path,
                                           self.kubeconfig, self.log_dir, self.workdir))
         t3 = time.monotonic()
+        try:
+            mount_serving_cert(self._api, KUEUE_NAMESPACE, cert_dir)
+        except WaitTimeout as err:
+            raise ClusterError(kueue.describe_failure(str(err))) from None
+        self.timings["kueue-certs"] = time.monotonic() - t3
         self._wait_kueue_ready(kueue, [kueue, kuberay])
         self.timings["kueue-readyz"] = time.monotonic() - t3
-        apply_webhook_configurations(self._api, kueue_webhook_configurations(
-            kueue_src / "config/components/webhook/manifests.yaml", webhook_base, ca_bundle, self.kueue_config))
         self._wait_webhooks("Kueue webhooks to serve the apiserver (dry-run ResourceFlavor)", [kueue])
         self._wait_kuberay_ready(kuberay)
         self.timings["operators"] = time.monotonic() - t3

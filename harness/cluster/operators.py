@@ -2,25 +2,23 @@
 
 Kueue runs with the configuration of the production HelmRelease
 (flux/infrastructure/controllers/kueue.yaml), changed only where a process outside a cluster
-must differ: loopback addresses and free ports, no leader election, certificates made here
-instead of by Kueue's internal cert manager, and no visibility API server. Its webhook
-configurations are the controller-gen manifests as the chart renders them, with URL
-clientConfigs. The KubeRay operator gets the environment of its HelmRelease.
+must differ: loopback addresses and free ports, no leader election, and no visibility API
+server. Its internal cert management issues the webhook certificates as in the chart
+(harness.cluster.kueue_certs wires the Service and plays the kubelet's Secret volume). Its
+webhook configurations are the controller-gen manifests as the chart renders them. The KubeRay
+operator gets the environment of its HelmRelease.
 """
 from __future__ import annotations
 
-from harness.core import HarnessError
-
-import base64
 import copy
 from pathlib import Path
 
 import yaml
 from kubernetes import client
 
-from harness.cluster import certs
+from harness.cluster.kueue_certs import cert_management, service_ref
 from harness.cluster.processes import Process
-from harness.core import REPO_ROOT, atomic_write, say
+from harness.core import HarnessError, REPO_ROOT, atomic_write, say
 from harness.k8s import MUTATING_WEBHOOK, RAW_APPLY_MANAGER, RESOURCE_FLAVOR, VALIDATING_WEBHOOK, server_side_apply
 
 KUEUE_NAMESPACE = "kueue-system"
@@ -63,32 +61,24 @@ def local_kueue_config(prod: dict, *, webhook_port: int, cert_dir: Path, health_
     cfg = copy.deepcopy(prod)
     cfg["namespace"] = KUEUE_NAMESPACE  # in a pod it comes from the service-account mount
     cfg["health"] = {**(cfg.get("health") or {}), "healthProbeBindAddress": f"127.0.0.1:{health_port}"}
-    # "0" turns metrics serving off (the cert watcher still needs its files: kueue_metrics_cert).
+    # "0" turns metrics serving off; nothing reads them here.
     cfg["metrics"] = {**(cfg.get("metrics") or {}), "bindAddress": "0"}
     cfg["webhook"] = {**(cfg.get("webhook") or {}), "host": "127.0.0.1", "port": webhook_port, "certDir": str(cert_dir)}
     # Out of cluster there is no namespace to default the Lease to; one replica needs no election.
     cfg["leaderElection"] = {"leaderElect": False}
-    # The internal cert manager issues for <service>.<ns>.svc and injects CA bundles through
-    # Services; the apiserver reaches this process by URL, so the harness issues the certs.
-    cfg["internalCertManagement"] = {"enable": False}
+    # As in the chart: Kueue's cert rotator issues the webhook certs and injects the CA bundles.
+    # It also keeps Kueue off /etc/kueue/metrics/certs, which v0.17 reads (hard-coded, no flag)
+    # only when internal cert management is off, and which only root could create.
+    cfg["internalCertManagement"] = cert_management()
     # The visibility API server needs its own certs and an APIService; the tests do not use it.
     cfg["featureGates"] = {**(cfg.get("featureGates") or {}), "VisibilityOnDemand": False}
     return cfg
 
 
 # -- Kueue's webhooks ---------------------------------------------------------------------------
-def write_kueue_certs(cert_dir: Path) -> tuple[certs.KeyPair, str]:
-    """Webhook serving cert for 127.0.0.1 (URL webhooks) in cert_dir; returns it and the CA bundle (base64)."""
-    ca = certs.CA.create("aks-ray-kueue-local-webhook-ca")
-    serving = ca.issue_server("kueue-webhook", ips=("127.0.0.1",),
-                              dns=("localhost", f"kueue-webhook-service.{KUEUE_NAMESPACE}.svc"))
-    serving.write(cert_dir, "tls")
-    return serving, base64.b64encode(ca.cert_pem).decode()
-
-
-def kueue_webhook_configurations(manifests: Path, base_url: str, ca_bundle: str, kueue_config: dict) -> list[dict]:
-    """Kueue's controller-gen webhook manifests as the Helm chart renders them for `kueue_config`,
-    but with URL clientConfigs (envtest's rewrite) instead of the webhook Service."""
+def kueue_webhook_configurations(manifests: Path, port: int, kueue_config: dict) -> list[dict]:
+    """Kueue's controller-gen webhook manifests as the Helm chart renders them for `kueue_config`:
+    through the webhook Service (at Kueue's port), CA bundles left to Kueue's cert rotator."""
     frameworks = set((kueue_config.get("integrations") or {}).get("frameworks") or [])
     job_selector = kueue_config.get("managedJobsNamespaceSelector")
     system_selector = {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn",
@@ -101,7 +91,7 @@ def kueue_webhook_configurations(manifests: Path, base_url: str, ca_bundle: str,
         doc["metadata"] = {"name": "kueue-" + doc["metadata"]["name"],  # the chart's name prefix
                            "labels": {"app.kubernetes.io/managed-by": RAW_APPLY_MANAGER}}
         for hook in doc.get("webhooks") or []:
-            hook["clientConfig"] = {"url": base_url + hook["clientConfig"]["service"]["path"], "caBundle": ca_bundle}
+            hook["clientConfig"] = service_ref(KUEUE_NAMESPACE, port, hook["clientConfig"]["service"]["path"])
             is_job_hook = not any("kueue.x-k8s.io" in r.get("apiGroups", []) for r in hook.get("rules") or [])
             if hook["name"] in OPT_IN_WEBHOOKS:
                 hook["failurePolicy"] = "Fail" if OPT_IN_WEBHOOKS[hook["name"]] in frameworks else "Ignore"

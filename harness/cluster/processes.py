@@ -8,8 +8,6 @@ them down.
 """
 from __future__ import annotations
 
-from harness.core import HarnessError
-
 import atexit
 import ctypes
 import os
@@ -25,7 +23,7 @@ import urllib.request
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
-from harness.core import say, timeouts
+from harness.core import HarnessError, say, timeouts
 
 STOP_TIMEOUT = timeouts.PROCESS_STOP  # seconds between SIGTERM and SIGKILL
 TAIL_LINES = 40

@@ -8,14 +8,13 @@ process, which keeps the gate fast.
 """
 from __future__ import annotations
 
-from harness.core import HarnessError
-
 import json
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness import toolchain as tools
+from harness.core import HarnessError
 from harness.gate.sources import SKIP_DIRS, kustomization_dirs, load_yaml, parse_yaml_all
 
 FLUX_KS_API = "kustomize.toolkit.fluxcd.io"

@@ -3,8 +3,6 @@
 small subset of HCL expressions the pool and identity settings use."""
 from __future__ import annotations
 
-from harness.core import HarnessError
-
 import ast
 import hashlib
 import json
@@ -13,7 +11,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from harness.core import atomic_write, cache_root
+from harness.core import HarnessError, atomic_write, cache_root
 
 TERRAFORM_DIR = "terraform"
 TFVARS_DIR = f"{TERRAFORM_DIR}/clusters"

@@ -5,13 +5,11 @@ string.Template is that same syntax, and `substitute` refuses to leave a variabl
 """
 from __future__ import annotations
 
-from harness.core import HarnessError
-
 import string
 from decimal import Decimal
 from pathlib import Path
 
-from harness.core import parse_quantity
+from harness.core import HarnessError, parse_quantity
 from harness.gate.sources import parse_yaml
 
 from harness.core import REPO_ROOT

@@ -18,15 +18,13 @@ What differs from a cluster that `flux bootstrap` or the AKS Flux extension sets
 """
 from __future__ import annotations
 
-from harness.core import HarnessError
-
 from pathlib import Path
 
 import yaml
 
 from harness import toolchain as tools
 from harness.cluster import LocalCluster, Process, Startable, free_port, http_check, stop_in_reverse, wait_until
-from harness.core import REPO_ROOT, say, timeouts
+from harness.core import HarnessError, REPO_ROOT, say, timeouts
 from harness.gitops.gitserver import GitServer, WorkingCopy
 from harness.k8s import (GIT_REPOSITORY, KUSTOMIZATION, Kube, WaitTimeout, crd_documents, ensure_namespace, install_crds,
                          is_false, is_true)

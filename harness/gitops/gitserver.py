@@ -14,8 +14,6 @@ repository), exactly as a merge would reach the branch Flux follows.
 """
 from __future__ import annotations
 
-from harness.core import HarnessError
-
 import http.client
 import io
 import os
@@ -26,7 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from harness.core import say
+from harness.core import HarnessError, say
 
 BRANCH = "main"
 AUTHOR = ("ray-on-aks e2e", "e2e@ray-on-aks.invalid")

@@ -40,6 +40,8 @@ class ResourceType:
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 
 NAMESPACE = ResourceType("v1", "Namespace", "namespaces", namespaced=False)
+SECRET = ResourceType("v1", "Secret", "secrets")
+SERVICE = ResourceType("v1", "Service", "services")
 CRD = ResourceType("apiextensions.k8s.io/v1", "CustomResourceDefinition", "customresourcedefinitions", namespaced=False)
 RAYJOB = ResourceType("ray.io/v1", "RayJob", "rayjobs")
 RAYCLUSTER = ResourceType("ray.io/v1", "RayCluster", "rayclusters")

@@ -54,6 +54,12 @@ def server_side_apply(api: client.ApiClient, rtype: ResourceType, body: dict, ma
     return json.loads(resp.read())
 
 
+def merge_patch(api: client.ApiClient, rtype: ResourceType, name: str, body: dict, namespace: str | None = None) -> dict:
+    """PATCH with application/merge-patch+json (RFC 7386): sets only the fields in `body`."""
+    resp = request(api, "PATCH", rtype.path(namespace, name), body=body, content_type="application/merge-patch+json")
+    return json.loads(resp.read())
+
+
 def ensure_namespace(api: client.ApiClient, name: str) -> None:
     """Creates namespace `name` unless it exists."""
     try:

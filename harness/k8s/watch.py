@@ -14,8 +14,6 @@ messages; `wait_for` is the bounded wait on it that reports that state when it r
 """
 from __future__ import annotations
 
-from harness.core import HarnessError
-
 import contextlib
 import json
 import threading
@@ -24,7 +22,7 @@ from typing import Callable
 
 from kubernetes import client, watch
 
-from harness.core import timeouts
+from harness.core import HarnessError, timeouts
 from harness.k8s.kinds import ResourceType
 from harness.k8s.rest import list_objects, request
 

@@ -1,4 +1,6 @@
-"""pytest helpers: the summary tables at the end of a run and the process-hygiene probes."""
+"""pytest helpers: the summary tables at the end of a run, the process-hygiene probes, and a
+sandbox that runs a harness command as an ordinary user (`nobody` when the tests run as root)."""
+from harness.testing.unprivileged import Sandbox
 from harness.testing.hygiene import Child, cluster_records, leftovers, listening_ports, processes_under
 
-__all__ = ["Child", "cluster_records", "leftovers", "listening_ports", "processes_under"]
+__all__ = ["Sandbox", "Child", "cluster_records", "leftovers", "listening_ports", "processes_under"]

@@ -10,8 +10,6 @@ a second run only checks that the binaries exist.
 """
 from __future__ import annotations
 
-from harness.core import HarnessError
-
 import argparse
 import hashlib
 import json
@@ -22,7 +20,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.core import Ticker, cache_lock, cache_root, publish_dir, say, versions
+from harness.core import HarnessError, Ticker, cache_lock, cache_root, publish_dir, say, versions
 
 STAMP = ".complete"
 
