@@ -28,7 +28,7 @@ from harness.gate.findings import Finding
 from harness.gate.pools import Pool, cluster_pools, flavor_selector, selects
 from harness.gate.render import ClusterRender
 from harness.gate.sku import RESOURCES, SKU_FILE_REL
-from harness.gate.sources import Sources, parse_yaml, resource_id
+from harness.gate.sources import SourceError, Sources, load_yaml, parse_yaml, resource_id
 from harness.gate.terraform import TERRAFORM_DIR, TFVARS_DIR, TerraformConfig, TerraformError, load_tfvars
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -188,10 +188,14 @@ def _pod_fit_findings(root: Path, cluster: ClusterRender, pools: list[Pool], fla
         return out
     lqs = {((o.get("metadata") or {}).get("namespace"), o["metadata"]["name"]): o for o in objects if o.get("kind") == "LocalQueue"}
     cqs = {o["metadata"]["name"]: o for o in objects if o.get("kind") == "ClusterQueue"}
-    for entry in parse_yaml(samples_path.read_text()) or []:
+    try:
+        entries = load_yaml(samples_path, root) or []
+    except SourceError:
+        return out  # yaml-syntax reports it
+    for entry in entries if isinstance(entries, list) else []:  # sample-render reports a non-list
         try:
-            job = workloads.render(entry["sample"], entry["queue"], {k: str(v) for k, v in (entry.get("vars") or {}).items()}, root)
-        except (workloads.WorkloadError, KeyError, TypeError):
+            _sample, job = workloads.render_entry(entry, root)
+        except workloads.WorkloadError:
             continue  # sample-render reports it
         meta = job.get("metadata") or {}
         lq = lqs.get((meta.get("namespace", "default"), (meta.get("labels") or {}).get(QUEUE_LABEL)))

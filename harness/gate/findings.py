@@ -3,12 +3,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
+from functools import total_ordering
 from pathlib import Path
 
 from junit_xml import TestCase, TestSuite, to_xml_report_string
 
+from harness.core import HarnessError
 
-@dataclass(frozen=True, order=True)
+
+@total_ordering
+@dataclass(frozen=True)
 class Finding:
     file: str  # repository-relative source file
     line: int | None  # 1-based, where the YAML parser gives one
@@ -17,6 +21,13 @@ class Finding:
     message: str
     hint: str  # how to fix it
     context: str = ""  # which build, cluster or sample the finding came from
+
+    def sort_key(self) -> tuple:
+        """File, then line (a finding without one first), then the rest: any two findings compare."""
+        return (self.file, self.line or 0, self.resource, self.rule, self.message, self.hint, self.context)
+
+    def __lt__(self, other: "Finding") -> bool:
+        return self.sort_key() < other.sort_key() if isinstance(other, Finding) else NotImplemented
 
     def location(self) -> str:
         return f"{self.file}:{self.line}" if self.line else self.file
@@ -47,8 +58,15 @@ def to_junit(findings: list[Finding], checks: list[str]) -> str:
     return to_xml_report_string([TestSuite("static-gate", cases)])
 
 
+class ReportError(HarnessError, OSError):
+    """A report file could not be written (a directory, an uncreatable path, no permission)."""
+
+
 def write_reports(findings: list[Finding], checks: list[str], json_path: Path | None, junit_path: Path | None) -> None:
-    for path, content in ((json_path, to_json(findings)), (junit_path, to_junit(findings, checks))):
+    for path, render in ((json_path, to_json), (junit_path, lambda f: to_junit(f, checks))):
         if path:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(content)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(render(findings))
+            except OSError as err:
+                raise ReportError(f"cannot write {path}: {err.strerror or err}") from None

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from harness import toolchain as tools
 from harness.core import HarnessError
-from harness.gate.sources import SKIP_DIRS, kustomization_dirs, load_yaml, parse_yaml_all
+from harness.gate.sources import SKIP_DIRS, SourceError, kustomization_dirs, load_yaml, load_yaml_all
 
 FLUX_KS_API = "kustomize.toolkit.fluxcd.io"
 MAX_FLUX_DEPTH = 5  # nested Flux Kustomizations deeper than this are reported, not followed
@@ -76,7 +76,10 @@ def build_directory(root: Path, directory: str) -> list[dict]:
 
 
 def is_component(directory: Path) -> bool:
-    doc = load_yaml(directory / "kustomization.yaml") or {}
+    try:
+        doc = load_yaml(directory / "kustomization.yaml") or {}
+    except SourceError:
+        return False  # the YAML check reports it, and the build fails on it
     return isinstance(doc, dict) and doc.get("kind") == "Component"
 
 
@@ -90,7 +93,11 @@ def substitution_sources(cluster_dir: Path) -> list[dict]:
     example = cluster_dir / "cluster-vars.example.yaml"
     if not example.exists():
         return []
-    return [d for d in parse_yaml_all(example.read_text()) if isinstance(d, dict)]
+    try:
+        docs = load_yaml_all(example)
+    except SourceError:
+        return []  # yaml-syntax (or file-read) reports it; the variables it defines count as undefined
+    return [d for d in docs if isinstance(d, dict)]
 
 
 def render_repository(root: Path, skip_dirs: set[str] = frozenset()) -> tuple[list[Build], list[ClusterRender]]:
@@ -100,11 +107,7 @@ def render_repository(root: Path, skip_dirs: set[str] = frozenset()) -> tuple[li
     plain_jobs, plain_builds = [], {}
     for d in plain_dirs:
         rel = d.relative_to(root).as_posix()
-        try:
-            component = is_component(d)
-        except Exception:  # a broken kustomization.yaml is reported by the YAML check and the build
-            component = False
-        if not component:
+        if not is_component(d):  # a broken kustomization.yaml is reported by the YAML check and the build
             plain_jobs.append({"id": rel, "dir": rel})
             plain_builds[rel] = Build(rel, rel)
     for rid, res in run_fluxbuild(root, plain_jobs).items():

@@ -13,14 +13,15 @@ from harness.core import parse_quantity
 from harness.gate import workloads
 from harness.gate.findings import Finding
 from harness.gate.render import Build, ClusterRender, is_flux_kustomization
-from harness.gate.sources import Sources, load_yaml, resource_id
+from harness.gate.sources import SourceError, Sources, load_yaml, resource_id
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 KUEUE_KINDS = {"ClusterQueue", "LocalQueue", "ResourceFlavor", "WorkloadPriorityClass", "Cohort", "AdmissionCheck"}
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
 RULES = {
-    "yaml-syntax": "every YAML file parses",
+    "file-read": "every configuration file can be read (no dangling symlink, no directory named *.yaml)",
+    "yaml-syntax": "every YAML file is UTF-8 and parses",
     "kustomize-build": "every kustomization directory builds",
     "schema": "every object validates strictly against Kubernetes 1.35 / pinned CRD schemas",
     "schema-unknown-kind": "every apiVersion/kind is one the cluster serves",
@@ -133,11 +134,15 @@ def _reachable_dirs(root: Path, start: Path, seen: set[Path] | None = None) -> s
         return seen
     seen.add(start)
     try:
-        doc = load_yaml(start / "kustomization.yaml") or {}
-    except Exception:
-        return seen
-    for entry in list(doc.get("resources") or []) + list(doc.get("components") or []):
-        target = start / str(entry)
+        doc = load_yaml(start / "kustomization.yaml")
+    except SourceError:
+        return seen  # yaml-syntax reports it
+    doc = doc if isinstance(doc, dict) else {}
+    entries = [e for key in ("resources", "components") if isinstance(doc.get(key), list) for e in doc[key]]
+    for entry in entries:
+        if not isinstance(entry, str) or "\0" in entry:
+            continue  # the build reports it
+        target = start / entry
         if target.is_dir():
             _reachable_dirs(root, target, seen)
     return seen
@@ -235,20 +240,27 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
     path = root / samples_file
     if not path.exists():
         return out, rendered
-    entries = load_yaml(path) or []
+    try:
+        entries = load_yaml(path, root) or []
+    except SourceError as err:
+        return [err.finding], rendered
+    if not isinstance(entries, list):
+        return [Finding(samples_file, None, "", "sample-render", f"is a {type(entries).__name__}, not a list of samples",
+                        "make samples.yaml a list of entries `- sample: NAME` / `queue: LQ` / `vars: {...}`", f"cluster {cluster.name}")], rendered
     objects = [o for _, o in cluster.applied()]
     lqs = {((o.get("metadata") or {}).get("namespace"), o["metadata"]["name"]): o for o in objects if o.get("kind") == "LocalQueue"}
     cqs = {o["metadata"]["name"]: o for o in objects if o.get("kind") == "ClusterQueue"}
     for entry in entries:
-        where = f"cluster {cluster.name}, sample {entry.get('sample')} on {entry.get('queue')}"
+        e = entry if isinstance(entry, dict) else {}
+        where = f"cluster {cluster.name}, sample {e.get('sample')} on {e.get('queue')}"
         try:
-            job = workloads.render(entry["sample"], entry["queue"], {k: str(v) for k, v in (entry.get("vars") or {}).items()}, root)
-        except (workloads.WorkloadError, KeyError) as err:
-            out.append(Finding(samples_file, None, f"sample/{entry.get('sample')}", "sample-render", str(err),
+            sample, job = workloads.render_entry(entry, root)
+        except workloads.WorkloadError as err:
+            out.append(Finding(samples_file, None, f"sample/{e.get('sample')}", "sample-render", str(err),
                                "each entry needs `sample` (a file in workloads/) and `queue`; pass every ${VAR} in `vars`", where))
             continue
-        rendered.append((entry["sample"], job))
-        wfile = f"workloads/{entry['sample']}.yaml"
+        rendered.append((sample, job))
+        wfile = f"workloads/{sample}.yaml"
         spec = job.get("spec") or {}
         if spec.get("suspend") is not True:
             out.append(Finding(wfile, None, resource_id(job), "sample-suspend", "spec.suspend is not true: the RayJob would start before Kueue admits it",

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import yaml
 
+from harness.core import HarnessError
 from harness.gate.findings import Finding
 
 # Directories that hold no configuration of this repository (fluxbuild gets this list too).
@@ -72,22 +73,13 @@ class Sources:
         for path in sorted(yaml_files(root)):
             rel = path.relative_to(root).as_posix()
             try:
-                for doc in yaml.load_all(path.read_text(), Loader=_LineLoader):
+                for doc in _parse(rel, read_source(path, root), lambda text: list(yaml.load_all(text, Loader=_LineLoader))):
                     if isinstance(doc, dict):
                         line = doc.pop("__line__", 1)
+                        line = line if isinstance(line, int) else 1  # a key spelled __line__ in the file
                         sources.docs.append(SourceDoc(rel, line, strip_lines(doc)))
-            except yaml.YAMLError as err:
-                mark = getattr(err, "problem_mark", None)
-                sources.errors.append(
-                    Finding(
-                        rel,
-                        mark.line + 1 if mark else None,
-                        "",
-                        "yaml-syntax",
-                        f"not valid YAML: {getattr(err, 'problem', None) or err}",
-                        "fix the YAML syntax (indentation, quoting, a missing ':'); `python -c 'import yaml,sys; list(yaml.safe_load_all(open(sys.argv[1])))' FILE` shows the error",
-                    )
-                )
+            except SourceError as err:
+                sources.errors.append(err.finding)
         return sources
 
     def broken_files(self) -> set[str]:
@@ -121,5 +113,63 @@ def kustomization_dirs(root: Path) -> list[Path]:
     return sorted(p.parent for p in yaml_files(root) if p.name == "kustomization.yaml")
 
 
-def load_yaml(path: Path):
-    return parse_yaml(path.read_text())
+class SourceError(HarnessError, ValueError):
+    """A repository file that cannot be read or parsed; `finding` reports it (file, line, rule, fix)."""
+
+    def __init__(self, finding: Finding):
+        super().__init__(f"{finding.location()}: {finding.message}")
+        self.finding = finding
+
+
+YAML_HINT = ("fix the YAML syntax (indentation, quoting, a missing ':'); "
+             "`python -c 'import yaml,sys; list(yaml.safe_load_all(open(sys.argv[1])))' FILE` shows the error")
+
+
+def _rel(path: Path, root: Path | None) -> str:
+    """`path` relative to `root` when it lies inside (a symlink is named, not its target)."""
+    if root is None:
+        return path.as_posix()
+    for p, r in ((path, Path(root)), (path.absolute(), Path(root).resolve())):
+        try:
+            return p.relative_to(r).as_posix()
+        except ValueError:
+            continue
+    return path.as_posix()
+
+
+def read_source(path: Path, root: Path | None = None) -> str:
+    """The text of a repository file; SourceError (with its finding) when it cannot be read or is not UTF-8."""
+    rel = _rel(path, root)
+    try:
+        data = path.read_bytes()
+    except OSError as err:  # a dangling symlink, a directory named *.yaml, no permission
+        raise SourceError(Finding(rel, None, "", "file-read", f"cannot be read: {err.strerror or err}",
+                                  "fix or remove the file (a dangling symlink? a directory with a file's name? permissions?)")) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data[:err.start].count(b"\n") + 1
+        raise SourceError(Finding(rel, line, "", "yaml-syntax", f"not UTF-8: byte 0x{data[err.start]:02x} cannot be decoded",
+                                  "save the file as UTF-8 (e.g. `iconv -f latin1 -t utf-8`); YAML and kustomize read only Unicode")) from None
+
+
+def _parse(rel: str, text: str, loader):
+    """`loader(text)` fully consumed; SourceError with the file and line on a YAML error."""
+    try:
+        return loader(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+        raise SourceError(Finding(rel, mark.line + 1 if mark else None, "", "yaml-syntax",
+                                  f"not valid YAML: {getattr(err, 'problem', None) or err}", YAML_HINT)) from None
+    except RecursionError:
+        raise SourceError(Finding(rel, None, "", "yaml-syntax", "not valid YAML: nested too deeply", YAML_HINT)) from None
+
+
+def load_yaml(path: Path, root: Path | None = None):
+    """One YAML document of a repository file; SourceError when it cannot be read or parsed."""
+    return _parse(_rel(path, root), read_source(path, root), parse_yaml)
+
+
+def load_yaml_all(path: Path, root: Path | None = None) -> list:
+    """Every YAML document of a repository file; SourceError when it cannot be read or parsed."""
+    return _parse(_rel(path, root), read_source(path, root), parse_yaml_all)

@@ -30,7 +30,7 @@ def _hcl_options():
 def parse_hcl(path: Path) -> dict:
     """python-hcl2's reading of a file, cached by content: its lark parser takes ~0.1 s a file,
     which would make the Terraform side the slowest part of the static gate."""
-    text = path.read_text()
+    text = read_tf(path)
     key = hashlib.sha256(f"{_hcl_version()}\0{text}".encode()).hexdigest()
     cached = cache_root() / "hcl" / f"{key}.json"
     if cached.exists():
@@ -42,6 +42,16 @@ def parse_hcl(path: Path) -> dict:
         raise TerraformError(f"{path.name}: not valid HCL: {str(err).splitlines()[0] if str(err) else type(err).__name__}") from None
     atomic_write(cached, json.dumps(parsed))
     return parsed
+
+
+def read_tf(path: Path) -> str:
+    """A Terraform file's text; TerraformError when it cannot be read or is not UTF-8."""
+    try:
+        return path.read_bytes().decode("utf-8")
+    except OSError as err:
+        raise TerraformError(f"{path.name}: cannot be read: {err.strerror or err}") from None
+    except UnicodeDecodeError as err:
+        raise TerraformError(f"{path.name}: not UTF-8 (byte 0x{err.object[err.start]:02x}); Terraform reads only UTF-8") from None
 
 
 @lru_cache(maxsize=1)
@@ -79,7 +89,7 @@ class TerraformConfig:
         for path in sorted(tf_dir.glob("*.tf")):
             rel = path.relative_to(root).as_posix()
             doc = parse_hcl(path)
-            text = path.read_text()
+            text = read_tf(path)
             for entry in doc.get("variable") or []:
                 cfg.variables.update(entry)
             for entry in doc.get("locals") or []:

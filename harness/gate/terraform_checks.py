@@ -26,7 +26,7 @@ import yaml
 
 from harness.gate.terraform import TERRAFORM_DIR, TFVARS_DIR, Scope, TerraformConfig, TerraformError, load_tfvars
 from harness.gate.findings import Finding
-from harness.gate.sources import parse_yaml_all
+from harness.gate.sources import SourceError, load_yaml_all
 from harness.gate.render import ClusterRender
 from harness.core import cache_lock, cache_root, versions
 
@@ -48,7 +48,11 @@ def _workload_service_account(root: Path) -> tuple[str, str] | None:
     path = root / SERVICE_ACCOUNT_FILE
     if not path.exists():
         return None
-    for doc in parse_yaml_all(path.read_text()):
+    try:
+        docs = load_yaml_all(path, root)
+    except SourceError:
+        return None  # yaml-syntax reports it
+    for doc in docs:
         if isinstance(doc, dict) and doc.get("kind") == "ServiceAccount" and CLIENT_ID_ANNOTATION in ((doc.get("metadata") or {}).get("annotations") or {}):
             meta = doc["metadata"]
             return meta.get("namespace", "default"), meta["name"]
@@ -140,8 +144,12 @@ def _cluster_vars_findings(root: Path, cfg: TerraformConfig) -> list[Finding]:
         return [Finding(block.file, block.line, block.address, "terraform-cluster-vars", f"{block.address} data is not a literal map (or a local holding one)",
                         "set data = local.cluster_vars with the keys as literals")]
     for example in sorted((root / "clusters").glob("*/cluster-vars.example.yaml")):
-        docs = [d for d in parse_yaml_all(example.read_text()) if isinstance(d, dict) and d.get("kind") == "ConfigMap"]
-        want = set((docs[0].get("data") or {}) if docs else {})
+        try:
+            docs = [d for d in load_yaml_all(example, root) if isinstance(d, dict) and d.get("kind") == "ConfigMap"]
+        except SourceError:
+            continue  # yaml-syntax reports it
+        data = docs[0].get("data") if docs else None
+        want = {str(k) for k in data} if isinstance(data, dict) else set()
         if want != keys:
             rel = example.relative_to(root).as_posix()
             missing, extra = sorted(want - keys), sorted(keys - want)

@@ -18,7 +18,7 @@ from harness.gate import capacity
 from harness.gate import rules
 from harness.gate import schema_check
 from harness.gate import terraform_checks
-from harness.gate.findings import Finding, write_reports
+from harness.gate.findings import Finding, ReportError, write_reports
 from harness.gate.render import render_repository, substitution_sources
 from harness.gate.sources import Sources
 from harness.gate.workloads import WORKLOADS_DIR
@@ -168,7 +168,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for f in report.findings:
         print(f.text())
-    write_reports(report.findings, report.checks, args.json, args.junit)
+    try:
+        write_reports(report.findings, report.checks, args.json, args.junit)
+    except ReportError as err:
+        print(f"validate: {err}", file=sys.stderr)
+        return 2
     if not args.quiet:
         print(summary_table(report))
     timing = ", ".join(f"{k} {v:.2f}s" for k, v in report.timings.items())

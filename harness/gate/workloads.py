@@ -9,8 +9,10 @@ import string
 from decimal import Decimal
 from pathlib import Path
 
+import yaml
+
 from harness.core import HarnessError, parse_quantity
-from harness.gate.sources import parse_yaml
+from harness.gate.sources import SourceError, load_yaml, parse_yaml, read_source
 
 from harness.core import REPO_ROOT
 
@@ -29,32 +31,67 @@ def sample_names(root: Path = REPO_ROOT) -> list[str]:
 
 def defaults(root: Path = REPO_ROOT) -> dict[str, str]:
     path = root / WORKLOADS_DIR / "defaults.yaml"
-    return {k: str(v) for k, v in (parse_yaml(path.read_text()) or {}).items()} if path.exists() else {}
+    if not path.exists():
+        return {}
+    try:
+        doc = load_yaml(path, root) or {}
+    except SourceError as err:
+        raise WorkloadError(str(err)) from None
+    if not isinstance(doc, dict):
+        raise WorkloadError(f"{WORKLOADS_DIR}/defaults.yaml: not a mapping of VAR: value")
+    return {str(k): str(v) for k, v in doc.items()}
+
+
+def render_entry(entry, root: Path = REPO_ROOT) -> tuple[str, dict]:
+    """(sample, RayJob) for one entry of clusters/<name>/samples.yaml; WorkloadError when the entry is malformed."""
+    if not isinstance(entry, dict):
+        raise WorkloadError(f"entry {entry!r} is not a mapping with `sample` and `queue`")
+    sample, queue, values = entry.get("sample"), entry.get("queue"), entry.get("vars") or {}
+    for key, value in (("sample", sample), ("queue", queue)):
+        if not isinstance(value, str) or not value:
+            raise WorkloadError(f"`{key}` is {value!r}, not a name")
+    if not isinstance(values, dict):
+        raise WorkloadError(f"`vars` is {values!r}, not a mapping of VAR: value")
+    return sample, render(sample, queue, {str(k): str(v) for k, v in values.items()}, root)
 
 
 def render(sample: str, queue: str, values: dict[str, str] | None = None, root: Path = REPO_ROOT) -> dict:
     """The RayJob object for `sample` submitted to LocalQueue `queue`."""
     path = root / WORKLOADS_DIR / f"{sample}.yaml"
-    if not path.exists():
+    if not _plain_name(sample) or not path.is_file():
         raise WorkloadError(f"no sample named {sample!r} (have: {', '.join(sample_names(root))})")
     mapping = {**defaults(root), "JOB_NAME": sample, "QUEUE_NAME": queue, **(values or {})}
     try:
-        text = string.Template(path.read_text()).substitute(mapping)
+        text = string.Template(read_source(path, root)).substitute(mapping)
+    except SourceError as err:
+        raise WorkloadError(str(err)) from None
     except KeyError as err:
         raise WorkloadError(f"{path.relative_to(root)}: variable ${{{err.args[0]}}} has no value; pass it with --set {err.args[0]}=...") from None
     except ValueError as err:
         raise WorkloadError(f"{path.relative_to(root)}: {err}") from None
-    return parse_yaml(text)
+    try:
+        job = parse_yaml(text)
+    except yaml.YAMLError as err:
+        raise WorkloadError(f"{path.relative_to(root)} with its values is not valid YAML: {getattr(err, 'problem', None) or err}") from None
+    if not isinstance(job, dict) or not isinstance(job.get("metadata"), dict):
+        raise WorkloadError(f"{path.relative_to(root)} does not render to one object with metadata")
+    return job
+
+
+def _plain_name(name: str) -> bool:
+    return bool(name) and not name.startswith(".") and all(c.isalnum() or c in "-_." for c in name)
 
 
 def pod_sets(rayjob: dict) -> list[tuple[str, int, dict[str, Decimal]]]:
-    """(name, count, per-pod requests) for each group of pods Kueue will charge to the queue."""
-    spec = rayjob.get("spec") or {}
-    cluster = spec.get("rayClusterSpec") or {}
-    sets = [("head", 1, _pod_requests((cluster.get("headGroupSpec") or {}).get("template")))]
-    for group in cluster.get("workerGroupSpecs") or []:
-        count = int(group.get("replicas", 0) or 0) * int(group.get("numOfHosts", 1) or 1)
-        sets.append((group.get("groupName", "?"), count, _pod_requests(group.get("template"))))
+    """(name, count, per-pod requests) for each group of pods Kueue will charge to the queue.
+    Values of the wrong type or that are no quantity count as absent: the schema check reports them."""
+    spec = _dict(rayjob.get("spec"))
+    cluster = _dict(spec.get("rayClusterSpec"))
+    sets = [("head", 1, _pod_requests(_dict(cluster.get("headGroupSpec")).get("template")))]
+    groups = cluster.get("workerGroupSpecs")
+    for group in (g for g in (groups if isinstance(groups, list) else []) if isinstance(g, dict)):
+        count = _count(group.get("replicas", 0)) * _count(group.get("numOfHosts", 1), default=1)
+        sets.append((str(group.get("groupName", "?")), count, _pod_requests(group.get("template"))))
     if spec.get("submissionMode", "K8sJobMode") == "K8sJobMode":
         # Without a submitterPodTemplate, Kueue charges KubeRay's default submitter; a template
         # without resources is charged nothing (seen on the real Kueue: usage stays at 68 CPU).
@@ -64,14 +101,28 @@ def pod_sets(rayjob: dict) -> list[tuple[str, int, dict[str, Decimal]]]:
     return sets
 
 
+def _dict(value) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _count(value, default: int = 0) -> int:
+    if value is None:
+        return default
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
 def _pod_requests(template: dict | None) -> dict[str, Decimal]:
     """Sum of container requests (limits stand in where requests are absent, as the apiserver defaults)."""
     total: dict[str, Decimal] = {}
-    for c in ((template or {}).get("spec") or {}).get("containers") or []:
-        res = c.get("resources") or {}
-        merged = {**(res.get("limits") or {}), **(res.get("requests") or {})}
+    containers = _dict(_dict(template).get("spec")).get("containers")
+    for c in (c for c in (containers if isinstance(containers, list) else []) if isinstance(c, dict)):
+        res = _dict(c.get("resources"))
+        merged = {**_dict(res.get("limits")), **_dict(res.get("requests"))}
         for name, qty in merged.items():
-            total[name] = total.get(name, 0) + parse_quantity(qty)
+            try:
+                total[str(name)] = total.get(str(name), 0) + parse_quantity(qty)
+            except (ValueError, TypeError, ArithmeticError):
+                continue
     return total
 
 
