@@ -83,12 +83,17 @@ except OSError:
 
 
 def _pdeathsig() -> None:
-    """Runs in the child between fork and exec: SIGTERM it when the parent dies.
+    """Runs in the child between fork and exec: SIGKILL it when the parent dies.
 
-    Linux ties this to the thread that forked, so children are started from the caller's
-    thread (never from short-lived helper threads).
+    SIGKILL, not SIGTERM: when the harness dies every component is signalled at once, and a
+    graceful shutdown then waits on the others (Kueue's cert rotator and kube-apiserver's
+    in-flight watches each held the other up for controller-runtime's 30 s grace period).
+    Nothing of a dead harness's cluster is worth a clean shutdown; the orderly path
+    (stop_in_reverse, SIGTERM then SIGKILL) is for a live one. Linux ties this to the thread
+    that forked, so children are started from the caller's thread (never from short-lived
+    helper threads).
     """
-    _LIBC.prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG = 1
+    _LIBC.prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG = 1
 
 
 class Process:
