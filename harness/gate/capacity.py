@@ -28,7 +28,7 @@ from harness.gate.findings import Finding
 from harness.gate.pools import Pool, cluster_pools, flavor_selector, selects
 from harness.gate.render import ClusterRender
 from harness.gate.sku import RESOURCES, SKU_FILE_REL
-from harness.gate.sources import SourceError, Sources, load_yaml, parse_yaml, resource_id
+from harness.gate.sources import SourceError, Sources, as_list, as_map, as_maps, load_yaml, name_key, parse_yaml, resource_id
 from harness.gate.terraform import TERRAFORM_DIR, TFVARS_DIR, TerraformConfig, TerraformError, load_tfvars
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -70,12 +70,12 @@ def flavor_capacities(objects: list[dict], pools: list[Pool]) -> list[FlavorCapa
     flavors = {o["metadata"]["name"]: o for o in objects if o.get("kind") == "ResourceFlavor"}
     declared: dict[tuple[str, str], list[tuple[dict, Decimal]]] = {}
     for cq in (o for o in objects if o.get("kind") == "ClusterQueue"):
-        for g in (cq.get("spec") or {}).get("resourceGroups") or []:
-            for f in g.get("flavors") or []:
-                for r in f.get("resources") or []:
+        for g in as_maps(as_map(cq.get("spec")).get("resourceGroups")):
+            for f in as_maps(g.get("flavors")):
+                for r in as_maps(f.get("resources")):
                     q = _q(r.get("nominalQuota", 0))
                     if q is not None and r.get("name") in RESOURCES:
-                        declared.setdefault((f.get("name"), r["name"]), []).append((cq, q))
+                        declared.setdefault((name_key(f.get("name")), r["name"]), []).append((cq, q))
     known = [p for p in pools if p.sku]
     out = []
     for (fname, res), entries in sorted(declared.items(), key=lambda kv: kv[0]):
@@ -147,7 +147,7 @@ def _cluster_findings(root: Path, cfg: TerraformConfig, sources: Sources, cluste
         return sources.locate(obj, (f"clusters/{cluster.name}/", "overlays/", "base/", "components/"))
 
     # Flavors the queues rely on must select some user pool.
-    used = sorted({f.get("name") for cq in cqs for g in (cq.get("spec") or {}).get("resourceGroups") or [] for f in g.get("flavors") or []} & set(flavors))
+    used = sorted({name_key(f.get("name")) for cq in cqs for g in as_maps(as_map(cq.get("spec")).get("resourceGroups")) for f in as_maps(g.get("flavors"))} & set(flavors))
     for fname in used:
         labels, tolerations = flavor_selector(flavors[fname])
         if not any(selects(p, labels, tolerations) for p in known) and known:
@@ -186,7 +186,7 @@ def _pod_fit_findings(root: Path, cluster: ClusterRender, pools: list[Pool], fla
     samples_path = root / "clusters" / cluster.name / "samples.yaml"
     if not samples_path.exists() or not pools:
         return out
-    lqs = {((o.get("metadata") or {}).get("namespace"), o["metadata"]["name"]): o for o in objects if o.get("kind") == "LocalQueue"}
+    lqs = {(as_map(o.get("metadata")).get("namespace"), o["metadata"]["name"]): o for o in objects if o.get("kind") == "LocalQueue"}
     cqs = {o["metadata"]["name"]: o for o in objects if o.get("kind") == "ClusterQueue"}
     try:
         entries = load_yaml(samples_path, root) or []
@@ -197,25 +197,25 @@ def _pod_fit_findings(root: Path, cluster: ClusterRender, pools: list[Pool], fla
             _sample, job = workloads.render_entry(entry, root)
         except workloads.WorkloadError:
             continue  # sample-render reports it
-        meta = job.get("metadata") or {}
-        lq = lqs.get((meta.get("namespace", "default"), (meta.get("labels") or {}).get(QUEUE_LABEL)))
-        cq = cqs.get(((lq or {}).get("spec") or {}).get("clusterQueue"))
+        meta = as_map(job.get("metadata"))
+        lq = lqs.get((name_key(meta.get("namespace", "default")), name_key(as_map(meta.get("labels")).get(QUEUE_LABEL))))
+        cq = cqs.get(name_key(as_map(as_map(lq).get("spec")).get("clusterQueue")))
         if cq is None:
             continue  # sample-queue reports it
-        groups = (cq.get("spec") or {}).get("resourceGroups") or []
+        groups = as_maps(as_map(cq.get("spec")).get("resourceGroups"))
         wfile = f"{workloads.WORKLOADS_DIR}/{entry['sample']}.yaml"
         for set_name, count, requests in workloads.pod_sets(job):
             need = {r: q for r, q in requests.items() if q > 0}
             if count < 1 or not need:
                 continue
             pod_tolerations = _pod_tolerations(job, set_name)
-            relevant = [g for g in groups if set(g.get("coveredResources") or []) & set(need)]
-            choices = [[f.get("name") for f in g.get("flavors") or []] for g in relevant]
+            relevant = [g for g in groups if set(map(str, as_list(g.get("coveredResources")))) & set(need)]
+            choices = [[f.get("name") for f in as_maps(g.get("flavors"))] for g in relevant]
             best, fits = None, False
             for combo in itertools.product(*choices) if choices else [()]:
                 labels, tolerations = {}, list(pod_tolerations)
                 for fname in combo:
-                    fl, ft = flavor_selector(flavors.get(fname))
+                    fl, ft = flavor_selector(flavors.get(name_key(fname)))
                     labels.update(fl)
                     tolerations += ft
                 for p in pools:
@@ -247,11 +247,11 @@ def _pod_fit_findings(root: Path, cluster: ClusterRender, pools: list[Pool], fla
 
 
 def _pod_tolerations(job: dict, set_name: str) -> list[dict]:
-    cluster = (job.get("spec") or {}).get("rayClusterSpec") or {}
+    cluster = as_map(as_map(job.get("spec")).get("rayClusterSpec"))
     if set_name == "head":
-        template = (cluster.get("headGroupSpec") or {}).get("template")
+        template = as_map(cluster.get("headGroupSpec")).get("template")
     elif set_name == "submitter":
-        template = (job.get("spec") or {}).get("submitterPodTemplate")
+        template = as_map(job.get("spec")).get("submitterPodTemplate")
     else:
-        template = next((g.get("template") for g in cluster.get("workerGroupSpecs") or [] if g.get("groupName") == set_name), None)
-    return list(((template or {}).get("spec") or {}).get("tolerations") or [])
+        template = next((g.get("template") for g in as_maps(cluster.get("workerGroupSpecs")) if g.get("groupName") == set_name), None)
+    return as_maps(as_map(as_map(template).get("spec")).get("tolerations"))

@@ -12,6 +12,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from harness.gate.sku import Sku, allocatable, sku_table
+from harness.gate.sources import as_map, as_maps
 from harness.gate.terraform import TFVARS_DIR, Block, Scope, TerraformConfig, load_tfvars
 
 SYSTEM_TAINT = "CriticalAddonsOnly=true:NoSchedule"
@@ -77,7 +78,7 @@ def cluster_pools(cfg: TerraformConfig, tfvars: dict) -> list[Pool]:
         return Pool(name, block.address, block.file, block.line, vm_size, count, max_pods, labels, taints, system, sku)
 
     for block in cfg.of_type("azurerm_kubernetes_cluster"):
-        for body in block.body.get("default_node_pool") or []:
+        for body in as_maps(block.body.get("default_node_pool")):
             pools.append(build(block, body, True))
     for block in cfg.of_type("azurerm_kubernetes_cluster_node_pool"):
         instances = int(scope.resolve(block.body["count"])) if "count" in block.body else 1
@@ -122,5 +123,5 @@ def selects(pool: Pool, node_labels: dict, tolerations: list[dict]) -> bool:
 
 def flavor_selector(flavor: dict | None) -> tuple[dict, list[dict]]:
     """A ResourceFlavor's nodeLabels and tolerations (empty for a missing flavor)."""
-    spec = (flavor or {}).get("spec") or {}
-    return dict(spec.get("nodeLabels") or {}), list(spec.get("tolerations") or [])
+    spec = as_map(as_map(flavor).get("spec"))
+    return dict(as_map(spec.get("nodeLabels"))), list(as_maps(spec.get("tolerations")))

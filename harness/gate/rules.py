@@ -13,7 +13,7 @@ from harness.core import parse_quantity
 from harness.gate import workloads
 from harness.gate.findings import Finding
 from harness.gate.render import Build, ClusterRender, is_flux_kustomization
-from harness.gate.sources import SourceError, Sources, load_yaml, resource_id
+from harness.gate.sources import SourceError, Sources, as_list, as_map, as_maps, load_yaml, name_key, resource_id
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 KUEUE_KINDS = {"ClusterQueue", "LocalQueue", "ResourceFlavor", "WorkloadPriorityClass", "Cohort", "AdmissionCheck"}
@@ -82,8 +82,8 @@ def kueue_rules(ctx: Context, build: Build, objects: list[dict]) -> list[Finding
             out.append(ctx.finding(o, build, "kueue-api-version", f"uses {o['apiVersion']}; Kueue 0.17 stores {KUEUE_API}",
                                    f"change apiVersion to {KUEUE_API} (field names differ, e.g. cohort -> cohortName)"))
         if kind == "LocalQueue" and o.get("apiVersion") == KUEUE_API:
-            target = (o.get("spec") or {}).get("clusterQueue")
-            if target not in cqs:
+            target = as_map(o.get("spec")).get("clusterQueue")
+            if name_key(target) not in cqs:
                 out.append(ctx.finding(o, build, "localqueue-clusterqueue",
                                        f"spec.clusterQueue {target!r} is not defined (have: {', '.join(sorted(cqs)) or 'none'})",
                                        "point spec.clusterQueue at a ClusterQueue of the same overlay, or add that ClusterQueue"))
@@ -94,25 +94,25 @@ def kueue_rules(ctx: Context, build: Build, objects: list[dict]) -> list[Finding
 
 def _cluster_queue_rules(ctx: Context, build: Build, cq: dict, flavors: set[str]) -> list[Finding]:
     out = []
-    spec = cq.get("spec") or {}
+    spec = as_map(cq.get("spec"))
     if spec.get("namespaceSelector") is None:
         out.append(ctx.finding(cq, build, "namespace-selector", "spec.namespaceSelector is missing; a null selector admits from no namespace",
                                "add `namespaceSelector: {}` (all namespaces) or a label selector for the team's namespaces"))
     in_cohort = bool(spec.get("cohortName"))
-    for gi, group in enumerate(spec.get("resourceGroups") or []):
-        covered = list(group.get("coveredResources") or [])
-        for flavor in group.get("flavors") or []:
+    for gi, group in enumerate(as_maps(spec.get("resourceGroups"))):
+        covered = list(as_list(group.get("coveredResources")))
+        for flavor in as_maps(group.get("flavors")):
             fname = flavor.get("name")
-            if fname not in flavors:
+            if name_key(fname) not in flavors:
                 out.append(ctx.finding(cq, build, "clusterqueue-flavor",
                                        f"resourceGroups[{gi}] names flavor {fname!r}, which is not defined (have: {', '.join(sorted(flavors)) or 'none'})",
                                        "add the ResourceFlavor (base/resource-flavors.yaml) or fix the flavor name"))
-            names = [r.get("name") for r in flavor.get("resources") or []]
+            names = [r.get("name") for r in as_maps(flavor.get("resources"))]
             if names != covered:
                 out.append(ctx.finding(cq, build, "covered-resources",
                                        f"flavor {fname!r} lists resources {names} but the group covers {covered}",
                                        "list exactly the coveredResources, in the same order, under every flavor of the group"))
-            for r in flavor.get("resources") or []:
+            for r in as_maps(flavor.get("resources")):
                 for field in ("nominalQuota", "borrowingLimit", "lendingLimit"):
                     if field in r and _qty(r[field]) is None:
                         out.append(ctx.finding(cq, build, "bad-quantity", f"{fname}/{r.get('name')} {field} {r[field]!r} is not a Kubernetes quantity",
@@ -152,7 +152,7 @@ def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Find
     out = []
     entry_file = f"clusters/{cluster.name}/kustomization.yaml"
     kss = cluster.kustomizations()
-    names = {((k.get("metadata") or {}).get("namespace", "flux-system"), k["metadata"]["name"]) for k in kss}
+    names = {(as_map(k.get("metadata")).get("namespace", "flux-system"), k["metadata"]["name"]) for k in kss}
 
     # Overlays the cluster's Flux Kustomizations pull in.
     overlays = set()
@@ -172,14 +172,14 @@ def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Find
     graph: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
     for build in cluster.flux:
         ks = build.flux_kustomization or {}
-        ns = (ks.get("metadata") or {}).get("namespace", "flux-system")
+        ns = as_map(ks.get("metadata")).get("namespace", "flux-system")
         me = (ns, ks["metadata"]["name"])
         if build.error:
             rule = "flux-path" if "not found" in build.error or "escapes" in build.error else "kustomize-build"
             out.append(ctx.finding(ks, build, rule, f"spec.path {ks.get('spec', {}).get('path')!r}: {build.error}",
                                    "point spec.path at a directory of this repository that builds with kustomize"))
-        for dep in (ks.get("spec") or {}).get("dependsOn") or []:
-            target = (dep.get("namespace", ns), dep.get("name"))
+        for dep in as_maps(as_map(ks.get("spec")).get("dependsOn")):
+            target = (name_key(dep.get("namespace", ns)), name_key(dep.get("name")))
             graph[me].append(target)
             if target not in names:
                 out.append(ctx.finding(ks, build, "flux-depends-on", f"dependsOn {target[0]}/{target[1]} is not a Kustomization of this cluster",
@@ -188,7 +188,7 @@ def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Find
             out.append(ctx.finding(ks, build, "flux-variable-undefined", f"postBuild substitution: {msg}",
                                    "define the variable in postBuild.substitute or in the substituteFrom ConfigMap (cluster-vars; see cluster-vars.example.yaml)"))
     for cycle in _cycles(graph):
-        ks = next(k for k in kss if ((k.get("metadata") or {}).get("namespace", "flux-system"), k["metadata"]["name"]) == cycle[0])
+        ks = next(k for k in kss if (as_map(k.get("metadata")).get("namespace", "flux-system"), k["metadata"]["name"]) == cycle[0])
         out.append(ctx.finding(ks, None, "flux-cycle", "dependsOn cycle: " + " -> ".join(n for _, n in cycle + [cycle[0]]),
                                "remove one dependsOn edge; layers must form a chain (controllers, then queues)", cluster=cluster.name))
 
@@ -197,7 +197,7 @@ def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Find
     for build in cluster.flux:
         for o in build.objects:
             group = str(o.get("apiVersion", "")).split("/")[0] if "/" in str(o.get("apiVersion", "")) else ""
-            key = (group, o.get("kind"), (o.get("metadata") or {}).get("namespace"), (o.get("metadata") or {}).get("name"))
+            key = (group, o.get("kind"), as_map(o.get("metadata")).get("namespace"), as_map(o.get("metadata")).get("name"))
             owners[key].append(build)
     for (group, kind, ns, name), builds in owners.items():
         if len(builds) > 1:
@@ -248,7 +248,7 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
         return [Finding(samples_file, None, "", "sample-render", f"is a {type(entries).__name__}, not a list of samples",
                         "make samples.yaml a list of entries `- sample: NAME` / `queue: LQ` / `vars: {...}`", f"cluster {cluster.name}")], rendered
     objects = [o for _, o in cluster.applied()]
-    lqs = {((o.get("metadata") or {}).get("namespace"), o["metadata"]["name"]): o for o in objects if o.get("kind") == "LocalQueue"}
+    lqs = {(as_map(o.get("metadata")).get("namespace"), o["metadata"]["name"]): o for o in objects if o.get("kind") == "LocalQueue"}
     cqs = {o["metadata"]["name"]: o for o in objects if o.get("kind") == "ClusterQueue"}
     for entry in entries:
         e = entry if isinstance(entry, dict) else {}
@@ -261,23 +261,23 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
             continue
         rendered.append((sample, job))
         wfile = f"workloads/{sample}.yaml"
-        spec = job.get("spec") or {}
+        spec = as_map(job.get("spec"))
         if spec.get("suspend") is not True:
             out.append(Finding(wfile, None, resource_id(job), "sample-suspend", "spec.suspend is not true: the RayJob would start before Kueue admits it",
                                "set spec.suspend: true; Kueue unsuspends it on admission", where))
         if spec.get("shutdownAfterJobFinishes") is not True:
             out.append(Finding(wfile, None, resource_id(job), "sample-shutdown", "spec.shutdownAfterJobFinishes is not true; Kueue's webhook rejects such a RayJob",
                                "set spec.shutdownAfterJobFinishes: true", where))
-        ns = (job.get("metadata") or {}).get("namespace", "default")
-        qname = ((job.get("metadata") or {}).get("labels") or {}).get(QUEUE_LABEL)
-        lq = lqs.get((ns, qname))
+        ns = as_map(job.get("metadata")).get("namespace", "default")
+        qname = as_map(as_map(job.get("metadata")).get("labels")).get(QUEUE_LABEL)
+        lq = lqs.get((name_key(ns), name_key(qname)))
         if lq is None:
             have = ", ".join(sorted(n for (lns, n) in lqs if lns == ns)) or "none"
             out.append(Finding(wfile, None, resource_id(job), "sample-queue",
                                f"label {QUEUE_LABEL}={qname!r}: no such LocalQueue in namespace {ns} on this cluster (have: {have})",
                                "submit to one of the cluster's LocalQueues (samples.yaml `queue`)", where))
             continue
-        cq = cqs.get((lq.get("spec") or {}).get("clusterQueue"))
+        cq = cqs.get(name_key(as_map(lq.get("spec")).get("clusterQueue")))
         if cq:
             out += _fit(job, cq, cqs, wfile, where)
     return out, rendered
@@ -286,13 +286,13 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
 def _capacity(cq: dict, cqs: dict[str, dict]) -> dict[str, Decimal]:
     """Most one workload can get per resource from this ClusterQueue: the best flavor's nominal
     quota plus what it may borrow (bounded by what the rest of the cohort has)."""
-    spec = cq.get("spec") or {}
+    spec = as_map(cq.get("spec"))
     cohort = spec.get("cohortName")
-    peers = [c for c in cqs.values() if cohort and (c.get("spec") or {}).get("cohortName") == cohort and c is not cq]
+    peers = [c for c in cqs.values() if cohort and as_map(c.get("spec")).get("cohortName") == cohort and c is not cq]
     best: dict[str, Decimal] = {}
-    for group in spec.get("resourceGroups") or []:
-        for flavor in group.get("flavors") or []:
-            for r in flavor.get("resources") or []:
+    for group in as_maps(spec.get("resourceGroups")):
+        for flavor in as_maps(group.get("flavors")):
+            for r in as_maps(flavor.get("resources")):
                 nominal = _qty(r.get("nominalQuota", 0)) or Decimal(0)
                 extra = Decimal(0)
                 if cohort:
@@ -304,10 +304,10 @@ def _capacity(cq: dict, cqs: dict[str, dict]) -> dict[str, Decimal]:
 
 
 def _peer_lendable(peer: dict, flavor: str, resource: str) -> Decimal:
-    for group in (peer.get("spec") or {}).get("resourceGroups") or []:
-        for f in group.get("flavors") or []:
+    for group in as_maps(as_map(peer.get("spec")).get("resourceGroups")):
+        for f in as_maps(group.get("flavors")):
             if f.get("name") == flavor:
-                for r in f.get("resources") or []:
+                for r in as_maps(f.get("resources")):
                     if r.get("name") == resource:
                         nominal = _qty(r.get("nominalQuota", 0)) or Decimal(0)
                         return min(nominal, _qty(r["lendingLimit"])) if "lendingLimit" in r else nominal

@@ -39,6 +39,26 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode):
 _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
+def as_map(value) -> dict:
+    """`value` if it is a mapping, else {}: rules read objects before the schema check rejects a wrong type."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value) -> list:
+    return value if isinstance(value, list) else []
+
+
+def as_maps(value) -> list[dict]:
+    """The mappings of a list (a list's other items, or a non-list, count as absent)."""
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def name_key(value) -> str:
+    """A name as a lookup key: a string as it is, anything else as its repr (hashable, sortable,
+    and matching no real name), so that a list where a name belongs is a finding, not a TypeError."""
+    return value if isinstance(value, str) else repr(value)
+
+
 def strip_lines(value):
     if isinstance(value, dict):
         return {k: strip_lines(v) for k, v in value.items() if k != "__line__"}
@@ -48,7 +68,7 @@ def strip_lines(value):
 
 
 def resource_id(obj: dict) -> str:
-    meta = obj.get("metadata") or {}
+    meta = as_map(obj.get("metadata"))
     name = meta.get("name", "?")
     ns = meta.get("namespace")
     return f"{obj.get('kind', '?')}/{ns + '/' if ns else ''}{name}"
@@ -88,10 +108,8 @@ class Sources:
     def locate(self, obj: dict, prefer: tuple[str, ...] = ()) -> tuple[str, int | None]:
         """Source file and line of the document that defines `obj` (same kind and name)."""
         kind = obj.get("kind")
-        name = (obj.get("metadata") or {}).get("name")
-        matches = [
-            d for d in self.docs if d.obj.get("kind") == kind and (d.obj.get("metadata") or {}).get("name") == name
-        ]
+        name = as_map(obj.get("metadata")).get("name")
+        matches = [d for d in self.docs if d.obj.get("kind") == kind and as_map(d.obj.get("metadata")).get("name") == name]
         for prefix in prefer:
             for d in matches:
                 if d.file.startswith(prefix):

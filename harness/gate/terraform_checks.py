@@ -26,7 +26,7 @@ import yaml
 
 from harness.gate.terraform import TERRAFORM_DIR, TFVARS_DIR, Scope, TerraformConfig, TerraformError, load_tfvars
 from harness.gate.findings import Finding
-from harness.gate.sources import SourceError, load_yaml_all
+from harness.gate.sources import SourceError, as_map, load_yaml_all
 from harness.gate.render import ClusterRender
 from harness.core import cache_lock, cache_root, versions
 
@@ -53,9 +53,9 @@ def _workload_service_account(root: Path) -> tuple[str, str] | None:
     except SourceError:
         return None  # yaml-syntax reports it
     for doc in docs:
-        if isinstance(doc, dict) and doc.get("kind") == "ServiceAccount" and CLIENT_ID_ANNOTATION in ((doc.get("metadata") or {}).get("annotations") or {}):
-            meta = doc["metadata"]
-            return meta.get("namespace", "default"), meta["name"]
+        meta = as_map(as_map(doc).get("metadata"))
+        if doc.get("kind") == "ServiceAccount" and CLIENT_ID_ANNOTATION in as_map(meta.get("annotations")):
+            return str(meta.get("namespace", "default")), str(meta.get("name"))
     return None
 
 

@@ -1,0 +1,99 @@
+"""The gate never crashes (issue 15, item 1): every input problem is a finding with its file and
+rule, or exit 2 with one line; a report file that cannot be written is exit 2.
+
+One regression test per crash the issue lists (the CLI, as CI runs it), then a property-based
+test that mutates the repository at byte and YAML level (tests/static/gate_mutations.py).
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from harness.core.versions import REPO_ROOT
+
+pytestmark = pytest.mark.static
+VALIDATE = REPO_ROOT / "scripts" / "validate"
+
+
+def run(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([str(VALIDATE), *map(str, args)], capture_output=True, text=True, timeout=300)
+
+
+def assert_finding(proc, report, rule: str, file: str, line: int | None = None):
+    """Exit 1, no traceback, `rule` at `file` (and `line`) in the text and in the JSON report."""
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    assert "Traceback" not in out
+    where = f"{file}:{line}:" if line else f"{file}:"
+    assert any(ln.startswith(where) and f" {rule}: " in ln for ln in proc.stdout.splitlines()), out
+    found = json.loads(report.read_text())["findings"]
+    assert any(f["rule"] == rule and f["file"] == file and (line is None or f["line"] == line) for f in found), found
+
+
+def test_unclosed_quote_in_cluster_kustomization(repo_copy, tmp_path):
+    # Findings without a line (cluster-overlay, sample-queue) sorted against ones with a line.
+    k = repo_copy / "clusters/dev-westus3/kustomization.yaml"
+    k.write_text(k.read_text().replace("  - queues.yaml", '  - "queues.yaml'))
+    proc = run(repo_copy, "--json", tmp_path / "f.json")
+    assert_finding(proc, tmp_path / "f.json", "yaml-syntax", "clusters/dev-westus3/kustomization.yaml", 11)
+
+
+def test_yaml_error_in_samples(repo_copy, tmp_path):
+    samples = repo_copy / "clusters/dev-westus3/samples.yaml"
+    samples.write_text(samples.read_text() + "- sample: [oops\n")
+    proc = run(repo_copy, "--json", tmp_path / "f.json")
+    lines = len(samples.read_text().splitlines())
+    assert_finding(proc, tmp_path / "f.json", "yaml-syntax", "clusters/dev-westus3/samples.yaml", lines + 1)
+
+
+@pytest.mark.parametrize("content, rule", [("sample: aurora-finetune\n", "sample-render"),
+                                           ("- aurora-finetune\n- {sample: 3, queue: default}\n", "sample-render"),
+                                           ("- {sample: aurora-finetune, queue: default, vars: [1]}\n", "sample-render")])
+def test_samples_of_the_wrong_shape(repo_copy, tmp_path, content, rule):
+    (repo_copy / "clusters/dev-westus3/samples.yaml").write_text(content)
+    proc = run(repo_copy, "--json", tmp_path / "f.json")
+    assert_finding(proc, tmp_path / "f.json", rule, "clusters/dev-westus3/samples.yaml")
+
+
+def test_yaml_error_in_cluster_vars_example(repo_copy, tmp_path):
+    example = repo_copy / "clusters/dev-westus3/cluster-vars.example.yaml"
+    example.write_text(example.read_text() + "data: [\n")
+    proc = run(repo_copy, "--json", tmp_path / "f.json")
+    assert_finding(proc, tmp_path / "f.json", "yaml-syntax", "clusters/dev-westus3/cluster-vars.example.yaml")
+
+
+def test_file_that_is_not_utf8(repo_copy, tmp_path):
+    (repo_copy / "base/cafe.yaml").write_bytes(
+        b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cafe\n  namespace: ray\ndata:\n  menu: caf\xe9\n")
+    k = repo_copy / "base/kustomization.yaml"
+    k.write_text(k.read_text().replace("resources:\n", "resources:\n  - cafe.yaml\n"))
+    proc = run(repo_copy, "--json", tmp_path / "f.json")
+    assert_finding(proc, tmp_path / "f.json", "yaml-syntax", "base/cafe.yaml", 7)
+    assert "not UTF-8" in proc.stdout
+
+
+def test_terraform_file_that_is_not_utf8(repo_copy, tmp_path):
+    with (repo_copy / "terraform/variables.tf").open("ab") as f:
+        f.write(b'\n# caf\xe9\n')
+    proc = run(repo_copy, "--json", tmp_path / "f.json")
+    assert_finding(proc, tmp_path / "f.json", "capacity-terraform", "terraform")
+
+
+def test_dangling_symlink(repo_copy, tmp_path):
+    (repo_copy / "base/dangling.yaml").symlink_to("nowhere.yaml")
+    proc = run(repo_copy, "--json", tmp_path / "f.json")
+    assert_finding(proc, tmp_path / "f.json", "file-read", "base/dangling.yaml")
+
+
+@pytest.mark.parametrize("where", ["directory", "uncreatable", "junit-directory"])
+def test_report_that_cannot_be_written_exits_two(tmp_path, where):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    option, path = {"directory": ("--json", tmp_path), "uncreatable": ("--json", blocker / "sub" / "f.json"),
+                    "junit-directory": ("--junit", tmp_path)}[where]
+    proc = run(REPO_ROOT, "--quiet", option, path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip().count("\n") == 0 and proc.stderr.startswith("validate: cannot write "), proc.stderr
