@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -165,6 +167,13 @@ def main(argv: list[str] | None = None) -> int:
         report = validate_repository(root)
     except (HarnessError, RuntimeError, OSError) as err:  # RenderError, ToolBuildError, SchemaError, ...
         print(f"validate: the gate could not run: {err}", file=sys.stderr)
+        return 2
+    except Exception as err:  # a bug of the gate, not a finding: exit 2, never 1 ("findings")
+        if os.environ.get("RAY_KUEUE_TRACEBACK"):
+            raise
+        where = traceback.extract_tb(err.__traceback__)[-1]
+        print(f"validate: the gate could not run (internal error, please report it): {type(err).__name__}: {err} "
+              f"at {Path(where.filename).name}:{where.lineno}; RAY_KUEUE_TRACEBACK=1 shows the traceback", file=sys.stderr)
         return 2
     for f in report.findings:
         print(f.text())

@@ -97,3 +97,18 @@ def test_report_that_cannot_be_written_exits_two(tmp_path, where):
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
     assert proc.stderr.strip().count("\n") == 0 and proc.stderr.startswith("validate: cannot write "), proc.stderr
+
+
+def test_an_internal_error_is_exit_2_in_one_line(tmp_path, monkeypatch, capsys):
+    """A bug of the gate (here: a rule that raises) is exit 2, "could not run", never 1 ("findings")."""
+    from harness.gate import validate
+
+    def broken(_root):
+        raise KeyError("spec")
+
+    monkeypatch.setattr(validate, "validate_repository", broken)
+    monkeypatch.delenv("RAY_KUEUE_TRACEBACK", raising=False)
+    assert validate.main([str(REPO_ROOT), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "internal error" in err and "KeyError" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
