@@ -118,7 +118,7 @@ def validate_repository(root: Path) -> Report:
         for f in found:
             if unique.setdefault((f.file, f.line, f.resource, f.rule, f.message), f) is f:
                 areas[name].findings += 1  # counted where it was first found
-    return Report(sorted(unique.values()), sorted(rules.RULES | capacity.RULES | terraform_checks.RULES), len(builds) + sum(len(c.flux) for c in clusters),
+    return Report(sorted(unique.values()), sorted(RULE_IDS), len(builds) + sum(len(c.flux) for c in clusters),
                   len(validated), timings, list(areas.values()))
 
 
