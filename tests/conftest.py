@@ -2,17 +2,13 @@
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
 
-from harness.core import REPO_ROOT
+from harness.testing import copy_config
 
 pytest_plugins = ["harness.testing.pytest_summary"]
-
-# What a checkout of this repository needs for the gate; the harness itself is not copied.
-CONFIG_PATHS = ("base", "overlays", "components", "clusters", "flux", "workloads", "terraform", "versions.yaml")
 
 
 def pytest_addoption(parser):
@@ -46,15 +42,7 @@ def fresh_cluster(request, tmp_path):
 @pytest.fixture
 def repo_copy(tmp_path: Path) -> Path:
     """A throwaway copy of the repository's configuration, for tests that break it on purpose."""
-    dest = tmp_path / "repo"
-    dest.mkdir()
-    for rel in CONFIG_PATHS:
-        src = REPO_ROOT / rel
-        if src.is_dir():
-            shutil.copytree(src, dest / rel)
-        elif src.exists():
-            shutil.copy2(src, dest / rel)
-    return dest
+    return copy_config(tmp_path / "repo")
 
 
 # Tests that run on the embedded control plane; in CI none of them may skip there.

@@ -21,7 +21,6 @@ import copy
 import json
 import random
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -34,9 +33,9 @@ from harness.core import HarnessError
 from harness.core.versions import REPO_ROOT
 from harness.gate import RULE_IDS, render_repository, validate_repository
 from harness.gate import validate as gate_validate
+from harness.testing import copy_config
 
 pytestmark = pytest.mark.static
-CONFIG_PATHS = ("base", "overlays", "components", "clusters", "flux", "workloads", "terraform", "versions.yaml")
 SUFFIXES = (".yaml", ".yml", ".tf", ".tfvars")
 # No shrinking: it can take minutes on a gate run; the drawn case is printed as it is.
 SETTINGS = dict(derandomize=True, database=None, deadline=None, print_blob=False, report_multiple_bugs=True,
@@ -53,17 +52,6 @@ VALUES = [None, 0, -1, 1.5, 2**70, True, False, "", "x", "-1", "1e400", "NaN", "
 
 
 IDENTITY = ("apiVersion", "kind", "metadata")
-
-
-def copy_config(dest: Path) -> Path:
-    dest.mkdir()
-    for rel in CONFIG_PATHS:
-        src = REPO_ROOT / rel
-        if src.is_dir():
-            shutil.copytree(src, dest / rel)
-        elif src.exists():
-            shutil.copy2(src, dest / rel)
-    return dest
 
 
 def config_files(root: Path) -> list[str]:
