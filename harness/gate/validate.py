@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.gate import capacity
+from harness.gate import flux_rules
 from harness.gate import rules
 from harness.gate import schema_check
 from harness.gate import terraform_checks
@@ -26,7 +27,7 @@ from harness.gate.sources import Sources
 from harness.gate.workloads import WORKLOADS_DIR
 from harness.core import HarnessError
 
-RULE_IDS = rules.RULES | capacity.RULES | terraform_checks.RULES  # every rule id the gate can report
+RULE_IDS = rules.RULES | flux_rules.RULES | capacity.RULES | terraform_checks.RULES  # every rule id the gate can report
 
 
 @dataclass
@@ -92,6 +93,7 @@ def validate_repository(root: Path) -> Report:
         validated += [(b, o, None) for o in b.objects]
     for c in clusters:
         per_area["rules"] += rules.cluster_rules(ctx, root, c)
+        per_area["rules"] += flux_rules.flux_rules(ctx, c)
         sample_findings, samples = rules.sample_rules(ctx, root, c)
         per_area["rules"] += sample_findings
         validated += [(fb, o, None) for fb in c.flux for o in fb.objects]

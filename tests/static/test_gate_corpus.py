@@ -71,6 +71,11 @@ CORPUS = [
     ("unknown-sample", "sample-render", f"{PROD}/samples.yaml", lambda r: edit(r, f"{PROD}/samples.yaml", "sample: batch-inference", "sample: batch-inferense")),
     ("missing-resource-file", "kustomize-build", "overlays/team-queues/kustomization.yaml",
      lambda r: edit(r, "overlays/team-queues/kustomization.yaml", "  - team-b.yaml", "  - team-c.yaml")),
+    ("dangling-source-ref", "flux-source-ref", f"{PROD}/queues.yaml",
+     lambda r: edit(r, f"{PROD}/queues.yaml", "    name: flux-system\n  path:", "    name: flux-systen\n  path:")),
+    ("dangling-chart-ref", "flux-source-ref", "flux/infrastructure/controllers/kueue.yaml",
+     lambda r: edit(r, "flux/infrastructure/controllers/kueue.yaml", "    kind: OCIRepository\n    name: kueue\n", "    kind: OCIRepository\n    name: kueue-chart\n")),
+    ("queues-without-prune", "flux-prune", f"{PROD}/queues.yaml", lambda r: edit(r, f"{PROD}/queues.yaml", "  prune: true", "  prune: false")),
     ("two-layers-same-queues", "object-collision", TEAM_A,
      lambda r: append(r, f"{PROD}/queues.yaml", (r / f"{PROD}/queues.yaml").read_text().replace("name: queues\n", "name: queues-copy\n", 1).replace("# Layer 2", "---\n# Layer 2", 1))),
 ]

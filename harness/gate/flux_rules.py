@@ -1,0 +1,62 @@
+"""Flux rules on a cluster's rendered set: what kubeconform cannot see and kustomize-controller
+or helm-controller would only report on AKS, as a Kustomization or HelmRelease stuck not Ready."""
+from __future__ import annotations
+
+from harness.gate.findings import Finding
+from harness.gate.render import ClusterRender, is_flux_kustomization
+from harness.gate.sources import as_map, name_key
+
+RULES = {
+    "flux-source-ref": "every Flux Kustomization's sourceRef and HelmRelease's chart source names a source of the cluster",
+    "flux-prune": "the Flux Kustomization that applies the queues prunes (the layout switch relies on it)",
+}
+SOURCE_API = "source.toolkit.fluxcd.io"
+SOURCE_KINDS = {"GitRepository", "OCIRepository", "Bucket", "HelmRepository", "HelmChart"}
+# What `flux bootstrap` or the AKS Flux extension (configuration flux-system) creates on the
+# cluster, outside the repository: the GitRepository every layer's sourceRef names.
+BOOTSTRAP_SOURCES = {("GitRepository", "flux-system", "flux-system")}
+QUEUE_KINDS = {"ClusterQueue", "LocalQueue"}
+
+
+def flux_rules(ctx, cluster: ClusterRender) -> list[Finding]:
+    """`ctx` is the gate's rules.Context (where findings point)."""
+    builds = [cluster.entry, *cluster.flux]
+    sources = set(BOOTSTRAP_SOURCES)
+    for b in builds:
+        for o in b.objects:
+            meta = as_map(o.get("metadata"))
+            if o.get("kind") in SOURCE_KINDS and str(o.get("apiVersion", "")).startswith(SOURCE_API + "/"):
+                sources.add((o["kind"], meta.get("namespace", "flux-system"), meta.get("name")))
+    out = []
+    for build, obj in ((b, o) for b in builds for o in b.objects):
+        for where, ref in _source_refs(obj):
+            ns = as_map(obj.get("metadata")).get("namespace", "flux-system")
+            target = (name_key(ref.get("kind")), name_key(ref.get("namespace", ns)), name_key(ref.get("name")))
+            if target not in sources:
+                out.append(ctx.finding(obj, build, "flux-source-ref",
+                                       f"{where} {target[0]} {target[1]}/{target[2]} is not a source of cluster {cluster.name}",
+                                       "name a GitRepository/OCIRepository this cluster defines (or flux-system, which "
+                                       "bootstrap creates), in the namespace of the referencing object unless set",
+                                       cluster=cluster.name))
+    for build in cluster.flux:
+        ks = build.flux_kustomization or {}
+        queues = sorted({o.get("kind") for o in build.objects if o.get("kind") in QUEUE_KINDS})
+        if queues and as_map(ks.get("spec")).get("prune") is not True:
+            owner = next((b for b in builds if any(o is ks for o in b.objects)), cluster.entry)
+            out.append(ctx.finding(ks, owner, "flux-prune",
+                                   f"applies {' and '.join(k + 's' for k in queues)} without prune: true, so switching the overlay "
+                                   "would leave the old queues admitting",
+                                   "set spec.prune: true on this Kustomization", cluster=cluster.name))
+    return out
+
+
+def _source_refs(obj: dict) -> list[tuple[str, dict]]:
+    spec = as_map(obj.get("spec"))
+    if is_flux_kustomization(obj):
+        return [("spec.sourceRef", as_map(spec.get("sourceRef")))] if spec.get("sourceRef") else []
+    if obj.get("kind") == "HelmRelease" and str(obj.get("apiVersion", "")).startswith("helm.toolkit.fluxcd.io/"):
+        if spec.get("chartRef"):
+            return [("spec.chartRef", as_map(spec.get("chartRef")))]
+        ref = as_map(as_map(as_map(spec.get("chart")).get("spec")).get("sourceRef"))
+        return [("spec.chart.spec.sourceRef", ref)] if ref else []
+    return []
