@@ -21,13 +21,14 @@ from harness.gate import flux_rules
 from harness.gate import rules
 from harness.gate import schema_check
 from harness.gate import terraform_checks
+from harness.gate import version_rules
 from harness.gate.findings import Finding, ReportError, write_reports
 from harness.gate.render import render_repository, substitution_sources
 from harness.gate.sources import Sources
 from harness.gate.workloads import WORKLOADS_DIR
 from harness.core import HarnessError
 
-RULE_IDS = rules.RULES | flux_rules.RULES | capacity.RULES | terraform_checks.RULES  # every rule id the gate can report
+RULE_IDS = rules.RULES | flux_rules.RULES | version_rules.RULES | capacity.RULES | terraform_checks.RULES  # every rule id the gate can report
 
 
 @dataclass
@@ -91,9 +92,11 @@ def validate_repository(root: Path) -> Report:
             continue
         per_area["rules"] += rules.kueue_rules(ctx, b, b.objects)
         validated += [(b, o, None) for o in b.objects]
+    pinned = version_rules.pins(root)
     for c in clusters:
         per_area["rules"] += rules.cluster_rules(ctx, root, c)
         per_area["rules"] += flux_rules.flux_rules(ctx, c)
+        per_area["rules"] += version_rules.version_rules(ctx, root, c, pinned)
         sample_findings, samples = rules.sample_rules(ctx, root, c)
         per_area["rules"] += sample_findings
         validated += [(fb, o, None) for fb in c.flux for o in fb.objects]

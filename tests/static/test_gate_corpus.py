@@ -76,6 +76,12 @@ CORPUS = [
     ("dangling-chart-ref", "flux-source-ref", "flux/infrastructure/controllers/kueue.yaml",
      lambda r: edit(r, "flux/infrastructure/controllers/kueue.yaml", "    kind: OCIRepository\n    name: kueue\n", "    kind: OCIRepository\n    name: kueue-chart\n")),
     ("queues-without-prune", "flux-prune", f"{PROD}/queues.yaml", lambda r: edit(r, f"{PROD}/queues.yaml", "  prune: true", "  prune: false")),
+    ("chart-tag-drift", "versions-drift", "flux/infrastructure/controllers/kueue.yaml",
+     lambda r: edit(r, "flux/infrastructure/controllers/kueue.yaml", "    tag: 0.17.1", "    tag: 0.17.2")),
+    ("image-tag-drift", "versions-drift", "flux/infrastructure/controllers/kuberay-operator.yaml",
+     lambda r: edit(r, "flux/infrastructure/controllers/kuberay-operator.yaml", "      tag: v1.6.1", "      tag: v1.6.2")),
+    ("pin-moved-alone", "versions-drift", "flux/infrastructure/controllers/kueue.yaml",
+     lambda r: edit(r, "versions.yaml", "  production: 0.17.1", "  production: 0.18.1")),
     ("two-layers-same-queues", "object-collision", TEAM_A,
      lambda r: append(r, f"{PROD}/queues.yaml", (r / f"{PROD}/queues.yaml").read_text().replace("name: queues\n", "name: queues-copy\n", 1).replace("# Layer 2", "---\n# Layer 2", 1))),
 ]
