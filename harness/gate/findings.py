@@ -11,6 +11,9 @@ from junit_xml import TestCase, TestSuite, to_xml_report_string
 from harness.core import HarnessError
 
 
+SEVERITIES = ("error", "warning")
+
+
 @total_ordering
 @dataclass(frozen=True)
 class Finding:
@@ -21,6 +24,15 @@ class Finding:
     message: str
     hint: str  # how to fix it
     context: str = ""  # which build, cluster or sample the finding came from
+    severity: str = "error"  # "error" fails the gate (exit 1); "warning" is reported and passes
+
+    def __post_init__(self):
+        if self.severity not in SEVERITIES:
+            raise ValueError(f"severity must be one of {SEVERITIES}, not {self.severity!r}")
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity == "error"
 
     def sort_key(self) -> tuple:
         """File, then line (a finding without one first), then the rest: any two findings compare."""
@@ -35,25 +47,30 @@ class Finding:
     def text(self) -> str:
         where = f" [{self.context}]" if self.context else ""
         resource = f" {self.resource}" if self.resource else ""
-        return f"{self.location()}:{resource} {self.rule}: {self.message}{where}\n    fix: {self.hint}"
+        level = " warning" if self.severity == "warning" else ""
+        return f"{self.location()}:{level}{resource} {self.rule}: {self.message}{where}\n    fix: {self.hint}"
 
 
 def to_json(findings: list[Finding]) -> str:
-    return json.dumps({"findings": [asdict(f) for f in findings], "count": len(findings)}, indent=2)
+    errors = sum(f.is_error for f in findings)
+    return json.dumps({"findings": [asdict(f) for f in findings], "count": len(findings),
+                       "errors": errors, "warnings": len(findings) - errors}, indent=2)
 
 
 def to_junit(findings: list[Finding], checks: list[str]) -> str:
-    """One test case per check that ran; a check with findings fails with all of them."""
+    """One test case per check that ran; a check with errors fails with all of its findings, one
+    with only warnings passes and carries them as its output."""
     by_rule: dict[str, list[Finding]] = {}
     for f in findings:
         by_rule.setdefault(f.rule, []).append(f)
     cases = []
     for check in sorted(set(checks) | set(by_rule)):
         case = TestCase(name=check, classname="static-gate")
-        if check in by_rule:
-            case.add_failure_info(
-                message=f"{len(by_rule[check])} finding(s)", output="\n".join(f.text() for f in by_rule[check])
-            )
+        found = by_rule.get(check, [])
+        if any(f.is_error for f in found):
+            case.add_failure_info(message=f"{len(found)} finding(s)", output="\n".join(f.text() for f in found))
+        elif found:
+            case.stdout = "\n".join(f.text() for f in found)
         cases.append(case)
     return to_xml_report_string([TestSuite("static-gate", cases)])
 

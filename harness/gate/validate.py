@@ -3,7 +3,8 @@ and apply the cross-resource rules.
 
     scripts/validate [REPO_DIR] [--json FILE] [--junit FILE]
 
-Exit 0 when clean, 1 with findings, 2 when the gate itself could not run.
+Exit 0 when clean (warnings are printed and do not fail), 1 with findings of severity error,
+2 when the gate itself could not run.
 """
 from __future__ import annotations
 
@@ -190,9 +191,13 @@ def main(argv: list[str] | None = None) -> int:
     if not args.quiet:
         print(summary_table(report))
     timing = ", ".join(f"{k} {v:.2f}s" for k, v in report.timings.items())
-    status = "clean" if not report.findings else f"{len(report.findings)} finding(s)"
+    errors = [f for f in report.findings if f.is_error]
+    warnings = len(report.findings) - len(errors)
+    status = f"{len(errors)} finding(s)" if errors else "clean"
+    if warnings:
+        status += f", {warnings} warning(s)"
     print(f"validate: {status}; {report.builds} builds, {report.objects} objects, {len(report.checks)} rules ({timing})")
-    return 1 if report.findings else 0
+    return 1 if errors else 0
 
 
 if __name__ == "__main__":
