@@ -1,4 +1,4 @@
-"""Capacity checks: the queues' declared quota against the node pools Terraform creates.
+"""Capacity checks: the queues' declared quota and the sample pods against the node pools Terraform creates.
 
 Kueue admits on declared quota, not on real nodes: a quota larger than the pools lets a
 workload be admitted and then pend forever. The pools come from terraform/ (harness.gate.terraform)
@@ -6,11 +6,25 @@ and each cluster's tfvars, sized from harness/gate/sku.yaml (harness.gate.pools)
 with the ResourceFlavors and ClusterQueues Flux applies on that cluster and with its sample RayJobs.
 
 Decisions (see RULES):
-- A flavor selects the user pools whose node labels include all of its nodeLabels and whose
-  taints its tolerations tolerate (`pools.selects`); the tainted system pool never counts.
-- Quota sums are compared with the pools' hardware (vCPU, memory, GPUs x nodes): above that,
-  the quota cannot be met whatever runs on the nodes. One pod is compared with one node's
+- Placement follows Kueue and the scheduler (harness.gate.placement): a pod set gets one flavor
+  per resource group it requests, the flavors' nodeLabels become its nodeSelector and their
+  tolerations are added, a flavor whose nodeTaints the pod does not tolerate is skipped, and
+  a pool's taints must be tolerated. The system pool counts only for pods tolerating its taint.
+- A flavor's capacity is the pools its pods can land on: alone, or together with any flavor of
+  the ClusterQueue's other resource groups. With the GPU pool tainted and flavor `gpu`
+  tolerating it, `default`'s cpu/memory quota is backed by the CPU pool (CPU-only pods) and by the
+  GPU pool (GPU pods, which carry flavor gpu's toleration): both pools count, each once.
+- Quota sums per resource are compared with the pools' hardware (vCPU, memory, GPUs x nodes),
+  for every flavor and for every set of flavors that share pools (a pool is counted once for
+  the set, so two flavors cannot both claim it in full); only the smallest failing set is reported.
+  Above that, the quota cannot be met whatever runs on the nodes.
+- Autoscaling pools count at max_count (above it: error); above the min_count capacity only,
+  jobs wait for scale-up (warning, capacity-scale-up). Pods are compared with one node's
   allocatable (after the AKS reservation), because that is what the scheduler sees.
+- Root causes are reported once: a pool with 0 nodes (capacity-empty-pool, at the line that
+  sets the count) or a flavor that selects no pool (capacity-flavor-labels) lists the quotas,
+  flavors and sample pods that depend on it instead of one finding each. A cluster with a VM
+  size missing from sku.yaml gets only capacity-unknown-sku: its capacity is unknown.
 - A cluster in clusters/ without terraform/clusters/<name>.tfvars is a finding, not a skip:
   every cluster of this repository is provisioned by terraform/, and a missing file would
   silently switch the checks off.
@@ -18,38 +32,46 @@ Decisions (see RULES):
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 
 from harness.core import format_quantity, parse_quantity
-from harness.gate import workloads
+from harness.gate import placement, podsets
 from harness.gate.findings import Finding
-from harness.gate.pools import Pool, cluster_pools, flavor_selector, selects
+from harness.gate.placement import Problem
+from harness.gate.pools import Pool, cluster_pools, taint_text
 from harness.gate.render import ClusterRender
 from harness.gate.sku import RESOURCES, SKU_FILE_REL
-from harness.gate.sources import SourceError, Sources, as_list, as_map, as_maps, load_yaml, name_key, parse_yaml, resource_id
+from harness.gate.sources import Sources, as_map, as_maps, name_key, resource_id
 from harness.gate.terraform import TERRAFORM_DIR, TFVARS_DIR, TerraformConfig, TerraformError, load_tfvars
-
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
 RULES = {
     "capacity-terraform": "terraform/ parses, and every cluster has terraform/clusters/<name>.tfvars naming it",
     "capacity-unknown-sku": f"every node pool's vm_size is in {SKU_FILE_REL}",
-    "capacity-quota": "per flavor and resource, the sum of ClusterQueue nominal quotas <= the capacity of the user pools the flavor selects",
-    "capacity-flavor-labels": "every flavor a ClusterQueue uses selects at least one user node pool (nodeLabels and taints)",
-    "capacity-pod-fits-node": "every sample pod fits the allocatable of one node of a pool its flavors select",
+    "capacity-autoscaling": "autoscaling pools use the pinned azurerm version's attribute names and set min_count <= max_count",
+    "capacity-quota": "per resource, the nominal quotas of a flavor (or of flavors sharing pools) <= the capacity of the pools their pods can land on",
+    "capacity-scale-up": "warning: quotas and sample pod sets fit the autoscaling pools at min_count (else admitted jobs wait for scale-up)",
+    "capacity-empty-pool": "no pool the queues or samples rely on has 0 nodes (reported once, at the node count, with what depends on it)",
+    "capacity-flavor-labels": "every flavor a ClusterQueue uses selects at least one node pool (nodeLabels, nodeTaints, tolerations)",
+    "capacity-pod-placement": "every sample pod set gets a flavor for each resource group it requests and lands on some node pool",
+    "capacity-pod-fits-node": "every sample pod fits the allocatable of one node of a pool it can land on",
+    "capacity-pod-set-nodes": "every sample pod set's pods fit at once on the nodes (at max_count) of the pools they can land on",
 }
+MAX_SUBSET_FLAVORS = 8  # up to this many flavors per resource every set is checked; above, each flavor and each group sharing pools
 
 
 # -- Quota against capacity ------------------------------------------------------------------------
 @dataclass
 class FlavorCapacity:
-    """The nominal quotas declared against one flavor and resource, and the pools the flavor selects."""
+    """The nominal quotas declared against one flavor and resource, and the pools its pods can land on."""
     flavor: str
     resource: str
     quotas: list[tuple[dict, Decimal]] = field(default_factory=list)  # (ClusterQueue, nominal quota)
-    pools: list[Pool] = field(default_factory=list)  # selected pools of a known SKU
+    pools: list[Pool] = field(default_factory=list)  # reachable pools of a known SKU with nodes
+    empty: list[Pool] = field(default_factory=list)  # reachable pools with 0 nodes
+    via: dict[str, set[str]] = field(default_factory=dict)  # pool address -> partner flavors ("alone")
 
     @property
     def nominal_total(self) -> Decimal:
@@ -60,14 +82,21 @@ class FlavorCapacity:
         return sum((p.capacity()[self.resource] for p in self.pools), Decimal(0))
 
     @property
+    def min_capacity(self) -> Decimal:
+        return sum((p.min_capacity()[self.resource] for p in self.pools), Decimal(0))
+
+    @property
     def headroom(self) -> Decimal:
         return self.capacity - self.nominal_total
 
 
 def flavor_capacities(objects: list[dict], pools: list[Pool]) -> list[FlavorCapacity]:
     """Per flavor and resource (sorted), the ClusterQueues' nominal quotas among `objects` and the
-    pools of a known SKU that the ResourceFlavor selects."""
-    flavors = {o["metadata"]["name"]: o for o in objects if o.get("kind") == "ResourceFlavor"}
+    pools of a known SKU that pods charged to the flavor can land on."""
+    return _capacities(objects, pools, placement.flavor_reach(objects, [p for p in pools if p.sku]))
+
+
+def _capacities(objects: list[dict], pools: list[Pool], reach: dict) -> list[FlavorCapacity]:
     declared: dict[tuple[str, str], list[tuple[dict, Decimal]]] = {}
     for cq in (o for o in objects if o.get("kind") == "ClusterQueue"):
         for g in as_maps(as_map(cq.get("spec")).get("resourceGroups")):
@@ -76,11 +105,12 @@ def flavor_capacities(objects: list[dict], pools: list[Pool]) -> list[FlavorCapa
                     q = _q(r.get("nominalQuota", 0))
                     if q is not None and r.get("name") in RESOURCES:
                         declared.setdefault((name_key(f.get("name")), r["name"]), []).append((cq, q))
-    known = [p for p in pools if p.sku]
+    order = {p.address: i for i, p in enumerate(pools)}
     out = []
     for (fname, res), entries in sorted(declared.items(), key=lambda kv: kv[0]):
-        labels, tolerations = flavor_selector(flavors.get(fname))
-        out.append(FlavorCapacity(fname, res, entries, [p for p in known if selects(p, labels, tolerations)]))
+        hit = sorted(reach.get((fname, res), {}).values(), key=lambda pv: order.get(pv[0].address, len(order)))
+        out.append(FlavorCapacity(fname, res, entries, [p for p, _ in hit if p.count > 0 and p.sku], [p for p, _ in hit if p.count == 0],
+                                  {p.address: via for p, via in hit}))
     return out
 
 
@@ -128,130 +158,194 @@ def _cluster_findings(root: Path, cfg: TerraformConfig, sources: Sources, cluste
             return [Finding(rel, None, f"cluster/{cluster.name}", "capacity-terraform",
                             f"cluster_name is {tfvars.get('cluster_name')!r}, not {cluster.name!r}: Flux would reconcile another folder",
                             f"set cluster_name = \"{cluster.name}\"", ctx)]
-        pools = cluster_pools(cfg, tfvars)
-    except TerraformError as err:
-        return [Finding(rel, None, f"cluster/{cluster.name}", "capacity-terraform", str(err), "keep pool settings to var./local. references and literals", ctx)]
+        pools = cluster_pools(cfg, tfvars, rel)
+    except TerraformError as err:  # a PoolSettingError knows where the setting is written
+        return [Finding(getattr(err, "file", rel), getattr(err, "line", None), f"cluster/{cluster.name}", "capacity-terraform", str(err),
+                        "keep pool settings to var./local. references and literals; counts are whole numbers", ctx)]
 
-    out = []
+    out = [Finding(file, line, p.address, "capacity-autoscaling", message, hint, ctx) for p in pools for file, line, message, hint in p.notes]
     for p in pools:
         if p.sku is None:
             out.append(Finding(rel, None, f"cluster/{cluster.name}", "capacity-unknown-sku",
                                f"{p.where()}: vm_size {p.vm_size} is not in {SKU_FILE_REL}, so its capacity is unknown",
                                f"add {p.vm_size} (vCPU, memory, GPUs, allocatable) to {SKU_FILE_REL}, citing the Azure size page", ctx))
-    known = [p for p in pools if p.sku]
-    objects = [o for _, o in cluster.applied()]
-    flavors = {o["metadata"]["name"]: o for o in objects if o.get("kind") == "ResourceFlavor"}
-    cqs = [o for o in objects if o.get("kind") == "ClusterQueue"]
-
-    def locate(obj):
-        return sources.locate(obj, (f"clusters/{cluster.name}/", "overlays/", "base/", "components/"))
-
-    # Flavors the queues rely on must select some user pool.
-    used = sorted({name_key(f.get("name")) for cq in cqs for g in as_maps(as_map(cq.get("spec")).get("resourceGroups")) for f in as_maps(g.get("flavors"))} & set(flavors))
-    for fname in used:
-        labels, tolerations = flavor_selector(flavors[fname])
-        if not any(selects(p, labels, tolerations) for p in known) and known:
-            file, line = locate(flavors[fname])
-            have = "; ".join(f"{p.name} has " + ", ".join(f"{k}={p.labels.get(k, '<absent>')}" for k in labels)
-                             + (f", taints {', '.join(p.taints)}" if p.taints else "") for p in known) or "no pools"
-            out.append(Finding(file, line, resource_id(flavors[fname]), "capacity-flavor-labels",
-                               f"cluster {cluster.name}: flavor {fname} nodeLabels {labels or '{}'} select no user node pool in {rel} "
-                               f"(pools: {have}); workloads admitted to it would pend forever",
-                               "use labels the pools carry (AKS sets accelerator=nvidia on GPU nodes and agentpool=<name> on all), "
-                               "or add node_labels to the pool in terraform/node_pools.tf", ctx))
-
-    # Quota per flavor and resource against the pools the flavor selects.
-    for fc in flavor_capacities(objects, known):
-        if fc.nominal_total > fc.capacity:
-            res = fc.resource
-            per_queue = ", ".join(f"ClusterQueue {cq['metadata']['name']} {format_quantity(res, q)}" for cq, q in fc.quotas)
-            pools_text = ("; ".join(f"{p.where()}: {format_quantity(res, p.capacity()[res])}" for p in fc.pools)
-                          or f"no pool in {rel} matches the flavor")
-            for cq, _ in fc.quotas:
-                file, line = locate(cq)
-                out.append(Finding(file, line, resource_id(cq), "capacity-quota",
-                                   f"cluster {cluster.name}: ClusterQueue {cq['metadata']['name']} flavor {fc.flavor} {res}: declared nominal quota "
-                                   f"{format_quantity(res, fc.nominal_total)} in total ({per_queue}) exceeds the real capacity "
-                                   f"{format_quantity(res, fc.capacity)} of the pools the flavor selects "
-                                   f"({pools_text}; tfvars {rel}); admitted workloads would pend forever",
-                                   f"use the components/gpu-sku/<sku> component that matches gpu_vm_size in {rel} "
-                                   f"(clusters/{cluster.name}/queues/kustomization.yaml), or grow the pool", ctx))
-
-    out += _pod_fit_findings(root, cluster, known, flavors, objects, rel, ctx)
-    return out
+    if any(p.sku is None for p in pools) or not pools:
+        return out  # the unknown size is the root cause: every capacity below would be a guess
+    return out + _Check(root, cluster, sources, pools, rel, ctx).findings()
 
 
-def _pod_fit_findings(root: Path, cluster: ClusterRender, pools: list[Pool], flavors: dict, objects: list[dict], rel: str, ctx: str) -> list[Finding]:
-    out = []
-    samples_path = root / "clusters" / cluster.name / "samples.yaml"
-    if not samples_path.exists() or not pools:
-        return out
-    lqs = {(as_map(o.get("metadata")).get("namespace"), o["metadata"]["name"]): o for o in objects if o.get("kind") == "LocalQueue"}
-    cqs = {o["metadata"]["name"]: o for o in objects if o.get("kind") == "ClusterQueue"}
-    try:
-        entries = load_yaml(samples_path, root) or []
-    except SourceError:
-        return out  # yaml-syntax reports it
-    for entry in entries if isinstance(entries, list) else []:  # sample-render reports a non-list
-        try:
-            _sample, job = workloads.render_entry(entry, root)
-        except workloads.WorkloadError:
-            continue  # sample-render reports it
-        meta = as_map(job.get("metadata"))
-        lq = lqs.get((name_key(meta.get("namespace", "default")), name_key(as_map(meta.get("labels")).get(QUEUE_LABEL))))
-        cq = cqs.get(name_key(as_map(as_map(lq).get("spec")).get("clusterQueue")))
-        if cq is None:
-            continue  # sample-queue reports it
-        groups = as_maps(as_map(cq.get("spec")).get("resourceGroups"))
-        wfile = f"{workloads.WORKLOADS_DIR}/{entry['sample']}.yaml"
-        for set_name, count, requests in workloads.pod_sets(job):
-            need = {r: q for r, q in requests.items() if q > 0}
-            if count < 1 or not need:
-                continue
-            pod_tolerations = _pod_tolerations(job, set_name)
-            relevant = [g for g in groups if set(map(str, as_list(g.get("coveredResources")))) & set(need)]
-            choices = [[f.get("name") for f in as_maps(g.get("flavors"))] for g in relevant]
-            best, fits = None, False
-            for combo in itertools.product(*choices) if choices else [()]:
-                labels, tolerations = {}, list(pod_tolerations)
-                for fname in combo:
-                    fl, ft = flavor_selector(flavors.get(name_key(fname)))
-                    labels.update(fl)
-                    tolerations += ft
-                for p in pools:
-                    if not selects(p, labels, tolerations):
-                        continue
-                    alloc = p.node_allocatable()
-                    if all(need[r] <= alloc[r] for r in need if r in alloc):
-                        fits = True
-                        break
-                    best = best or (p, alloc, combo)
-                if fits:
-                    break
-            if fits:
-                continue
-            asked = ", ".join(f"{r} {format_quantity(r, q)}" for r, q in sorted(need.items()))
-            if best:
-                p, alloc, combo = best
-                offer = (f"the largest it can get is one node of {p.where()} with allocatable "
-                         + ", ".join(f"{r} {format_quantity(r, alloc[r])}" for r in sorted(need) if r in alloc)
-                         + f" (flavors {', '.join(combo)})")
-            else:
-                offer = f"no node pool in {rel} is selected by its flavors ({', '.join(sorted({f for c in choices for f in c}))})"
-            out.append(Finding(wfile, None, resource_id(job), "capacity-pod-fits-node",
-                               f"cluster {cluster.name}: ClusterQueue {cq['metadata']['name']}: pod {set_name} of sample {entry['sample']} requests {asked}, "
-                               f"but {offer}; Kueue would admit it and the pod would stay Pending",
-                               "shrink the pod's requests, or pick a larger gpu_vm_size in the cluster's tfvars (with its gpu-sku component)",
-                               f"{ctx}, sample {entry['sample']} on {entry['queue']}"))
-    return out
+class _Check:
+    """The quota, flavor and sample checks of one cluster, folded under their root causes."""
+
+    def __init__(self, root: Path, cluster: ClusterRender, sources: Sources, pools: list[Pool], rel: str, ctx: str):
+        self.root, self.cluster, self.sources, self.pools, self.rel, self.ctx = root, cluster, sources, pools, rel, ctx
+        self.objects = [o for _, o in cluster.applied()]
+        self.flavors = {name_key(as_map(o.get("metadata")).get("name")): o for o in self.objects if o.get("kind") == "ResourceFlavor"}
+        self.cqs = [o for o in self.objects if o.get("kind") == "ClusterQueue"]
+        self.reach = placement.flavor_reach(self.objects, pools)
+        self.capacities = _capacities(self.objects, pools, self.reach)
+
+    def locate(self, obj: dict) -> tuple[str, int | None]:
+        return self.sources.locate(obj, (f"clusters/{self.cluster.name}/", "overlays/", "base/", "components/"))
+
+    def findings(self) -> list[Finding]:
+        used = sorted({n for cq in self.cqs for _, names in placement.groups_of(cq) for n in names} & set(self.flavors))
+        roots: dict[tuple[str, str], list[Problem]] = {}
+        problems: list[Problem] = []
+        for fname in used:
+            hit = [pv[0] for (f, _), r in self.reach.items() if f == fname for pv in r.values()]
+            if not hit:
+                roots[("flavor", fname)] = []
+            elif not any(p.count > 0 for p in hit):
+                problems.append(Problem([self._flavor_finding(fname, [])], frozenset(("pool", p.address) for p in hit), flavor=fname))
+        unreachable = {k[1] for k in roots}
+        quota, scale = self._quota_problems(unreachable)
+        samples, sample_scale = podsets.sample_problems(self.root, self.cluster.name, self.objects, self.pools, self.rel, self.ctx,
+                                                            unreachable, self.locate)
+        out = self._fold(problems + quota + samples, roots, self._root_finding)
+        return out + self._fold(scale + sample_scale, {}, self._scale_finding)
+
+    # -- quotas ------------------------------------------------------------------------------------------
+    def _quota_problems(self, unreachable: set[str]) -> tuple[list[Problem], list[Problem]]:
+        errors, warnings = [], []
+        by_res: dict[str, list[FlavorCapacity]] = {}
+        for fc in self.capacities:
+            if fc.flavor in self.flavors and fc.nominal_total > 0:
+                by_res.setdefault(fc.resource, []).append(fc)
+        for res, items in sorted(by_res.items()):
+            failed: list[frozenset] = []
+            warned: list[frozenset] = []
+            for subset in _subsets(items):
+                names = frozenset(fc.flavor for fc in subset)
+                if any(f <= names for f in failed):
+                    continue
+                pools = list({p.address: p for fc in subset for p in fc.pools}.values())
+                total = sum((fc.nominal_total for fc in subset), Decimal(0))
+                cap = sum((p.capacity()[res] for p in pools), Decimal(0))
+                if total > cap:
+                    failed.append(names)
+                    # An empty pool is the cause when nothing else backs the quota, or when one node of it would.
+                    empty = {p.address: p for fc in subset for p in fc.empty}.values()
+                    causes = {("pool", p.address) for p in empty if not pools or cap + p.sku.node_capacity()[res] >= total}
+                    causes |= {("flavor", n) for n in names & unreachable}
+                    errors.append(self._quota_problem(subset, res, total, cap, pools, frozenset(causes)))
+                elif total > sum((p.min_capacity()[res] for p in pools), Decimal(0)) and not any(w <= names for w in warned):
+                    warned.append(names)
+                    mincap = sum((p.min_capacity()[res] for p in pools), Decimal(0))
+                    warnings.append(Problem([], frozenset(("scale", p.address) for p in pools if p.min_nodes < p.count),
+                                            f"{_flavors(names)} {res} quota {format_quantity(res, total)} needs more than the "
+                                            f"{format_quantity(res, mincap)} at min_count (up to {format_quantity(res, cap)})"))
+        return errors, warnings
+
+    def _quota_problem(self, subset: list[FlavorCapacity], res: str, total: Decimal, cap: Decimal, pools: list[Pool], causes: frozenset) -> Problem:
+        quotas = [(cq, q) for fc in subset for cq, q in fc.quotas]
+        per_queue = ", ".join(f"ClusterQueue {cq['metadata']['name']} {format_quantity(res, q)}" for cq, q in quotas)
+        via = subset[0].via if len(subset) == 1 else {}
+
+        def with_(p: Pool) -> str:
+            partners = sorted(v for v in via.get(p.address, ()) if v != "alone")
+            return f" (pods with {' or '.join(partners)})" if partners and "alone" not in via.get(p.address, ()) else ""
+        pools_text = "; ".join(f"{p.where()}: {format_quantity(res, p.capacity()[res])}{with_(p)}" for p in pools) or f"no pool in {self.rel} matches"
+        scaled = " at max_count" if any(p.autoscaled for p in pools) else ""
+        who = f"flavor {subset[0].flavor}" if len(subset) == 1 else f"flavors {', '.join(sorted(fc.flavor for fc in subset))}"
+        whose = "the pools the flavor's pods can land on" if len(subset) == 1 else "the pools these flavors share"
+        findings = []
+        for cq in {id(cq): cq for cq, _ in quotas}.values():
+            file, line = self.locate(cq)
+            findings.append(Finding(file, line, resource_id(cq), "capacity-quota",
+                                    f"cluster {self.cluster.name}: ClusterQueue {cq['metadata']['name']} {who} {res}: declared nominal quota "
+                                    f"{format_quantity(res, total)} in total ({per_queue}) exceeds the real capacity{scaled} "
+                                    f"{format_quantity(res, cap)} of {whose} ({pools_text}; tfvars {self.rel}); admitted workloads would pend forever",
+                                    f"use the components/gpu-sku/<sku> component that matches gpu_vm_size in {self.rel} "
+                                    f"(clusters/{self.cluster.name}/queues/kustomization.yaml), or grow the pool", self.ctx))
+        backing = "no capacity" if cap == 0 else f"only {format_quantity(res, cap)} on the other pools"
+        return Problem(findings, causes, f"the {res} quota {format_quantity(res, total)} of {_flavors(fc.flavor for fc in subset)} ({per_queue}) has {backing} behind it")
+
+    # -- root causes -------------------------------------------------------------------------------------
+    def _fold(self, problems: list[Problem], roots: dict, make) -> list[Finding]:
+        """Each problem with causes goes under one root (flavor roots first, then greedily the
+        cause that covers most); the rest are reported as they are."""
+        out = [f for p in problems if not p.causes for f in p.findings]
+        pending = [p for p in problems if p.causes]
+        for p in pending:
+            flavor_roots = sorted(k for k in p.causes if k in roots)
+            if flavor_roots:
+                roots[flavor_roots[0]].append(p)
+        pending = [p for p in pending if not any(k in roots for k in p.causes)]
+        while pending:
+            counts = Counter(k for p in pending for k in p.causes)
+            key = max(sorted(counts), key=lambda k: counts[k])
+            roots[key] = [p for p in pending if key in p.causes]
+            pending = [p for p in pending if key not in p.causes]
+        return out + [make(key, covered) for key, covered in roots.items()]
+
+    def _pool(self, address: str) -> Pool:
+        return next(p for p in self.pools if p.address == address)
+
+    def _root_finding(self, key: tuple[str, str], covered: list[Problem]) -> Finding:
+        if key[0] == "flavor":
+            return self._flavor_finding(key[1], _follow_ons(covered))
+        pool = self._pool(key[1])
+        origin = pool.count_origin
+        file, line = (origin.file, origin.line) if origin else (pool.file, pool.line)
+        said = f"{origin.text} at {origin.where()}" if origin else "count 0"
+        return Finding(file, line, pool.address, "capacity-empty-pool",
+                       f"cluster {self.cluster.name}: {pool.where()} has no nodes ({said}), but the queues rely on it: "
+                       + "; ".join(_follow_ons(covered)) + "; Kueue would admit workloads whose pods can never run",
+                       f"set {origin.name if origin else 'the node count'} to 1 or more in {file} (or autoscale the pool with max_count >= 1); "
+                       "to retire the pool, also remove the quotas and samples listed here", self.ctx)
+
+    def _scale_finding(self, key: tuple[str, str], covered: list[Problem]) -> Finding:
+        pool = self._pool(key[1])
+        origin = pool.min_origin
+        file, line = (origin.file, origin.line) if origin else (pool.file, pool.line)
+        return Finding(file, line, pool.address, "capacity-scale-up",
+                       f"cluster {self.cluster.name}: {pool.where()} keeps {pool.min_nodes} node(s) when idle"
+                       + (f" ({origin.text})" if origin else "") + ": " + "; ".join(_follow_ons(covered, "need more nodes than that"))
+                       + "; admitted jobs wait for the autoscaler to add nodes",
+                       f"raise {origin.name if origin else 'min_count'} in {file} if admitted jobs must start at once; otherwise none needed",
+                       self.ctx, severity="warning")
+
+    def _flavor_finding(self, fname: str, follow_ons: list[str]) -> Finding:
+        obj = self.flavors[fname]
+        fl = placement.flavors_of([obj])[fname]
+        file, line = self.locate(obj)
+        have = "; ".join(f"{p.name} has " + ", ".join(f"{k}={p.labels.get(k, '<absent>')}" for k in fl.labels)
+                         + (f"{', ' if fl.labels else ''}taints {', '.join(p.taints)}" if p.taints else "")
+                         + (" (0 nodes)" if p.count == 0 else "") for p in self.pools) or "no pools"
+        spec = f"nodeLabels {fl.labels or '{}'}" + (f", nodeTaints {', '.join(taint_text(t) for t in fl.taints)}" if fl.taints else "") \
+            + (f", {len(fl.tolerations)} toleration(s)" if fl.tolerations else "")
+        more = f"; so {'; '.join(follow_ons)}" if follow_ons else ""
+        return Finding(file, line, resource_id(obj), "capacity-flavor-labels",
+                       f"cluster {self.cluster.name}: flavor {fname} ({spec}) selects no node pool with nodes in {self.rel}, alone or with the "
+                       f"flavors of the ClusterQueues' other resource groups (pools: {have}){more}; workloads admitted to it would pend forever",
+                       "use labels the pools carry (AKS sets accelerator=nvidia on GPU nodes and agentpool=<name> on all), "
+                       "or add node_labels to the pool in terraform/node_pools.tf; tolerate the taints of the pool it should use", self.ctx)
 
 
-def _pod_tolerations(job: dict, set_name: str) -> list[dict]:
-    cluster = as_map(as_map(job.get("spec")).get("rayClusterSpec"))
-    if set_name == "head":
-        template = as_map(cluster.get("headGroupSpec")).get("template")
-    elif set_name == "submitter":
-        template = as_map(job.get("spec")).get("submitterPodTemplate")
-    else:
-        template = next((g.get("template") for g in as_maps(cluster.get("workerGroupSpecs")) if g.get("groupName") == set_name), None)
-    return as_maps(as_map(as_map(template).get("spec")).get("tolerations"))
+def _follow_ons(covered: list[Problem], pods_then: str = "would stay Pending") -> list[str]:
+    """What a root cause brings about, sample pods in one item."""
+    flavors, pods = [p.flavor for p in covered if p.flavor], [p.pod for p in covered if p.pod]
+    return (([f"{_flavors(flavors)} select{'s' if len(flavors) == 1 else ''} no other pool"] if flavors else [])
+            + [p.summary for p in covered if p.summary] + ([f"sample pods {', '.join(pods)} {pods_then}"] if pods else []))
+
+
+def _flavors(names) -> str:
+    names = sorted(names)
+    return f"flavor {names[0]}" if len(names) == 1 else f"flavors {', '.join(names)}"
+
+
+def _subsets(items: list[FlavorCapacity]):
+    """Every non-empty set of flavors, smallest first; with many flavors, each flavor and each
+    group of flavors connected by shared pools."""
+    if len(items) <= MAX_SUBSET_FLAVORS:
+        for k in range(1, len(items) + 1):
+            yield from (list(c) for c in itertools.combinations(items, k))
+        return
+    yield from ([fc] for fc in items)
+    groups: list[list[FlavorCapacity]] = []
+    for fc in items:
+        mine = {p.address for p in fc.pools}
+        joined = [g for g in groups if mine & {p.address for x in g for p in x.pools}]
+        groups = [g for g in groups if g not in joined] + [[x for g in joined for x in g] + [fc]]
+    yield from (g for g in groups if len(g) > 1)

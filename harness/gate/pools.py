@@ -1,21 +1,70 @@
-"""The node pools Terraform creates for one cluster, with the labels and taints their nodes
-carry, and which pools a ResourceFlavor (nodeLabels and tolerations) selects.
+"""The node pools Terraform creates for one cluster: one model for the static capacity checks
+and for simulated nodes (`cluster_nodes`: labels, taints, allocatable and node counts per pool),
+plus the scheduler's side of placement (`selects`: do a nodeSelector, required node affinity
+and tolerations let a pod onto a pool's nodes).
 
-AKS sets some labels itself (agentpool, mode, instance type, and accelerator=nvidia on GPU
-sizes); those count. The system pool is tainted CriticalAddonsOnly=true:NoSchedule
-(only_critical_addons_enabled), which no flavor here tolerates.
+- Labels: node_labels plus what AKS sets itself (agentpool, mode, instance type, and
+  accelerator=nvidia on GPU sizes). Taints: node_taints ("key=value:Effect"), and
+  CriticalAddonsOnly=true:NoSchedule on a system pool with only_critical_addons_enabled; a
+  tainted pool counts only for pods that tolerate its taints, the system pool included.
+- Node counts: a pool with auto_scaling_enabled (azurerm v4; v3 spelled it enable_auto_scaling)
+  has min_count..max_count nodes and counts at max_count (`count`), keeping `min_count` for the
+  scale-up warning; a fixed pool has node_count nodes. A pool whose `count` meta-argument is 0
+  is kept with 0 nodes, so that findings can name the setting that emptied it (`count_origin`).
+- Matching restates kube-scheduler 1.35 (component-helpers nodeaffinity and v1.Toleration
+  ToleratesTaint, whose Lt/Gt operators are alpha and off on AKS): no Python binding exists.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 
 from harness.gate.sku import Sku, allocatable, sku_table
-from harness.gate.sources import as_map, as_maps
-from harness.gate.terraform import TFVARS_DIR, Block, Scope, TerraformConfig, load_tfvars
+from harness.gate.sources import as_list, as_map, as_maps
+from harness.gate.terraform import (TFVARS_DIR, Block, Scope, TerraformConfig, TerraformError, attribute_line, load_tfvars,
+                                    provider_version, references, variable_origin)
 
 SYSTEM_TAINT = "CriticalAddonsOnly=true:NoSchedule"
+AUTOSCALING_KEYS = {"auto_scaling_enabled": 4, "enable_auto_scaling": 3}  # attribute -> azurerm major version that spells it so
+
+
+class PoolSettingError(TerraformError):
+    """A pool setting that is not what Terraform accepts, with the file and line where it is written."""
+
+    def __init__(self, message: str, file: str, line: int | None):
+        super().__init__(message)
+        self.file, self.line = file, line
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a setting gets its value: file, line and the setting as written there."""
+    file: str
+    line: int | None
+    text: str  # e.g. "gpu_node_count = 0"
+
+    def where(self) -> str:
+        return f"{self.file}:{self.line}" if self.line else self.file
+
+    @property
+    def name(self) -> str:
+        return self.text.split("=", 1)[0].strip()
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """The nodes of one pool as their Node objects show them: what a simulated node needs."""
+    pool: str
+    vm_size: str
+    labels: dict[str, str]
+    taints: list[dict]  # {key, value, effect}
+    capacity: dict[str, Decimal]  # one node; {} when the size is not in sku.yaml
+    allocatable: dict[str, Decimal]
+    min_count: int
+    max_count: int
+    system: bool
 
 
 @dataclass
@@ -25,21 +74,50 @@ class Pool:
     file: str
     line: int | None
     vm_size: str
-    count: int
+    count: int  # nodes: node_count, or max_count when the pool autoscales (0: Terraform creates none)
     max_pods: int
     labels: dict[str, str]
     taints: list[str]
     system: bool
     sku: Sku | None = None
+    min_count: int | None = None  # autoscaling pools: the nodes kept when idle; None for a fixed size
+    count_origin: Origin | None = None  # where `count` is written (node_count, max_count or the count meta-argument)
+    min_origin: Origin | None = None
+    notes: list[tuple[str, int | None, str, str]] = field(default_factory=list)  # (file, line, message, fix) on its autoscaling settings
+
+    @property
+    def autoscaled(self) -> bool:
+        return self.min_count is not None
+
+    @property
+    def min_nodes(self) -> int:
+        return self.count if self.min_count is None else self.min_count
+
+    def size(self) -> str:
+        if self.autoscaled:
+            return f"{self.min_count}-{self.count} x {self.vm_size}, autoscaling"
+        return f"{self.count} x {self.vm_size}"
 
     def where(self) -> str:
-        return f"{self.file}:{self.line} {self.address} (pool {self.name}, {self.count} x {self.vm_size})"
+        return f"{self.file}:{self.line} {self.address} (pool {self.name}, {self.size()})"
 
-    def capacity(self) -> dict[str, Decimal]:
-        return {k: v * self.count for k, v in self.sku.node_capacity().items()} if self.sku else {}
+    def capacity(self, nodes: int | None = None) -> dict[str, Decimal]:
+        """Hardware of `nodes` nodes (default: all, at max_count for an autoscaling pool)."""
+        n = self.count if nodes is None else nodes
+        return {k: v * n for k, v in self.sku.node_capacity().items()} if self.sku else {}
+
+    def min_capacity(self) -> dict[str, Decimal]:
+        return self.capacity(self.min_nodes)
 
     def node_allocatable(self) -> dict[str, Decimal]:
         return allocatable(self.sku, self.max_pods) if self.sku else {}
+
+    def node_taints(self) -> list[dict]:
+        return [taint_dict(t) for t in self.taints]
+
+    def node_spec(self) -> NodeSpec:
+        return NodeSpec(self.name, self.vm_size, dict(self.labels), self.node_taints(),
+                        self.sku.node_capacity() if self.sku else {}, self.node_allocatable(), self.min_nodes, self.count, self.system)
 
 
 def _aks_labels(name: str, vm_size: str, system: bool, sku: Sku | None) -> dict[str, str]:
@@ -58,67 +136,212 @@ def _aks_labels(name: str, vm_size: str, system: bool, sku: Sku | None) -> dict[
     return labels
 
 
-def cluster_pools(cfg: TerraformConfig, tfvars: dict) -> list[Pool]:
-    """Node pools of one cluster: the AKS default pool plus every azurerm_kubernetes_cluster_node_pool whose count is not 0."""
-    skus = sku_table()[0]
-    scope = Scope(cfg, tfvars)
-    pools = []
+def _major(version: str | None) -> int | None:
+    m = re.search(r"\d+", version or "")
+    return int(m.group()) if m else None
 
-    def build(block: Block, body: dict, system: bool) -> Pool:
-        name = str(scope.resolve(body.get("name")))
-        vm_size = str(scope.resolve(body.get("vm_size")))
-        count = int(scope.resolve(body.get("node_count", 1)) or 0)
-        max_pods = int(scope.resolve(body.get("max_pods", sku_table()[1]["max_pods_assumed"])))
-        sku = skus.get(vm_size)
-        labels = {**{str(k): str(v) for k, v in (scope.resolve(body.get("node_labels")) or {}).items()},
-                  **_aks_labels(name, vm_size, system, sku)}
-        taints = [str(t) for t in scope.resolve(body.get("node_taints")) or []]
-        if system and scope.resolve(body.get("only_critical_addons_enabled")) is True:
+
+class _Builder:
+    """Builds the Pools of one cluster and records where their node counts are written."""
+
+    def __init__(self, cfg: TerraformConfig, tfvars: dict, tfvars_rel: str | None):
+        self.cfg, self.tfvars_rel = cfg, tfvars_rel
+        self.scope = Scope(cfg, tfvars)
+        self.skus, self.reservation = sku_table()
+        self.provider = provider_version(cfg.root)
+        self.major = _major(self.provider)
+        self.switch = next((k for k, m in AUTOSCALING_KEYS.items() if m == self.major), "auto_scaling_enabled")  # the pinned spelling
+
+    def number(self, block: Block, body: dict, attr: str, default=None) -> int:
+        """A whole-number setting; PoolSettingError naming where it is written otherwise."""
+        raw = body.get(attr, default)
+        try:
+            value = self.scope.resolve(raw)
+            problem = None if isinstance(value, (int, float)) and not isinstance(value, bool) and value == int(value) else f"is {value!r}, not a whole number"
+        except TerraformError as err:
+            problem = str(err)
+        if problem:
+            refs = references(raw)
+            file, line = variable_origin(self.cfg, refs[0], self.tfvars_rel)[:2] if refs else (block.file, attribute_line(self.cfg, block, attr))
+            raise PoolSettingError(f"{block.address} {attr} ({raw}) {problem}", file, line)
+        return int(value)
+
+    def origin(self, block: Block, attr: str, raw) -> Origin:
+        refs = references(raw)
+        if refs:
+            file, line, _ = variable_origin(self.cfg, refs[0], self.tfvars_rel)
+            return Origin(file, line, f"{refs[0]} = {self.scope.lookup('var', refs[0])}")
+        return Origin(block.file, attribute_line(self.cfg, block, attr), f"{attr} = {raw}")
+
+    def build(self, block: Block, body: dict, system: bool, instances: int = 1) -> Pool:
+        resolve = self.scope.resolve
+        name = str(resolve(body.get("name")))
+        vm_size = str(resolve(body.get("vm_size")))
+        max_pods = self.number(block, body, "max_pods", self.reservation["max_pods_assumed"])
+        sku = self.skus.get(vm_size)
+        labels = {**{str(k): str(v) for k, v in as_map(resolve(body.get("node_labels"))).items()}, **_aks_labels(name, vm_size, system, sku)}
+        taints = [str(t) for t in as_list(resolve(body.get("node_taints")))]
+        if system and resolve(body.get("only_critical_addons_enabled")) is True:
             taints.append(SYSTEM_TAINT)
-        return Pool(name, block.address, block.file, block.line, vm_size, count, max_pods, labels, taints, system, sku)
+        pool = Pool(name, block.address, block.file, block.line, vm_size, 0, max_pods, labels, taints, system, sku)
+        key = next((k for k in AUTOSCALING_KEYS if k in body), None)
+        self.check_spelling(pool, block, key)
+        if key and resolve(body[key]) is True:
+            self.autoscaling(pool, block, body, key)
+        else:
+            fixed = [k for k in ("min_count", "max_count") if resolve(body.get(k)) is not None]
+            if fixed:
+                pool.notes.append((block.file, attribute_line(self.cfg, block, fixed[0]),
+                                   f"{block.address}: {' and '.join(fixed)} set without autoscaling; azurerm requires them to be null then",
+                                   f"set {self.switch} = true to autoscale between them, or remove them and keep node_count"))
+            pool.count = self.number(block, body, "node_count", 1)
+            pool.count_origin = self.origin(block, "node_count", body.get("node_count", 1))
+        if instances < 1:  # the count meta-argument leaves the pool out: name the setting that did
+            if pool.count > 0:
+                pool.count_origin = self.origin(block, "count", block.body["count"])
+            pool.count, pool.min_count = 0, (0 if pool.autoscaled else None)
+        return pool
 
+    def check_spelling(self, pool: Pool, block: Block, key: str | None) -> None:
+        if key is None or self.major is None or AUTOSCALING_KEYS[key] == self.major:
+            return
+        pool.notes.append((block.file, attribute_line(self.cfg, block, key),
+                           f"{block.address}: `{key}` is the azurerm v{AUTOSCALING_KEYS[key]} name, but the provider is {self.provider} "
+                           f"(terraform/.terraform.lock.hcl, terraform/versions.tf), so `terraform plan` rejects it; read as the autoscaling switch here",
+                           f"rename it to `{self.switch}`" if self.major in AUTOSCALING_KEYS.values() else "use the autoscaling attribute of the pinned azurerm version"))
+
+    def autoscaling(self, pool: Pool, block: Block, body: dict, key: str) -> None:
+        missing = [k for k in ("min_count", "max_count") if body.get(k) is None]
+        if missing:
+            pool.notes.append((block.file, attribute_line(self.cfg, block, key),
+                               f"{block.address}: {key} = true without {' and '.join(missing)}; azurerm requires both for an autoscaling pool",
+                               "set min_count and max_count (the node range the autoscaler may use)"))
+        lo, hi = ("min_count" if body.get("min_count") is not None else "node_count"), ("max_count" if body.get("max_count") is not None else "node_count")
+        pool.min_count, pool.count = self.number(block, body, lo, 1), self.number(block, body, hi, 1)
+        pool.min_origin, pool.count_origin = self.origin(block, lo, body.get(lo, 1)), self.origin(block, hi, body.get(hi, 1))
+        if pool.min_count > pool.count:
+            pool.notes.append((pool.min_origin.file, pool.min_origin.line,
+                               f"{block.address}: min_count {pool.min_count} is above max_count {pool.count} ({pool.count_origin.where()}); azurerm rejects it",
+                               "set min_count <= max_count"))
+            pool.min_count = pool.count
+
+
+def cluster_pools(cfg: TerraformConfig, tfvars: dict, tfvars_rel: str | None = None) -> list[Pool]:
+    """Node pools of one cluster: the AKS default pool plus every azurerm_kubernetes_cluster_node_pool,
+    those its `count` leaves out with 0 nodes. `tfvars_rel` (the tfvars file, repository-relative)
+    lets `count_origin` name the tfvars line that sets a node count."""
+    builder = _Builder(cfg, tfvars, tfvars_rel)
+    pools = []
     for block in cfg.of_type("azurerm_kubernetes_cluster"):
         for body in as_maps(block.body.get("default_node_pool")):
-            pools.append(build(block, body, True))
+            pools.append(builder.build(block, body, True))
     for block in cfg.of_type("azurerm_kubernetes_cluster_node_pool"):
-        instances = int(scope.resolve(block.body["count"])) if "count" in block.body else 1
-        if instances < 1:
-            continue
-        system = str(scope.resolve(block.body.get("mode", "User"))) == "System"
-        pools.append(build(block, block.body, system))
+        instances = builder.number(block, block.body, "count") if "count" in block.body else 1
+        system = str(builder.scope.resolve(block.body.get("mode", "User"))) == "System"
+        try:
+            pools.append(builder.build(block, block.body, system, instances))
+        except TerraformError:
+            if instances >= 1:
+                raise  # a pool left out may use settings that only apply when it exists
     return pools
 
 
 def node_pools(root: Path, cluster: str) -> list[Pool]:
     """The pools terraform/ creates for `cluster` (terraform/clusters/<cluster>.tfvars over the
     variable defaults); TerraformError when either cannot be read."""
-    return cluster_pools(TerraformConfig.load(root), load_tfvars(Path(root) / TFVARS_DIR / f"{cluster}.tfvars"))
+    rel = f"{TFVARS_DIR}/{cluster}.tfvars"
+    return cluster_pools(TerraformConfig.load(Path(root)), load_tfvars(Path(root) / rel), rel)
 
 
-# -- Selection ------------------------------------------------------------------------------------------
-def _taint(text: str) -> tuple[str, str | None, str]:
-    kv, _, effect = text.partition(":")
+def cluster_nodes(root: Path, cluster: str) -> list[NodeSpec]:
+    """Per pool of `cluster`, its nodes' labels, taints, capacity, allocatable and min/max count."""
+    return [p.node_spec() for p in node_pools(root, cluster)]
+
+
+# -- Scheduling: taints, tolerations, node selectors -----------------------------------------------------
+def taint_dict(text: str) -> dict:
+    """An AKS/Terraform taint "key=value:Effect" as a Node's taint object."""
+    kv, _, effect = str(text).partition(":")
     key, _, value = kv.partition("=")
-    return key, (value or None), effect
+    return {"key": key, "value": value, "effect": effect}
 
 
-def _tolerated(taint: str, tolerations: list[dict]) -> bool:
-    key, value, effect = _taint(taint)
-    if effect not in ("NoSchedule", "NoExecute"):
+def taint_text(taint: dict) -> str:
+    value = taint.get("value")
+    return f"{taint.get('key')}{'=' + str(value) if value not in (None, '') else ''}:{taint.get('effect')}"
+
+
+def _s(value) -> str:
+    return "" if value is None else str(value)
+
+
+def tolerates(toleration: dict, taint: dict, comparison: bool = False) -> bool:
+    """v1.Toleration.ToleratesTaint; `comparison` enables the Lt/Gt operators (Kueue's flavor check does)."""
+    if _s(toleration.get("effect")) and _s(toleration.get("effect")) != _s(taint.get("effect")):
+        return False
+    if _s(toleration.get("key")) and _s(toleration.get("key")) != _s(taint.get("key")):
+        return False
+    op = _s(toleration.get("operator"))
+    if op in ("", "Equal"):
+        return _s(toleration.get("value")) == _s(taint.get("value"))
+    if op == "Exists":
         return True
-    for t in tolerations:
-        if t.get("effect") and t["effect"] != effect:
+    if op in ("Lt", "Gt") and comparison:
+        try:
+            want, have = int(_s(toleration.get("value"))), int(_s(taint.get("value")))
+        except ValueError:
+            return False
+        return have < want if op == "Lt" else have > want
+    return False
+
+
+def untolerated(taints: list[dict], tolerations: list[dict], comparison: bool = False) -> dict | None:
+    """The first NoSchedule/NoExecute taint no toleration tolerates (PreferNoSchedule never blocks)."""
+    for taint in taints:
+        if _s(taint.get("effect")) in ("NoSchedule", "NoExecute") and not any(tolerates(t, taint, comparison) for t in tolerations):
+            return taint
+    return None
+
+
+def _requirement(labels: dict[str, str], expr: dict) -> bool:
+    key, op, values = _s(expr.get("key")), _s(expr.get("operator")), [_s(v) for v in as_list(expr.get("values"))]
+    if op == "In":
+        return key in labels and labels[key] in values
+    if op == "NotIn":
+        return key not in labels or labels[key] not in values
+    if op == "Exists":
+        return key in labels
+    if op == "DoesNotExist":
+        return key not in labels
+    if op in ("Gt", "Lt") and len(values) == 1 and key in labels:
+        try:
+            have, want = int(labels[key]), int(values[0])
+        except ValueError:
+            return False
+        return have > want if op == "Gt" else have < want
+    return False  # an unknown operator is a parse error: the term matches nothing
+
+
+def node_matches(labels: dict[str, str], node_selector: dict, affinity: dict | None = None) -> bool:
+    """nodeaffinity.GetRequiredNodeAffinity(pod).Match(node): every nodeSelector label, and (when
+    set) one of requiredDuringSchedulingIgnoredDuringExecution's terms. Terms with only matchFields
+    match (node names are unknown offline); empty terms match nothing."""
+    if any(labels.get(str(k)) != _s(v) for k, v in node_selector.items()):
+        return False
+    if affinity is None:
+        return True
+    for term in as_maps(as_map(affinity).get("nodeSelectorTerms")):
+        exprs, fields_ = as_maps(term.get("matchExpressions")), as_maps(term.get("matchFields"))
+        if not exprs and not fields_:
             continue
-        if t.get("operator") == "Exists" and (not t.get("key") or t["key"] == key):
-            return True
-        if t.get("key") == key and (t.get("value") or None) == value:
+        if all(_requirement(labels, e) for e in exprs):
             return True
     return False
 
 
-def selects(pool: Pool, node_labels: dict, tolerations: list[dict]) -> bool:
-    """Whether the pool's nodes carry all of `node_labels` and every taint is tolerated."""
-    return all(pool.labels.get(k) == str(v) for k, v in node_labels.items()) and all(_tolerated(t, tolerations) for t in pool.taints)
+def selects(pool: Pool, node_labels: dict, tolerations: list[dict], affinity: dict | None = None) -> bool:
+    """Whether a pod with this nodeSelector, required node affinity and tolerations may run on the pool's nodes."""
+    return node_matches(pool.labels, node_labels, affinity) and untolerated(pool.node_taints(), tolerations) is None
 
 
 def flavor_selector(flavor: dict | None) -> tuple[dict, list[dict]]:

@@ -81,6 +81,7 @@ class TerraformConfig:
     variables: dict[str, dict] = field(default_factory=dict)
     locals: dict[str, object] = field(default_factory=dict)
     resources: list[Block] = field(default_factory=list)
+    variable_files: dict[str, str] = field(default_factory=dict)  # variable -> file declaring it
 
     @classmethod
     def load(cls, root: Path) -> "TerraformConfig":
@@ -92,6 +93,7 @@ class TerraformConfig:
             text = read_tf(path)
             for entry in doc.get("variable") or []:
                 cfg.variables.update(entry)
+                cfg.variable_files.update({name: rel for name in entry})
             for entry in doc.get("locals") or []:
                 cfg.locals.update(entry)
             for entry in doc.get("resource") or []:
@@ -114,6 +116,66 @@ def _block_line(text: str, rtype: str, rname: str) -> int | None:
 
 def load_tfvars(path: Path) -> dict:
     return parse_hcl(path)
+
+
+# -- Where a value is written (for findings that name the file and line of a setting) ------------
+def _line_of(text: str, pattern: str, start: int = 0, block: bool = False) -> int | None:
+    """1-based line of the first line matching `pattern` at or after line `start` (0-based);
+    with `block`, only inside the top-level block that starts there (up to the `}` in column 1)."""
+    lines = text.splitlines()
+    for i in range(start, len(lines)):
+        if block and i > start and lines[i].startswith("}"):
+            return None
+        if re.match(pattern, lines[i]):
+            return i + 1
+    return None
+
+
+def attribute_line(cfg: TerraformConfig, block: Block, name: str) -> int | None:
+    """Line of `name = ...` inside `block` (nested blocks included)."""
+    if block.line is None:
+        return None
+    return _line_of(read_tf(cfg.root / block.file), rf"\s*{re.escape(name)}\s*=", block.line - 1, block=True)
+
+
+def variable_origin(cfg: TerraformConfig, name: str, tfvars_rel: str | None) -> tuple[str, int | None, bool]:
+    """(file, line, set_in_tfvars) where variable `name` gets its value: the tfvars line that sets
+    it, else the `default` line of its declaration."""
+    if tfvars_rel:
+        path = cfg.root / tfvars_rel
+        line = _line_of(read_tf(path), rf"\s*{re.escape(name)}\s*=") if path.is_file() else None
+        if line:
+            return tfvars_rel, line, True
+    rel = cfg.variable_files.get(name)
+    if rel is None:
+        return (tfvars_rel or TERRAFORM_DIR), None, False
+    text = read_tf(cfg.root / rel)
+    decl = _line_of(text, rf'\s*variable\s+"{re.escape(name)}"')
+    default = _line_of(text, r"\s*default\s*=", decl - 1, block=True) if decl else None
+    return rel, default or decl, False
+
+
+def references(expr) -> list[str]:
+    """The variables an HCL expression string refers to (var.NAME), in order."""
+    return re.findall(r"\bvar\.([A-Za-z_][A-Za-z0-9_-]*)", expr) if isinstance(expr, str) else []
+
+
+def provider_version(root: Path, provider: str = "azurerm") -> str | None:
+    """The provider version terraform/.terraform.lock.hcl records, else the constraint in
+    required_providers (e.g. "~> 4.0"); None when neither names it."""
+    lock = root / TERRAFORM_DIR / ".terraform.lock.hcl"
+    if lock.is_file():
+        for entry in parse_hcl(lock).get("provider") or []:
+            for address, body in entry.items():
+                if address.rsplit("/", 1)[-1] == provider and isinstance(body, dict) and body.get("version"):
+                    return str(body["version"])
+    for path in sorted((root / TERRAFORM_DIR).glob("*.tf")):
+        for block in parse_hcl(path).get("terraform") or []:
+            for req in block.get("required_providers") or []:
+                spec = req.get(provider) if isinstance(req, dict) else None
+                if isinstance(spec, dict) and spec.get("version"):
+                    return str(spec["version"])
+    return None
 
 
 class Scope:
@@ -174,7 +236,10 @@ class Scope:
                 raise TerraformError(f"cannot evaluate {expr!r}: function calls are not supported in pool, identity or path settings")
             if isinstance(node, (ast.Attribute, ast.Subscript, ast.Lambda)):
                 raise TerraformError(f"cannot evaluate {expr!r}: only var./local. references are supported")
-        return eval(compile(tree, "<hcl>", "eval"), {"__builtins__": {}, "__ref": self.lookup})  # noqa: S307 - AST checked above
+        try:
+            return eval(compile(tree, "<hcl>", "eval"), {"__builtins__": {}, "__ref": self.lookup})  # noqa: S307 - AST checked above
+        except (TypeError, ValueError, ArithmeticError) as err:  # e.g. a tfvars string compared with a number
+            raise TerraformError(f"cannot evaluate {expr!r}: {err}") from None
 
 
 def _split_conditional(expr: str) -> tuple[str, str, str] | None:

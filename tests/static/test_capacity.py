@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from harness.core import format_quantity, parse_quantity
-from harness.gate import capacity, flavor_capacities, node_pools
-from harness.gate import terraform_checks
-from harness.gate.pools import SYSTEM_TAINT, cluster_pools, selects
+from harness.gate import capacity, cluster_nodes, flavor_capacities, node_pools, validate_repository
+from harness.gate import placement, terraform_checks
+from harness.gate.pools import SYSTEM_TAINT, cluster_pools, node_matches, selects, tolerates, untolerated
 from harness.gate.sku import SKU_FILE, allocatable, sku_table
 from harness.gate.terraform import TerraformConfig, load_tfvars
 from harness.gate.render import render_repository
@@ -107,11 +107,13 @@ def test_flavor_label_mismatch(repo_copy: Path):
     found = findings(repo_copy)
     hits = only(found, "capacity-flavor-labels")
     assert {f.context for f in hits} == {"cluster prod-eastus2", "cluster dev-westus3"}
-    msg = hits[0].message
+    msg = next(f.message for f in hits if f.context == "cluster prod-eastus2")
     assert "flavor gpu" in msg and "nvidia-h100" in msg and "gpupool has accelerator=nvidia" in msg
     assert hits[0].file == "base/resource-flavors.yaml" and hits[0].resource == "ResourceFlavor/gpu"
-    # Its GPU quota now has no capacity behind it either.
-    assert any("nvidia.com/gpu" in f.message and "real capacity 0" in f.message for f in only(found, "capacity-quota"))
+    # The root cause once per cluster: its GPU quota and the GPU pods are listed under it, not reported again.
+    assert "nvidia.com/gpu quota 8 of flavor gpu (ClusterQueue team-a-cq 4, ClusterQueue team-b-cq 4) has no capacity" in msg
+    assert "sample pods aurora-finetune/gpu-workers, llm-training/gpu-workers, batch-inference/gpu-workers would stay Pending" in msg
+    assert len(found) == 2, "\n".join(f.text() for f in found)
 
 
 def test_pod_larger_than_any_node(repo_copy: Path):
@@ -187,3 +189,179 @@ def test_quantity_parser_is_loaded_once(monkeypatch):
     parse_quantity("1")
     monkeypatch.setattr(importlib.util, "spec_from_file_location", lambda *a, **k: pytest.fail("loaded the quantity module again"))
     assert parse_quantity("2Gi") == 2 * 2**30
+
+
+# -- Placement per pod set: tainted pools, autoscaling, root causes (issue 15, item 4) ------------------
+GPU_POOL_LABELS = 'node_labels = { "aks.azure.com/gpu-sku" = var.gpu_sku_label }\n  node_taints = []'
+GPU_FLAVOR = "  nodeLabels:\n    accelerator: nvidia\n"
+
+
+def taint_gpu_pool(root: Path, tolerate: bool = True) -> None:
+    """The common AKS pattern: the GPU pool tainted, flavor gpu carrying the taint (and, to let Kueue
+    inject it, the toleration)."""
+    edit(root, "terraform/node_pools.tf", GPU_POOL_LABELS, GPU_POOL_LABELS.replace("node_taints = []", 'node_taints = ["sku=gpu:NoSchedule"]'))
+    edit(root, "base/resource-flavors.yaml", GPU_FLAVOR, GPU_FLAVOR + "  nodeTaints:\n    - {key: sku, value: gpu, effect: NoSchedule}\n"
+         + ("  tolerations:\n    - {key: sku, operator: Equal, value: gpu, effect: NoSchedule}\n" if tolerate else ""))
+
+
+def add_cpu_pool(root: Path, vm_size: str = "Standard_D16ds_v5", count: int = 2) -> None:
+    for tfvars in (PROD_TFVARS, DEV_TFVARS):
+        edit(root, tfvars, 'gpu_sku_label  = "a100"\n', f'gpu_sku_label  = "a100"\n\ncpu_vm_size    = "{vm_size}"\ncpu_node_count = {count}\n')
+
+
+def tainted_pattern(root: Path) -> None:
+    taint_gpu_pool(root)
+    add_cpu_pool(root)
+
+
+def autoscale_gpu_pool(root: Path, min_count: int, max_count: int, key: str = "auto_scaling_enabled") -> None:
+    edit(root, "terraform/node_pools.tf", "  node_count              = var.gpu_node_count\n",
+         f"  {key} = true\n  min_count            = {min_count}\n  max_count            = {max_count}\n")
+
+
+def line_of(root: Path, rel: str, marker: str, nth: int = 0) -> int:
+    hits = [i + 1 for i, line in enumerate((root / rel).read_text().splitlines()) if marker in line]
+    assert len(hits) > nth, f"test case is stale: {marker!r} not in {rel}"
+    return hits[nth]
+
+
+def test_tainted_gpu_pool_with_a_cpu_pool_is_clean(repo_copy: Path):
+    """GPU pods get both flavors and run on the GPU node; only CPU-only pods are limited to the CPU pool."""
+    tainted_pattern(repo_copy)
+    report = validate_repository(repo_copy)
+    assert report.findings == [], "\n".join(f.text() for f in report.findings)
+
+
+def test_tainted_pool_capacity_counts_each_pool_once_for_the_pods_that_reach_it(repo_copy: Path):
+    tainted_pattern(repo_copy)
+    _, clusters = render_repository(repo_copy)
+    prod = next(c for c in clusters if c.name == "prod-eastus2")
+    objects = [o for _, o in prod.applied()]
+    pools = node_pools(repo_copy, "prod-eastus2")
+    by_key = {(fc.flavor, fc.resource): fc for fc in flavor_capacities(objects, pools)}
+    cpu = by_key[("default", "cpu")]
+    assert [p.name for p in cpu.pools] == ["gpupool", "cpupool"] and cpu.capacity == 96 + 32
+    assert cpu.via["azurerm_kubernetes_cluster_node_pool.gpu"] == {"flavor gpu"}  # only GPU pods reach the tainted pool
+    assert cpu.via["azurerm_kubernetes_cluster_node_pool.cpu"] == {"alone"}
+    assert [p.name for p in by_key[("gpu", "nvidia.com/gpu")].pools] == ["gpupool"]
+    # Per pod set: the CPU-only head lands on the CPU pool, the GPU workers on the GPU pool.
+    flavors = placement.flavors_of(objects)
+    cq = next(o for o in objects if o.get("kind") == "ClusterQueue" and o["metadata"]["name"] == "team-a-cq")
+    groups = placement.groups_of(cq)
+    head = placement.plan(placement.pod_view(None), {"cpu", "memory"}, groups, flavors, pools)
+    worker = placement.plan(placement.pod_view(None), {"cpu", "memory", "nvidia.com/gpu"}, groups, flavors, pools)
+    assert [[p.name for p in ps] for _, ps in head.options] == [["cpupool"]]
+    assert [[p.name for p in ps] for _, ps in worker.options] == [["gpupool"]]
+
+
+def test_gpu_node_count_zero_is_one_root_cause(repo_copy: Path):
+    edit(repo_copy, PROD_TFVARS, "gpu_node_count = 1", "gpu_node_count = 0")
+    report = validate_repository(repo_copy)
+    assert len(report.findings) == 1, "\n".join(f.text() for f in report.findings)
+    f = report.findings[0]
+    assert (f.rule, f.file, f.line) == ("capacity-empty-pool", PROD_TFVARS, line_of(repo_copy, PROD_TFVARS, "gpu_node_count = 0"))
+    for part in ("cluster prod-eastus2", "pool gpupool", "gpu_node_count = 0", "flavors default, gpu select no other pool",
+                 "cpu quota 96 of flavor default", "nvidia.com/gpu quota 8 of flavor gpu", "sample pods aurora-finetune/head"):
+        assert part in f.message, f"{part!r} not in: {f.message}"
+    assert "gpu_node_count to 1 or more in " + PROD_TFVARS in f.hint
+
+
+def test_autoscaling_pool_counts_at_max_count(repo_copy: Path):
+    autoscale_gpu_pool(repo_copy, 1, 3)
+    gpu = next(p for p in node_pools(repo_copy, "prod-eastus2") if p.name == "gpupool")
+    assert (gpu.autoscaled, gpu.min_count, gpu.count) == (True, 1, 3)
+    assert gpu.capacity()["nvidia.com/gpu"] == 24 and gpu.min_capacity()["nvidia.com/gpu"] == 8
+    assert gpu.count_origin.where() == f"terraform/node_pools.tf:{line_of(repo_copy, 'terraform/node_pools.tf', 'max_count')}"
+    assert "1-3 x Standard_ND96amsr_A100_v4, autoscaling" in gpu.where()
+    assert not findings(repo_copy)  # quota 8 GPUs is backed by min_count 1 already
+    # The v3 spelling is understood as well (and reported, the lock file pins azurerm 4).
+    edit(repo_copy, "terraform/node_pools.tf", "auto_scaling_enabled = true", "enable_auto_scaling = true")
+    assert next(p for p in node_pools(repo_copy, "prod-eastus2") if p.name == "gpupool").count == 3
+    assert {f.rule for f in findings(repo_copy)} == {"capacity-autoscaling"}
+
+
+def test_cluster_nodes_is_the_pool_model_for_simulated_nodes():
+    nodes = {n.pool: n for n in cluster_nodes(REPO_ROOT, "prod-eastus2")}
+    gpu, system = nodes["gpupool"], nodes["system"]
+    assert (gpu.vm_size, gpu.min_count, gpu.max_count, gpu.system) == ("Standard_ND96amsr_A100_v4", 1, 1, False)
+    assert gpu.labels["accelerator"] == "nvidia" and gpu.labels["agentpool"] == "gpupool" and gpu.taints == []
+    assert gpu.allocatable["cpu"] == Decimal("94.94") and gpu.capacity["nvidia.com/gpu"] == 8
+    assert system.system and {"key": "CriticalAddonsOnly", "value": "true", "effect": "NoSchedule"} in system.taints
+    assert nodes["cpupool"].max_count == 0  # cpu_node_count defaults to 0: the pool is modelled, with no nodes
+
+
+def test_scheduler_matching_follows_kubernetes():
+    taint = {"key": "sku", "value": "gpu", "effect": "NoSchedule"}
+    assert tolerates({"key": "sku", "operator": "Exists"}, taint)
+    assert tolerates({"operator": "Exists"}, taint)  # empty key with Exists tolerates everything
+    assert not tolerates({"key": "sku", "value": "cpu"}, taint)
+    assert not tolerates({"key": "sku", "value": "gpu", "effect": "NoExecute"}, taint)
+    assert untolerated([{"key": "a", "effect": "PreferNoSchedule"}], []) is None
+    assert not tolerates({"key": "n", "operator": "Gt", "value": "1"}, {"key": "n", "value": "2", "effect": "NoSchedule"})
+    assert tolerates({"key": "n", "operator": "Gt", "value": "1"}, {"key": "n", "value": "2", "effect": "NoSchedule"}, comparison=True)
+    labels = {"agentpool": "gpupool", "gpus": "8"}
+    term = lambda *exprs: {"nodeSelectorTerms": [{"matchExpressions": list(exprs)}]}  # noqa: E731
+    assert node_matches(labels, {"agentpool": "gpupool"}, term({"key": "gpus", "operator": "Gt", "values": ["4"]}))
+    assert node_matches(labels, {}, term({"key": "zone", "operator": "NotIn", "values": ["1"]}))  # absent key: NotIn matches
+    assert not node_matches(labels, {}, term({"key": "zone", "operator": "In", "values": ["1"]}))
+    assert not node_matches(labels, {}, {"nodeSelectorTerms": [{}]})  # an empty term matches nothing
+
+
+SAMPLE_WORKER_SPEC = "            serviceAccountName: ray-workload\n            containers:"
+
+# (case id, rule that must fire, file it must name, (text on the line it must name, occurrence), mutation)
+CASES = [
+    ("cpu-only-pod-too-big-for-cpu-pool", "capacity-pod-fits-node", "workloads/batch-inference.yaml", ('requests: {cpu: "4", memory: 16Gi}', 0),
+     lambda r: (tainted_pattern(r), edit(r, PROD_TFVARS, '"Standard_D16ds_v5"', '"Standard_D4ds_v5"'))),
+    ("gpu-node-count-zero", "capacity-empty-pool", PROD_TFVARS, ("gpu_node_count = 0", 0),
+     lambda r: edit(r, PROD_TFVARS, "gpu_node_count = 1", "gpu_node_count = 0")),
+    ("cpu-pool-sized-to-zero", "capacity-empty-pool", "terraform/variables.tf", ("default     = 0", 0),
+     lambda r: (edit(r, "base/resource-flavors.yaml", "metadata:\n  name: default\nspec: {}", "metadata:\n  name: default\nspec:\n  nodeLabels: {agentpool: cpupool}"))),
+    ("flavor-taint-not-tolerated", "capacity-pod-placement", "base/resource-flavors.yaml", ("apiVersion:", 1),
+     lambda r: taint_gpu_pool(r, tolerate=False)),  # every GPU pod alike: one finding at the flavor
+    ("pod-tolerates-another-taint", "capacity-pod-placement", "workloads/aurora-finetune.yaml", ("template:", 1),
+     lambda r: (taint_gpu_pool(r, tolerate=False),
+                edit(r, "workloads/aurora-finetune.yaml", SAMPLE_WORKER_SPEC,
+                     SAMPLE_WORKER_SPEC.replace("containers:", "tolerations: [{key: sku, value: cpu, effect: NoSchedule}]\n            containers:")))),
+    ("pod-selector-matches-no-pool", "capacity-pod-placement", "workloads/aurora-finetune.yaml", ("template:", 1),
+     lambda r: edit(r, "workloads/aurora-finetune.yaml", SAMPLE_WORKER_SPEC, SAMPLE_WORKER_SPEC.replace("containers:", "nodeSelector: {agentpool: gpupol}\n            containers:"))),
+    ("autoscaling-v3-attribute", "capacity-autoscaling", "terraform/node_pools.tf", ("enable_auto_scaling", 0),
+     lambda r: autoscale_gpu_pool(r, 1, 1, key="enable_auto_scaling")),
+    ("autoscaling-min-above-max", "capacity-autoscaling", "terraform/node_pools.tf", ("min_count", 0), lambda r: autoscale_gpu_pool(r, 2, 1)),
+    ("max-count-without-autoscaling", "capacity-autoscaling", "terraform/node_pools.tf", ("max_count", 0),
+     lambda r: edit(r, "terraform/node_pools.tf", "  node_count              = var.gpu_node_count\n",
+                    "  node_count              = var.gpu_node_count\n  max_count               = 3\n")),
+    ("autoscaling-quota-above-max", "capacity-quota", "overlays/team-queues/team-a.yaml", ("apiVersion:", 0),
+     lambda r: (autoscale_gpu_pool(r, 1, 2), edit(r, PROD_TFVARS, '"Standard_ND96amsr_A100_v4"', '"Standard_NC24ads_A100_v4"'))),
+    ("autoscaling-scale-up", "capacity-scale-up", "terraform/node_pools.tf", ("min_count", 0), lambda r: autoscale_gpu_pool(r, 0, 1)),
+    ("two-flavors-claim-one-pool", "capacity-quota", "overlays/team-queues/team-b.yaml", ("apiVersion:", 0),
+     lambda r: (append(r, "base/resource-flavors.yaml", "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: default-b\nspec: {}\n"),
+                edit(r, "overlays/team-queues/team-b.yaml", "        - name: default\n", "        - name: default-b\n"),
+                edit(r, ND96, 'flavors/0/resources/0/nominalQuota, value: "48"}', 'flavors/0/resources/0/nominalQuota, value: "60"}'))),
+    ("pod-set-more-pods-than-nodes", "capacity-pod-set-nodes", "clusters/dev-westus3/samples.yaml", ('NUM_WORKERS: "2"', 0),
+     lambda r: edit(r, "clusters/dev-westus3/samples.yaml", 'NUM_WORKERS: "1"', 'NUM_WORKERS: "2"')),
+]
+
+
+def append(root: Path, rel: str, text: str) -> None:
+    path = root / rel
+    path.write_text(path.read_text() + text)
+
+
+@pytest.mark.parametrize("case,rule,file,marker,mutate", CASES, ids=[c[0] for c in CASES])
+def test_broken_capacity_fails_with_its_rule(repo_copy, case, rule, file, marker, mutate):
+    mutate(repo_copy)
+    report = validate_repository(repo_copy)
+    fired = [f for f in report.findings if f.rule == rule]
+    assert fired, f"{case}: expected rule {rule}, got:\n" + "\n".join(f.text() for f in report.findings)
+    line = line_of(repo_copy, file, *marker)
+    assert any((f.file, f.line) == (file, line) for f in fired), f"{case}: {rule} should name {file}:{line}:\n" + "\n".join(f.text() for f in fired)
+    for f in fired:
+        assert f.message and f.hint and "/tmp/" not in f.message, f"{case}: {f}"
+    if rule == "capacity-scale-up":
+        assert all(f.severity == "warning" for f in report.findings), "\n".join(f.text() for f in report.findings)
+
+
+def test_every_capacity_rule_has_a_case():
+    covered = {c[1] for c in CASES} | {"capacity-terraform", "capacity-unknown-sku", "capacity-flavor-labels"}  # tested above
+    assert covered == set(capacity.RULES)

@@ -1,0 +1,199 @@
+"""Where Kueue lets pods run: per pod set the flavors Kueue can assign and the node pools those
+flavors, with the pod's own constraints, let its pods land on (Kueue 0.17.1
+pkg/scheduler/flavorassigner and pkg/podset, restated because there is no Python binding):
+
+- Per resource group the pod set requests, Kueue tries the ClusterQueue's flavors in order and
+  skips a flavor whose spec.nodeTaints (NoSchedule/NoExecute) are not tolerated by the pod's
+  tolerations plus the flavor's own spec.tolerations, or whose nodeLabels do not match the pod's
+  nodeSelector/required node affinity restricted to the label keys of that group's flavors.
+- On admission the assigned flavors' nodeLabels join the pod's nodeSelector and their
+  tolerations are appended (nodeTaints are not: the pod must tolerate them itself). A pod set
+  gets one flavor per group, so a GPU pod carries the `default` and the `gpu` flavor together.
+- The kube-scheduler then needs every selector label on the node and every node taint tolerated
+  (harness.gate.pools.selects).
+
+For quota (`flavor_reach`) the pods charged to a flavor are modelled as pods with no constraints
+of their own that tolerate the nodeTaints of the flavors they get: the flavor, alone or with any
+flavor of each other resource group of the same ClusterQueue. The union of the pools reached that
+way is what the flavor's quota can use.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+from harness.gate.findings import Finding
+from harness.gate.pools import Pool, node_matches, selects, taint_text, untolerated
+from harness.gate.sources import as_list, as_map, as_maps, name_key
+
+MAX_COMBINATIONS = 512  # flavor combinations tried per pod set or flavor; real queues have a handful
+
+
+@dataclass(frozen=True)
+class Flavor:
+    """The scheduling fields of one ResourceFlavor."""
+    name: str
+    labels: dict
+    taints: list  # spec.nodeTaints
+    tolerations: list
+    exists: bool = True
+
+
+@dataclass(frozen=True)
+class PodView:
+    """A pod template's own placement constraints."""
+    node_selector: dict
+    affinity: dict | None  # requiredDuringSchedulingIgnoredDuringExecution
+    tolerations: list
+
+    @property
+    def unconstrained(self) -> bool:
+        return not (self.node_selector or self.affinity or self.tolerations)
+
+
+@dataclass
+class Problem:
+    """Capacity findings that may follow from a root cause, and what to list under it."""
+    findings: list[Finding]
+    causes: frozenset = frozenset()  # ("pool", address) with 0 nodes, ("flavor", name) selecting no pool, ("scale", address)
+    summary: str = ""  # e.g. "nvidia.com/gpu quota 8 of flavor gpu (...) has no capacity behind it"
+    pod: str = ""  # for a sample pod set: "sample/pod set"
+    flavor: str = ""  # for a flavor that selects only pools with 0 nodes
+
+
+def flavors_of(objects: list[dict]) -> dict[str, Flavor]:
+    out = {}
+    for o in objects:
+        if o.get("kind") == "ResourceFlavor":
+            spec = as_map(o.get("spec"))
+            name = name_key(as_map(o.get("metadata")).get("name"))
+            out[name] = Flavor(name, {str(k): str(v) for k, v in as_map(spec.get("nodeLabels")).items()},
+                               as_maps(spec.get("nodeTaints")), as_maps(spec.get("tolerations")))
+    return out
+
+
+def flavor(flavors: dict[str, Flavor], name) -> Flavor:
+    return flavors.get(name_key(name)) or Flavor(name_key(name), {}, [], [], exists=False)
+
+
+def groups_of(cq: dict) -> list[tuple[list[str], list[str]]]:
+    """(coveredResources, flavor names in order) of each resource group of a ClusterQueue."""
+    return [([str(r) for r in as_list(g.get("coveredResources"))], [name_key(f.get("name")) for f in as_maps(g.get("flavors"))])
+            for g in as_maps(as_map(cq.get("spec")).get("resourceGroups"))]
+
+
+def pod_view(template: dict | None) -> PodView:
+    spec = as_map(as_map(template).get("spec"))
+    required = as_map(as_map(as_map(spec.get("affinity")).get("nodeAffinity")).get("requiredDuringSchedulingIgnoredDuringExecution"))
+    return PodView({str(k): str(v) for k, v in as_map(spec.get("nodeSelector")).items()}, required or None, as_maps(spec.get("tolerations")))
+
+
+def _tolerating(combo) -> PodView:
+    """A pod with no constraints of its own that tolerates the combination's nodeTaints exactly."""
+    tolerations = [{"key": t.get("key"), "operator": "Equal", "value": t.get("value"), "effect": t.get("effect")}
+                   if t.get("value") not in (None, "") else {"key": t.get("key"), "operator": "Exists", "effect": t.get("effect")}
+                   for f in combo for t in f.taints]
+    return PodView({}, None, tolerations)
+
+
+# -- Kueue's flavor check and the scheduler's view ----------------------------------------------------
+def kueue_rejects(fl: Flavor, pod: PodView, label_keys: set[str]) -> str | None:
+    """Why Kueue skips `fl` for this pod set (checkFlavorForPodSets), or None."""
+    if not fl.exists:
+        return f"flavor {fl.name} does not exist"
+    taint = untolerated(fl.taints, list(pod.tolerations) + list(fl.tolerations), comparison=True)
+    if taint:
+        return f"flavor {fl.name} has nodeTaints {taint_text(taint)} that neither the pod nor the flavor's tolerations tolerate"
+    selector = {k: v for k, v in pod.node_selector.items() if k in label_keys}
+    affinity = None
+    if pod.affinity:
+        terms = []
+        for term in as_maps(pod.affinity.get("nodeSelectorTerms")):
+            exprs = [e for e in as_maps(term.get("matchExpressions")) if str(e.get("key")) in label_keys]
+            if not exprs:  # a term without relevant keys matches any flavor: only the nodeSelector counts
+                terms = []
+                break
+            terms.append({"matchExpressions": exprs})
+        affinity = {"nodeSelectorTerms": terms} if terms else None
+    if not node_matches(fl.labels, selector, affinity):
+        return f"flavor {fl.name} nodeLabels {fl.labels} do not match the pod's nodeSelector/node affinity"
+    return None
+
+
+def landing(pod: PodView, combo, pools: list[Pool]) -> list[Pool]:
+    """The pools a pod lands on once Kueue assigned `combo` (one flavor per requested group)."""
+    labels: dict[str, str] = {}
+    for f in combo:
+        labels.update(f.labels)
+    if any(k in pod.node_selector and pod.node_selector[k] != v for k, v in labels.items()):
+        return []  # Kueue cannot merge a conflicting nodeSelector into the pods: they never start
+    tolerations = list(pod.tolerations) + [t for f in combo for t in f.tolerations]
+    return [p for p in pools if selects(p, {**labels, **pod.node_selector}, tolerations, pod.affinity)]
+
+
+def _partner_combos(others: list[list[Flavor]]):
+    """Per subset of the other groups, every choice of one flavor in each."""
+    for k in range(len(others) + 1):
+        for subset in itertools.combinations(others, k):
+            yield from itertools.product(*subset)
+
+
+def flavor_reach(objects: list[dict], pools: list[Pool]) -> dict[tuple[str, str], dict[str, tuple[Pool, set[str]]]]:
+    """Per (flavor, resource) of the ClusterQueues' groups: pool address -> (pool, the partner
+    flavors with which pods reach it, "alone" for none)."""
+    flavors = flavors_of(objects)
+    out: dict[tuple[str, str], dict[str, tuple[Pool, set[str]]]] = {}
+    for cq in (o for o in objects if o.get("kind") == "ClusterQueue"):
+        groups = [(covered, [flavor(flavors, n) for n in names]) for covered, names in groups_of(cq)]
+        for gi, (covered, group) in enumerate(groups):
+            others = [[f for f in g if f.exists] for j, (_, g) in enumerate(groups) if j != gi]
+            for fl in group:
+                if not fl.exists:
+                    continue
+                for partners in itertools.islice(_partner_combos(others), MAX_COMBINATIONS):
+                    combo = (fl, *partners)
+                    via = " + ".join(f"flavor {p.name}" for p in partners) or "alone"
+                    for p in landing(_tolerating(combo), combo, pools):
+                        for r in covered:
+                            out.setdefault((fl.name, r), {}).setdefault(p.address, (p, set()))[1].add(via)
+    return out
+
+
+# -- Sample pod sets --------------------------------------------------------------------------------
+@dataclass
+class PodSetPlan:
+    """The flavor combinations Kueue may give one pod set and the pools each lands on."""
+    blocked: list[str] = field(default_factory=list)  # per requested group that no flavor admits: why
+    rejected: list[str] = field(default_factory=list)  # the existing flavors of those groups
+    options: list[tuple[tuple[Flavor, ...], list[Pool]]] = field(default_factory=list)
+
+
+def plan(pod: PodView, need: set[str], groups: list[tuple[list[str], list[str]]], flavors: dict[str, Flavor], pools: list[Pool]) -> PodSetPlan:
+    out = PodSetPlan()
+    choices = []
+    for covered, names in groups:
+        if not set(covered) & need:
+            continue
+        group = [flavor(flavors, n) for n in names]
+        keys = {k for f in group for k in f.labels}
+        reasons = {f.name: kueue_rejects(f, pod, keys) for f in group}
+        admitted = [f for f in group if reasons[f.name] is None]
+        if not admitted:
+            out.blocked.append(f"group [{', '.join(covered)}]: " + "; ".join(reasons.values()))
+            out.rejected += [f.name for f in group if f.exists]
+        choices.append(admitted)
+    if not out.blocked:
+        for combo in itertools.islice(itertools.product(*choices), MAX_COMBINATIONS):
+            out.options.append((combo, landing(pod, combo, pools)))
+    return out
+
+
+def pod_templates(job: dict) -> list[dict | None]:
+    """The pod templates of a RayJob in the order of workloads.pod_sets (None: KubeRay's default submitter)."""
+    spec = as_map(job.get("spec"))
+    cluster = as_map(spec.get("rayClusterSpec"))
+    out = [as_map(cluster.get("headGroupSpec")).get("template")]
+    out += [g.get("template") for g in as_maps(cluster.get("workerGroupSpecs"))]
+    if spec.get("submissionMode", "K8sJobMode") == "K8sJobMode":
+        out.append(spec.get("submitterPodTemplate"))
+    return out

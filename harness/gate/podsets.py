@@ -1,0 +1,270 @@
+"""The sample RayJobs' pod sets (clusters/<name>/samples.yaml) against the node pools: per pod
+set, whether Kueue can give it flavors at all, whether those flavors land it on a pool with
+nodes, whether one pod fits one node's allocatable, and whether all its pods fit the pools'
+nodes at once (at max_count; at min_count only is a scale-up warning). Placement semantics are
+harness.gate.placement's; findings point at the line of the workload file (or samples.yaml
+entry) where the offending value is written.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+
+import yaml
+
+from harness.core import format_quantity, parse_quantity
+from harness.gate import workloads
+from harness.gate.findings import Finding
+from harness.gate.placement import Problem, PodView, flavor, flavors_of, groups_of, plan, pod_templates, pod_view
+from harness.gate.pools import Pool, node_matches, taint_text, untolerated
+from harness.gate.sources import SafeLoader, SourceError, as_map, load_yaml, name_key, read_source, resource_id
+
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+
+
+# -- Lines in the workload files --------------------------------------------------------------------
+def _get(node, key: str):
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            if isinstance(k, yaml.ScalarNode) and k.value == key:
+                return k, v
+    return None, None
+
+
+def _path(node, *keys):
+    for key in keys:
+        _, node = _get(node, key)
+    return node
+
+
+@dataclass
+class PodSetLines:
+    """Lines of one pod set in its workload file: its template, each container's requests
+    (resource -> [(line, written value)]) and its replicas."""
+    template: int | None = None
+    requests: dict[str, list[tuple[int, str]]] = field(default_factory=dict)
+    replicas: tuple[int, str] | None = None
+
+
+def workload_lines(text: str) -> list[PodSetLines]:
+    """Per pod set (workloads.pod_sets order) of a sample's raw text, where it is written; [] when
+    the text does not compose (the schema and render rules report that)."""
+    try:
+        doc = yaml.compose(text, Loader=SafeLoader)
+    except (yaml.YAMLError, RecursionError):
+        return []
+    spec_key, spec = _get(doc, "spec")
+    cluster = _path(spec, "rayClusterSpec")
+
+    def keyed(parent, key: str, replicas=None):
+        k, v = _get(parent, key)
+        return (k.start_mark.line + 1 if k else None), v, replicas
+    sets = [keyed(_path(cluster, "headGroupSpec"), "template")]
+    workers = _path(cluster, "workerGroupSpecs")
+    for g in workers.value if isinstance(workers, yaml.SequenceNode) else []:
+        if isinstance(g, yaml.MappingNode):
+            sets.append(keyed(g, "template", _get(g, "replicas")))
+    mode = _path(spec, "submissionMode")
+    if not isinstance(mode, yaml.ScalarNode) or mode.value == "K8sJobMode":
+        line, template, _ = keyed(spec, "submitterPodTemplate")  # absent: KubeRay's default, charged to `spec`
+        sets.append((line or (spec_key.start_mark.line + 1 if spec_key else None), template, None))
+    out = []
+    for line, template, replicas in sets:
+        lines = PodSetLines(line)
+        containers = _path(template, "spec", "containers")
+        for c in containers.value if isinstance(containers, yaml.SequenceNode) else []:
+            res, written = _path(c, "resources"), {}
+            for part in ("limits", "requests"):  # requests win, as in workloads.pod_sets
+                node = _path(res, part)
+                for k, v in node.value if isinstance(node, yaml.MappingNode) else []:
+                    if isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode):
+                        written[k.value] = (k.start_mark.line + 1, v.value)
+            for resource, entry in written.items():
+                lines.requests.setdefault(resource, []).append(entry)
+        if replicas and replicas[0] is not None:
+            lines.replicas = (replicas[0].start_mark.line + 1, replicas[1].value if isinstance(replicas[1], yaml.ScalarNode) else "")
+        out.append(lines)
+    return out
+
+
+def _entry_var_lines(text: str) -> list[dict[str, int]]:
+    """Per entry of a samples.yaml, the line of each of its `vars`."""
+    try:
+        doc = yaml.compose(text, Loader=SafeLoader)
+    except (yaml.YAMLError, RecursionError):
+        return []
+    out = []
+    for entry in doc.value if isinstance(doc, yaml.SequenceNode) else []:
+        node = _path(entry, "vars")
+        out.append({k.value: k.start_mark.line + 1 for k, _ in node.value} if isinstance(node, yaml.MappingNode) else {})
+    return out
+
+
+def _request_line(lines: PodSetLines, resource: str) -> int | None:
+    """The line of the container request that asks most of `resource`, else the template's."""
+    def size(written: str):
+        try:
+            return parse_quantity(written)
+        except (ValueError, TypeError, ArithmeticError):
+            return Decimal(0)
+    entries = lines.requests.get(resource) or []
+    return max(entries, key=lambda e: size(e[1]))[0] if entries else lines.template
+
+
+def _rejections(pod: PodView, combo, pools: list[Pool]) -> str:
+    """Why each pool refuses the pods of one flavor combination."""
+    labels: dict[str, str] = {}
+    for f in combo:
+        labels.update(f.labels)
+    selector = {**labels, **pod.node_selector}
+    tolerations = list(pod.tolerations) + [t for f in combo for t in f.tolerations]
+    why = []
+    for p in pools:
+        if not node_matches(p.labels, selector, pod.affinity):
+            missing = [f"{k}={v}" for k, v in selector.items() if p.labels.get(k) != v]
+            why.append(f"{p.name} lacks {', '.join(missing)}" if missing else f"{p.name} does not match the pod's node affinity")
+        elif (taint := untolerated(p.node_taints(), tolerations)) is not None:
+            why.append(f"{p.name} has taint {taint_text(taint)}, not tolerated")
+        elif p.count == 0:
+            why.append(f"{p.name} has 0 nodes")
+    names = " + ".join(f.name for f in combo)
+    return f"flavors {names} (nodeSelector {selector or '{}'}): " + "; ".join(why)
+
+
+BLOCKED_HINT = ("add the flavor's nodeTaints to the pod templates' tolerations (or to the flavor's spec.tolerations to give them "
+                "to every pod it admits), or fix the pods' nodeSelector/affinity")
+POD_NO_POOL_HINT = ("fix the pod template's nodeSelector/affinity/tolerations to match a pool's labels and taints "
+                    "(listed in the message), or give a pool the labels it asks for (terraform node_labels)")
+NO_POOL_HINT = ("make a pool carry the flavors' nodeLabels (terraform node_labels) and let the pods tolerate its taints "
+                "(flavor spec.tolerations), or add nodes to the pool they need")
+
+
+def sample_problems(root: Path, cluster: str, objects: list[dict], pools: list[Pool], rel: str, ctx: str,
+                    unreachable: set[str], locate: Callable[[dict], tuple[str, int | None]]) -> tuple[list[Problem], list[Problem]]:
+    """(errors, scale-up warnings) of the sample pod sets in clusters/<cluster>/samples.yaml: no
+    flavor, no pool, a pod larger than a node, more pods than the pools' nodes take. Pods with no
+    placement constraints of their own that fail for the same flavor reason share one finding at
+    the flavor (`locate` finds its file and line)."""
+    errors: list[Problem] = []
+    scale: list[Problem] = []
+    samples_rel = f"clusters/{cluster}/samples.yaml"
+    try:
+        entries = load_yaml(root / samples_rel, root) if (root / samples_rel).exists() else []
+        var_lines = _entry_var_lines(read_source(root / samples_rel, root)) if entries else []
+    except SourceError:
+        return errors, scale  # yaml-syntax reports it
+    flavors = flavors_of(objects)
+    shared: dict[tuple[str, str], tuple[set, list[str]]] = {}  # (flavor to blame, message) -> (causes, pod sets)
+
+    def share(blame: str, message: str, causes: set, label: str) -> None:
+        entry = shared.setdefault((blame, message), (set(), []))
+        entry[0].update(causes)
+        entry[1].append(label)
+
+    lqs = {(as_map(o.get("metadata")).get("namespace"), o["metadata"]["name"]): o for o in objects if o.get("kind") == "LocalQueue"}
+    cqs = {o["metadata"]["name"]: o for o in objects if o.get("kind") == "ClusterQueue"}
+    for i, entry in enumerate(entries if isinstance(entries, list) else []):  # sample-render reports a non-list
+        try:
+            sample, job = workloads.render_entry(entry, root)
+        except workloads.WorkloadError:
+            continue  # sample-render reports it
+        meta = as_map(job.get("metadata"))
+        lq = lqs.get((name_key(meta.get("namespace", "default")), name_key(as_map(meta.get("labels")).get(QUEUE_LABEL))))
+        cq = cqs.get(name_key(as_map(as_map(lq).get("spec")).get("clusterQueue")))
+        groups = groups_of(cq) if cq else []
+        if cq is None or any(not flavor(flavors, n).exists for _, names in groups for n in names):
+            continue  # sample-queue / clusterqueue-flavor report it
+        wfile = f"{workloads.WORKLOADS_DIR}/{sample}.yaml"
+        try:
+            lines = workload_lines(read_source(root / wfile, root))
+        except SourceError:
+            lines = []
+        templates = pod_templates(job)
+        context = f"{ctx}, sample {sample} on {entry['queue']}"
+        for idx, (set_name, count, requests) in enumerate(workloads.pod_sets(job)):
+            need = {r: q for r, q in requests.items() if q > 0}
+            if count < 1 or not need or not any(set(covered) & set(need) for covered, _ in groups):
+                continue  # nothing to place, or only resources no group covers (sample-fits reports those)
+            where = lines[idx] if idx < len(lines) else PodSetLines()
+            pod = pod_view(templates[idx] if idx < len(templates) else None)
+            head = f"cluster {cluster}: ClusterQueue {cq['metadata']['name']}: pod {set_name} of sample {sample}"
+            asked = ", ".join(f"{r} {format_quantity(r, q)}" for r, q in sorted(need.items()))
+
+            def finding(rule: str, line, message: str, hint: str, file: str = wfile) -> Finding:
+                return Finding(file, line, resource_id(job), rule, f"{head}{message}", hint, context)
+
+            pl = plan(pod, set(need), groups, flavors, pools)
+            label = f"{sample}/{set_name}"
+            if pl.blocked:
+                because = "; ".join(pl.blocked)
+                if pod.unconstrained and pl.rejected:  # the flavors' doing, the same for every such pod: one finding at the flavor
+                    share(pl.rejected[0], f"Kueue can assign no flavor to pods without tolerations ({because}), so their workloads would "
+                          "wait in their queues forever", set(), label)
+                    continue
+                errors.append(Problem([finding("capacity-pod-placement", where.template,
+                                               f": Kueue can assign it no flavor ({because}); the workload would wait in its queue forever", BLOCKED_HINT)]))
+                continue
+            live = [(combo, [p for p in ps if p.count > 0]) for combo, ps in pl.options]
+            live = [(combo, ps) for combo, ps in live if ps]
+            if not live:
+                empty = {p.address for _, ps in pl.options for p in ps if p.count == 0}
+                causes = {("pool", a) for a in empty} | {("flavor", f.name) for combo, _ in pl.options for f in combo if f.name in unreachable}
+                why = " | ".join(_rejections(pod, combo, pools) for combo, _ in pl.options)
+                if pod.unconstrained:
+                    combo = pl.options[0][0]
+                    blame = next((f.name for f in combo if f.labels or f.tolerations), combo[0].name)
+                    share(blame, f"pods that get these flavors land on no node pool with nodes in {rel} ({why}); "
+                          "Kueue would admit them and they would stay Pending", causes, label)
+                    continue
+                errors.append(Problem([finding("capacity-pod-placement", where.template,
+                                               f" lands on no node pool with nodes in {rel} (its own constraints with {why}); "
+                                               "Kueue would admit it and the pod would stay Pending", POD_NO_POOL_HINT)], frozenset(causes), pod=label))
+                continue
+            fits = []
+            for combo, ps in live:
+                for p in ps:
+                    alloc = p.node_allocatable()
+                    known = [r for r in need if r in alloc]
+                    if all(need[r] <= alloc[r] for r in known):
+                        fits.append((combo, p, min((int(alloc[r] // need[r]) for r in known), default=count)))
+            if not fits:
+                seen = list({p.address: p for _, ps in live for p in ps}.values())
+                short = next(r for r in sorted(need) if any(r in p.node_allocatable() and need[r] > p.node_allocatable()[r] for p in seen))
+                offer = "; ".join(f"{p.where()} with allocatable " + ", ".join(f"{r} {format_quantity(r, p.node_allocatable()[r])}"
+                                                                            for r in sorted(need) if r in p.node_allocatable()) for p in seen)
+                combos = ", ".join(" + ".join(f.name for f in combo) for combo, _ in live)
+                errors.append(Problem([finding("capacity-pod-fits-node", _request_line(where, short),
+                                               f" requests {asked}, but it can land only on pools whose one node offers less: {offer} "
+                                               f"(flavors {combos}); Kueue would admit it and the pod would stay Pending",
+                                               "shrink the pod's requests, or pick a larger vm_size for that pool in the cluster's tfvars "
+                                               "(and the gpu-sku component that matches it)")]))
+                continue
+            by_combo: dict[tuple, list[tuple[Pool, int]]] = {}
+            for combo, p, ppn in fits:
+                by_combo.setdefault(tuple(f.name for f in combo), []).append((p, ppn))
+            at_max = max(sum(p.count * n for p, n in v) for v in by_combo.values())
+            at_min = max(sum(p.min_nodes * n for p, n in v) for v in by_combo.values())
+            if count > at_max:
+                file, line = wfile, where.replicas[0] if where.replicas else where.template
+                var = where.replicas[1][2:-1] if where.replicas and where.replicas[1].startswith("${") and where.replicas[1].endswith("}") else None
+                if var and i < len(var_lines) and var in var_lines[i]:
+                    file, line = samples_rel, var_lines[i][var]
+                detail = "; ".join(f"{p.where()}: {n} per node" for v in by_combo.values() for p, n in v)
+                errors.append(Problem([finding("capacity-pod-set-nodes", line,
+                                               f": {count} pods of {asked} each, but the pools it can land on take at most {at_max} at once "
+                                               f"({detail}); Kueue would admit all of them and the rest would stay Pending",
+                                               "lower the replicas (the `vars` of the samples.yaml entry) or add nodes to the pool "
+                                               "(node_count, or max_count when it autoscales, in the cluster's tfvars)", file)]))
+            elif count > at_min:
+                scale.append(Problem([], frozenset(("scale", p.address) for v in by_combo.values() for p, _ in v if p.min_nodes < p.count),
+                                     pod=f"{label} ({count} pod{'s' if count > 1 else ''}, {at_min} at min_count)"))
+    objs = {name_key(as_map(o.get("metadata")).get("name")): o for o in objects if o.get("kind") == "ResourceFlavor"}
+    for (blame, message), (causes, labels) in shared.items():
+        file, line = locate(objs[blame])
+        hint = BLOCKED_HINT if message.startswith("Kueue can assign no flavor") else NO_POOL_HINT
+        errors.append(Problem([Finding(file, line, f"ResourceFlavor/{blame}", "capacity-pod-placement",
+                                       f"cluster {cluster}: {message}: sample pods {', '.join(labels)}", hint, ctx)],
+                              frozenset(causes), pod=", ".join(labels)))
+    return errors, scale
