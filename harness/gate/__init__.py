@@ -6,7 +6,7 @@ Findings name the file and line, the resource, the rule and the fix.
 """
 from harness.gate.capacity import FlavorCapacity, flavor_capacities
 from harness.gate.findings import Finding
-from harness.gate.pools import Pool, node_pools
+from harness.gate.pools import NodeSpec, Pool, cluster_nodes, node_pools
 from harness.gate.render import (ClusterRender, RenderError, build_directory, cluster_dirs, is_component,
                                  is_flux_kustomization, render_cluster, render_repository)
 from harness.gate.schema_check import kubeconform_args
@@ -16,7 +16,7 @@ from harness.gate.terraform import TFVARS_DIR, TerraformError
 from harness.gate.validate import RULE_IDS, validate_repository
 from harness.gate.workloads import render as render_sample
 
-__all__ = ["RULE_IDS", "TFVARS_DIR", "ClusterRender", "Finding", "FlavorCapacity", "Pool", "RenderError", "TerraformError",
-           "build_directory", "cluster_dirs", "flavor_capacities", "is_component", "is_flux_kustomization",
+__all__ = ["RULE_IDS", "TFVARS_DIR", "ClusterRender", "Finding", "FlavorCapacity", "NodeSpec", "Pool", "RenderError", "TerraformError",
+           "build_directory", "cluster_dirs", "cluster_nodes", "flavor_capacities", "is_component", "is_flux_kustomization",
            "kubeconform_args", "kustomization_dirs", "node_pools", "parse_yaml", "parse_yaml_all", "render_cluster",
            "render_repository", "render_sample", "schema_dir", "validate_repository"]

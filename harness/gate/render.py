@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -54,17 +55,51 @@ class RenderError(HarnessError, RuntimeError):
     pass
 
 
+class FluxBuild:
+    """One fluxbuild process for a whole rendering (every round of nested Flux Kustomizations):
+    the repository is copied once, and one request line gets one answer line."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self._proc: subprocess.Popen | None = None
+
+    def __enter__(self) -> "FluxBuild":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._proc is not None:
+            self._proc.stdin.close()
+            self._proc.wait()
+            self._proc = None
+
+    def run(self, jobs: list[dict]) -> dict[str, dict]:
+        if not jobs:
+            return {}
+        if self._proc is None:
+            binary = tools.ensure("fluxbuild")["fluxbuild"].path()
+            self._stderr = tempfile.TemporaryFile(mode="w+")  # never a pipe nobody reads while it blocks
+            self._proc = subprocess.Popen([str(binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                          stderr=self._stderr, text=True)
+        request = json.dumps({"root": str(self.root), "skip_dirs": sorted(SKIP_DIRS), "jobs": jobs})
+        try:
+            self._proc.stdin.write(request + "\n")
+            self._proc.stdin.flush()
+            answer = self._proc.stdout.readline()
+        except BrokenPipeError:
+            answer = ""
+        if not answer:
+            proc, self._proc = self._proc, None
+            proc.kill()
+            proc.wait()
+            self._stderr.seek(0)
+            raise RenderError(f"fluxbuild failed: {self._stderr.read().strip()[-4000:]}")
+        return {r["id"]: r for r in json.loads(answer)}
+
+
 def run_fluxbuild(root: Path, jobs: list[dict]) -> dict[str, dict]:
-    if not jobs:
-        return {}
-    binary = tools.ensure("fluxbuild")["fluxbuild"].path()
-    proc = subprocess.run(
-        [str(binary)], input=json.dumps({"root": str(root), "skip_dirs": sorted(SKIP_DIRS), "jobs": jobs}),
-        capture_output=True, text=True
-    )
-    if proc.returncode != 0:
-        raise RenderError(f"fluxbuild failed: {proc.stderr.strip()}")
-    return {r["id"]: r for r in json.loads(proc.stdout)}
+    """One request in a fluxbuild process of its own."""
+    with FluxBuild(root) as fb:
+        return fb.run(jobs)
 
 
 def build_directory(root: Path, directory: str) -> list[dict]:
@@ -103,6 +138,11 @@ def substitution_sources(cluster_dir: Path) -> list[dict]:
 def render_repository(root: Path, skip_dirs: set[str] = frozenset()) -> tuple[list[Build], list[ClusterRender]]:
     """Builds every kustomization directory, then renders every cluster through Flux."""
     root = root.resolve()
+    with FluxBuild(root) as fb:
+        return _render_all(fb, root, skip_dirs)
+
+
+def _render_all(fb: FluxBuild, root: Path, skip_dirs: set[str]) -> tuple[list[Build], list[ClusterRender]]:
     plain_dirs = [d for d in kustomization_dirs(root) if d.relative_to(root).as_posix() not in skip_dirs]
     plain_jobs, plain_builds = [], {}
     for d in plain_dirs:
@@ -110,7 +150,7 @@ def render_repository(root: Path, skip_dirs: set[str] = frozenset()) -> tuple[li
         if not is_component(d):  # a broken kustomization.yaml is reported by the YAML check and the build
             plain_jobs.append({"id": rel, "dir": rel})
             plain_builds[rel] = Build(rel, rel)
-    for rid, res in run_fluxbuild(root, plain_jobs).items():
+    for rid, res in fb.run(plain_jobs).items():
         b = plain_builds[rid]
         b.objects, b.error = res.get("objects") or [], res.get("error", "")
 
@@ -120,11 +160,11 @@ def render_repository(root: Path, skip_dirs: set[str] = frozenset()) -> tuple[li
         entry = plain_builds.get(rel) or Build(rel, rel, error="cluster entry point was not built")
         entry.cluster = cdir.name
         clusters.append(ClusterRender(cdir.name, entry))
-    _render_flux(root, clusters)
+    _render_flux(fb, root, clusters)
     return list(plain_builds.values()), clusters
 
 
-def _render_flux(root: Path, clusters: list[ClusterRender]) -> None:
+def _render_flux(fb: FluxBuild, root: Path, clusters: list[ClusterRender]) -> None:
     pending = [(c, ks) for c in clusters for ks in c.entry.objects if is_flux_kustomization(ks)]
     for _depth in range(MAX_FLUX_DEPTH):
         if not pending:
@@ -136,7 +176,7 @@ def _render_flux(root: Path, clusters: list[ClusterRender]) -> None:
             path = str((ks.get("spec") or {}).get("path", "./")).removeprefix("./")
             builds[bid] = (cluster, Build(bid, path or ".", cluster=cluster.name, flux_kustomization=ks))
             jobs.append({"id": bid, "kustomization": ks, "sources": substitution_sources(root / "clusters" / cluster.name)})
-        results = run_fluxbuild(root, jobs)
+        results = fb.run(jobs)
         pending = []
         for bid, (cluster, build) in builds.items():
             res = results[bid]
@@ -150,8 +190,9 @@ def render_cluster(root: Path, name: str, entry_dir: str) -> ClusterRender:
     point that need not be clusters/<name> itself (the local e2e cluster's is
     clusters/local/entry); substitution sources come from clusters/<name>/ as for the others."""
     root = root.resolve()
-    res = run_fluxbuild(root, [{"id": entry_dir, "dir": entry_dir}])[entry_dir]
-    entry = Build(entry_dir, entry_dir, objects=res.get("objects") or [], error=res.get("error", ""), cluster=name)
-    cluster = ClusterRender(name, entry)
-    _render_flux(root, [cluster])
+    with FluxBuild(root) as fb:
+        res = fb.run([{"id": entry_dir, "dir": entry_dir}])[entry_dir]
+        entry = Build(entry_dir, entry_dir, objects=res.get("objects") or [], error=res.get("error", ""), cluster=name)
+        cluster = ClusterRender(name, entry)
+        _render_flux(fb, root, [cluster])
     return cluster

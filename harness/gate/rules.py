@@ -1,5 +1,9 @@
 """Cross-resource rules of the static gate: what schemas alone cannot see.
 
+What one object's validation decides (quantities, coveredResources, borrowing limits without a
+cohort, shutdownAfterJobFinishes) is left to the apiserver's and Kueue's own code in
+tools/kubecheck (`api-validation`, `kueue-webhook`), so each problem is reported once, by them.
+
 Every rule returns Findings; `RULES` documents each id with the fix it suggests.
 """
 from __future__ import annotations
@@ -16,6 +20,7 @@ from harness.gate.render import Build, ClusterRender, is_flux_kustomization
 from harness.gate.sources import SourceError, Sources, as_list, as_map, as_maps, load_yaml, name_key, resource_id
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
+OLD_KUEUE_API = "kueue.x-k8s.io/v1beta1"
 KUEUE_KINDS = {"ClusterQueue", "LocalQueue", "ResourceFlavor", "WorkloadPriorityClass", "Cohort", "AdmissionCheck"}
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
@@ -25,12 +30,9 @@ RULES = {
     "kustomize-build": "every kustomization directory builds",
     "schema": "every object validates strictly against Kubernetes 1.35 / pinned CRD schemas",
     "schema-unknown-kind": "every apiVersion/kind is one the cluster serves",
-    "kueue-api-version": f"Kueue objects use {KUEUE_API}",
-    "bad-quantity": "quotas and requests are valid Kubernetes quantities",
+    "kueue-api-version": f"Kueue objects use {KUEUE_API}, not the older served v1beta1",
     "localqueue-clusterqueue": "a LocalQueue points at an existing ClusterQueue",
     "clusterqueue-flavor": "every flavor a ClusterQueue names exists",
-    "covered-resources": "each flavor lists exactly the coveredResources of its group, in order",
-    "borrowing-without-cohort": "borrowingLimit/lendingLimit only on a ClusterQueue in a cohort",
     "namespace-selector": "ClusterQueue has a namespaceSelector (null selects no namespace)",
     "cluster-overlay": "each cluster selects exactly one queue overlay",
     "object-collision": "no two Flux Kustomizations of a cluster apply the same object",
@@ -41,7 +43,6 @@ RULES = {
     "sample-render": "every sample listed in clusters/*/samples.yaml renders",
     "sample-queue": "a sample names a LocalQueue that exists in its namespace",
     "sample-suspend": "a sample is created suspended",
-    "sample-shutdown": "a sample sets shutdownAfterJobFinishes: true (Kueue rejects false)",
     "sample-fits": "a sample fits its ClusterQueue's nominal quota plus borrowing limit",
 }
 
@@ -53,13 +54,15 @@ class Context:
         self.sources = sources
 
     def finding(self, obj: dict, build: Build | None, rule: str, message: str, hint: str,
-                file: str | None = None, cluster: str | None = None, context: str | None = None) -> Finding:
+                file: str | None = None, cluster: str | None = None, context: str | None = None,
+                field: str | None = None) -> Finding:
         """A finding located at the document that defines `obj`, preferring the cluster's own
-        folder (Flux objects of every cluster share names) and then the directory built."""
+        folder (Flux objects of every cluster share names) and then the directory built; with
+        `field`, at the line where that field's value is written."""
         cluster = cluster or (build.cluster if build else None)
         prefer = tuple(p for p in (f"clusters/{cluster}/" if cluster else "", (build.dir + "/") if build else "",
                                    "overlays/", "base/", "clusters/", "flux/") if p)
-        src, line = self.sources.locate(obj, (file,) if file else prefer)
+        src, line = self.sources.locate(obj, (file,) if file else prefer, field=field)
         ctx = context if context is not None else (build.id if build else (f"cluster {cluster}" if cluster else ""))
         return Finding(src, line, resource_id(obj), rule, message, hint, ctx)
 
@@ -78,7 +81,8 @@ def kueue_rules(ctx: Context, build: Build, objects: list[dict]) -> list[Finding
     cqs = {o["metadata"]["name"] for o in objects if o.get("kind") == "ClusterQueue"}
     for o in objects:
         kind = o.get("kind")
-        if kind in KUEUE_KINDS and str(o.get("apiVersion", "")).startswith("kueue.x-k8s.io/") and o["apiVersion"] != KUEUE_API:
+        # An unserved version (kueue.x-k8s.io/v1) is schema-unknown-kind's; v1beta1 is served and converted.
+        if kind in KUEUE_KINDS and o.get("apiVersion") == OLD_KUEUE_API:
             out.append(ctx.finding(o, build, "kueue-api-version", f"uses {o['apiVersion']}; Kueue 0.17 stores {KUEUE_API}",
                                    f"change apiVersion to {KUEUE_API} (field names differ, e.g. cohort -> cohortName)"))
         if kind == "LocalQueue" and o.get("apiVersion") == KUEUE_API:
@@ -86,7 +90,8 @@ def kueue_rules(ctx: Context, build: Build, objects: list[dict]) -> list[Finding
             if name_key(target) not in cqs:
                 out.append(ctx.finding(o, build, "localqueue-clusterqueue",
                                        f"spec.clusterQueue {target!r} is not defined (have: {', '.join(sorted(cqs)) or 'none'})",
-                                       "point spec.clusterQueue at a ClusterQueue of the same overlay, or add that ClusterQueue"))
+                                       "point spec.clusterQueue at a ClusterQueue of the same overlay, or add that ClusterQueue",
+                                       field="spec.clusterQueue"))
         if kind == "ClusterQueue" and o.get("apiVersion") == KUEUE_API:
             out += _cluster_queue_rules(ctx, build, o, flavors)
     return out
@@ -97,31 +102,16 @@ def _cluster_queue_rules(ctx: Context, build: Build, cq: dict, flavors: set[str]
     spec = as_map(cq.get("spec"))
     if spec.get("namespaceSelector") is None:
         out.append(ctx.finding(cq, build, "namespace-selector", "spec.namespaceSelector is missing; a null selector admits from no namespace",
-                               "add `namespaceSelector: {}` (all namespaces) or a label selector for the team's namespaces"))
-    in_cohort = bool(spec.get("cohortName"))
+                               "add `namespaceSelector: {}` (all namespaces) or a label selector for the team's namespaces",
+                               field="spec"))
     for gi, group in enumerate(as_maps(spec.get("resourceGroups"))):
-        covered = list(as_list(group.get("coveredResources")))
-        for flavor in as_maps(group.get("flavors")):
-            fname = flavor.get("name")
+        for fi, flavor in enumerate(as_list(group.get("flavors"))):
+            fname = as_map(flavor).get("name")
             if name_key(fname) not in flavors:
                 out.append(ctx.finding(cq, build, "clusterqueue-flavor",
                                        f"resourceGroups[{gi}] names flavor {fname!r}, which is not defined (have: {', '.join(sorted(flavors)) or 'none'})",
-                                       "add the ResourceFlavor (base/resource-flavors.yaml) or fix the flavor name"))
-            names = [r.get("name") for r in as_maps(flavor.get("resources"))]
-            if names != covered:
-                out.append(ctx.finding(cq, build, "covered-resources",
-                                       f"flavor {fname!r} lists resources {names} but the group covers {covered}",
-                                       "list exactly the coveredResources, in the same order, under every flavor of the group"))
-            for r in as_maps(flavor.get("resources")):
-                for field in ("nominalQuota", "borrowingLimit", "lendingLimit"):
-                    if field in r and _qty(r[field]) is None:
-                        out.append(ctx.finding(cq, build, "bad-quantity", f"{fname}/{r.get('name')} {field} {r[field]!r} is not a Kubernetes quantity",
-                                               "use a quantity such as \"48\", \"500m\" or 768Gi"))
-                limits = [f for f in ("borrowingLimit", "lendingLimit") if f in r]
-                if limits and not in_cohort:
-                    out.append(ctx.finding(cq, build, "borrowing-without-cohort",
-                                           f"{fname}/{r.get('name')} sets {', '.join(limits)} but the ClusterQueue has no cohortName",
-                                           "set spec.cohortName to share quota, or drop borrowingLimit/lendingLimit"))
+                                       "add the ResourceFlavor (base/resource-flavors.yaml) or fix the flavor name",
+                                       field=f"spec.resourceGroups[{gi}].flavors[{fi}].name"))
     return out
 
 
@@ -265,9 +255,6 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
         if spec.get("suspend") is not True:
             out.append(Finding(wfile, None, resource_id(job), "sample-suspend", "spec.suspend is not true: the RayJob would start before Kueue admits it",
                                "set spec.suspend: true; Kueue unsuspends it on admission", where))
-        if spec.get("shutdownAfterJobFinishes") is not True:
-            out.append(Finding(wfile, None, resource_id(job), "sample-shutdown", "spec.shutdownAfterJobFinishes is not true; Kueue's webhook rejects such a RayJob",
-                               "set spec.shutdownAfterJobFinishes: true", where))
         ns = as_map(job.get("metadata")).get("namespace", "default")
         qname = as_map(as_map(job.get("metadata")).get("labels")).get(QUEUE_LABEL)
         lq = lqs.get((name_key(ns), name_key(qname)))

@@ -1,21 +1,51 @@
-"""Strict schema validation of rendered objects with kubeconform and the offline schemas."""
+"""Validation of rendered objects as the cluster would validate them on create, offline.
+
+tools/kubecheck runs the pinned kube-apiserver's own code for custom resources (strict decoding,
+pruning, defaulting, the OpenAPI schema, x-kubernetes-validations CEL rules, metadata) and Kueue's
+validating webhooks at the pinned version, and kubeconform's validator on the offline schemas for
+built-in kinds (`harness.gate.schemas`). It is started before rendering (`Checker.start`) so that it
+loads the CRDs while fluxbuild renders, and is handed the objects once they are known.
+"""
 from __future__ import annotations
 
 import json
 import subprocess
-import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
-
-from harness.gate import schemas
 from harness import toolchain as tools
-from harness.core import versions
+from harness.core import HarnessError, versions
+from harness.gate import schemas
 
 KUBERNETES_VERSION = versions.module("kubernetes")[1].removeprefix("v")
 
+# kubecheck's stages, in the order the apiserver runs them, and the rule each is reported under.
+STAGE_RULES = {
+    "unknown": "schema-unknown-kind",  # no such apiVersion/kind served
+    "decode": "schema",  # strict decoding: unknown or duplicate fields
+    "schema": "schema",  # built-in kinds: kubeconform, strict
+    "validation": "api-validation",  # the apiserver's validation of a custom resource (schema, CEL, metadata)
+    "webhook": "kueue-webhook",  # Kueue's validating webhook
+}
+
+
+class CheckError(HarnessError, RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One rejection: the stage that rejected the object and the field errors it gave."""
+    stage: str
+    errors: tuple[dict, ...]  # {"field", "type", "detail", "message"}
+
+    @property
+    def rule(self) -> str:
+        return STAGE_RULES[self.stage]
+
 
 def kubeconform_args(schema_dir: Path) -> list[str]:
-    """The flags both the gate and the reference pipeline use: strict, offline, no skipping."""
+    """The flags of the reference pipeline (`make bench-validate`) and of kubecheck's built-in check."""
     return [
         "-strict",
         "-kubernetes-version", KUBERNETES_VERSION,
@@ -23,47 +53,43 @@ def kubeconform_args(schema_dir: Path) -> list[str]:
     ]
 
 
-def validate(objects: list[dict]) -> list[tuple[dict, str, str]]:
-    """Returns (object, status, message) for every object that is not valid.
+class Checker:
+    """One kubecheck process per gate run: `start()` early, `check(objects)` once."""
 
-    status is "invalid" (schema violation) or "unknown" (no schema: an apiVersion/kind the
-    cluster would not serve). Identical objects are validated once.
-    """
-    unique: dict[str, dict] = {}
-    for obj in objects:
-        unique.setdefault(json.dumps(obj, sort_keys=True, default=str), obj)
-    if not unique:
-        return []
-    binary = tools.ensure("kubeconform")["kubeconform"].path()
-    with tempfile.TemporaryDirectory(prefix="gate-objects-") as tmp:
-        by_file = {}
-        for i, obj in enumerate(unique.values()):
-            # JSON, which kubeconform reads like YAML: writing it costs a tenth of PyYAML's dumper.
-            path = Path(tmp) / f"{i:05d}.json"
-            path.write_text(json.dumps(obj, default=str))
-            by_file[str(path)] = obj
-        proc = subprocess.run(
-            # One worker: each kubeconform worker compiles every schema it meets again (a RayJob
-            # schema takes ~0.25 s), so on 2 cores -n 1 is the fastest setting.
-            [str(binary), *kubeconform_args(schemas.schema_dir()), "-n", "1", "-output", "json", tmp],
-            capture_output=True, text=True,
-        )
-    try:
-        report = json.loads(proc.stdout or "{}")
-    except json.JSONDecodeError:
-        raise RuntimeError(f"kubeconform gave no JSON report (exit {proc.returncode}): {proc.stderr.strip()}") from None
-    problems = []
-    for res in report.get("resources") or []:
-        obj = by_file.get(res.get("filename"), {})
-        status = res.get("status")
-        if status == "statusInvalid":
-            errors = res.get("validationErrors") or []
-            details = "; ".join(f"{e.get('path') or '/'}: {e.get('msg')}" for e in errors)
-            # Several errors under one parent collapse into "validation failed"; msg has them all.
-            if not details or any("failed" in str(e.get("msg")) for e in errors):
-                details = res.get("msg", details)
-            problems.append((obj, "invalid", details))
-        elif status == "statusError":
-            msg = res.get("msg", "")
-            problems.append((obj, "unknown" if "could not find schema" in msg else "invalid", msg))
-    return problems
+    def __init__(self) -> None:
+        self._proc: subprocess.Popen | None = None
+
+    def start(self) -> "Checker":
+        binary = tools.ensure("kubecheck")["kubecheck"].path()
+        self._proc = subprocess.Popen([str(binary), str(schemas.schema_dir()), KUBERNETES_VERSION],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        return self
+
+    def check(self, objects: list[dict]) -> list[Problem | None]:
+        """One result per object, in order: None when the cluster would accept it."""
+        if self._proc is None:
+            self.start()
+        proc, self._proc = self._proc, None
+        unique: dict[str, int] = {}
+        for obj in objects:
+            unique.setdefault(json.dumps(obj, sort_keys=True, default=str), len(unique))
+        out, err = proc.communicate(json.dumps([json.loads(k) for k in unique]))
+        if proc.returncode != 0:
+            raise CheckError(f"kubecheck failed (exit {proc.returncode}): {err.strip()[-2000:]}")
+        try:
+            results = json.loads(out)
+        except json.JSONDecodeError:
+            raise CheckError(f"kubecheck gave no JSON report: {err.strip()[-2000:]}") from None
+        problems = [Problem(r["stage"], tuple(r["errors"])) if r["stage"] else None for r in results]
+        return [problems[unique[json.dumps(obj, sort_keys=True, default=str)]] for obj in objects]
+
+    def close(self) -> None:
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.communicate()
+            self._proc = None
+
+
+def validate(objects: list[dict]) -> list[Problem | None]:
+    """Checks `objects` in a kubecheck process of their own."""
+    return Checker().start().check(objects)

@@ -48,6 +48,7 @@ from harness.toolchain import module_dir
 
 STAMP = ".complete"
 INDEX = "_index.json"  # filename -> {"apiVersion", "kind", "source"}; cannot clash with a schema name
+CRDS = "crds.json"  # every pinned CRD, as a JSON list, for tools/kubecheck (apiserver validation)
 
 KUBERNETES = "kubernetes"
 # pin key -> CRD directory inside the module, and the kinds that must be there (a moved path fails
@@ -220,7 +221,8 @@ def _generate(target: Path) -> None:
         if OBJECT_META not in conv.defs:
             raise SchemaError(f"{OBJECT_META} missing from the Kubernetes OpenAPI spec")
         builtin = _builtin_schemas(conv)
-        crds = _crd_schemas(conv, [(path, job.result()) for path, job in zip(files, parsing)])
+        parsed = [(path, job.result()) for path, job in zip(files, parsing)]
+        crds = _crd_schemas(conv, parsed)
     index: dict[str, dict] = {}
     outputs: dict[str, dict] = {}
     for name, (api_version, kind, schema) in builtin.items():
@@ -239,6 +241,7 @@ def _generate(target: Path) -> None:
         for name, schema in outputs.items():
             (staging / name).write_text(json.dumps(schema, separators=(",", ":")))
         (staging / INDEX).write_text(json.dumps(dict(sorted(index.items())), indent=1) + "\n")
+        (staging / CRDS).write_text(json.dumps([crd for _, docs in parsed for crd in docs], separators=(",", ":"), default=str))
         (staging / STAMP).write_text(f"{pins}\n")
         publish_dir(staging, target)  # replaces a half-written directory without a stamp
     finally:

@@ -105,8 +105,27 @@ class Sources:
     def broken_files(self) -> set[str]:
         return {f.file for f in self.errors}
 
-    def locate(self, obj: dict, prefer: tuple[str, ...] = ()) -> tuple[str, int | None]:
-        """Source file and line of the document that defines `obj` (same kind and name)."""
+    def locate(self, obj: dict, prefer: tuple[str, ...] = (), field: str | None = None) -> tuple[str, int | None]:
+        """Source file and line of the document that defines `obj` (same kind and name); with
+        `field` (an apiserver field path), the line where that field's value is written: in the
+        document, or in the patch that wrote it (harness.gate.origin)."""
+        file, line = self._locate_doc(obj, prefer)
+        if field and line:
+            from harness.gate import origin  # imports this module
+
+            steps = origin.segments(field)
+            rendered = origin.value_at(obj, steps)
+            found = origin.field_line(self.root, file, line, steps, rendered)
+            if found and found[1]:
+                return file, found[0]
+            patched = origin.patch_line(self.root, steps, rendered) if rendered is not None else None
+            if patched:
+                return patched
+            if found:
+                return file, found[0]
+        return file, line
+
+    def _locate_doc(self, obj: dict, prefer: tuple[str, ...]) -> tuple[str, int | None]:
         kind = obj.get("kind")
         name = as_map(obj.get("metadata")).get("name")
         matches = [d for d in self.docs if d.obj.get("kind") == kind and as_map(d.obj.get("metadata")).get("name") == name]
@@ -116,6 +135,11 @@ class Sources:
                     return d.file, d.line
         if matches:
             return matches[0].file, matches[0].line
+        # A template (workloads/*.yaml names itself ${JOB_NAME}): the one document of that kind
+        # in the preferred file.
+        same_kind = [d for d in self.docs if prefer and d.file == prefer[0] and d.obj.get("kind") == kind]
+        if len(same_kind) == 1:
+            return same_kind[0].file, same_kind[0].line
         return (prefer[0] if prefer else "?"), None
 
 

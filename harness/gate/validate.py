@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.gate import capacity
+from harness.gate import cluster_refs, kustomize_warnings, sample_admission
 from harness.gate import flux_rules
 from harness.gate import rules
 from harness.gate import schema_check
@@ -29,7 +30,12 @@ from harness.gate.sources import Sources
 from harness.gate.workloads import WORKLOADS_DIR
 from harness.core import HarnessError
 
-RULE_IDS = rules.RULES | flux_rules.RULES | version_rules.RULES | capacity.RULES | terraform_checks.RULES  # every rule id the gate can report
+SCHEMA_RULES = {
+    "api-validation": "every custom resource passes the apiserver's own create validation (OpenAPI schema, x-kubernetes-validations CEL rules, metadata), offline",
+    "kueue-webhook": "every Kueue object and RayJob passes Kueue's validating webhook (its own code at the pinned version), offline",
+}
+RULE_IDS = SCHEMA_RULES | rules.RULES | flux_rules.RULES | version_rules.RULES | capacity.RULES | terraform_checks.RULES  # every rule id the gate can report
+RULE_IDS |= cluster_refs.RULES | sample_admission.RULES | kustomize_warnings.RULES  # cluster references, admittability, kustomize warnings
 
 
 @dataclass
@@ -64,8 +70,16 @@ def validate_repository(root: Path) -> Report:
         Area("rules", "Kueue, cluster and sample rules"),
         Area("capacity", "quotas vs Terraform node pools"),
         Area("terraform", "Terraform wiring"),
-        Area("schema", "strict schemas (Kubernetes 1.35, pinned CRDs)"),
+        Area("schema", "apiserver + Kueue webhook validation (1.35, pinned CRDs)"),
     )}
+    checker = schema_check.Checker().start()  # loads the CRDs while the rest runs
+    try:
+        return _validate(root, checker, areas, timings, t0)
+    finally:
+        checker.close()
+
+
+def _validate(root: Path, checker: schema_check.Checker, areas: dict, timings: dict, t0: float) -> Report:
     per_area: dict[str, list[Finding]] = {name: [] for name in areas}
 
     def timed(area: str, t: float) -> None:
@@ -100,10 +114,12 @@ def validate_repository(root: Path) -> Report:
         per_area["rules"] += version_rules.version_rules(ctx, root, c, pinned)
         sample_findings, samples = rules.sample_rules(ctx, root, c)
         per_area["rules"] += sample_findings
+        per_area["rules"] += cluster_refs.cluster_ref_rules(ctx, root, c) + sample_admission.admission_rules(ctx, root, c, samples)
         validated += [(fb, o, None) for fb in c.flux for o in fb.objects]
         validated += [(f"cluster {c.name}: samples.yaml", s, f"{WORKLOADS_DIR}/{name}.yaml") for name, s in samples]
         example = f"clusters/{c.name}/cluster-vars.example.yaml"
         validated += [(example, s, example) for s in substitution_sources(root / "clusters" / c.name)]
+    per_area["rules"] += kustomize_warnings.kustomize_warnings(ctx, root, builds, clusters)
     timed("rules", t)
     t_cap = time.monotonic()
     per_area["capacity"] += capacity.capacity_findings(root, clusters, sources)
@@ -114,7 +130,7 @@ def validate_repository(root: Path) -> Report:
     timings["rules"] = time.monotonic() - t
 
     t = time.monotonic()
-    per_area["schema"] += _schema_findings(ctx, validated)
+    per_area["schema"] += _schema_findings(ctx, checker, validated)
     timings["schema"] = time.monotonic() - t
     timed("schema", t)
     timings["total"] = time.monotonic() - t0
@@ -139,22 +155,32 @@ def summary_table(report: Report) -> str:
     return "\n".join(lines)
 
 
-def _schema_findings(ctx: rules.Context, validated: list[tuple[object, dict, str | None]]) -> list[Finding]:
+SCHEMA_HINTS = {
+    "schema-unknown-kind": "fix apiVersion/kind (Kueue: kueue.x-k8s.io/v1beta2, KubeRay: ray.io/v1, Flux: kustomize.toolkit.fluxcd.io/v1)",
+    "schema": "fix the field named in the message; unknown fields are errors (check spelling and nesting against the CRD)",
+    "api-validation": "change the value at the field named so that the rule quoted in the message holds (the apiserver rejects the object)",
+    "kueue-webhook": "change the value at the field named; Kueue's admission webhook rejects the object as it stands",
+}
+SCHEMA_WHAT = {
+    "schema-unknown-kind": "is not served by Kubernetes 1.35 or the pinned CRDs",
+    "schema": "fails strict schema validation",
+    "api-validation": "is rejected by the apiserver's validation",
+    "kueue-webhook": "is rejected by Kueue's validating webhook",
+}
+
+
+def _schema_findings(ctx: rules.Context, checker: schema_check.Checker,
+                     validated: list[tuple[object, dict, str | None]]) -> list[Finding]:
     out = []
-    origin = {}
-    for build, obj, file in validated:
-        origin.setdefault(json.dumps(obj, sort_keys=True, default=str), (build, file))
-    for obj, status, message in schema_check.validate([o for _, o, _ in validated]):
-        build, file = origin[json.dumps(obj, sort_keys=True, default=str)]
+    problems = checker.check([o for _, o, _ in validated])
+    for (build, obj, file), problem in zip(validated, problems):
+        if problem is None:
+            continue
         b, label = (None, build) if isinstance(build, str) else (build, None)
-        if status == "unknown":
-            rule, text, hint = ("schema-unknown-kind",
-                                f"{obj.get('apiVersion')} {obj.get('kind')} is not served by Kubernetes 1.35 or the pinned CRDs ({message})",
-                                "fix apiVersion/kind (Kueue: kueue.x-k8s.io/v1beta2, KubeRay: ray.io/v1, Flux: kustomize.toolkit.fluxcd.io/v1)")
-        else:
-            rule, text, hint = ("schema", message,
-                                "fix the field named in the message; unknown fields are errors (check spelling and nesting against the CRD)")
-        out.append(ctx.finding(obj, b, rule, text, hint, file=file, context=label))
+        for err in problem.errors:
+            text = f"{SCHEMA_WHAT[problem.rule]}: {err['message']}"
+            out.append(ctx.finding(obj, b, problem.rule, text, SCHEMA_HINTS[problem.rule], file=file, context=label,
+                                   field=err.get("field") or None))
     return out
 
 

@@ -33,10 +33,13 @@ class Kube:
                                     force_conflicts=True, **kwargs)
         return out.to_dict()
 
-    def create(self, obj: dict, dry_run: bool = False) -> dict:
+    def create(self, obj: dict, dry_run: bool = False, strict: bool = False) -> dict:
+        """Create; `dry_run` runs admission and validation only, `strict` rejects unknown and
+        duplicate fields (fieldValidation=Strict, what kubectl and server-side apply do)."""
         res = self.resource(obj["apiVersion"], obj["kind"])
         ns = (obj.get("metadata") or {}).get("namespace") if res.namespaced else None
-        kwargs = {"query_params": [("dryRun", "All")]} if dry_run else {}
+        params = ([("dryRun", "All")] if dry_run else []) + ([("fieldValidation", "Strict")] if strict else [])
+        kwargs = {"query_params": params} if params else {}
         return res.create(body=obj, namespace=ns, **kwargs).to_dict()
 
     def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None, missing_ok: bool = True) -> None:

@@ -210,6 +210,9 @@ TOOLS: dict[str, GoTool] = {
         GoTool("kubeconform", "kubeconform", {"kubeconform": "github.com/yannh/kubeconform/cmd/kubeconform"}, ("-s", "-w")),
         GoTool("actionlint", "actionlint", {"actionlint": "github.com/rhysd/actionlint/cmd/actionlint"}, ("-s", "-w")),
         GoTool("fluxbuild", "", {"fluxbuild": "."}, ("-s", "-w"), local_source="tools/fluxbuild"),
+        # The apiserver's and Kueue's validation code at the pinned versions (its go.mod requires
+        # them; tests/static/test_versions.py checks it against versions.yaml).
+        GoTool("kubecheck", "", {"kubecheck": "."}, ("-s", "-w"), local_source="tools/kubecheck"),
         GoTool(
             "kube",
             "kubernetes",
@@ -219,6 +222,9 @@ TOOLS: dict[str, GoTool] = {
             },
             _kube_ldflags(),
         ),
+        # Its own build directory, so adding it did not invalidate the cached apiserver build.
+        GoTool("kube-scheduler", "kubernetes", {"kube-scheduler": "k8s.io/kubernetes/cmd/kube-scheduler"}, _kube_ldflags()),
+        GoTool("kwok", "kwok", {"kwok": "sigs.k8s.io/kwok/cmd/kwok"}, ("-s", "-w")),
         GoTool("etcd", "etcd", {"etcd": "go.etcd.io/etcd/server/v3"}, ("-s", "-w")),
         GoTool(
             "kueue",
@@ -235,7 +241,7 @@ TOOLS: dict[str, GoTool] = {
 }
 
 # What each purpose needs; the offline gate must not wait for a Kubernetes build.
-STATIC_TOOLS = ("kustomize", "kubeconform", "fluxbuild", "actionlint")
+STATIC_TOOLS = ("kustomize", "kubeconform", "fluxbuild", "kubecheck", "actionlint")
 CLUSTER_TOOLS = ("kube", "etcd", "kueue", "kuberay")
 FLUX_TOOLS = ("source-controller", "kustomize-controller")  # the Flux end-to-end tests, beside CLUSTER_TOOLS
 

@@ -22,24 +22,52 @@ def append(root: Path, rel: str, text: str) -> None:
     path.write_text(path.read_text() + text)
 
 
+def write(root: Path, rel: str, text: str) -> None:
+    (root / rel).write_text(text)
+
+
+JOB_WITH = """---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: warmup
+  namespace: ray
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: warmup
+          image: mcr.microsoft.com/azurelinux/busybox:1.36
+{extra}"""
+
 TEAM_A = "overlays/team-queues/team-a.yaml"
 TEAM_B = "overlays/team-queues/team-b.yaml"
 SINGLE = "overlays/single-queue/cluster-queue.yaml"
 ND96 = "components/gpu-sku/standard-nd96amsr-a100-v4/kustomization.yaml"
 PROD = "clusters/prod-eastus2"
+DEV = "clusters/dev-westus3"
+KUEUE = "flux/infrastructure/controllers/kueue.yaml"
+KUBERAY = "flux/infrastructure/controllers/kuberay-operator.yaml"
+SA = "base/service-account.yaml"
 
-# (case id, rule that must fire, file the finding must name, mutation)
+# (case id, rule that must fire, file the finding must name, mutation[, line[, severity]]): when a line
+# is given, a finding of the rule must name that file:line; its severity must be the one given
+# ("error" unless said otherwise).
 CORPUS = [
     ("yaml-syntax", "yaml-syntax", TEAM_A, lambda r: append(r, TEAM_A, "  broken: [unclosed\n")),
     ("wrong-apiversion", "schema-unknown-kind", TEAM_A, lambda r: edit(r, TEAM_A, "apiVersion: kueue.x-k8s.io/v1beta2", "apiVersion: kueue.x-k8s.io/v1")),
     ("old-kueue-api", "kueue-api-version", "base/resource-flavors.yaml",
      lambda r: edit(r, "base/resource-flavors.yaml", "apiVersion: kueue.x-k8s.io/v1beta2", "apiVersion: kueue.x-k8s.io/v1beta1")),
     ("typo-field", "schema", TEAM_B, lambda r: edit(r, TEAM_B, "queueingStrategy:", "queueingStrategyy:")),
-    ("bad-quantity", "bad-quantity", SINGLE, lambda r: edit(r, ND96, 'nominalQuota, value: "96"}', 'nominalQuota, value: "96 cores"}')),
+    # Checked by the apiserver's own validation (tools/kubecheck), at the component's patch line that wrote it.
+    ("bad-quantity", "api-validation", ND96, lambda r: edit(r, ND96, 'nominalQuota, value: "96"}', 'nominalQuota, value: "96 cores"}'), 13),
     ("dangling-localqueue", "localqueue-clusterqueue", TEAM_B, lambda r: edit(r, TEAM_B, "clusterQueue: team-b-cq", "clusterQueue: team-c-cq")),
     ("missing-flavor", "clusterqueue-flavor", SINGLE, lambda r: edit(r, SINGLE, "- name: gpu\n", "- name: gpu-h100\n")),
-    ("covered-resources", "covered-resources", SINGLE, lambda r: edit(r, SINGLE, "coveredResources: [cpu, memory]", "coveredResources: [cpu]")),
-    ("borrowing-without-cohort", "borrowing-without-cohort", TEAM_A, lambda r: edit(r, TEAM_A, "  cohortName: shared-cohort\n", "")),
+    ("covered-resources", "api-validation", SINGLE, lambda r: edit(r, SINGLE, "coveredResources: [cpu, memory]", "coveredResources: [cpu]"), 12),
+    ("covered-resources-order", "kueue-webhook", SINGLE,
+     lambda r: edit(r, SINGLE, "coveredResources: [cpu, memory]", "coveredResources: [memory, cpu]"), 16),
+    ("borrowing-without-cohort", "api-validation", TEAM_A, lambda r: edit(r, TEAM_A, "  cohortName: shared-cohort\n", ""), 8),
     ("no-namespace-selector", "namespace-selector", SINGLE, lambda r: edit(r, SINGLE, "  namespaceSelector: {}\n", "")),
     ("both-overlays", "cluster-overlay", f"{PROD}/kustomization.yaml",
      lambda r: append(r, f"{PROD}/queues/kustomization.yaml", "  - ../../../overlays/single-queue\n")),
@@ -56,8 +84,8 @@ CORPUS = [
     ("flux-unknown-field", "schema", f"{PROD}/queues.yaml", lambda r: edit(r, f"{PROD}/queues.yaml", "  prune: true", "  prunne: true")),
     ("unsuspended-rayjob", "sample-suspend", "workloads/batch-inference.yaml",
      lambda r: edit(r, "workloads/batch-inference.yaml", "suspend: true", "suspend: false")),
-    ("shutdown-false", "sample-shutdown", "workloads/aurora-finetune.yaml",
-     lambda r: edit(r, "workloads/aurora-finetune.yaml", "shutdownAfterJobFinishes: true", "shutdownAfterJobFinishes: false")),
+    ("shutdown-false", "kueue-webhook", "workloads/aurora-finetune.yaml",
+     lambda r: edit(r, "workloads/aurora-finetune.yaml", "shutdownAfterJobFinishes: true", "shutdownAfterJobFinishes: false"), 14),
     ("wrong-queue-label", "sample-queue", "workloads/batch-inference.yaml",
      lambda r: edit(r, f"{PROD}/samples.yaml", "queue: team-b", "queue: default")),
     ("workload-larger-than-queue", "sample-fits", "workloads/llm-training.yaml",
@@ -84,7 +112,73 @@ CORPUS = [
      lambda r: edit(r, "versions.yaml", "  production: 0.17.1", "  production: 0.18.1")),
     ("two-layers-same-queues", "object-collision", TEAM_A,
      lambda r: append(r, f"{PROD}/queues.yaml", (r / f"{PROD}/queues.yaml").read_text().replace("name: queues\n", "name: queues-copy\n", 1).replace("# Layer 2", "---\n# Layer 2", 1))),
+    # References in the cluster's rendered set (harness/gate/cluster_refs.py).
+    ("namespace-not-created", "namespace-missing", SA,
+     lambda r: edit(r, SA, "  name: ray-storage\n  namespace: ray", "  name: ray-storage\n  namespace: storage"), 16),
+    ("substitute-from-missing", "object-ref", f"{PROD}/queues.yaml",
+     lambda r: edit(r, f"{PROD}/queues.yaml", "        name: cluster-vars", "        name: cluster-variables"), 26),
+    ("pod-configmap-missing", "object-ref", SA,
+     lambda r: append(r, SA, JOB_WITH.format(extra="          envFrom:\n            - configMapRef: {name: warmup-env}\n")), 33),
+    ("pod-priority-class-missing", "priority-class", SA,
+     lambda r: append(r, SA, JOB_WITH.format(extra="      priorityClassName: batch-high\n")), 32),
+    ("lonely-cohort", "cohort-alone", TEAM_B, lambda r: edit(r, TEAM_B, "cohortName: shared-cohort", "cohortName: other-cohort"), 9, "warning"),
+    # Sizes (cluster_refs.py).
+    ("object-too-large", "object-size", KUBERAY, lambda r: edit(r, KUBERAY, "    env:\n", "    blob: " + "x" * 1_700_000 + "\n    env:\n"), 20),
+    ("configmap-too-large", "data-size", SA,
+     lambda r: edit(r, SA, '"${AZURE_STORAGE_ACCOUNT_NAME}"\n', '"${AZURE_STORAGE_ACCOUNT_NAME}"\n  big: ' + "y" * 1_200_000 + "\n"), 17),
+    ("annotations-too-large", "annotations-size", "base/namespace.yaml",
+     lambda r: edit(r, "base/namespace.yaml", "  name: ray\n", "  name: ray\n  annotations:\n    note: " + "z" * 300_000 + "\n"), 5),
+    ("label-value-too-long", "label-length", "base/namespace.yaml",
+     lambda r: edit(r, "base/namespace.yaml", "  name: ray\n", "  name: ray\n  labels:\n    team: " + "a" * 64 + "\n"), 6),
+    ("name-too-long", "name-length", "base/priority-classes.yaml", lambda r: edit(r, "base/priority-classes.yaml", "  name: low\n", "  name: " + "l" * 254 + "\n"), 14),
+    # Samples that can never be admitted (harness/gate/sample_admission.py): at the samples.yaml entry.
+    ("sample-service-account-missing", "object-ref", f"{PROD}/samples.yaml",
+     lambda r: edit(r, "workloads/llm-training.yaml", "serviceAccountName: ray-workload", "serviceAccountName: ray-worker"), 7),
+    ("unknown-workload-priority", "sample-priority-class", f"{PROD}/samples.yaml",
+     lambda r: edit(r, "workloads/batch-inference.yaml", "    kueue.x-k8s.io/queue-name: ${QUEUE_NAME}",
+                    "    kueue.x-k8s.io/queue-name: ${QUEUE_NAME}\n    kueue.x-k8s.io/priority-class: urgent"), 10),
+    ("unknown-pod-priority", "sample-priority-class", f"{DEV}/samples.yaml",
+     lambda r: edit(r, "workloads/aurora-finetune.yaml", "          serviceAccountName: ray-workload",
+                    "          serviceAccountName: ray-workload\n          priorityClassName: gpu-critical"), 3),
+    ("namespace-not-selected", "queue-namespace-selector", f"{PROD}/samples.yaml",
+     lambda r: edit(r, TEAM_A, "namespaceSelector: {}", "namespaceSelector: {matchLabels: {team: a}}"), 5),
+    ("namespace-excluded", "queue-namespace-selector", f"{DEV}/samples.yaml",
+     lambda r: edit(r, SINGLE, "namespaceSelector: {}", "namespaceSelector:\n    matchExpressions:\n"
+                    "      - {key: kubernetes.io/metadata.name, operator: NotIn, values: [ray]}"), 3),
+    ("namespace-selector-invalid", "queue-namespace-selector", f"{PROD}/samples.yaml",
+     lambda r: edit(r, TEAM_B, "namespaceSelector: {}", "namespaceSelector: {matchExpressions: [{key: team, operator: In}]}"), 10),
+    ("clusterqueue-held", "queue-stopped", f"{PROD}/samples.yaml",
+     lambda r: edit(r, TEAM_B, "  queueingStrategy: BestEffortFIFO", "  stopPolicy: Hold\n  queueingStrategy: BestEffortFIFO"), 10),
+    ("localqueue-held", "queue-stopped", f"{DEV}/samples.yaml",
+     lambda r: edit(r, SINGLE, "  clusterQueue: cluster-queue", "  clusterQueue: cluster-queue\n  stopPolicy: HoldAndDrain"), 3),
+    ("clusterqueue-unreachable", "clusterqueue-unreachable", TEAM_B,
+     lambda r: edit(r, TEAM_B, "clusterQueue: team-b-cq", "clusterQueue: team-a-cq"), 1, "warning"),
+    ("kueue-without-rayjob", "kueue-rayjob-integration", KUEUE, lambda r: edit(r, KUEUE, "            - ray.io/rayjob\n", ""), 67),
+    ("kueue-default-integrations", "kueue-rayjob-integration", KUEUE,
+     lambda r: edit(r, KUEUE, "        integrations:\n          frameworks:\n            - batch/job\n            - pod\n            - ray.io/rayjob\n", ""), 54),
+    # Kustomize inputs that are silently not applied (harness/gate/kustomize_warnings.py).
+    ("unlisted-manifest", "kustomize-unlisted", "overlays/team-queues/team-c.yaml",
+     lambda r: write(r, "overlays/team-queues/team-c.yaml", (r / TEAM_B).read_text().replace("team-b", "team-c")), 1, "warning"),
+    ("patch-matches-nothing", "patch-unmatched", ND96,
+     lambda r: edit(r, ND96, "labelSelector: ray-on-aks/quota-share=team\n", "labelSelector: ray-on-aks/quota-share=teams\n"), 16, "warning"),
+    ("json6902-matches-nothing", "patch-unmatched", "overlays/single-queue/kustomization.yaml",
+     lambda r: append(r, "overlays/single-queue/kustomization.yaml", "patchesJson6902:\n  - target: {group: kueue.x-k8s.io, version: v1beta2, "
+                      "kind: ClusterQueue, name: cluster-queu}\n    patch: |-\n      - {op: add, path: /spec/stopPolicy, value: Hold}\n"), 11, "warning"),
+    ("flux-patch-matches-nothing", "patch-unmatched", f"{PROD}/queues.yaml",
+     lambda r: append(r, f"{PROD}/queues.yaml", "  patches:\n    - target: {kind: LocalQueue, name: team-z}\n      patch: |-\n"
+                      "        - {op: add, path: /spec/stopPolicy, value: Hold}\n"), 28, "warning"),
+    # kustomize itself fails on an untargeted strategic-merge patch that matches nothing: an error, not a warning.
+    ("smp-patch-matches-nothing", "kustomize-build", "overlays/team-queues/kustomization.yaml",
+     lambda r: (append(r, "overlays/team-queues/kustomization.yaml", "patches:\n  - path: hold.yaml\n"),
+                write(r, "overlays/team-queues/hold.yaml", "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata:\n"
+                      "  name: team-c-cq\nspec:\n  stopPolicy: Hold\n"))),
 ]
+
+
+def _expect(entry: tuple) -> tuple:
+    """(case, rule, file, mutate, line or None, severity) of a CORPUS entry."""
+    case, rule, file, mutate, *rest = entry
+    return case, rule, file, mutate, (rest[0] if rest else None), (rest[1] if len(rest) > 1 else "error")
 
 
 def test_repository_is_clean():
@@ -93,13 +187,16 @@ def test_repository_is_clean():
     assert report.builds >= 10 and report.objects > 0
 
 
-@pytest.mark.parametrize("case,rule,file,mutate", CORPUS, ids=[c[0] for c in CORPUS])
-def test_broken_input_fails_with_its_rule(repo_copy, case, rule, file, mutate):
+@pytest.mark.parametrize("case,rule,file,mutate,line,severity", [_expect(c) for c in CORPUS], ids=[c[0] for c in CORPUS])
+def test_broken_input_fails_with_its_rule(repo_copy, case, rule, file, mutate, line, severity):
     mutate(repo_copy)
     report = validate_repository(repo_copy)
     fired = [f for f in report.findings if f.rule == rule]
     assert fired, f"{case}: expected rule {rule}, got:\n" + "\n".join(f.text() for f in report.findings)
-    assert any(f.file == file for f in fired), f"{case}: {rule} should name {file}:\n" + "\n".join(f.text() for f in fired)
+    where = f"{file}:{line}" if line else file
+    named = [f for f in fired if f.file == file and (line is None or f.line == line)]
+    assert named, f"{case}: {rule} should name {where}:\n" + "\n".join(f.text() for f in fired)
+    assert any(f.severity == severity for f in named), f"{case}: {rule} at {where} should be an {severity}:\n" + "\n".join(f.text() for f in named)
     for f in fired:
         assert f.message and f.hint, f"{case}: finding without message or fix hint: {f}"
 

@@ -1,7 +1,9 @@
 """versions.yaml is the one place versions are pinned; everything that repeats one must agree."""
 from __future__ import annotations
 
+import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -89,6 +91,19 @@ def test_fluxbuild_uses_kustomize_controllers_library_version():
     ours = (versions.REPO_ROOT / "tools/fluxbuild/go.mod").read_text()
     pattern = re.compile(r"github.com/fluxcd/pkg/kustomize (v\S+)")
     assert pattern.search(ours).group(1) == pattern.search(controller_mod).group(1)
+
+
+def test_kubecheck_links_the_pinned_apiserver_kueue_and_kuberay():
+    """tools/kubecheck validates with the apiserver's and Kueue's code: the versions it links are
+    the pinned ones (go.mod read by `go mod edit -json`, the Go tool's own reader)."""
+    gomod = versions.REPO_ROOT / "tools/kubecheck/go.mod"
+    out = subprocess.run(["go", "mod", "edit", "-json", str(gomod)], capture_output=True, text=True, check=True).stdout
+    required = {r["Path"]: r["Version"] for r in json.loads(out)["Require"]}
+    staging = versions.staging_version(versions.module("kubernetes")[1])
+    expected = {versions.module(pin)[0]: versions.module(pin)[1] for pin in ("kueue", "kuberay")}
+    expected |= {f"k8s.io/{m}": staging for m in ("apiextensions-apiserver", "apiserver", "apimachinery", "api", "client-go")}
+    expected[versions.module("kubeconform")[0]] = versions.module("kubeconform")[1]
+    assert {m: required.get(m) for m in expected} == expected
 
 
 def _pins_with_replaces(block=None, name=""):

@@ -3,14 +3,15 @@
 // merges spec.patches/images/components/targetNamespace into the kustomization, the secure
 // build with LoadRestrictionsNone, and postBuild variable substitution.
 //
-// Input on stdin (JSON): {"root": DIR, "skip_dirs": [NAME], "jobs": [{"id", "dir"}, {"id", "kustomization", "sources"}]}
+// Input on stdin, one JSON request per line: {"root": DIR, "skip_dirs": [NAME], "jobs": [{"id", "dir"}, {"id", "kustomization", "sources"}]}
 // where "skip_dirs" are directory names that hold no configuration (harness/gate/sources.py
-// SKIP_DIRS) and "sources" are the ConfigMaps/Secrets that substituteFrom may name. Output on stdout
-// (JSON): one result per job with the rendered objects or the error kustomize-controller would
+// SKIP_DIRS) and "sources" are the ConfigMaps/Secrets that substituteFrom may name. Output on stdout,
+// one JSON line per request: one result per job with the rendered objects or the error kustomize-controller would
 // report, plus the variables that strict substitution finds undefined.
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -54,40 +55,67 @@ type result struct {
 }
 
 func main() {
-	var req request
-	data, err := io.ReadAll(os.Stdin)
-	if err == nil {
-		err = json.Unmarshal(data, &req)
+	// One request per line; the answer to each is one line. A caller may send several requests
+	// (the gate sends one per round of nested Flux Kustomizations) to one process: the tree is
+	// copied once per root.
+	in := bufio.NewReader(os.Stdin)
+	out := json.NewEncoder(os.Stdout)
+	copies := map[string]string{}
+	defer func() {
+		for _, dir := range copies {
+			os.RemoveAll(dir)
+		}
+	}()
+	for {
+		line, err := in.ReadBytes('\n')
+		if len(line) == 0 && err == io.EOF {
+			return
+		}
+		if err != nil && err != io.EOF {
+			fatal("reading request: %v", err)
+		}
+		var req request
+		if err := json.Unmarshal(line, &req); err != nil {
+			fatal("reading request: %v", err)
+		}
+		work, ok := copies[req.Root]
+		if !ok {
+			if work, err = copyRoot(req.Root, req.SkipDirs); err != nil {
+				fatal("%v", err)
+			}
+			copies[req.Root] = work
+		}
+		results := make([]result, 0, len(req.Jobs))
+		for _, j := range req.Jobs {
+			results = append(results, run(work, j))
+		}
+		if err := out.Encode(results); err != nil {
+			fatal("%v", err)
+		}
 	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "fluxbuild: reading request: %v\n", err)
-		os.Exit(2)
-	}
-	// kustomize-controller builds in a private copy of the artifact, because the generator
-	// writes a kustomization.yaml into the directory; do the same so the checkout stays untouched.
+}
+
+func fatal(format string, args ...interface{}) {
+	fmt.Fprintf(os.Stderr, "fluxbuild: "+format+"\n", args...)
+	os.Exit(2)
+}
+
+// copyRoot makes the private copy kustomize-controller builds in: the generator writes a
+// kustomization.yaml into the directory, and the checkout must stay untouched.
+func copyRoot(root string, skipDirs []string) (string, error) {
 	work, err := os.MkdirTemp("", "fluxbuild-")
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "fluxbuild: %v\n", err)
-		os.Exit(2)
+		return "", err
 	}
-	defer os.RemoveAll(work)
-	skip := make(map[string]bool, len(req.SkipDirs))
-	for _, name := range req.SkipDirs {
+	skip := make(map[string]bool, len(skipDirs))
+	for _, name := range skipDirs {
 		skip[name] = true
 	}
-	if err := copyTree(req.Root, work, skip); err != nil {
-		fmt.Fprintf(os.Stderr, "fluxbuild: copying %s: %v\n", req.Root, err)
-		os.Exit(2)
+	if err := copyTree(root, work, skip); err != nil {
+		os.RemoveAll(work)
+		return "", fmt.Errorf("copying %s: %v", root, err)
 	}
-	results := make([]result, 0, len(req.Jobs))
-	for _, j := range req.Jobs {
-		results = append(results, run(work, j))
-	}
-	enc := json.NewEncoder(os.Stdout)
-	if err := enc.Encode(results); err != nil {
-		fmt.Fprintf(os.Stderr, "fluxbuild: %v\n", err)
-		os.Exit(2)
-	}
+	return work, nil
 }
 
 func run(root string, j job) result {

@@ -1,0 +1,358 @@
+"""References and size limits on each cluster's rendered set: what every object can be valid
+without, and what the apiserver, kustomize-controller or helm-controller only refuses on AKS.
+
+The set is `ClusterRender.applied()` (everything the cluster's Flux Kustomizations apply) plus
+what exists without the repository: the namespaces Kubernetes creates itself and flux-system
+(bootstrap or the AKS Flux extension), the `default` ServiceAccount of every namespace, the
+built-in PriorityClasses, and the ConfigMaps/Secrets of clusters/<name>/cluster-vars.example.yaml
+(the shape of what Terraform writes; the gate substitutes from them offline as well).
+
+Sizes: etcd's default `--max-request-bytes` is 1.5 MiB, below the apiserver's own 3 MiB request
+limit, so 1.5 MiB of JSON is the practical bound of one object; ConfigMap/Secret data is limited
+to 1 MiB and annotations to 256 KiB by the apiserver's validation; label values and name parts
+to 63 characters and names (DNS subdomains) to 253, which the schemas do not check.
+
+The sample RayJobs (clusters/<name>/samples.yaml) are checked in harness.gate.sample_admission;
+`pod_templates`, `ClusterIndex` and `yaml_line` are shared with it and kustomize_warnings.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import yaml
+
+from harness.gate.findings import Finding
+from harness.gate.render import Build, ClusterRender, is_flux_kustomization, substitution_sources
+from harness.gate.sources import SafeLoader, SourceError, as_list, as_map, as_maps, name_key, read_source
+
+RULES = {
+    "namespace-missing": "every namespaced object's namespace is created by the cluster's set (a Namespace, a HelmRelease "
+                         "with install.createNamespace) or always exists (default, kube-*, flux-system)",
+    "object-ref": "every ServiceAccount, ConfigMap and Secret a Flux object or a pod template names exists in the cluster's set "
+                  "(or in cluster-vars.example.yaml, which Terraform writes); a sample's ServiceAccount too",
+    "priority-class": "every PriorityClass a pod template names is defined by the cluster (or built in)",
+    "cohort-alone": "(warning) a ClusterQueue's cohortName is shared by another ClusterQueue or a Cohort, else it can never borrow or lend",
+    "object-size": "every object is at most 1.5 MiB as JSON (etcd's default --max-request-bytes)",
+    "data-size": "a ConfigMap's or Secret's data is at most 1 MiB (apiserver validation)",
+    "annotations-size": "an object's annotations total at most 256 KiB (apiserver validation)",
+    "label-length": "label values and label key names are at most 63 characters, key prefixes at most 253",
+    "name-length": "names are at most 253 characters (a Namespace's at most 63)",
+}
+
+ALWAYS_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", "flux-system")
+BUILTIN_PRIORITY_CLASSES = {"system-cluster-critical", "system-node-critical"}
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"  # the apiserver adds it to every Namespace
+# Kinds the apiserver serves cluster-scoped (Kubernetes 1.35, Kueue 0.17); a CRD in the set adds its own.
+CLUSTER_SCOPED = {
+    "Namespace", "Node", "PersistentVolume", "StorageClass", "CSIDriver", "CSINode", "VolumeAttachment", "VolumeAttributesClass",
+    "ClusterRole", "ClusterRoleBinding", "PriorityClass", "CustomResourceDefinition", "APIService", "RuntimeClass", "IngressClass",
+    "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+    "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding", "CertificateSigningRequest", "ClusterTrustBundle", "FlowSchema",
+    "PriorityLevelConfiguration", "DeviceClass", "ResourceSlice", "IPAddress", "ServiceCIDR", "StorageVersionMigration",
+    "ClusterQueue", "ResourceFlavor", "Cohort", "WorkloadPriorityClass", "AdmissionCheck", "Topology", "MultiKueueCluster",
+    "MultiKueueConfig", "ProvisioningRequestConfig",
+}
+MAX_OBJECT_BYTES = 3 * 512 * 1024  # 1.5 MiB: etcd --max-request-bytes default
+MAX_DATA_BYTES = 1024 * 1024  # core.MaxSecretSize, also the ConfigMap limit
+MAX_ANNOTATION_BYTES = 256 * 1024  # apimachinery TotalAnnotationSizeLimitB
+REF_HINT = ("add the {kind} to the layer that applies this object (a ConfigMap Terraform writes: to cluster-vars.example.yaml "
+            "and terraform/), fix the name, or mark the reference optional")
+WORKLOAD_KINDS = {"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "ReplicationController"}
+
+
+# -- Shared helpers -------------------------------------------------------------------------------
+def dotted(path: list) -> str:
+    """["spec", "volumes", 0, "configMap"] -> "spec.volumes[0].configMap"."""
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+
+
+def pod_templates(obj: dict) -> list[tuple[list, dict]]:
+    """(field path, pod spec) of every pod template of a workload, a CronJob or a KubeRay object."""
+    kind, spec = obj.get("kind"), as_map(obj.get("spec"))
+    if kind == "Pod":
+        return [(["spec"], spec)]
+    if kind in WORKLOAD_KINDS:
+        return [(["spec", "template", "spec"], as_map(as_map(spec.get("template")).get("spec")))]
+    if kind == "CronJob":
+        job = as_map(as_map(spec.get("jobTemplate")).get("spec"))
+        return [(["spec", "jobTemplate", "spec", "template", "spec"], as_map(as_map(job.get("template")).get("spec")))]
+
+    def ray_cluster(path: list, cluster: dict) -> list[tuple[list, dict]]:
+        head = as_map(as_map(as_map(cluster.get("headGroupSpec")).get("template")).get("spec"))
+        out = [([*path, "headGroupSpec", "template", "spec"], head)]
+        for i, group in enumerate(as_list(cluster.get("workerGroupSpecs"))):
+            out.append(([*path, "workerGroupSpecs", i, "template", "spec"], as_map(as_map(as_map(group).get("template")).get("spec"))))
+        return out
+
+    if not str(obj.get("apiVersion", "")).startswith("ray.io/"):
+        return []
+    if kind == "RayCluster":
+        return ray_cluster(["spec"], spec)
+    if kind == "RayService":
+        return ray_cluster(["spec", "rayClusterConfig"], as_map(spec.get("rayClusterConfig")))
+    if kind == "RayJob":
+        out = ray_cluster(["spec", "rayClusterSpec"], as_map(spec.get("rayClusterSpec")))
+        if spec.get("submitterPodTemplate") is not None:
+            out.append((["spec", "submitterPodTemplate", "spec"], as_map(as_map(spec.get("submitterPodTemplate")).get("spec"))))
+        return out
+    return []
+
+
+def yaml_step(node, step) -> tuple[yaml.Node | None, yaml.Node | None]:
+    """(key node, value node) of one step into a mapping (a key) or a sequence (an index)."""
+    if isinstance(node, yaml.MappingNode):
+        return next(((k, v) for k, v in node.value if getattr(k, "value", None) == step), (None, None))
+    if isinstance(node, yaml.SequenceNode) and isinstance(step, int) and 0 <= step < len(node.value):
+        return node.value[step], node.value[step]
+    return None, None
+
+
+def yaml_node(root: Path, file: str, doc_line: int | None, path: list) -> tuple[yaml.Node | None, yaml.Node | None]:
+    """(key node, value node) at `path` (mapping keys, sequence indexes) inside the YAML document
+    of `file` that starts at `doc_line` (the first document when None); (None, None) when the file
+    does not parse or the path is not there."""
+    try:
+        docs = list(yaml.compose_all(read_source(root / file, root), Loader=SafeLoader))
+    except (SourceError, yaml.YAMLError, RecursionError):
+        return None, None
+    key = node = next((d for d in docs if d is not None and (doc_line is None or d.start_mark.line + 1 == doc_line)), None)
+    for step in path:
+        key, node = yaml_step(node, step)
+    return key, node
+
+
+def yaml_line(root: Path, file: str, doc_line: int | None, path: list) -> int | None:
+    """1-based line where the value at `path` is written (its key's line), or `doc_line` when
+    the path is not there."""
+    key, _ = yaml_node(root, file, doc_line, path)
+    return key.start_mark.line + 1 if key is not None else doc_line
+
+
+def kind_key(obj: dict) -> tuple[str, str | None, str]:
+    meta = as_map(obj.get("metadata"))
+    ns = meta.get("namespace")
+    return name_key(obj.get("kind")), (name_key(ns) if ns is not None else None), name_key(meta.get("name"))
+
+
+@dataclass
+class ClusterIndex:
+    """What exists on one cluster once Flux has applied its set, and where each object came from."""
+    cluster: ClusterRender
+    objects: list[tuple[Build, dict]] = field(default_factory=list)
+    named: dict[tuple, tuple[Build, dict]] = field(default_factory=dict)  # (kind, namespace, name) -> first (build, object)
+    namespaces: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> labels the Namespace carries
+    cluster_scoped: set[str] = field(default_factory=set)
+    external: set[tuple] = field(default_factory=set)  # (kind, namespace, name) created outside the repository
+    complete: bool = True  # every layer rendered; else what a failed one applies is unknown
+
+    @classmethod
+    def build(cls, root: Path, cluster: ClusterRender) -> "ClusterIndex":
+        index = cls(cluster, cluster.applied(), cluster_scoped=set(CLUSTER_SCOPED),
+                    complete=not cluster.entry.error and not any(b.error for b in cluster.flux))
+        for ns in ALWAYS_NAMESPACES:
+            index.namespaces[ns] = {NAMESPACE_NAME_LABEL: ns}
+        for build, o in index.objects:
+            index.named.setdefault(kind_key(o), (build, o))
+            kind, meta, spec = o.get("kind"), as_map(o.get("metadata")), as_map(o.get("spec"))
+            if kind == "Namespace" and isinstance(meta.get("name"), str):
+                labels = {str(k): str(v) for k, v in as_map(meta.get("labels")).items()}
+                index.namespaces[meta["name"]] = {**labels, NAMESPACE_NAME_LABEL: meta["name"]}
+            elif kind == "HelmRelease" and as_map(spec.get("install")).get("createNamespace") is True:
+                target = spec.get("targetNamespace") or meta.get("namespace")
+                if isinstance(target, str):
+                    index.namespaces.setdefault(target, {NAMESPACE_NAME_LABEL: target})
+            elif kind == "CustomResourceDefinition" and spec.get("scope") == "Cluster":
+                index.cluster_scoped.add(name_key(as_map(spec.get("names")).get("kind")))
+        for source in substitution_sources(root / "clusters" / cluster.name):
+            index.external.add(kind_key(source))
+        return index
+
+    def has(self, kind: str, namespace: str | None, name) -> bool:
+        key = (kind, namespace, name_key(name))
+        if key in self.named or key in self.external:
+            return True
+        if kind == "ServiceAccount" and name == "default":
+            return namespace in self.namespaces
+        return kind == "PriorityClass" and name_key(name) in BUILTIN_PRIORITY_CLASSES
+
+    def of_kind(self, kind: str) -> list[tuple[Build, dict]]:
+        return [(b, o) for b, o in self.objects if o.get("kind") == kind]
+
+
+# -- References -----------------------------------------------------------------------------------
+def _optional_ref(path: list, ref, default_kind: str | None = None) -> list[tuple[list, str, object]]:
+    ref = as_map(ref)
+    if not ref or ref.get("optional") is True or "name" not in ref:
+        return []
+    kind = ref.get("kind", default_kind)
+    return [([*path, "name"], kind, ref["name"])] if kind in ("ConfigMap", "Secret") else []
+
+
+def pod_spec_refs(path: list, pod: dict) -> list[tuple[list, str, object]]:
+    """(field path, kind, name) of the ServiceAccount, ConfigMaps and Secrets a pod spec needs to start."""
+    out = []
+    for field_name in ("serviceAccountName", "serviceAccount"):
+        if pod.get(field_name):
+            out.append(([*path, field_name], "ServiceAccount", pod[field_name]))
+            break
+    for i, vol in enumerate(as_maps(pod.get("volumes"))):
+        at = [*path, "volumes", i]
+        out += _optional_ref([*at, "configMap"], vol.get("configMap"), "ConfigMap")
+        secret = as_map(vol.get("secret"))
+        if secret.get("secretName") and secret.get("optional") is not True:
+            out.append(([*at, "secret", "secretName"], "Secret", secret["secretName"]))
+        for j, src in enumerate(as_maps(as_map(vol.get("projected")).get("sources"))):
+            out += _optional_ref([*at, "projected", "sources", j, "configMap"], src.get("configMap"), "ConfigMap")
+            out += _optional_ref([*at, "projected", "sources", j, "secret"], src.get("secret"), "Secret")
+    for group in ("initContainers", "containers"):
+        for i, c in enumerate(as_maps(pod.get(group))):
+            for j, env in enumerate(as_maps(c.get("env"))):
+                source, at = as_map(env.get("valueFrom")), [*path, group, i, "env", j, "valueFrom"]
+                out += _optional_ref([*at, "configMapKeyRef"], source.get("configMapKeyRef"), "ConfigMap")
+                out += _optional_ref([*at, "secretKeyRef"], source.get("secretKeyRef"), "Secret")
+            for j, env in enumerate(as_maps(c.get("envFrom"))):
+                out += _optional_ref([*path, group, i, "envFrom", j, "configMapRef"], env.get("configMapRef"), "ConfigMap")
+                out += _optional_ref([*path, group, i, "envFrom", j, "secretRef"], env.get("secretRef"), "Secret")
+    return out
+
+
+def _flux_refs(obj: dict) -> list[tuple[list, str, object]]:
+    api, spec = str(obj.get("apiVersion", "")), as_map(obj.get("spec"))
+    out = []
+    if is_flux_kustomization(obj) or api.startswith("helm.toolkit.fluxcd.io/"):
+        if spec.get("serviceAccountName"):
+            out.append((["spec", "serviceAccountName"], "ServiceAccount", spec["serviceAccountName"]))
+        for parent in ("kubeConfig", "decryption"):
+            out += _optional_ref(["spec", parent, "secretRef"], as_map(spec.get(parent)).get("secretRef"), "Secret")
+        for i, ref in enumerate(as_list(as_map(spec.get("postBuild")).get("substituteFrom"))):
+            out += _optional_ref(["spec", "postBuild", "substituteFrom", i], ref)
+        for i, ref in enumerate(as_list(spec.get("valuesFrom"))):
+            out += _optional_ref(["spec", "valuesFrom", i], ref)
+    elif api.startswith("source.toolkit.fluxcd.io/"):
+        for name in ("secretRef", "certSecretRef", "proxySecretRef"):
+            out += _optional_ref(["spec", name], spec.get(name), "Secret")
+        out += _optional_ref(["spec", "verify", "secretRef"], as_map(spec.get("verify")).get("secretRef"), "Secret")
+        if spec.get("serviceAccountName"):
+            out.append((["spec", "serviceAccountName"], "ServiceAccount", spec["serviceAccountName"]))
+    return out
+
+
+def finding_at(ctx, root: Path, obj: dict, build: Build | None, path: list, rule: str, message: str, hint: str,
+               cluster: str | None = None, severity: str = "error") -> Finding:
+    """ctx.finding, at the line of `path` inside the document that defines `obj` when it is written there."""
+    f = ctx.finding(obj, build, rule, message, hint, cluster=cluster)
+    return replace(f, line=yaml_line(root, f.file, f.line, path) if f.line else f.line, severity=severity)
+
+
+def _reference_rules(ctx, root: Path, index: ClusterIndex) -> list[Finding]:
+    out, name = [], index.cluster.name
+    for build, o in index.objects:
+        kind, ns, _ = kind_key(o)
+        if index.complete and ns is not None and kind not in index.cluster_scoped and ns not in index.namespaces:
+            out.append(finding_at(ctx, root, o, build, ["metadata", "namespace"], "namespace-missing",
+                                  f"namespace {ns!r} is not created by the cluster (have: {', '.join(sorted(index.namespaces))})",
+                                  f"add a Namespace {ns} to the layer (as base/namespace.yaml does for ray), or use an existing namespace",
+                                  cluster=name))
+            continue
+        refs = _flux_refs(o)
+        if index.complete:
+            refs += [r for path, pod in pod_templates(o) for r in pod_spec_refs(path, pod)]
+        else:  # a layer did not render: only references into what the repository does not render are known
+            refs = [r for r in refs if r[1] != "ServiceAccount"]
+        for path, ref_kind, ref_name in refs:
+            if not index.has(ref_kind, ns or "default", ref_name):
+                out.append(finding_at(ctx, root, o, build, path, "object-ref",
+                                      f"{dotted(path)} names {ref_kind} {ns or 'default'}/{ref_name}, which the cluster does not have",
+                                      REF_HINT.format(kind=ref_kind), cluster=name))
+        for path, pod in pod_templates(o) if index.complete else []:
+            pc = pod.get("priorityClassName")
+            if pc and not index.has("PriorityClass", None, pc):
+                out.append(finding_at(ctx, root, o, build, [*path, "priorityClassName"], "priority-class",
+                                      f"{dotted(path)}.priorityClassName {pc!r} is not a PriorityClass of the cluster; the apiserver "
+                                      "refuses its pods", "define the PriorityClass (scheduling.k8s.io/v1) or fix the name", cluster=name))
+    return out
+
+
+def _cohort_rules(ctx, root: Path, index: ClusterIndex) -> list[Finding]:
+    out = []
+    cqs, cohorts = index.of_kind("ClusterQueue"), index.of_kind("Cohort")
+    for build, cq in cqs:
+        cohort = as_map(cq.get("spec")).get("cohortName")
+        if not isinstance(cohort, str) or not cohort:
+            continue
+        peers = [c for _, c in cqs if c is not cq and as_map(c.get("spec")).get("cohortName") == cohort]
+        tree = [c for _, c in cohorts if as_map(c.get("spec")).get("parentName") == cohort
+                or (as_map(c.get("metadata")).get("name") == cohort
+                    and (as_map(c.get("spec")).get("parentName") or as_map(c.get("spec")).get("resourceGroups")))]
+        if not peers and not tree:
+            out.append(finding_at(ctx, root, cq, build, ["spec", "cohortName"], "cohort-alone",
+                                  f"cohortName {cohort!r} is shared by no other ClusterQueue or Cohort of the cluster: it can never borrow or lend",
+                                  "use the cohortName of the queues it should share with (e.g. shared-cohort), or drop cohortName and "
+                                  "its borrowing/lending limits", cluster=index.cluster.name, severity="warning"))
+    return out
+
+
+# -- Sizes ----------------------------------------------------------------------------------------
+def _decoded_len(value) -> int:
+    try:
+        return len(base64.b64decode(str(value), validate=True))
+    except (binascii.Error, ValueError):
+        return len(str(value))  # the schema check reports invalid base64
+
+
+def size_problems(obj: dict) -> list[tuple[str, str, str, list]]:
+    """(rule, message, hint, field path) for every size limit `obj` breaks."""
+    out = []
+    try:
+        size = len(json.dumps(obj, separators=(",", ":"), default=str).encode())
+    except (TypeError, ValueError):  # a YAML key JSON cannot hold (a date): the schema check reports the object
+        size = len(repr(obj).encode())
+    if size > MAX_OBJECT_BYTES:
+        out.append(("object-size", f"is {size} bytes as JSON; etcd refuses requests over 1.5 MiB ({MAX_OBJECT_BYTES} bytes, its default "
+                    "--max-request-bytes), so the apply fails", "split the object, or move the bulk (scripts, data) into an image or a volume", []))
+    kind = obj.get("kind")
+    if kind in ("ConfigMap", "Secret"):
+        data = {str(k): v for k, v in as_map(obj.get("data")).items()}
+        if kind == "ConfigMap":
+            total = sum(len(str(v).encode()) for v in data.values()) + sum(_decoded_len(v) for v in as_map(obj.get("binaryData")).values())
+        else:
+            merged = {k: _decoded_len(v) for k, v in data.items()}
+            merged.update({str(k): len(str(v).encode()) for k, v in as_map(obj.get("stringData")).items()})
+            total = sum(merged.values())
+        if total > MAX_DATA_BYTES:
+            out.append(("data-size", f"holds {total} bytes of data; the apiserver allows at most 1 MiB ({MAX_DATA_BYTES} bytes)",
+                        f"split the {kind} in several, or ship the content in the image or a volume",
+                        ["data"] if data else ["binaryData" if kind == "ConfigMap" else "stringData"]))
+    meta = as_map(obj.get("metadata"))
+    total = sum(len(str(k).encode()) + len(str(v).encode()) for k, v in as_map(meta.get("annotations")).items())
+    if total > MAX_ANNOTATION_BYTES:
+        out.append(("annotations-size", f"metadata.annotations total {total} bytes; the apiserver allows at most 256 KiB ({MAX_ANNOTATION_BYTES})",
+                    "move the large annotation into a ConfigMap (or drop it)", ["metadata", "annotations"]))
+    for key, value in as_map(meta.get("labels")).items():
+        prefix, _, name = str(key).rpartition("/")
+        value = "" if value is None else str(value)
+        if len(value) > 63:
+            out.append(("label-length", f"label {key} has a value of {len(value)} characters; label values are at most 63",
+                        "shorten the label value to at most 63 characters (a queue name used in kueue.x-k8s.io/queue-name too)",
+                        ["metadata", "labels", key]))
+        if len(name) > 63 or len(prefix) > 253:
+            out.append(("label-length", f"label key {key!r} is too long (name part at most 63 characters, prefix at most 253)",
+                        "shorten the label key", ["metadata", "labels", key]))
+    name = meta.get("name")
+    limit = 63 if kind == "Namespace" else 253
+    if isinstance(name, str) and len(name) > limit:
+        out.append(("name-length", f"metadata.name has {len(name)} characters; a {kind} name is at most {limit}",
+                    f"shorten the name to at most {limit} characters (and every reference to it)", ["metadata", "name"]))
+    return out
+
+
+def cluster_ref_rules(ctx, root: Path, cluster: ClusterRender) -> list[Finding]:
+    """References, cohorts and size limits of one cluster's rendered set (`ctx`: rules.Context)."""
+    index = ClusterIndex.build(root, cluster)
+    out = _reference_rules(ctx, root, index) + (_cohort_rules(ctx, root, index) if index.complete else [])
+    return out + [finding_at(ctx, root, o, build, path, rule, message, hint, cluster=cluster.name)
+                  for build, o in index.objects for rule, message, hint, path in size_problems(o)]

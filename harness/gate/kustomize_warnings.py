@@ -1,0 +1,247 @@
+"""Kustomize inputs that are silently not applied (warnings: the build succeeds without them).
+
+- A YAML manifest in a kustomization's folder (or below it, up to the next kustomization) that
+  no kustomization.yaml of the repository lists (resources, components, patches, generators, ...).
+- A targeted patch that matches no object in any build that includes it: `patches` entries with
+  a `target`, `patchesJson6902`, and a Flux Kustomization's `spec.patches`. Tried with the real
+  renderer (fluxbuild, kustomize api v0.21): such a patch is ignored, the build passes; an
+  untargeted strategic-merge patch (`patches` without target, `patchesStrategicMerge`) that
+  matches nothing fails the build instead, which kustomize-build already reports, so it is not
+  probed here.
+
+Matching is decided by kustomize itself, not re-implemented: the builds that include a targeted
+patch are rendered once more from a scratch copy of the files they read, with a probe patch of
+the same target (adding one annotation) in front of each targeted patch; a patch whose probe
+annotation appears on no rendered object matched nothing.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from harness.core import HarnessError
+from harness.gate.cluster_refs import yaml_line
+from harness.gate.findings import Finding
+from harness.gate.render import Build, ClusterRender, run_fluxbuild, substitution_sources
+from harness.gate.sources import SKIP_DIRS, SourceError, as_list, as_map, kustomization_dirs, load_yaml, resource_id
+
+RULES = {
+    "kustomize-unlisted": "(warning) every YAML manifest in a kustomization's folder is listed by a kustomization; an unlisted one is silently not applied",
+    "patch-unmatched": "(warning) every targeted patch matches an object in some build that includes it; kustomize silently ignores one that matches nothing",
+}
+KUSTOMIZATION = "kustomization.yaml"
+# Files the gate itself reads in a cluster folder, documented as not applied.
+GATE_INPUTS = ("samples.yaml", "cluster-vars.example.yaml")
+PATH_LISTS = ("resources", "bases", "components", "crds", "configurations", "generators", "transformers", "validators", "patchesStrategicMerge")
+PATH_ENTRIES = ("patches", "patchesJson6902", "replacements")
+PROBE = "gate-probe.invalid/p"
+
+
+def _doc(directory: Path) -> dict:
+    try:
+        doc = load_yaml(directory / KUSTOMIZATION)
+    except SourceError:
+        return {}  # yaml-syntax reports it
+    return doc if isinstance(doc, dict) else {}
+
+
+def references(directory: Path) -> tuple[set[Path], set[Path]]:
+    """(files, directories) a kustomization.yaml names, resolved; inline YAML and URLs are skipped."""
+    doc = _doc(directory)
+    names = [e for key in PATH_LISTS for e in as_list(doc.get(key))]
+    names += [as_map(e).get("path") for key in PATH_ENTRIES for e in as_list(doc.get(key))]
+    names += [as_map(doc.get("openapi")).get("path")] + [as_map(e).get("valuesFile") for e in as_list(doc.get("helmCharts"))]
+    for gen in (g for key in ("configMapGenerator", "secretGenerator") for g in as_list(doc.get(key))):
+        gen = as_map(gen)
+        names += [str(f).partition("=")[2] or str(f) for f in as_list(gen.get("files"))] + as_list(gen.get("envs")) + [gen.get("env")]
+    files, dirs = set(), set()
+    for name in names:
+        if not isinstance(name, str) or not name or "\n" in name or "\0" in name or "://" in name or name.startswith("git@"):
+            continue
+        try:
+            target = (directory / name).resolve()
+            (dirs if target.is_dir() else files).add(target)
+        except (OSError, RuntimeError):
+            continue  # the build reports it
+    return files, dirs
+
+
+def reachable(start: Path, seen: set[Path] | None = None) -> set[Path]:
+    """Kustomization directories a build of `start` reads (itself, its resources and components)."""
+    seen = set() if seen is None else seen
+    start = start.resolve()
+    if start in seen or not (start / KUSTOMIZATION).is_file():
+        return seen
+    seen.add(start)
+    for d in references(start)[1]:
+        reachable(d, seen)
+    return seen
+
+
+def local_kustomization_dirs(root: Path) -> set[Path]:
+    """The repository's kustomization directories, resolved (a symlink out of the checkout is left out)."""
+    return {d.resolve() for d in kustomization_dirs(root) if d.resolve().is_relative_to(root)}
+
+
+# -- Unlisted manifests ---------------------------------------------------------------------------
+def _owned_files(directory: Path, kustomization_roots: set[Path]) -> list[Path]:
+    """YAML files in `directory` and below it, up to the next kustomization folder."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(directory):
+        here = Path(dirpath)
+        dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS and (here / d).resolve() not in kustomization_roots]
+        out += [here / f for f in filenames if f.endswith((".yaml", ".yml")) and f != KUSTOMIZATION]
+    return out
+
+
+def unlisted_manifests(ctx, root: Path) -> list[Finding]:
+    root = root.resolve()
+    dirs = local_kustomization_dirs(root)
+    listed = set()
+    for d in dirs:
+        listed |= references(d)[0]
+    docs: dict[str, list] = {}
+    for doc in ctx.sources.docs:
+        if isinstance(doc.obj.get("apiVersion"), str) and isinstance(doc.obj.get("kind"), str):
+            docs.setdefault(doc.file, []).append(doc)
+    out = []
+    for d in sorted(dirs):
+        cluster_dir = d.parent == root / "clusters"
+        for path in sorted(_owned_files(d, dirs)):
+            rel = path.relative_to(root).as_posix()
+            if rel not in docs or path.resolve() in listed or (cluster_dir and path.name in GATE_INPUTS):
+                continue
+            first = docs[rel][0]
+            kust = (d / KUSTOMIZATION).relative_to(root).as_posix()
+            out.append(Finding(rel, first.line, resource_id(first.obj), "kustomize-unlisted",
+                               f"no kustomization lists this file, so {len(docs[rel])} object(s) in it are never applied",
+                               f"add `- {path.relative_to(d).as_posix()}` to resources: in {kust}, or delete the file if it is not meant to be applied",
+                               kust, severity="warning"))
+    return out
+
+
+# -- Unmatched patches ----------------------------------------------------------------------------
+@dataclass
+class Patch:
+    key: str  # probe annotation key
+    file: str  # repository-relative file that writes the patch
+    line: int | None
+    what: str  # e.g. "patches[1]"
+    target: dict
+
+
+def _probe(target: dict, key: str) -> dict:
+    return {"target": target, "patch": f'[{{"op": "add", "path": "/metadata/annotations/{key.replace("/", "~1")}", "value": "1"}}]'}
+
+
+def _with_probes(entries: list, at: list, file: str, doc_line: int | None, root: Path, patches: list[Patch]) -> list:
+    """`entries` (the patch list at path `at` of the document) with a probe in front of every
+    targeted patch; the patches are recorded."""
+    out = []
+    for i, entry in enumerate(entries):
+        target = as_map(entry).get("target")
+        if isinstance(target, dict) and target:
+            key = f"{PROBE}{len(patches)}"
+            patches.append(Patch(key, file, yaml_line(root, file, doc_line, [*at, i]), f"{'.'.join(at)}[{i}]", target))
+            out.append(_probe(target, key))
+        out.append(entry)
+    return out
+
+
+def _copy_inputs(root: Path, scratch: Path, dirs: set[Path], extra_trees: set[Path]) -> None:
+    files = {d / KUSTOMIZATION for d in dirs}
+    for d in dirs:
+        files |= references(d)[0]
+    for tree in extra_trees:
+        files |= {Path(p) / f for p, _, fs in os.walk(tree) for f in fs}
+    for f in files:
+        try:
+            rel = f.resolve().relative_to(root)
+        except ValueError:
+            continue  # outside the checkout: the build reports it
+        if f.is_file():
+            (scratch / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(f, scratch / rel)
+
+
+def unmatched_patches(ctx, root: Path, builds: list[Build], clusters: list[ClusterRender]) -> list[Finding]:
+    root = root.resolve()
+    patches: list[Patch] = []
+    rewritten: dict[Path, dict] = {}
+    for d in sorted(local_kustomization_dirs(root)):
+        doc = _doc(d)
+        rel = (d / KUSTOMIZATION).relative_to(root).as_posix()
+        before = len(patches)
+        probed = {f: _with_probes(as_list(doc.get(f)), [f], rel, None, root, patches) for f in ("patches", "patchesJson6902")}
+        if len(patches) > before:
+            rewritten[d] = {**doc, **{f: v for f, v in probed.items() if v}}
+    owners = {p.key: {d for d in rewritten if p.file == (d / KUSTOMIZATION).relative_to(root).as_posix()} for p in patches}
+    jobs, job_dirs, include, blocked = [], set(), {}, set()
+    for b in builds if rewritten else []:
+        dirs = reachable(root / b.dir)
+        if b.error:
+            blocked |= dirs  # a patch of a build that fails cannot be judged
+        elif dirs & set(rewritten):
+            jobs.append({"id": b.dir, "dir": b.dir})
+            job_dirs |= dirs
+            include[b.dir] = dirs
+    flux_trees = set()
+    for c in clusters:
+        for b in (b for b in c.flux if not b.error and b.objects and b.flux_kustomization):
+            ks = b.flux_kustomization
+            spec = as_map(ks.get("spec"))
+            before = len(patches)
+            file = ctx.finding(ks, None, "", "", "", cluster=c.name)
+            entries = _with_probes(as_list(spec.get("patches")), ["spec", "patches"], file.file, file.line, root, patches)
+            if len(patches) == before:
+                continue
+            for p in patches[before:]:
+                owners[p.key] = {b.id}
+            jobs.append({"id": b.id, "kustomization": {**ks, "spec": {**spec, "patches": entries}},
+                         "sources": substitution_sources(root / "clusters" / c.name)})
+            include[b.id] = {b.id} | reachable(root / b.dir)
+            flux_trees.add((root / b.dir).resolve())
+            job_dirs |= reachable(root / b.dir)
+    if not jobs:
+        return []
+    scratch = Path(tempfile.mkdtemp(prefix="gate-probe-"))
+    try:
+        _copy_inputs(root, scratch, job_dirs, flux_trees)
+        for d, doc in rewritten.items():
+            if (scratch / d.relative_to(root)).is_dir():
+                (scratch / d.relative_to(root) / KUSTOMIZATION).write_text(yaml.safe_dump(doc, sort_keys=False))
+        results = run_fluxbuild(scratch, jobs)
+    except (HarnessError, OSError, yaml.YAMLError):
+        return []  # the probe could not run; the real render reported what is wrong
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    seen, judged = set(), set()
+    for job in jobs:
+        res = results.get(job["id"]) or {"error": "no result"}
+        if res.get("error"):
+            blocked |= include[job["id"]]
+            continue
+        judged |= include[job["id"]]
+        for o in res.get("objects") or []:
+            seen |= {k for k in as_map(as_map(o.get("metadata")).get("annotations")) if str(k).startswith(PROBE)}
+    out = []
+    for p in patches:
+        mine = owners.get(p.key, set())
+        if p.key in seen or not mine & judged or mine & blocked:
+            continue
+        target = ", ".join(f"{k}: {v}" for k, v in p.target.items())
+        out.append(Finding(p.file, p.line, "", "patch-unmatched",
+                           f"{p.what} (target {target}) matches no object in any build that includes it; kustomize ignores it silently",
+                           "fix the target (kind, name, labelSelector) to select the objects it should change, or remove the patch",
+                           severity="warning"))
+    return out
+
+
+def kustomize_warnings(ctx, root: Path, builds: list[Build], clusters: list[ClusterRender]) -> list[Finding]:
+    """Unlisted manifests and unmatched patches of the repository (`ctx`: rules.Context)."""
+    return unlisted_manifests(ctx, root) + unmatched_patches(ctx, root, builds, clusters)

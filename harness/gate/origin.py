@@ -1,0 +1,128 @@
+"""Where a rendered value is written: the line of a field inside the document that defines an
+object, or the JSON6902 patch operation (a component's or overlay's `patches:`, inline or in a file)
+that wrote it.
+
+Field paths are the apiserver's (`spec.resourceGroups[0].flavors[1].name`); JSON6902 paths are JSON
+pointers (`/spec/resourceGroups/0/flavors/1/name`). Only YAML node marks are used: PyYAML's composer
+gives every key and value its line, so no text is searched.
+"""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+
+from harness.gate.sources import SafeLoader, read_source, yaml_files, SourceError
+
+_SEGMENT = re.compile(r"\[(\d+)\]|\[([^\]]*)\]|([^.\[\]]+)")  # a.b[0][key] -> a, b, 0, key
+
+
+def segments(field: str) -> list[str | int]:
+    """The steps of an apiserver field path: names, and list indices as ints."""
+    out: list[str | int] = []
+    for index, key, name in _SEGMENT.findall(field):
+        out.append(int(index) if index else (key or name))
+    return out
+
+
+def value_at(obj, path: list[str | int]):
+    for step in path:
+        if isinstance(step, int) and isinstance(obj, list) and step < len(obj):
+            obj = obj[step]
+        elif isinstance(step, str) and isinstance(obj, dict) and step in obj:
+            obj = obj[step]
+        else:
+            return None
+    return obj
+
+
+def _scalar(value) -> str | None:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value) if isinstance(value, (str, int, float)) else None
+
+
+@lru_cache(maxsize=256)
+def _compose(path: Path) -> tuple:
+    try:
+        return tuple(yaml.compose_all(read_source(path), Loader=SafeLoader))
+    except (SourceError, yaml.YAMLError, RecursionError):
+        return ()
+
+
+def _walk(node, path: list[str | int]) -> tuple[object, int, int]:
+    """The node at `path` (or the deepest one that exists), how many steps were matched, and the
+    line that names it (a mapping entry's key line: a block value starts on the next line)."""
+    line = node.start_mark.line + 1
+    for depth, step in enumerate(path):
+        nxt = None
+        if isinstance(node, yaml.MappingNode) and isinstance(step, str):
+            entry = next(((k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == step), None)
+            if entry:
+                nxt, line = entry[1], entry[0].start_mark.line + 1
+        elif isinstance(node, yaml.SequenceNode) and isinstance(step, int) and step < len(node.value):
+            nxt = node.value[step]
+            line = nxt.start_mark.line + 1
+        if nxt is None:
+            return node, depth, line
+        node = nxt
+    return node, len(path), line
+
+
+def field_line(root: Path, file: str, doc_line: int, path: list[str | int], rendered) -> tuple[int, bool] | None:
+    """Line of `path` inside the document of `file` starting at `doc_line`, and whether the source
+    writes the rendered value there (False: the deepest ancestor that exists, or another value)."""
+    for doc in _compose(root / file):
+        if doc is not None and doc.start_mark.line + 1 <= doc_line <= doc.end_mark.line + 1 and isinstance(doc, yaml.MappingNode):
+            node, matched, line = _walk(doc, path)
+            exact = matched == len(path) and (not isinstance(node, yaml.ScalarNode) or node.value == _scalar(rendered))
+            return line, exact
+    return None
+
+
+def _ops(node, offset: int, file: str, out: list) -> None:
+    """JSON6902 operations under `node` ({op, path, value} mappings), also inside `patch: |` strings."""
+    if isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            _ops(item, offset, file, out)
+    elif isinstance(node, yaml.MappingNode):
+        keys = {k.value: v for k, v in node.value if isinstance(k, yaml.ScalarNode)}
+        op, ptr, val = keys.get("op"), keys.get("path"), keys.get("value")
+        if isinstance(op, yaml.ScalarNode) and isinstance(ptr, yaml.ScalarNode):
+            value = val.value if isinstance(val, yaml.ScalarNode) else None
+            out.append((ptr.value, value, file, offset + node.start_mark.line + 1))
+            return
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode) and key.value == "patch" and isinstance(value, yaml.ScalarNode):
+                # A block scalar's text starts on the line after `patch: |`.
+                try:
+                    inner = list(yaml.compose_all(value.value, Loader=SafeLoader))
+                except yaml.YAMLError:
+                    continue
+                start = offset + value.start_mark.line + (1 if value.style in ("|", ">") else 0)
+                for doc in inner:
+                    _ops(doc, start, file, out)
+            else:
+                _ops(value, offset, file, out)
+
+
+@lru_cache(maxsize=8)
+def _patch_ops(root: Path) -> tuple:
+    out: list = []
+    for path in sorted(yaml_files(root)):
+        rel = path.relative_to(root).as_posix()
+        for doc in _compose(path):
+            _ops(doc, 0, rel, out)
+    return tuple(out)
+
+
+def patch_line(root: Path, path: list[str | int], rendered) -> tuple[str, int] | None:
+    """The file and line of a JSON6902 operation that writes `rendered` at `path`."""
+    pointer = "/" + "/".join(str(s).replace("~", "~0").replace("/", "~1") for s in path)
+    value = _scalar(rendered)
+    for ptr, val, file, line in _patch_ops(root.resolve()):
+        if ptr == pointer and (val is None or val == value):
+            return file, line
+    return None

@@ -1,0 +1,252 @@
+"""Queue configurations under which a sample can never be admitted although every object is
+valid: Kueue creates the Workload and it pends forever (or is never created at all).
+
+Per sample of clusters/<name>/samples.yaml (the (sample, RayJob) pairs of rules.sample_rules),
+each finding points at the sample's entry line and names the queue object's file:line:
+- the ClusterQueue's namespaceSelector does not select the LocalQueue's namespace (evaluated
+  against the rendered Namespace's labels plus kubernetes.io/metadata.name, which the apiserver
+  adds), or is a selector Kueue refuses;
+- the ClusterQueue or LocalQueue is stopped (spec.stopPolicy Hold or HoldAndDrain);
+- the RayJob names a WorkloadPriorityClass (label kueue.x-k8s.io/priority-class) or its pods a
+  PriorityClass that the cluster does not define (Kueue fails to create the Workload);
+- its pods name a ServiceAccount the namespace does not have (the apiserver refuses the pods).
+Per cluster: a ClusterQueue no LocalQueue points at (warning), and a Kueue HelmRelease whose
+manager configuration leaves out the ray.io/rayjob integration (Kueue ignores every RayJob).
+
+Label selectors: no Python library evaluates a structured metav1.LabelSelector (the kubernetes
+client has only the models; pykube and lightkube turn selectors into query strings), so
+`selector_verdict` applies apimachinery's semantics to the structure as it is, no parsing:
+matchLabels are `In` requirements with one value, In/NotIn/Exists/DoesNotExist as
+`labels.Requirement.Matches`, every requirement ANDed, and the value-count rules of
+`metav1.LabelSelectorAsSelector` (In/NotIn need values, Exists/DoesNotExist take none).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import yaml
+
+from harness.gate import workloads
+from harness.gate.cluster_refs import (ClusterIndex, dotted, pod_spec_refs, pod_templates, size_problems, yaml_line, yaml_node,
+                                       yaml_step)
+from harness.gate.findings import Finding
+from harness.gate.render import ClusterRender
+from harness.gate.sources import SafeLoader, SourceError, as_list, as_map, name_key, parse_yaml, read_source, resource_id
+
+RULES = {
+    "queue-namespace-selector": "a sample's ClusterQueue selects the namespace of its LocalQueue (namespaceSelector against the Namespace's labels)",
+    "queue-stopped": "a sample's ClusterQueue and LocalQueue are not stopped (spec.stopPolicy Hold or HoldAndDrain)",
+    "sample-priority-class": "the WorkloadPriorityClass (label kueue.x-k8s.io/priority-class) or PriorityClass a sample names exists on the cluster",
+    "clusterqueue-unreachable": "(warning) every ClusterQueue is the spec.clusterQueue of some LocalQueue",
+    "kueue-rayjob-integration": "the Kueue HelmRelease's manager configuration enables the ray.io/rayjob integration",
+}
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+STOPPED = ("Hold", "HoldAndDrain")
+RAYJOB_FRAMEWORK = "ray.io/rayjob"
+CONFIG_PATH = ["spec", "values", "managerConfig", "controllerManagerConfigYaml"]
+
+
+def selector_verdict(selector: dict, labels: dict[str, str]) -> tuple[bool, str]:
+    """(selects, the requirement that fails) for a structured label selector; ValueError for a
+    selector metav1.LabelSelectorAsSelector refuses (Kueue's webhook rejects such a ClusterQueue)."""
+    for key, value in as_map(selector.get("matchLabels")).items():
+        if labels.get(str(key)) != str(value):
+            return False, f"matchLabels {key}={value}"
+    for expr in as_list(selector.get("matchExpressions")):
+        expr = as_map(expr)
+        key, op, values = str(expr.get("key")), expr.get("operator"), [str(v) for v in as_list(expr.get("values"))]
+        if op in ("In", "NotIn") and not values:
+            raise ValueError(f"matchExpressions {key} {op} has no values (In and NotIn need at least one)")
+        if op in ("Exists", "DoesNotExist") and values:
+            raise ValueError(f"matchExpressions {key} {op} has values (Exists and DoesNotExist take none)")
+        present = key in labels
+        matches = {"In": present and labels.get(key) in values, "NotIn": not present or labels.get(key) not in values,
+                   "Exists": present, "DoesNotExist": not present}
+        if op not in matches:
+            raise ValueError(f"matchExpressions {key}: operator {op!r} is not In, NotIn, Exists or DoesNotExist")
+        if not matches[op]:
+            return False, f"matchExpressions {key} {op}{' ' + str(values) if values else ''}"
+    return True, ""
+
+
+def sample_lines(root: Path, samples_file: str, samples: list[tuple[str, dict]]) -> list[int | None]:
+    """The samples.yaml line of each rendered sample: rules.sample_rules renders the entries in
+    order and keeps those that render, so the n-th pair is the n-th entry that renders."""
+    try:
+        text = read_source(root / samples_file, root)
+        nodes, entries = yaml.compose(text, Loader=SafeLoader), parse_yaml(text)
+    except (SourceError, yaml.YAMLError, RecursionError):
+        return [None] * len(samples)
+    lines = []
+    for node, entry in zip(nodes.value if isinstance(nodes, yaml.SequenceNode) else [], entries if isinstance(entries, list) else []):
+        try:
+            workloads.render_entry(entry, root)
+        except workloads.WorkloadError:
+            continue
+        lines.append(node.start_mark.line + 1)
+    return (lines + [None] * len(samples))[:len(samples)]
+
+
+def _where(ctx, root: Path, build, obj: dict, path: list | None = None) -> str:
+    """file:line where `obj` (or the value at `path` in it) is written."""
+    f = ctx.finding(obj, build, "", "", "")
+    return f"{f.file}:{yaml_line(root, f.file, f.line, path)}" if path and f.line else f.location()
+
+
+def _sample_rules(ctx, root: Path, index: ClusterIndex, samples_file: str, line: int | None, sample: str, job: dict) -> list[Finding]:
+    meta = as_map(job.get("metadata"))
+    ns = name_key(meta.get("namespace", "default"))
+    queue = as_map(meta.get("labels")).get(QUEUE_LABEL)
+    context = f"cluster {index.cluster.name}, sample {sample} on {queue}"
+    out = []
+
+    def finding(rule: str, message: str, hint: str) -> None:
+        out.append(Finding(samples_file, line, resource_id(job), rule, message, hint, context))
+
+    wpc = as_map(meta.get("labels")).get(PRIORITY_LABEL)
+    if wpc is not None and not index.has("WorkloadPriorityClass", None, wpc):
+        have = sorted(str(as_map(o.get("metadata")).get("name")) for _, o in index.of_kind("WorkloadPriorityClass"))
+        finding("sample-priority-class", f"label {PRIORITY_LABEL}={wpc!r} names no WorkloadPriorityClass of cluster {index.cluster.name} "
+                f"(have: {', '.join(have) or 'none'}): Kueue cannot create its Workload, so it is never admitted",
+                "use one of the cluster's WorkloadPriorityClasses (base/priority-classes.yaml) or add it there")
+    missing: dict[tuple[str, str], list[str]] = {}  # (kind, name) -> the fields that name it
+    for path, pod in pod_templates(job):
+        pc = pod.get("priorityClassName")
+        if pc and not index.has("PriorityClass", None, pc):
+            missing.setdefault(("PriorityClass", name_key(pc)), []).append(f"{dotted(path)}.priorityClassName")
+        for where, kind, name in pod_spec_refs(path, pod):
+            if kind == "ServiceAccount" and not index.has(kind, ns, name):
+                missing.setdefault((kind, name_key(name)), []).append(dotted(where))
+    for (kind, name), fields in missing.items():
+        if kind == "PriorityClass":
+            finding("sample-priority-class", f"{', '.join(fields)} {name!r} is not a PriorityClass of cluster {index.cluster.name}: "
+                    "Kueue cannot create its Workload and the apiserver refuses its pods",
+                    f"use the label {PRIORITY_LABEL} with a WorkloadPriorityClass instead, or define the PriorityClass")
+        else:
+            finding("object-ref", f"{', '.join(fields)} names ServiceAccount {ns}/{name}, which the cluster does not have: "
+                    "the apiserver refuses the job's pods", "use the workload ServiceAccount of base/service-account.yaml "
+                    "(ray-workload), or add the ServiceAccount to base/")
+
+    for rule, message, hint, _ in size_problems(job):
+        finding(rule, message, hint)
+
+    lq_entry = index.named.get(("LocalQueue", ns, name_key(queue)))
+    if lq_entry is None:
+        return out  # sample-queue reports it
+    lq_build, lq = lq_entry
+    cq_entry = index.named.get(("ClusterQueue", None, name_key(as_map(lq.get("spec")).get("clusterQueue"))))
+    if cq_entry is None:
+        return out  # localqueue-clusterqueue reports it
+    cq_build, cq = cq_entry
+    cq_name = as_map(cq.get("metadata")).get("name")
+    for build, obj, what in ((cq_build, cq, f"ClusterQueue {cq_name}"), (lq_build, lq, f"LocalQueue {ns}/{queue}")):
+        policy = as_map(obj.get("spec")).get("stopPolicy")
+        if policy in STOPPED:
+            finding("queue-stopped", f"{what} has stopPolicy {policy} ({_where(ctx, root, build, obj, ['spec', 'stopPolicy'])}): "
+                    "it admits nothing, so the sample pends forever", f"remove spec.stopPolicy from {what} (or set it to None) once the hold is over")
+    selector = as_map(cq.get("spec")).get("namespaceSelector")
+    labels = index.namespaces.get(ns)
+    if isinstance(selector, dict) and labels is not None:
+        cq_at = _where(ctx, root, cq_build, cq, ["spec", "namespaceSelector"])
+        try:
+            selects, failed = selector_verdict(selector, labels)
+        except ValueError as err:
+            finding("queue-namespace-selector", f"the namespaceSelector of ClusterQueue {cq_name} ({cq_at}) is invalid: {err}; "
+                    "Kueue's webhook refuses the ClusterQueue, so the sample is never admitted",
+                    "fix the matchExpressions: operators are In, NotIn, Exists and DoesNotExist; In/NotIn need values, Exists/DoesNotExist take none")
+            return out
+        if not selects:
+            shown = ", ".join(f"{k}={v}" for k, v in sorted(labels.items()))
+            ns_entry = index.named.get(("Namespace", None, ns))
+            ns_at = _where(ctx, root, *ns_entry) if ns_entry else "created by Kubernetes or Flux"
+            finding("queue-namespace-selector",
+                    f"the namespaceSelector of ClusterQueue {cq_name} ({cq_at}) does not select namespace {ns} ({ns_at}) of LocalQueue "
+                    f"{queue} ({_where(ctx, root, lq_build, lq)}): {failed} fails on its labels {{{shown}}}; Kueue leaves the sample "
+                    "pending forever", f"change the namespaceSelector of ClusterQueue {cq_name} so that it selects namespace {ns} "
+                    f"(`{{}}` selects every namespace), or label Namespace {ns} to match it")
+    return out
+
+
+def _unreachable(ctx, index: ClusterIndex) -> list[Finding]:
+    targets = {name_key(as_map(lq.get("spec")).get("clusterQueue")) for _, lq in index.of_kind("LocalQueue")}
+    names = {name_key(as_map(cq.get("metadata")).get("name")) for _, cq in index.of_kind("ClusterQueue")}
+    if targets - names:
+        return []  # a LocalQueue names a missing ClusterQueue (localqueue-clusterqueue): that is the cause to fix
+    out = []
+    for build, cq in index.of_kind("ClusterQueue"):
+        name = name_key(as_map(cq.get("metadata")).get("name"))
+        if name not in targets:
+            f = ctx.finding(cq, build, "clusterqueue-unreachable",
+                            f"no LocalQueue of the cluster has spec.clusterQueue {name}: no workload can reach its quota",
+                            f"add a LocalQueue with spec.clusterQueue: {name} in the team's namespace, or remove the ClusterQueue",
+                            cluster=index.cluster.name)
+            out.append(replace(f, severity="warning"))
+    return out
+
+
+def _is_kueue(index: ClusterIndex, hr: dict) -> bool:
+    spec = as_map(hr.get("spec"))
+    if as_map(as_map(spec.get("chart")).get("spec")).get("chart") == "kueue":
+        return True
+    ref = as_map(spec.get("chartRef"))
+    ns = as_map(hr.get("metadata")).get("namespace")
+    source = index.named.get((name_key(ref.get("kind")), name_key(ref.get("namespace", ns)), name_key(ref.get("name"))))
+    url = str(as_map(source[1].get("spec")).get("url", "")) if source else ""
+    return url.rstrip("/").rsplit("/", 1)[-1] == "kueue" or (not url and as_map(hr.get("metadata")).get("name") == "kueue")
+
+
+def _kueue_integrations(ctx, root: Path, index: ClusterIndex) -> list[Finding]:
+    out = []
+    for build, hr in index.of_kind("HelmRelease"):
+        if not _is_kueue(index, hr):
+            continue
+        config_text = as_map(as_map(as_map(hr.get("spec")).get("values")).get("managerConfig")).get("controllerManagerConfigYaml")
+        if config_text is None:
+            continue  # the chart's own configuration enables ray.io/rayjob
+        located = ctx.finding(hr, build, "kueue-rayjob-integration", "", "", cluster=index.cluster.name)
+        key, node = yaml_node(root, located.file, located.line, CONFIG_PATH)
+        line = key.start_mark.line + 1 if key is not None else located.line
+        problem, inner = None, None
+        try:
+            config = parse_yaml(config_text) if isinstance(config_text, str) else None
+        except yaml.YAMLError as err:
+            config, problem = None, f"is not valid YAML ({getattr(err, 'problem', None) or err}): the Kueue manager does not start"
+        if problem is None and not isinstance(config, dict):
+            problem = "is not a Kueue Configuration (a YAML mapping): the Kueue manager does not start"
+        if problem is None:
+            frameworks = as_map(config.get("integrations")).get("frameworks")
+            if not as_list(frameworks):
+                problem = "sets no integrations.frameworks, so Kueue manages only batch/job (its default) and ignores every RayJob"
+                inner = ["integrations"] if "integrations" in config else None
+            elif RAYJOB_FRAMEWORK not in as_list(frameworks):
+                problem = f"lists integrations.frameworks {as_list(frameworks)} without {RAYJOB_FRAMEWORK}: Kueue ignores every RayJob"
+                inner = ["integrations", "frameworks"]
+        if problem is None:
+            continue
+        if inner and getattr(node, "style", None) == "|" and isinstance(config_text, str):
+            try:
+                inner_key = inner_node = yaml.compose(config_text, Loader=SafeLoader)
+            except yaml.YAMLError:
+                inner_key = inner_node = None
+            for step in inner:
+                inner_key, inner_node = yaml_step(inner_node, step)
+            if inner_key is not None:
+                line += inner_key.start_mark.line + 1  # a literal block's lines start right below its key
+        out.append(replace(located, line=line, message=f"values.managerConfig.controllerManagerConfigYaml {problem}",
+                           hint=f"add `- {RAYJOB_FRAMEWORK}` under integrations.frameworks of the manager configuration"))
+    return out
+
+
+def admission_rules(ctx, root: Path, cluster: ClusterRender, samples: list[tuple[str, dict]]) -> list[Finding]:
+    """Never-admittable samples and queues of one cluster (`ctx`: rules.Context; `samples`: rules.sample_rules' pairs)."""
+    index = ClusterIndex.build(root, cluster)
+    samples_file = f"clusters/{cluster.name}/samples.yaml"
+    out = _kueue_integrations(ctx, root, index)
+    if not index.complete:
+        return out  # a layer did not render (kustomize-build says why): what it would apply is unknown
+    out += _unreachable(ctx, index)
+    for line, (sample, job) in zip(sample_lines(root, samples_file, samples), samples):
+        out += _sample_rules(ctx, root, index, samples_file, line, sample, job)
+    return out

@@ -1,0 +1,70 @@
+"""The gate's offline validation (tools/kubecheck: the apiserver's and Kueue's own code) against
+server-side dry-run on the embedded control plane: for every broken variant of
+tests/static/test_gate_apiserver.py, each object the change touches gets the same verdict from
+both (accepted, or rejected at the same field paths with the same messages)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from kubernetes.dynamic.exceptions import ApiException
+
+from harness.gate import render_repository
+from harness.gate.schema_check import validate
+from harness.testing import copy_config
+from tests.static.test_gate_apiserver import CASES
+
+pytestmark = pytest.mark.integration
+
+# Flux kinds need the Flux CRDs (tests/integration/test_server_side.py installs them); the
+# cases here change Kueue objects, which the local cluster serves with Kueue's webhooks running.
+CHECKED_GROUPS = ("kueue.x-k8s.io", "ray.io")
+
+
+def _objects(root) -> list[dict]:
+    builds, clusters = render_repository(root)
+    objs = [o for b in builds for o in b.objects] + [o for c in clusters for b in c.flux for o in b.objects]
+    return [o for o in objs if str(o.get("apiVersion", "")).split("/")[0] in CHECKED_GROUPS]
+
+
+def _key(obj: dict) -> str:
+    return json.dumps(obj, sort_keys=True)
+
+
+@pytest.fixture(scope="module")
+def clean_objects(tmp_path_factory) -> set[str]:
+    return {_key(o) for o in _objects(copy_config(tmp_path_factory.mktemp("clean") / "repo"))}
+
+
+def _server_verdict(kube, obj: dict) -> str | None:
+    """None when the apiserver (with Kueue's webhooks) accepts the object, else its message."""
+    try:
+        kube.create(obj, dry_run=True, strict=True)
+        return None
+    except ApiException as err:
+        body = json.loads(err.body) if err.body else {}
+        causes = [f"{c.get('field')}: {c.get('message')}" for c in (body.get("details") or {}).get("causes") or []]
+        return " | ".join([body.get("message", str(err)), *causes])
+
+
+@pytest.mark.parametrize("case,rule,file,line,text,mutate", CASES, ids=[c[0] for c in CASES])
+def test_offline_verdict_matches_server_dry_run(tmp_path, kube, names, clean_objects, case, rule, file, line, text, mutate):
+    root = copy_config(tmp_path / "repo")
+    mutate(root)
+    changed = [o for o in _objects(root) if _key(o) not in clean_objects]
+    assert changed, f"{case}: the mutation changed no Kueue or Ray object"
+    kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": names.namespace}})
+    compared = 0
+    for obj, problem in zip(changed, validate(changed)):
+        local = names.localize(obj)  # this run's names; the field paths do not change
+        server = _server_verdict(kube, local)
+        where = f"{case}: {obj['kind']}/{obj['metadata'].get('name')}"
+        if problem is None:
+            assert server is None, f"{where}: accepted offline, rejected by the server: {server}"
+            continue
+        assert server is not None, f"{where}: rejected offline ({problem.stage}: {problem.errors}), accepted by the server"
+        for err in problem.errors:
+            assert err["field"] in server and err["detail"] in server, \
+                f"{where}: offline {problem.stage} error {err['message']!r} not in the server's answer: {server}"
+        compared += 1
+    assert compared, f"{case}: no object was rejected offline"

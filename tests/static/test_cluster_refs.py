@@ -1,0 +1,136 @@
+"""The cluster-level reference, size and admittability rules beyond their corpus cases: label
+selector semantics, sample lines, size arithmetic, what exists without the repository, and
+inputs that must stay clean."""
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+import pytest
+
+from harness.gate.cluster_refs import MAX_DATA_BYTES, ClusterIndex, size_problems
+from harness.gate.render import Build, ClusterRender
+from harness.gate.sample_admission import sample_lines, selector_verdict
+from harness.gate.validate import validate_repository
+
+pytestmark = pytest.mark.static
+
+NS = {"kubernetes.io/metadata.name": "ray", "team": "a"}
+
+
+@pytest.mark.parametrize("selector,selects", [
+    ({}, True),
+    ({"matchLabels": {"team": "a"}}, True),
+    ({"matchLabels": {"team": "b"}}, False),
+    ({"matchLabels": {"team": "a", "tier": "gpu"}}, False),
+    ({"matchExpressions": [{"key": "team", "operator": "In", "values": ["a", "b"]}]}, True),
+    ({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["gpu"]}]}, False),
+    ({"matchExpressions": [{"key": "team", "operator": "NotIn", "values": ["a"]}]}, False),
+    ({"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["gpu"]}]}, True),  # absent key: NotIn holds
+    ({"matchExpressions": [{"key": "team", "operator": "Exists"}]}, True),
+    ({"matchExpressions": [{"key": "tier", "operator": "Exists"}]}, False),
+    ({"matchExpressions": [{"key": "tier", "operator": "DoesNotExist"}]}, True),
+    ({"matchExpressions": [{"key": "team", "operator": "DoesNotExist"}]}, False),
+    ({"matchLabels": {"team": "a"}, "matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["x"]}]}, False),
+])
+def test_selector_semantics_are_apimachinerys(selector, selects):
+    assert selector_verdict(selector, NS)[0] is selects
+
+
+@pytest.mark.parametrize("expr", [
+    {"key": "team", "operator": "In", "values": []},
+    {"key": "team", "operator": "NotIn"},
+    {"key": "team", "operator": "Exists", "values": ["a"]},
+    {"key": "team", "operator": "Gt", "values": ["1"]},
+])
+def test_selectors_kueue_refuses_are_invalid(expr):
+    with pytest.raises(ValueError):
+        selector_verdict({"matchExpressions": [expr]}, NS)
+
+
+def test_sample_lines_follow_the_entries_that_rendered(tmp_path):
+    (tmp_path / "workloads").mkdir()
+    (tmp_path / "workloads" / "job.yaml").write_text("apiVersion: ray.io/v1\nkind: RayJob\nmetadata:\n  name: ${JOB_NAME}\n"
+                                                    "  labels: {kueue.x-k8s.io/queue-name: ${QUEUE_NAME}}\n")
+    (tmp_path / "samples.yaml").write_text("# samples\n- sample: job\n  queue: q\n- sample: job\n  vars: oops\n  queue: q\n"
+                                           "- sample: job\n  queue: q\n- {sample: nope, queue: q}\n- {sample: job, queue: r}\n")
+    # the second and fourth entries do not render (vars not a mapping, no such sample): rules.sample_rules drops them
+    assert sample_lines(tmp_path, "samples.yaml", [("job", {})] * 3) == [2, 7, 10]
+
+
+def test_sample_lines_without_a_readable_file(tmp_path):
+    (tmp_path / "samples.yaml").write_text("- sample: [oops\n")
+    assert sample_lines(tmp_path, "samples.yaml", [("a", {})]) == [None]
+
+
+def _rules(obj: dict) -> list[str]:
+    return [rule for rule, *_ in size_problems(obj)]
+
+
+def test_secret_data_is_counted_decoded_and_stringdata_wins():
+    raw = b"x" * (MAX_DATA_BYTES - 10)
+    secret = {"kind": "Secret", "metadata": {"name": "s"}, "data": {"k": base64.b64encode(raw).decode()}}
+    assert _rules(secret) == []  # 1.33 MiB of base64 is under 1 MiB of data
+    assert _rules({**secret, "stringData": {"k": "y"}}) == []  # stringData replaces data's k
+    assert _rules({**secret, "stringData": {"other": "y" * 11}}) == ["data-size"]
+    assert _rules({**secret, "data": {}, "stringData": {"k": "y" * (MAX_DATA_BYTES + 1)}}) == ["data-size"]
+
+
+def test_configmap_at_the_limit_is_accepted():
+    cm = {"kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"k": "x" * MAX_DATA_BYTES}}
+    assert _rules(cm) == []
+    assert _rules({**cm, "binaryData": {"b": base64.b64encode(b"1").decode()}}) == ["data-size"]
+
+
+def test_label_and_name_lengths():
+    ok = {"kind": "ConfigMap", "metadata": {"name": "n" * 253, "labels": {"example.com/" + "k" * 63: "v" * 63}}}
+    assert _rules(ok) == []
+    assert _rules({"kind": "Namespace", "metadata": {"name": "n" * 64}}) == ["name-length"]
+    assert _rules({"kind": "ConfigMap", "metadata": {"name": "c", "labels": {"k" * 64: "v"}}}) == ["label-length"]
+    assert _rules({"kind": "ConfigMap", "metadata": {"name": "c", "labels": {"p" * 254 + "/k": "v"}}}) == ["label-length"]
+
+
+def test_what_exists_without_the_repository(tmp_path):
+    (tmp_path / "clusters" / "c1").mkdir(parents=True)
+    (tmp_path / "clusters" / "c1" / "cluster-vars.example.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cluster-vars, namespace: flux-system}\ndata: {A: b}\n")
+    objects = [
+        {"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease", "metadata": {"name": "x", "namespace": "flux-system"},
+         "spec": {"targetNamespace": "x-system", "install": {"createNamespace": True}}},
+        {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "things.example.com"},
+         "spec": {"scope": "Cluster", "names": {"kind": "Thing"}}},
+    ]
+    index = ClusterIndex.build(tmp_path, ClusterRender("c1", Build("clusters/c1", "clusters/c1", objects=objects)))
+    assert {"default", "kube-system", "flux-system", "x-system"} <= set(index.namespaces)
+    assert index.namespaces["x-system"] == {"kubernetes.io/metadata.name": "x-system"}
+    assert "Thing" in index.cluster_scoped
+    assert index.has("ConfigMap", "flux-system", "cluster-vars")
+    assert index.has("ServiceAccount", "x-system", "default") and not index.has("ServiceAccount", "nowhere", "default")
+    assert index.has("PriorityClass", None, "system-node-critical") and not index.has("PriorityClass", None, "batch-high")
+
+
+def test_kueue_chart_default_configuration_enables_rayjob(repo_copy):
+    kueue = repo_copy / "flux/infrastructure/controllers/kueue.yaml"
+    text = kueue.read_text()
+    kueue.write_text(text[:text.index("    managerConfig:\n")])  # the chart's own manager configuration
+    report = validate_repository(repo_copy)
+    assert not [f for f in report.findings if f.rule == "kueue-rayjob-integration"], "\n".join(f.text() for f in report.findings)
+
+
+def test_a_patch_of_a_failing_build_is_not_judged(repo_copy):
+    """The team patch of the ND96 component matches only in team-queues; when that build fails,
+    the single-queue builds alone must not make it `patch-unmatched`."""
+    kust = repo_copy / "overlays/team-queues/kustomization.yaml"
+    kust.write_text(kust.read_text() + "patches:\n  - path: hold.yaml\n")
+    (repo_copy / "overlays/team-queues/hold.yaml").write_text(
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata:\n  name: team-c-cq\nspec:\n  stopPolicy: Hold\n")
+    report = validate_repository(repo_copy)
+    assert any(f.rule == "kustomize-build" for f in report.findings)
+    assert not [f for f in report.findings if f.rule == "patch-unmatched"], "\n".join(f.text() for f in report.findings)
+
+
+def test_a_dangling_localqueue_is_reported_once(repo_copy):
+    team_b = repo_copy / "overlays/team-queues/team-b.yaml"
+    team_b.write_text(team_b.read_text().replace("clusterQueue: team-b-cq", "clusterQueue: nope"))
+    rules = {f.rule for f in validate_repository(repo_copy).findings}
+    assert "localqueue-clusterqueue" in rules and "clusterqueue-unreachable" not in rules

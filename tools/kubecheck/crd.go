@@ -1,0 +1,225 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+
+	apiextensionsinternal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
+	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
+	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	"k8s.io/apiextensions-apiserver/pkg/registry/customresource"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+)
+
+// crdVersion is one served version of a CRD; its schema, validators and REST strategy are
+// built on first use, as the apiserver builds them when it starts serving the CRD.
+type crdVersion struct {
+	crd     *apiextensionsv1.CustomResourceDefinition
+	version apiextensionsv1.CustomResourceDefinitionVersion
+	once    sync.Once
+	err     error
+
+	structural *structuralschema.Structural
+	strategy   rest.RESTCreateStrategy
+}
+
+type crdSet struct {
+	byGVK  map[schema.GroupVersionKind]*crdVersion
+	served map[schema.GroupKind][]string // served versions per kind
+	groups map[string]bool
+}
+
+func loadCRDs(path string) (*crdSet, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading CRDs: %v", err)
+	}
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	if err := json.Unmarshal(data, &crds); err != nil {
+		return nil, fmt.Errorf("reading CRDs from %s: %v", path, err)
+	}
+	set := &crdSet{byGVK: map[schema.GroupVersionKind]*crdVersion{}, served: map[schema.GroupKind][]string{}, groups: map[string]bool{}}
+	for _, crd := range crds {
+		set.groups[crd.Spec.Group] = true
+		gk := schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind}
+		for _, v := range crd.Spec.Versions {
+			if !v.Served {
+				continue
+			}
+			set.served[gk] = append(set.served[gk], v.Name)
+			set.byGVK[gk.WithVersion(v.Name)] = &crdVersion{crd: crd, version: v}
+		}
+	}
+	return set, nil
+}
+
+func gvkOf(obj map[string]interface{}) schema.GroupVersionKind {
+	u := unstructured.Unstructured{Object: obj}
+	return u.GroupVersionKind()
+}
+
+func (s *crdSet) lookup(obj map[string]interface{}) *crdVersion {
+	return s.byGVK[gvkOf(obj)]
+}
+
+// knowsGroup: the object is in a CRD group of the pinned operators but its version or kind is
+// not served (e.g. kueue.x-k8s.io/v1): the apiserver answers "no matches for kind".
+func (s *crdSet) knowsGroup(obj map[string]interface{}) bool {
+	return s.groups[gvkOf(obj).Group]
+}
+
+func (s *crdSet) servedText(obj map[string]interface{}) string {
+	gvk := gvkOf(obj)
+	versions := s.served[gvk.GroupKind()]
+	if len(versions) == 0 {
+		var kinds []string
+		for gk := range s.served {
+			if gk.Group == gvk.Group {
+				kinds = append(kinds, gk.Kind)
+			}
+		}
+		sort.Strings(kinds)
+		return fmt.Sprintf("no kind %q in group %s (served kinds: %s)", gvk.Kind, gvk.Group, strings.Join(kinds, ", "))
+	}
+	return fmt.Sprintf("%s %s is not served (served versions: %s)", gvk.GroupVersion(), gvk.Kind, strings.Join(versions, ", "))
+}
+
+// typer answers ObjectKinds for unstructured objects, which is all BeforeCreate asks of it.
+type typer struct{}
+
+func (typer) ObjectKinds(obj runtime.Object) ([]schema.GroupVersionKind, bool, error) {
+	return []schema.GroupVersionKind{obj.GetObjectKind().GroupVersionKind()}, false, nil
+}
+func (typer) Recognizes(schema.GroupVersionKind) bool { return true }
+
+func (c *crdVersion) build() error {
+	c.once.Do(func() {
+		internal := &apiextensionsinternal.CustomResourceValidation{}
+		if c.version.Schema == nil {
+			c.err = fmt.Errorf("CRD %s version %s has no schema", c.crd.Name, c.version.Name)
+			return
+		}
+		if err := apiextensionsv1.Convert_v1_CustomResourceValidation_To_apiextensions_CustomResourceValidation(c.version.Schema, internal, nil); err != nil {
+			c.err = err
+			return
+		}
+		s, err := structuralschema.NewStructural(internal.OpenAPIV3Schema)
+		if err != nil {
+			c.err = fmt.Errorf("CRD %s: not a structural schema: %v", c.crd.Name, err)
+			return
+		}
+		s = s.DeepCopy()
+		if err := structuraldefaulting.PruneDefaults(s); err != nil {
+			c.err = err
+			return
+		}
+		validator, _, err := apiservervalidation.NewSchemaValidator(internal.OpenAPIV3Schema)
+		if err != nil {
+			c.err = err
+			return
+		}
+		var statusValidator apiservervalidation.SchemaValidator
+		var status *apiextensionsinternal.CustomResourceSubresourceStatus
+		if c.version.Subresources != nil && c.version.Subresources.Status != nil {
+			status = &apiextensionsinternal.CustomResourceSubresourceStatus{}
+			if st, ok := internal.OpenAPIV3Schema.Properties["status"]; ok {
+				if statusValidator, _, err = apiservervalidation.NewSchemaValidator(&st); err != nil {
+					c.err = err
+					return
+				}
+			}
+		}
+		kind := schema.GroupVersionKind{Group: c.crd.Spec.Group, Version: c.version.Name, Kind: c.crd.Spec.Names.Kind}
+		c.structural = s
+		c.strategy = customresource.NewStrategy(typer{}, c.crd.Spec.Scope == apiextensionsv1.NamespaceScoped, kind,
+			validator, statusValidator, s, status, nil, c.version.SelectableFields)
+	})
+	return c.err
+}
+
+// check runs an object through the apiserver's create path for this CRD, then Kueue's webhook.
+func (c *crdVersion) check(ctx context.Context, obj map[string]interface{}) result {
+	if err := c.build(); err != nil {
+		fail("%v", err)
+	}
+	u := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(obj)}
+	if unknown := c.decode(u); len(unknown) > 0 {
+		var errs []fieldError
+		for _, p := range unknown {
+			msg := fmt.Sprintf("unknown field %q", p)
+			errs = append(errs, fieldError{Field: p, Type: "FieldValueUnknown", Detail: msg, Message: "strict decoding error: " + msg})
+		}
+		return result{Stage: "decode", Errors: errs}
+	}
+	structuraldefaulting.Default(u.Object, c.structural)
+	ns := u.GetNamespace()
+	if ns == "" && c.crd.Spec.Scope == apiextensionsv1.NamespaceScoped {
+		ns = "default" // what kubectl and Flux send when the object names none
+		u.SetNamespace(ns)
+	}
+	rest.FillObjectMetaSystemFields(u)
+	if err := rest.BeforeCreate(c.strategy, genericapirequest.WithNamespace(ctx, ns), u); err != nil {
+		return result{Stage: "validation", Errors: statusErrors(err)}
+	}
+	if errs := webhookErrors(ctx, u); len(errs) > 0 {
+		return result{Stage: "webhook", Errors: errs}
+	}
+	return result{}
+}
+
+// decode is the apiserver's unstructuredSchemaCoercer with strict field validation: the unknown
+// field paths of metadata, of the schema (pruning) and of embedded ObjectMeta.
+func (c *crdVersion) decode(u *unstructured.Unstructured) []string {
+	var unknown []string
+	_, _, metaUnknown, err := schemaobjectmeta.GetObjectMetaWithOptions(u.Object, schemaobjectmeta.ObjectMetaOptions{ReturnUnknownFieldPaths: true})
+	if err != nil {
+		return []string{err.Error()}
+	}
+	unknown = append(unknown, metaUnknown...)
+	unknown = append(unknown, structuralpruning.PruneWithOptions(u.Object, c.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})...)
+	structuraldefaulting.PruneNonNullableNullsWithoutDefaults(u.Object, c.structural)
+	if ferr, paths := schemaobjectmeta.CoerceWithOptions(nil, u.Object, c.structural, false, schemaobjectmeta.CoerceOptions{ReturnUnknownFieldPaths: true}); ferr != nil {
+		unknown = append(unknown, ferr.Error())
+	} else {
+		unknown = append(unknown, paths...)
+	}
+	return unknown
+}
+
+// statusErrors flattens an apiserver Invalid status into its causes (field path and message).
+func statusErrors(err error) []fieldError {
+	var out []fieldError
+	if status, ok := err.(apierrors.APIStatus); ok && status.Status().Details != nil {
+		for _, cause := range status.Status().Details.Causes {
+			out = append(out, fieldError{Field: cause.Field, Type: string(cause.Type), Detail: cause.Message,
+				Message: fmt.Sprintf("%s: %s", cause.Field, cause.Message)})
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, fieldError{Type: "InternalError", Detail: err.Error(), Message: err.Error()})
+	}
+	return out
+}
+
+func fieldErrors(list field.ErrorList) []fieldError {
+	out := make([]fieldError, 0, len(list))
+	for _, e := range list {
+		out = append(out, fieldError{Field: e.Field, Type: string(e.Type), Detail: e.ErrorBody(), Message: e.Error()})
+	}
+	return out
+}
