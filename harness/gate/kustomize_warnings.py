@@ -27,7 +27,7 @@ import yaml
 from harness.core import HarnessError
 from harness.gate.cluster_refs import yaml_line
 from harness.gate.findings import Finding
-from harness.gate.render import Build, ClusterRender, run_fluxbuild, substitution_sources
+from harness.gate.render import Build, ClusterRender, FluxBuild, run_fluxbuild, substitution_sources
 from harness.gate.sources import SKIP_DIRS, SourceError, as_list, as_map, kustomization_dirs, load_yaml, resource_id
 
 RULES = {
@@ -169,7 +169,8 @@ def _copy_inputs(root: Path, scratch: Path, dirs: set[Path], extra_trees: set[Pa
             shutil.copyfile(f, scratch / rel)
 
 
-def unmatched_patches(ctx, root: Path, builds: list[Build], clusters: list[ClusterRender]) -> list[Finding]:
+def unmatched_patches(ctx, root: Path, builds: list[Build], clusters: list[ClusterRender],
+                      session: FluxBuild | None = None) -> list[Finding]:
     root = root.resolve()
     patches: list[Patch] = []
     rewritten: dict[Path, dict] = {}
@@ -215,7 +216,7 @@ def unmatched_patches(ctx, root: Path, builds: list[Build], clusters: list[Clust
         for d, doc in rewritten.items():
             if (scratch / d.relative_to(root)).is_dir():
                 (scratch / d.relative_to(root) / KUSTOMIZATION).write_text(yaml.safe_dump(doc, sort_keys=False))
-        results = run_fluxbuild(scratch, jobs)
+        results = session.run(jobs, root=scratch) if session is not None else run_fluxbuild(scratch, jobs)
     except (HarnessError, OSError, yaml.YAMLError):
         return []  # the probe could not run; the real render reported what is wrong
     finally:
@@ -242,6 +243,8 @@ def unmatched_patches(ctx, root: Path, builds: list[Build], clusters: list[Clust
     return out
 
 
-def kustomize_warnings(ctx, root: Path, builds: list[Build], clusters: list[ClusterRender]) -> list[Finding]:
-    """Unlisted manifests and unmatched patches of the repository (`ctx`: rules.Context)."""
-    return unlisted_manifests(ctx, root) + unmatched_patches(ctx, root, builds, clusters)
+def kustomize_warnings(ctx, root: Path, builds: list[Build], clusters: list[ClusterRender],
+                       session: FluxBuild | None = None) -> list[Finding]:
+    """Unlisted manifests and unmatched patches of the repository (`ctx`: rules.Context); the
+    probe builds run in `session` (the gate's fluxbuild process) when given."""
+    return unlisted_manifests(ctx, root) + unmatched_patches(ctx, root, builds, clusters, session)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 
+from harness.gate import matching
 from harness.gate.sku import Sku, allocatable, sku_table
 from harness.gate.sources import as_list, as_map, as_maps
 from harness.gate.terraform import (TFVARS_DIR, Block, Scope, TerraformConfig, TerraformError, attribute_line, load_tfvars,
@@ -271,72 +272,16 @@ def taint_text(taint: dict) -> str:
     return f"{taint.get('key')}{'=' + str(value) if value not in (None, '') else ''}:{taint.get('effect')}"
 
 
-def _s(value) -> str:
-    return "" if value is None else str(value)
-
-
-def tolerates(toleration: dict, taint: dict, comparison: bool = False) -> bool:
-    """v1.Toleration.ToleratesTaint; `comparison` enables the Lt/Gt operators (Kueue's flavor check does)."""
-    if _s(toleration.get("effect")) and _s(toleration.get("effect")) != _s(taint.get("effect")):
-        return False
-    if _s(toleration.get("key")) and _s(toleration.get("key")) != _s(taint.get("key")):
-        return False
-    op = _s(toleration.get("operator"))
-    if op in ("", "Equal"):
-        return _s(toleration.get("value")) == _s(taint.get("value"))
-    if op == "Exists":
-        return True
-    if op in ("Lt", "Gt") and comparison:
-        try:
-            want, have = int(_s(toleration.get("value"))), int(_s(taint.get("value")))
-        except ValueError:
-            return False
-        return have < want if op == "Lt" else have > want
-    return False
-
-
 def untolerated(taints: list[dict], tolerations: list[dict], comparison: bool = False) -> dict | None:
-    """The first NoSchedule/NoExecute taint no toleration tolerates (PreferNoSchedule never blocks)."""
-    for taint in taints:
-        if _s(taint.get("effect")) in ("NoSchedule", "NoExecute") and not any(tolerates(t, taint, comparison) for t in tolerations):
-            return taint
-    return None
-
-
-def _requirement(labels: dict[str, str], expr: dict) -> bool:
-    key, op, values = _s(expr.get("key")), _s(expr.get("operator")), [_s(v) for v in as_list(expr.get("values"))]
-    if op == "In":
-        return key in labels and labels[key] in values
-    if op == "NotIn":
-        return key not in labels or labels[key] not in values
-    if op == "Exists":
-        return key in labels
-    if op == "DoesNotExist":
-        return key not in labels
-    if op in ("Gt", "Lt") and len(values) == 1 and key in labels:
-        try:
-            have, want = int(labels[key]), int(values[0])
-        except ValueError:
-            return False
-        return have > want if op == "Gt" else have < want
-    return False  # an unknown operator is a parse error: the term matches nothing
+    """The first NoSchedule/NoExecute taint no toleration tolerates (PreferNoSchedule never blocks),
+    by component-helpers' FindMatchingUntoleratedTaint (harness.gate.matching)."""
+    return matching.untolerated(taints, tolerations, comparison)
 
 
 def node_matches(labels: dict[str, str], node_selector: dict, affinity: dict | None = None) -> bool:
-    """nodeaffinity.GetRequiredNodeAffinity(pod).Match(node): every nodeSelector label, and (when
-    set) one of requiredDuringSchedulingIgnoredDuringExecution's terms. Terms with only matchFields
-    match (node names are unknown offline); empty terms match nothing."""
-    if any(labels.get(str(k)) != _s(v) for k, v in node_selector.items()):
-        return False
-    if affinity is None:
-        return True
-    for term in as_maps(as_map(affinity).get("nodeSelectorTerms")):
-        exprs, fields_ = as_maps(term.get("matchExpressions")), as_maps(term.get("matchFields"))
-        if not exprs and not fields_:
-            continue
-        if all(_requirement(labels, e) for e in exprs):
-            return True
-    return False
+    """nodeaffinity.GetRequiredNodeAffinity(pod).Match(node) for a node with `labels`: every
+    nodeSelector label, and (when set) one of requiredDuringSchedulingIgnoredDuringExecution's terms."""
+    return matching.node_matches(labels, {str(k): "" if v is None else str(v) for k, v in as_map(node_selector).items()}, affinity)
 
 
 def selects(pool: Pool, node_labels: dict, tolerations: list[dict], affinity: dict | None = None) -> bool:

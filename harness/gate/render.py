@@ -72,7 +72,8 @@ class FluxBuild:
             self._proc.wait()
             self._proc = None
 
-    def run(self, jobs: list[dict]) -> dict[str, dict]:
+    def run(self, jobs: list[dict], root: Path | None = None) -> dict[str, dict]:
+        """The results of `jobs` built in `root` (default: the session's), by job id."""
         if not jobs:
             return {}
         if self._proc is None:
@@ -80,7 +81,7 @@ class FluxBuild:
             self._stderr = tempfile.TemporaryFile(mode="w+")  # never a pipe nobody reads while it blocks
             self._proc = subprocess.Popen([str(binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                           stderr=self._stderr, text=True)
-        request = json.dumps({"root": str(self.root), "skip_dirs": sorted(SKIP_DIRS), "jobs": jobs})
+        request = json.dumps({"root": str(root or self.root), "skip_dirs": sorted(SKIP_DIRS), "jobs": jobs})
         try:
             self._proc.stdin.write(request + "\n")
             self._proc.stdin.flush()
@@ -135,9 +136,13 @@ def substitution_sources(cluster_dir: Path) -> list[dict]:
     return [d for d in docs if isinstance(d, dict)]
 
 
-def render_repository(root: Path, skip_dirs: set[str] = frozenset()) -> tuple[list[Build], list[ClusterRender]]:
-    """Builds every kustomization directory, then renders every cluster through Flux."""
+def render_repository(root: Path, skip_dirs: set[str] = frozenset(),
+                      session: FluxBuild | None = None) -> tuple[list[Build], list[ClusterRender]]:
+    """Builds every kustomization directory, then renders every cluster through Flux (in
+    `session`'s fluxbuild process when given, so a caller can send it more builds)."""
     root = root.resolve()
+    if session is not None:
+        return _render_all(session, root, skip_dirs)
     with FluxBuild(root) as fb:
         return _render_all(fb, root, skip_dirs)
 

@@ -13,12 +13,8 @@ each finding points at the sample's entry line and names the queue object's file
 Per cluster: a ClusterQueue no LocalQueue points at (warning), and a Kueue HelmRelease whose
 manager configuration leaves out the ray.io/rayjob integration (Kueue ignores every RayJob).
 
-Label selectors: no Python library evaluates a structured metav1.LabelSelector (the kubernetes
-client has only the models; pykube and lightkube turn selectors into query strings), so
-`selector_verdict` applies apimachinery's semantics to the structure as it is, no parsing:
-matchLabels are `In` requirements with one value, In/NotIn/Exists/DoesNotExist as
-`labels.Requirement.Matches`, every requirement ANDed, and the value-count rules of
-`metav1.LabelSelectorAsSelector` (In/NotIn need values, Exists/DoesNotExist take none).
+Label selectors are evaluated by apimachinery's own LabelSelectorAsSelector in tools/kubecheck
+(harness.gate.matching), which also refuses what the apiserver refuses.
 """
 from __future__ import annotations
 
@@ -27,12 +23,12 @@ from pathlib import Path
 
 import yaml
 
-from harness.gate import workloads
+from harness.gate import matching, workloads
 from harness.gate.cluster_refs import (ClusterIndex, dotted, pod_spec_refs, pod_templates, size_problems, yaml_line, yaml_node,
                                        yaml_step)
 from harness.gate.findings import Finding
 from harness.gate.render import ClusterRender
-from harness.gate.sources import SafeLoader, SourceError, as_list, as_map, name_key, parse_yaml, read_source, resource_id
+from harness.gate.sources import SafeLoader, SourceError, as_list, as_map, as_maps, name_key, parse_yaml, read_source, resource_id
 
 RULES = {
     "queue-namespace-selector": "a sample's ClusterQueue selects the namespace of its LocalQueue (namespaceSelector against the Namespace's labels)",
@@ -49,26 +45,22 @@ CONFIG_PATH = ["spec", "values", "managerConfig", "controllerManagerConfigYaml"]
 
 
 def selector_verdict(selector: dict, labels: dict[str, str]) -> tuple[bool, str]:
-    """(selects, the requirement that fails) for a structured label selector; ValueError for a
-    selector metav1.LabelSelectorAsSelector refuses (Kueue's webhook rejects such a ClusterQueue)."""
+    """(selects, the requirement that fails) for a label selector, by apimachinery's
+    LabelSelectorAsSelector (harness.gate.matching); ValueError for a selector it refuses (Kueue's
+    webhook rejects such a ClusterQueue)."""
+    selects, error = matching.selector_matches(selector, labels)
+    if error:
+        raise ValueError(error)
+    if selects:
+        return True, ""
     for key, value in as_map(selector.get("matchLabels")).items():
-        if labels.get(str(key)) != str(value):
+        if not matching.selector_matches({"matchLabels": {key: value}}, labels)[0]:
             return False, f"matchLabels {key}={value}"
-    for expr in as_list(selector.get("matchExpressions")):
-        expr = as_map(expr)
-        key, op, values = str(expr.get("key")), expr.get("operator"), [str(v) for v in as_list(expr.get("values"))]
-        if op in ("In", "NotIn") and not values:
-            raise ValueError(f"matchExpressions {key} {op} has no values (In and NotIn need at least one)")
-        if op in ("Exists", "DoesNotExist") and values:
-            raise ValueError(f"matchExpressions {key} {op} has values (Exists and DoesNotExist take none)")
-        present = key in labels
-        matches = {"In": present and labels.get(key) in values, "NotIn": not present or labels.get(key) not in values,
-                   "Exists": present, "DoesNotExist": not present}
-        if op not in matches:
-            raise ValueError(f"matchExpressions {key}: operator {op!r} is not In, NotIn, Exists or DoesNotExist")
-        if not matches[op]:
-            return False, f"matchExpressions {key} {op}{' ' + str(values) if values else ''}"
-    return True, ""
+    for expr in as_maps(selector.get("matchExpressions")):
+        if not matching.selector_matches({"matchExpressions": [expr]}, labels)[0]:
+            values = as_list(expr.get("values"))
+            return False, f"matchExpressions {expr.get('key')} {expr.get('operator')}{' ' + str(values) if values else ''}"
+    return False, "the selector"
 
 
 def sample_lines(root: Path, samples_file: str, samples: list[tuple[str, dict]]) -> list[int | None]:

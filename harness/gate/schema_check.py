@@ -54,10 +54,12 @@ def kubeconform_args(schema_dir: Path) -> list[str]:
 
 
 class Checker:
-    """One kubecheck process per gate run: `start()` early, `check(objects)` once."""
+    """One kubecheck process per gate run: `start()` early, `expect(kinds)` as soon as the kinds
+    are known (their validators are built while the caller renders), `check(objects)` once."""
 
     def __init__(self) -> None:
         self._proc: subprocess.Popen | None = None
+        self._expected = False
 
     def start(self) -> "Checker":
         binary = tools.ensure("kubecheck")["kubecheck"].path()
@@ -65,15 +67,27 @@ class Checker:
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         return self
 
-    def check(self, objects: list[dict]) -> list[Problem | None]:
-        """One result per object, in order: None when the cluster would accept it."""
+    def expect(self, kinds: set[tuple[str, str]]) -> None:
+        """The (apiVersion, kind) pairs the objects will have, to prepare their validators."""
         if self._proc is None:
             self.start()
+        if not self._expected:
+            self._expected = True
+            self._proc.stdin.write(json.dumps(sorted(kinds)) + "\n")
+            self._proc.stdin.flush()
+
+    def check(self, objects: list[dict]) -> list[Problem | None]:
+        """One result per object, in order: None when the cluster would accept it."""
+        self.expect(set())
         proc, self._proc = self._proc, None
         unique: dict[str, int] = {}
         for obj in objects:
             unique.setdefault(json.dumps(obj, sort_keys=True, default=str), len(unique))
-        out, err = proc.communicate(json.dumps([json.loads(k) for k in unique]))
+        try:
+            out, err = proc.communicate(json.dumps([json.loads(k) for k in unique]))
+        except BrokenPipeError:  # it exited early; its stderr says why
+            out, err = "", proc.stderr.read()
+            proc.wait()
         if proc.returncode != 0:
             raise CheckError(f"kubecheck failed (exit {proc.returncode}): {err.strip()[-2000:]}")
         try:

@@ -25,7 +25,7 @@ from harness.gate import schema_check
 from harness.gate import terraform_checks
 from harness.gate import version_rules
 from harness.gate.findings import Finding, ReportError, write_reports
-from harness.gate.render import render_repository, substitution_sources
+from harness.gate.render import FluxBuild, render_repository, substitution_sources
 from harness.gate.sources import Sources
 from harness.gate.workloads import WORKLOADS_DIR
 from harness.core import HarnessError
@@ -34,8 +34,29 @@ SCHEMA_RULES = {
     "api-validation": "every custom resource passes the apiserver's own create validation (OpenAPI schema, x-kubernetes-validations CEL rules, metadata), offline",
     "kueue-webhook": "every Kueue object and RayJob passes Kueue's validating webhook (its own code at the pinned version), offline",
 }
-RULE_IDS = SCHEMA_RULES | rules.RULES | flux_rules.RULES | version_rules.RULES | capacity.RULES | terraform_checks.RULES  # every rule id the gate can report
-RULE_IDS |= cluster_refs.RULES | sample_admission.RULES | kustomize_warnings.RULES  # cluster references, admittability, kustomize warnings
+# Every rule id the gate can report, by the module that checks it (the README's table is this).
+RULE_SOURCES = {
+    "harness/gate/sources.py, rules.py (files, rendering, Kueue objects, clusters, samples)": rules.RULES,
+    "tools/kubecheck (the apiserver's and Kueue's own validation)": SCHEMA_RULES,
+    "harness/gate/flux_rules.py (Flux wiring)": flux_rules.RULES,
+    "harness/gate/version_rules.py (versions.yaml drift)": version_rules.RULES,
+    "harness/gate/cluster_refs.py (references and sizes in each cluster's rendered set)": cluster_refs.RULES,
+    "harness/gate/sample_admission.py (samples that could never be admitted)": sample_admission.RULES,
+    "harness/gate/kustomize_warnings.py (warnings)": kustomize_warnings.RULES,
+    "harness/gate/capacity.py (quota and pods vs the Terraform node pools)": capacity.RULES,
+    "harness/gate/terraform_checks.py (Terraform wiring)": terraform_checks.RULES,
+}
+RULE_IDS = {rule: text for found in RULE_SOURCES.values() for rule, text in found.items()}
+
+
+def rule_table() -> str:
+    """The README's rule table (markdown), generated from RULE_SOURCES."""
+    lines = ["| rule | checks | where |", "|---|---|---|"]
+    for where, found in RULE_SOURCES.items():
+        for rule, text in found.items():
+            checks = text.replace("|", "\\|")
+            lines.append(f"| `{rule}` | {checks} | {where.split(' (')[0]} |")
+    return "\n".join(lines) + "\n"
 
 
 @dataclass
@@ -72,27 +93,31 @@ def validate_repository(root: Path) -> Report:
         Area("terraform", "Terraform wiring"),
         Area("schema", "apiserver + Kueue webhook validation (1.35, pinned CRDs)"),
     )}
-    checker = schema_check.Checker().start()  # loads the CRDs while the rest runs
+    # One kubecheck process (it loads the CRDs while the rest runs) and one fluxbuild process
+    # (every render round and the patch probe) per run.
+    checker = schema_check.Checker().start()
     try:
-        return _validate(root, checker, areas, timings, t0)
+        with FluxBuild(root) as session:
+            return _validate(root, checker, session, areas, timings, t0)
     finally:
         checker.close()
 
 
-def _validate(root: Path, checker: schema_check.Checker, areas: dict, timings: dict, t0: float) -> Report:
+def _validate(root: Path, checker: schema_check.Checker, session: FluxBuild, areas: dict, timings: dict, t0: float) -> Report:
     per_area: dict[str, list[Finding]] = {name: [] for name in areas}
 
     def timed(area: str, t: float) -> None:
         areas[area].seconds += time.monotonic() - t
 
     sources = Sources.load(root)
+    checker.expect({(str(d.obj.get("apiVersion")), str(d.obj.get("kind"))) for d in sources.docs})
     per_area["yaml"] += sources.errors
     ctx = rules.Context(sources)
     timings["parse"] = time.monotonic() - t0
     timed("yaml", t0)
 
     t = time.monotonic()
-    builds, clusters = render_repository(root)
+    builds, clusters = render_repository(root, session=session)
     timings["render"] = time.monotonic() - t
     timed("render", t)
 
@@ -119,7 +144,7 @@ def _validate(root: Path, checker: schema_check.Checker, areas: dict, timings: d
         validated += [(f"cluster {c.name}: samples.yaml", s, f"{WORKLOADS_DIR}/{name}.yaml") for name, s in samples]
         example = f"clusters/{c.name}/cluster-vars.example.yaml"
         validated += [(example, s, example) for s in substitution_sources(root / "clusters" / c.name)]
-    per_area["rules"] += kustomize_warnings.kustomize_warnings(ctx, root, builds, clusters)
+    per_area["rules"] += kustomize_warnings.kustomize_warnings(ctx, root, builds, clusters, session)
     timed("rules", t)
     t_cap = time.monotonic()
     per_area["capacity"] += capacity.capacity_findings(root, clusters, sources)
@@ -190,7 +215,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write findings as JSON here")
     parser.add_argument("--junit", type=Path, help="write a JUnit XML report here")
     parser.add_argument("--quiet", action="store_true", help="print only findings and the summary line")
+    parser.add_argument("--list-rules", action="store_true", help="print every rule as the README's markdown table and exit")
     args = parser.parse_args(argv)
+    if args.list_rules:
+        print(rule_table(), end="")
+        return 0
     root = Path(args.repo)
     if not (root / "clusters").is_dir() and not (root / "overlays").is_dir():
         print(f"validate: {root} does not look like a checkout of this repository (no clusters/ or overlays/)", file=sys.stderr)

@@ -13,7 +13,7 @@ import yaml
 from harness.core import format_quantity, parse_quantity
 from harness.gate import capacity, cluster_nodes, flavor_capacities, node_pools, validate_repository
 from harness.gate import placement, terraform_checks
-from harness.gate.pools import SYSTEM_TAINT, cluster_pools, node_matches, selects, tolerates, untolerated
+from harness.gate.pools import SYSTEM_TAINT, cluster_pools, node_matches, selects, untolerated
 from harness.gate.sku import SKU_FILE, allocatable, sku_table
 from harness.gate.terraform import TerraformConfig, load_tfvars
 from harness.gate.render import render_repository
@@ -291,12 +291,15 @@ def test_cluster_nodes_is_the_pool_model_for_simulated_nodes():
 
 
 def test_scheduler_matching_follows_kubernetes():
+    """The answers of component-helpers (through tools/kubecheck), as the scheduler gives them."""
     taint = {"key": "sku", "value": "gpu", "effect": "NoSchedule"}
-    assert tolerates({"key": "sku", "operator": "Exists"}, taint)
-    assert tolerates({"operator": "Exists"}, taint)  # empty key with Exists tolerates everything
-    assert not tolerates({"key": "sku", "value": "cpu"}, taint)
-    assert not tolerates({"key": "sku", "value": "gpu", "effect": "NoExecute"}, taint)
+    tolerates = lambda tol, t=taint, comparison=False: untolerated([t], [tol], comparison) is None  # noqa: E731
+    assert tolerates({"key": "sku", "operator": "Exists"})
+    assert tolerates({"operator": "Exists"})  # empty key with Exists tolerates everything
+    assert not tolerates({"key": "sku", "value": "cpu"})
+    assert not tolerates({"key": "sku", "value": "gpu", "effect": "NoExecute"})
     assert untolerated([{"key": "a", "effect": "PreferNoSchedule"}], []) is None
+    assert untolerated([taint], []) == taint
     assert not tolerates({"key": "n", "operator": "Gt", "value": "1"}, {"key": "n", "value": "2", "effect": "NoSchedule"})
     assert tolerates({"key": "n", "operator": "Gt", "value": "1"}, {"key": "n", "value": "2", "effect": "NoSchedule"}, comparison=True)
     labels = {"agentpool": "gpupool", "gpus": "8"}

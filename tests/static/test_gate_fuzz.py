@@ -174,7 +174,7 @@ def test_gate_survives_mutated_sources(fuzz_repo, clean_render, tmp_path):
         rel, raw = mutate_file(data, fuzz_repo, files)
         try:
             with pytest.MonkeyPatch.context() as mp:
-                mp.setattr(gate_validate, "render_repository", lambda root: (builds, clusters))
+                mp.setattr(gate_validate, "render_repository", lambda root, **_: (builds, clusters))
                 mp.setattr(gate_validate.schema_check, "validate", fake_kubeconform)
                 check(fuzz_repo, tmp_path / "f.json")
         finally:

@@ -45,3 +45,13 @@ def test_not_a_checkout_exits_two(tmp_path):
     proc = run(tmp_path)
     assert proc.returncode == 2
     assert "does not look like a checkout" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_readme_rule_table_is_generated_from_the_code():
+    from harness.core import REPO_ROOT
+    from harness.gate.validate import RULE_IDS, RULE_SOURCES, rule_table
+
+    readme = (REPO_ROOT / "README.md").read_text()
+    block = readme.split("<!-- rules:begin -->\n", 1)[1].split("<!-- rules:end -->", 1)[0]
+    assert block == rule_table(), "README's rule table is stale: paste `scripts/validate --list-rules` between the markers"
+    assert len(RULE_IDS) == sum(len(r) for r in RULE_SOURCES.values()), "two modules define the same rule id"

@@ -22,11 +22,13 @@ import (
 
 	"github.com/fluxcd/pkg/kustomize"
 	securefs "github.com/fluxcd/pkg/kustomize/filesys"
+	"github.com/fluxcd/pkg/sourceignore"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/resmap"
 	kustypes "sigs.k8s.io/kustomize/api/types"
@@ -232,19 +234,29 @@ func usesOpenAPI(dir string) bool {
 	return len(k.OpenAPI) > 0
 }
 
-// copyTree copies src to dst without the directories named in skip, which hold no configuration;
-// copying them (a virtualenv, git objects) would dominate the run.
+// copyTree copies src to dst as source-controller packs a GitRepository artifact: without what
+// the default and VCS patterns and the .sourceignore files exclude (fluxcd/pkg/sourceignore, the
+// same matcher), and without the directories named in skip, which hold no configuration (a
+// virtualenv, build output) and which copying would make the slowest part of the run.
 func copyTree(src, dst string, skip map[string]bool) error {
+	patterns, err := sourceignore.LoadIgnorePatterns(src, nil)
+	if err != nil {
+		return fmt.Errorf("reading .sourceignore: %v", err)
+	}
+	ignored := sourceignore.NewDefaultMatcher(patterns, nil)
 	return filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		rel, _ := filepath.Rel(src, path)
 		target := filepath.Join(dst, rel)
-		if d.IsDir() {
-			if rel != "." && skip[d.Name()] {
+		if rel != "." && (skip[d.Name()] && d.IsDir() || ignored.Match(strings.Split(filepath.ToSlash(rel), "/"), d.IsDir())) {
+			if d.IsDir() {
 				return filepath.SkipDir
 			}
+			return nil
+		}
+		if d.IsDir() {
 			return os.MkdirAll(target, 0o755)
 		}
 		if !d.Type().IsRegular() {
@@ -267,32 +279,60 @@ func securePath(root, path string) (string, error) {
 	return clean, nil
 }
 
-func sourcesClient(sources []map[string]interface{}, namespace string) (client.Client, error) {
-	scheme := runtime.NewScheme()
-	if err := corev1.AddToScheme(scheme); err != nil {
-		return nil, err
+// sources answers kustomize-controller's Get of the ConfigMaps and Secrets that
+// postBuild.substituteFrom names, from the offline stand-ins the caller sends (a NotFound error
+// for any other, as the apiserver gives). Only Get is used by SubstituteVariables; the embedded
+// nil client.Client makes any other call fail loudly instead of answering wrongly.
+type sources struct {
+	client.Client
+	configMaps map[types.NamespacedName]*corev1.ConfigMap
+	secrets    map[types.NamespacedName]*corev1.Secret
+}
+
+func (s *sources) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	switch out := obj.(type) {
+	case *corev1.ConfigMap:
+		if cm, ok := s.configMaps[key]; ok {
+			*out = *cm.DeepCopy()
+			return nil
+		}
+		return apierrors.NewNotFound(corev1.Resource("configmaps"), key.Name)
+	case *corev1.Secret:
+		if secret, ok := s.secrets[key]; ok {
+			*out = *secret.DeepCopy()
+			return nil
+		}
+		return apierrors.NewNotFound(corev1.Resource("secrets"), key.Name)
 	}
-	builder := fake.NewClientBuilder().WithScheme(scheme)
-	for _, s := range sources {
-		u := &unstructured.Unstructured{Object: s}
+	return fmt.Errorf("fluxbuild: no offline stand-in for %T %s", obj, key)
+}
+
+func sourcesClient(items []map[string]interface{}, namespace string) (client.Client, error) {
+	s := &sources{configMaps: map[types.NamespacedName]*corev1.ConfigMap{}, secrets: map[types.NamespacedName]*corev1.Secret{}}
+	for _, item := range items {
+		u := &unstructured.Unstructured{Object: item}
 		if u.GetNamespace() == "" {
 			u.SetNamespace(namespace)
 		}
-		var obj client.Object
+		key := types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}
+		var err error
 		switch u.GetKind() {
 		case "ConfigMap":
-			obj = &corev1.ConfigMap{}
+			cm := &corev1.ConfigMap{}
+			err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, cm)
+			s.configMaps[key] = cm
 		case "Secret":
-			obj = &corev1.Secret{}
+			secret := &corev1.Secret{}
+			err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, secret)
+			s.secrets[key] = secret
 		default:
 			return nil, fmt.Errorf("substitution source %s/%s: kind must be ConfigMap or Secret", u.GetKind(), u.GetName())
 		}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
+		if err != nil {
 			return nil, fmt.Errorf("substitution source %s/%s: %v", u.GetKind(), u.GetName(), err)
 		}
-		builder = builder.WithObjects(obj)
 	}
-	return builder.Build(), nil
+	return s, nil
 }
 
 func toMaps(resources resmap.ResMap) ([]map[string]interface{}, string) {

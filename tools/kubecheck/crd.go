@@ -68,6 +68,16 @@ func loadCRDs(path string) (*crdSet, error) {
 	return set, nil
 }
 
+// prepare builds the validators of the expected kinds ahead of the objects, one after another
+// (on two cores the caller's renderer needs the other one).
+func (s *crdSet) prepare(kinds [][2]string) {
+	for _, k := range kinds {
+		if c := s.byGVK[schema.FromAPIVersionAndKind(k[0], k[1])]; c != nil {
+			c.build() // an error is reported when an object of the kind is checked
+		}
+	}
+}
+
 func gvkOf(obj map[string]interface{}) schema.GroupVersionKind {
 	u := unstructured.Unstructured{Object: obj}
 	return u.GroupVersionKind()

@@ -12,14 +12,18 @@
 // Like the apiserver, the first stage that rejects an object ends its checks (a strict-decoding
 // error is reported without the validation errors that would follow).
 //
+// `kubecheck match` answers placement and label-selector questions instead (match.go).
+//
 // Usage: kubecheck SCHEMA_DIR KUBERNETES_VERSION < objects.json > results.json
-// SCHEMA_DIR holds the kubeconform schemas and crds.json (the CRDs, as a JSON list). The CRDs are
-// loaded while the caller is still rendering (stdin is read only afterwards). Output: one result
+// SCHEMA_DIR holds the kubeconform schemas and crds.json (the CRDs, as a JSON list). stdin: one
+// line with the [apiVersion, kind] pairs the caller expects, whose validators are built while the
+// caller is still rendering, then a JSON list of the objects. Output: one result
 // per input object, in order: {"stage": "", "errors": [...]} where stage is "" (accepted),
 // "unknown" (a kind the cluster would not serve), "decode", "schema", "validation" or "webhook".
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -47,8 +51,12 @@ func fail(format string, args ...interface{}) {
 }
 
 func main() {
+	if len(os.Args) == 2 && os.Args[1] == "match" {
+		serveMatch(os.Stdin, os.Stdout)
+		return
+	}
 	if len(os.Args) != 3 {
-		fail("usage: kubecheck SCHEMA_DIR KUBERNETES_VERSION < objects.json")
+		fail("usage: kubecheck SCHEMA_DIR KUBERNETES_VERSION < objects.json | kubecheck match (see match.go)")
 	}
 	schemaDir, k8sVersion := os.Args[1], os.Args[2]
 	var (
@@ -65,7 +73,27 @@ func main() {
 	if err != nil {
 		fail("%v", err)
 	}
-	data, err := io.ReadAll(os.Stdin)
+	in := bufio.NewReader(os.Stdin)
+	// First line: the apiVersion/kind pairs the caller expects (from its sources), built while it
+	// renders; then the objects.
+	hintLine, err := in.ReadBytes('\n')
+	if err != nil {
+		fail("reading the kinds line: %v", err)
+	}
+	var hints [][2]string
+	if err := json.Unmarshal(hintLine, &hints); err != nil {
+		fail("reading the kinds line: %v", err)
+	}
+	var preparing sync.WaitGroup
+	preparing.Add(1)
+	go func() {
+		defer preparing.Done()
+		loading.Wait()
+		if crdErr == nil {
+			crds.prepare(hints)
+		}
+	}()
+	data, err := io.ReadAll(in)
 	if err != nil {
 		fail("reading objects: %v", err)
 	}
@@ -77,6 +105,7 @@ func main() {
 	if crdErr != nil {
 		fail("%v", crdErr)
 	}
+	preparing.Wait()
 	ctx := context.Background()
 	results := make([]result, len(objects))
 	for i, obj := range objects {
