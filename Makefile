@@ -37,7 +37,7 @@ test: tools
 ci: validate test
 
 cluster: setup
-	@scripts/cluster
+	@scripts/cluster $(if $(CLUSTER),--cluster $(CLUSTER))
 
 # What a change does to who gets GPUs: quotas and scenario outcomes of the working tree vs BASE.
 BASE ?= main

@@ -8,16 +8,18 @@ and existing backends, process hygiene, and the names that keep a run in its own
     operators    Kueue and KubeRay configured like their HelmReleases; Kueue's webhooks
     kueue_certs  Kueue's webhook Service and its own cert rotator, the kubelet's Secret volume played here
     seed         the cached etcd data that already holds the CRDs
+    nodes        kube-scheduler and KWOK (simulated kubelets), Nodes from a cluster's Terraform pools
     local_cluster  LocalCluster: all of it, and the faults the fault tests inject
     __main__     `python -m harness.cluster` (make cluster)
 """
 from harness.cluster.backends import docker_problem
 from harness.cluster.isolation import Names
 from harness.cluster.local_cluster import ClusterError, LocalCluster
+from harness.cluster.nodes import add_nodes, node_objects, remove_nodes
 from harness.cluster.operators import local_kueue_config, production_kueue_config
 from harness.cluster.processes import (Process, ProcessError, Startable, free_port, http_check, port_is_free, running,
                                        stop_in_reverse, wait_until)
 
-__all__ = ["ClusterError", "LocalCluster", "Names", "Process", "ProcessError", "Startable", "docker_problem",
-           "free_port", "http_check", "local_kueue_config", "port_is_free", "production_kueue_config",
+__all__ = ["ClusterError", "LocalCluster", "Names", "Process", "ProcessError", "Startable", "add_nodes", "docker_problem",
+           "free_port", "http_check", "local_kueue_config", "node_objects", "port_is_free", "production_kueue_config", "remove_nodes",
            "running", "stop_in_reverse", "wait_until"]

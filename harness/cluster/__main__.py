@@ -1,9 +1,14 @@
-"""`make cluster` (scripts/cluster): the local cluster for a person, until Ctrl-C.
+"""`make cluster [CLUSTER=<name>]` (scripts/cluster): a local replica of one of clusters/, for a
+person, until Ctrl-C.
 
-    python -m harness.cluster [--workdir DIR]
+    python -m harness.cluster [--cluster NAME] [--workdir DIR]
 
-Prints `KUBECONFIG=<path>` once everything is ready; SIGINT, SIGTERM and SIGHUP stop every
-process in order and keep the logs; exit 1 when a component dies or the start fails.
+Starts the plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, KWOK, Kueue,
+KubeRay), creates the cluster's nodes from its Terraform pools (terraform/clusters/NAME.tfvars),
+applies its queue layer as Flux renders it (the objects of its Flux Kustomizations that this plane
+serves; the Flux and Helm objects themselves are left out: no Flux controllers run here), and
+prints `KUBECONFIG=<path>` once ready. SIGINT, SIGTERM and SIGHUP stop every process in order and
+keep the logs; exit 1 when a component dies or the start fails.
 """
 from __future__ import annotations
 
@@ -15,11 +20,39 @@ import time
 from pathlib import Path
 
 from kubernetes.client import ApiException
+from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
 from harness.cluster.local_cluster import ClusterError, LocalCluster
+from harness.cluster.nodes import add_nodes
+from harness.gate import cluster_dirs, is_flux_kustomization, render_cluster
+from harness.k8s import Kube, apply_order
 from harness.core import REPO_ROOT, HarnessError, say
 
 ALIVE_CHECK = 1.0  # seconds between checks that every component still runs
+DEFAULT_CLUSTER = "prod-eastus2"
+
+
+def replicate(cluster: LocalCluster, name: str) -> None:
+    """The nodes and the queue layer of clusters/<name> on the started local cluster."""
+    if not (REPO_ROOT / "clusters" / name / "kustomization.yaml").is_file():
+        raise ClusterError(f"no cluster {name!r} in clusters/ (have: {', '.join(d.name for d in cluster_dirs(REPO_ROOT))})")
+    kube = Kube(cluster.api_client())
+    add_nodes(kube, REPO_ROOT, name)
+    rendered = render_cluster(REPO_ROOT, name, f"clusters/{name}")
+    failed = [b.id for b in rendered.flux if b.error]
+    if rendered.entry.error or failed:
+        raise ClusterError(f"clusters/{name} does not render ({rendered.entry.error or ', '.join(failed)}): run `make validate`")
+    applied, left_out = 0, set()
+    for obj in apply_order([o for b in rendered.flux for o in b.objects if not is_flux_kustomization(o)]):
+        try:
+            kube.resource(obj["apiVersion"], obj["kind"])
+        except ResourceNotFoundError:
+            left_out.add(f"{obj['apiVersion']} {obj['kind']}")
+            continue
+        kube.apply(obj)
+        applied += 1
+    say("cluster", f"{name}: applied {applied} objects of its Flux layers"
+                   + (f"; left out (no such API here): {', '.join(sorted(left_out))}" if left_out else ""))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,6 +61,9 @@ def main(argv: list[str] | None = None) -> int:
                                                  "Kueue, KubeRay) until Ctrl-C.")
     parser.add_argument("--workdir", type=Path, help="where certificates, data, the kubeconfig and logs go "
                                                      "(default: a new directory under build/cluster)")
+    parser.add_argument("--cluster", default=DEFAULT_CLUSTER,
+                        help=f"which clusters/<name> to replicate: its node pools and queue layer (default: {DEFAULT_CLUSTER}, "
+                             "the team-queues production cluster)")
     args = parser.parse_args(argv)
     if args.workdir:
         workdir = args.workdir
@@ -46,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     cluster = LocalCluster(workdir)
     try:
         cluster.start()
+        replicate(cluster, args.cluster)
         print(f"KUBECONFIG={cluster.kubeconfig}", flush=True)
         say("cluster", f"up; logs in {cluster.log_dir}; Ctrl-C to stop")
         while True:

@@ -26,7 +26,7 @@ from harness.core import atomic_write, say, timeouts
 SERVICE_CIDR = "10.0.0.0/24"
 KUBERNETES_SERVICE_IP = "10.0.0.1"  # first address of SERVICE_CIDR; the `kubernetes` Service gets it
 
-# What workloads need without nodes; node, volume and cloud controllers would only log errors.
+# What workloads need on simulated (KWOK) nodes; volume and cloud controllers would only log errors.
 CONTROLLERS = (
     "garbage-collector-controller",  # ownerReference cascades (Workloads of deleted RayJobs, RayClusters, ...)
     "namespace-controller",          # namespace deletion would otherwise hang in Terminating
@@ -44,6 +44,7 @@ CONTROLLERS = (
     "resourcequota-controller",
     "endpointslice-controller",
     "disruption-controller",
+    "node-lifecycle-controller",     # lifts the not-ready taint once KWOK's heartbeats make a node Ready
 )
 
 

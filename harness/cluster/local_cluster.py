@@ -26,10 +26,12 @@ from kubernetes import client
 
 from harness.cluster.controlplane import ControlPlane
 from harness.cluster.kueue_certs import mount_serving_cert, wire_webhook_service
+from harness.cluster.nodes import kwok_process, node_objects, scheduler_process
 from harness.cluster.operators import (KUEUE_NAMESPACE, ClusterError, apply_webhook_configurations, kuberay_process,
                                        kueue_process, kueue_webhook_configurations, local_kueue_config,
                                        production_kueue_config, webhook_probe)
-from harness.cluster.processes import Process, Startable, free_port, http_check, port_is_free, stop_in_reverse, wait_until
+from harness.cluster.processes import (Process, Startable, free_port, http_check, https_context, port_is_free, stop_in_reverse,
+                                      wait_until)
 from harness.cluster.seed import seed_etcd
 from harness.core import atomic_write, say, timeouts
 from harness.k8s import WaitTimeout, crd_documents, ensure_namespace, wait_crds_established
@@ -80,7 +82,7 @@ class LocalCluster(Startable):
         from harness import toolchain as tools  # a cached build is only checked; a missing one is built with progress
 
         t0 = time.monotonic()
-        t = tools.ensure("kube", "etcd", "kueue", "kuberay")
+        t = tools.ensure("kube", "etcd", "kueue", "kuberay", "kube-scheduler", "kwok")
         kueue_src, kuberay_src = tools.module_dir("kueue"), tools.module_dir("kuberay")
         self.timings["tools"] = time.monotonic() - t0
 
@@ -92,7 +94,8 @@ class LocalCluster(Startable):
         self._api = self.api_client()
 
         self.ports.update({"kueue-webhook": free_port(), "kueue-health": free_port(),
-                           "kuberay-metrics": free_port(), "kuberay-health": free_port()})
+                           "kuberay-metrics": free_port(), "kuberay-health": free_port(),
+                           "kube-scheduler": free_port(), "kwok": free_port()})
         cert_dir = self.workdir / "kueue" / "certs"
 
         t2 = time.monotonic()
@@ -116,6 +119,10 @@ class LocalCluster(Startable):
                                               self.log_dir, self.workdir))
         kueue = self._spawn(kueue_process(t["kueue"].path("kueue"), self.kueue_config, self.kueue_config_path,
                                           self.kubeconfig, self.log_dir, self.workdir))
+        scheduler = self._spawn(scheduler_process(t["kube-scheduler"].path(), self.kubeconfig, self.ports["kube-scheduler"],
+                                                  self.log_dir, self.workdir))
+        kwok = self._spawn(kwok_process(t["kwok"].path(), tools.module_dir("kwok"), self.kubeconfig, self.ports["kwok"],
+                                        self.log_dir, self.workdir))
         t3 = time.monotonic()
         try:
             mount_serving_cert(self._api, KUEUE_NAMESPACE, cert_dir)
@@ -126,6 +133,9 @@ class LocalCluster(Startable):
         self.timings["kueue-readyz"] = time.monotonic() - t3
         self._wait_webhooks("Kueue webhooks to serve the apiserver (dry-run ResourceFlavor)", [kueue])
         self._wait_kuberay_ready(kuberay)
+        wait_until(http_check(f"https://127.0.0.1:{self.ports['kube-scheduler']}/healthz", https_context()),
+                   self.start_timeout, "kube-scheduler /healthz", [scheduler])
+        wait_until(http_check(f"http://127.0.0.1:{self.ports['kwok']}/healthz"), self.start_timeout, "KWOK /healthz", [kwok])
         self.timings["operators"] = time.monotonic() - t3
         self.timings["start"] = time.monotonic() - t1
         atomic_write(self.record_path, json.dumps(self.describe(), indent=2) + "\n")

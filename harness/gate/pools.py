@@ -66,6 +66,7 @@ class NodeSpec:
     min_count: int
     max_count: int
     system: bool
+    max_pods: int = 110
 
 
 @dataclass
@@ -118,7 +119,8 @@ class Pool:
 
     def node_spec(self) -> NodeSpec:
         return NodeSpec(self.name, self.vm_size, dict(self.labels), self.node_taints(),
-                        self.sku.node_capacity() if self.sku else {}, self.node_allocatable(), self.min_nodes, self.count, self.system)
+                        self.sku.node_capacity() if self.sku else {}, self.node_allocatable(), self.min_nodes, self.count, self.system,
+                        self.max_pods)
 
 
 def _aks_labels(name: str, vm_size: str, system: bool, sku: Sku | None) -> dict[str, str]:

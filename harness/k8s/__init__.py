@@ -2,7 +2,7 @@
 resource type's path, the one list-then-watch loop and the bounded waits built on it, condition
 helpers, and CRDs (documents from the Go modules, install, the wait until Established)."""
 from harness.k8s.kinds import (CLUSTER_QUEUE, CRD, GIT_REPOSITORY, KUSTOMIZATION, LOCAL_QUEUE, MUTATING_WEBHOOK, NAMESPACE,
-                               PRIORITY_CLASS, RAYCLUSTER, RAYJOB, RESOURCE_FLAVOR, SECRET, SERVICE, VALIDATING_WEBHOOK,
+                               NODE, POD, PRIORITY_CLASS, RAYCLUSTER, RAYJOB, RESOURCE_FLAVOR, SECRET, SERVICE, VALIDATING_WEBHOOK,
                                WORKLOAD, ResourceType)
 from harness.k8s.conditions import condition, conditions, is_false, is_true
 from harness.k8s.rest import RAW_APPLY_MANAGER, ensure_namespace, get_object, list_objects, merge_patch, server_side_apply
@@ -11,7 +11,7 @@ from harness.k8s.client import Kube, apply_order, owned_by
 from harness.k8s.crds import crd_documents, install_crds, wait_crds_established
 
 __all__ = ["CLUSTER_QUEUE", "CRD", "GIT_REPOSITORY", "KUSTOMIZATION", "LOCAL_QUEUE", "MUTATING_WEBHOOK", "NAMESPACE",
-           "PRIORITY_CLASS", "RAYCLUSTER", "RAYJOB", "RESOURCE_FLAVOR", "SECRET", "SERVICE", "VALIDATING_WEBHOOK", "WORKLOAD",
+           "NODE", "POD", "PRIORITY_CLASS", "RAYCLUSTER", "RAYJOB", "RESOURCE_FLAVOR", "SECRET", "SERVICE", "VALIDATING_WEBHOOK", "WORKLOAD",
            "ResourceType",
            "condition", "conditions", "is_false", "is_true",
            "RAW_APPLY_MANAGER", "ensure_namespace", "get_object", "list_objects", "merge_patch", "server_side_apply",

@@ -42,6 +42,12 @@ class Kube:
         kwargs = {"query_params": params} if params else {}
         return res.create(body=obj, namespace=ns, **kwargs).to_dict()
 
+    def patch_status(self, api_version: str, kind: str, name: str, namespace: str | None, status: dict) -> dict:
+        """Merge-patches the status subresource (what a controller writes, not a user)."""
+        res = self.resource(api_version, kind)
+        return res.status.patch(body={"status": status}, name=name, namespace=namespace,
+                                content_type="application/merge-patch+json").to_dict()
+
     def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None, missing_ok: bool = True) -> None:
         try:
             self.resource(api_version, kind).delete(name=name, namespace=namespace, propagation_policy="Background")

@@ -42,6 +42,8 @@ KUEUE_API = "kueue.x-k8s.io/v1beta2"
 NAMESPACE = ResourceType("v1", "Namespace", "namespaces", namespaced=False)
 SECRET = ResourceType("v1", "Secret", "secrets")
 SERVICE = ResourceType("v1", "Service", "services")
+POD = ResourceType("v1", "Pod", "pods")
+NODE = ResourceType("v1", "Node", "nodes", namespaced=False)
 CRD = ResourceType("apiextensions.k8s.io/v1", "CustomResourceDefinition", "customresourcedefinitions", namespaced=False)
 RAYJOB = ResourceType("ray.io/v1", "RayJob", "rayjobs")
 RAYCLUSTER = ResourceType("ray.io/v1", "RayCluster", "rayclusters")

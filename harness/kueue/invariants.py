@@ -6,7 +6,13 @@ It follows RayJobs, Workloads and ClusterQueues with watches and, on every event
   3. per cohort, flavor and resource: quota held in total <= the sum of nominal quotas;
   4. no workload admitted twice: at most one admitted Workload per RayJob, and a Workload is
      admitted again only after an eviction (admissions <= 1 + the evictions Kueue counts in
-     status.schedulingStats).
+     status.schedulingStats);
+  5. pods on nodes (when the cluster has Nodes, i.e. KWOK's simulated ones): every pod of an
+     admitted workload (Kueue labels them kueue.x-k8s.io/cluster-queue-name) is bound within
+     `pod_bound` seconds, else the violation names the pod and the scheduler's PodScheduled
+     message; the pods of a suspended (preempted, evicted) RayJob are gone within `pod_bound`
+     seconds of the checker seeing it suspended. A ticker re-checks once a second, because these
+     two are about time passing, not about an event.
 The watches (harness.k8s.ListWatch) survive component restarts: a broken stream (the apiserver
 went away) is listed again and followed from there; `reconnects` counts how often that happened.
 A suspected violation of (1) is confirmed against fresh reads before it is recorded, because
@@ -15,22 +21,29 @@ the three watches are independent streams and may deliver events in different or
 from __future__ import annotations
 
 import threading
+import time
 from collections import defaultdict
 from decimal import Decimal
 
 from kubernetes import client
 
 from harness.core import parse_quantity, timeouts
-from harness.k8s import (CLUSTER_QUEUE, RAYJOB, WORKLOAD, ListWatch, condition, get_object, is_true, list_objects,
+from harness.k8s import (CLUSTER_QUEUE, NODE, POD, RAYJOB, WORKLOAD, ListWatch, condition, get_object, is_true, list_objects,
                          owned_by)
 
-WATCHED = (RAYJOB, WORKLOAD, CLUSTER_QUEUE)  # every namespace
+WATCHED = (RAYJOB, WORKLOAD, CLUSTER_QUEUE, POD, NODE)  # every namespace
+CQ_LABEL = "kueue.x-k8s.io/cluster-queue-name"  # on every pod of an admitted workload
+RAY_CLUSTER_LABEL = "ray.io/cluster"
 KINDS = tuple(t.kind for t in WATCHED)
 
 
 class InvariantChecker:
-    def __init__(self, api_client: client.ApiClient):
+    def __init__(self, api_client: client.ApiClient, pod_bound: float = timeouts.POD_BOUND, clock=time.monotonic):
         self.api_client = api_client
+        self.pod_bound = pod_bound
+        self._clock = clock
+        self._first_seen: dict[str, float] = {}  # pod uid -> when the checker first saw it unbound
+        self._suspended_since: dict[str, float] = {}  # RayJob uid -> when the checker first saw it suspended
         self.state: dict[str, dict[tuple, dict]] = {k: {} for k in KINDS}
         self.violations: list[str] = []
         self.events = 0
@@ -50,7 +63,13 @@ class InvariantChecker:
             self._watches.append(w.start(f"invariants-{rtype.kind}"))
         for w in self._watches:
             w.synced.wait(timeouts.WATCH_SYNC)
+        threading.Thread(target=self._tick, name="invariants-ticker", daemon=True).start()
         return self
+
+    def _tick(self) -> None:
+        while not self._stop.wait(1.0):
+            with self._changed:
+                self._check_pods()
 
     def stop(self) -> None:
         self._stop.set()
@@ -79,6 +98,14 @@ class InvariantChecker:
         failed = [f"{w.rtype.kind}: {w.failure!r}" for w in self._watches if w.failure is not None]
         assert not dead and not failed, f"invariant watches died: {dead or failed}; last errors: {self.errors[-3:]}"
         assert self.synced == set(KINDS), f"the invariant checker never listed {set(KINDS) - self.synced}: it was not watching"
+
+    def take(self, match: str) -> list[str]:
+        """Removes and returns the violations containing `match`: a test that provokes one on
+        purpose asserts it was reported, and the rest must still hold."""
+        with self._changed:
+            found = [v for v in self.violations if match in v]
+            self.violations[:] = [v for v in self.violations if match not in v]
+            return found
 
     def lost_events(self, timeout: float = timeouts.WATCH_SYNC) -> list[str]:
         """Whether the watches kept up: lists every kind afresh and waits (on the watch events) until
@@ -114,6 +141,9 @@ class InvariantChecker:
             self.events += 1
             if etype == "DELETED" and kind == WORKLOAD.kind:
                 self._forget(obj)
+            if etype == "DELETED" and kind in (POD.kind, RAYJOB.kind):
+                self._first_seen.pop(obj["metadata"].get("uid"), None)
+                self._suspended_since.pop(obj["metadata"].get("uid"), None)
             self._check()
             self._changed.notify_all()
         return changed
@@ -145,6 +175,38 @@ class InvariantChecker:
         self._check_unsuspended()
         self._check_quota()
         self._check_admitted_once()
+        self._check_pods()
+
+    def _check_pods(self) -> None:
+        if not self.state.get("Node"):
+            return  # no nodes: nothing can be bound, pods are not the subject of this run
+        now = self._clock()
+        pods = self.state.get("Pod") or {}
+        for (ns, name), pod in pods.items():
+            meta, spec = pod["metadata"], pod.get("spec") or {}
+            if CQ_LABEL not in (meta.get("labels") or {}) or meta.get("deletionTimestamp") or spec.get("nodeName"):
+                self._first_seen.pop(meta.get("uid"), None)
+                continue
+            since = self._first_seen.setdefault(meta["uid"], now)
+            if now - since > self.pod_bound:
+                why = (condition(pod, "PodScheduled") or {}).get("message") or "no scheduling decision recorded"
+                self._violate(f"pod {ns}/{name} of an admitted workload (ClusterQueue {meta['labels'][CQ_LABEL]}) "
+                              f"not bound after {self.pod_bound:.0f}s: {why}")
+        clusters = {}
+        for (ns, name), job in self.state["RayJob"].items():
+            uid = job["metadata"]["uid"]
+            if (job.get("spec") or {}).get("suspend"):
+                since = self._suspended_since.setdefault(uid, now)
+                rc = (job.get("status") or {}).get("rayClusterName")
+                if rc:
+                    clusters[(ns, rc)] = (f"{ns}/{name}", since)
+            else:
+                self._suspended_since.pop(uid, None)
+        for (ns, name), pod in pods.items():
+            rc = (pod["metadata"].get("labels") or {}).get(RAY_CLUSTER_LABEL)
+            job = clusters.get((ns, rc))
+            if job and now - job[1] > self.pod_bound:
+                self._violate(f"pod {ns}/{name} of suspended RayJob {job[0]} still exists {self.pod_bound:.0f}s after the suspension")
 
     def _check_admitted_once(self) -> None:
         admitted_per_job: dict[str, list[str]] = defaultdict(list)
@@ -209,7 +271,8 @@ class InvariantChecker:
             return memo[1]
         admission = (wl.get("status") or {}).get("admission")
         pairs = []
-        if admission and is_true(wl, "QuotaReserved"):
+        # A Finished Workload keeps its admission and QuotaReserved=True, but Kueue no longer counts it.
+        if admission and is_true(wl, "QuotaReserved") and not is_true(wl, "Finished"):
             for psa in admission.get("podSetAssignments") or []:
                 flavors = psa.get("flavors") or {}
                 for resource, qty in (psa.get("resourceUsage") or {}).items():

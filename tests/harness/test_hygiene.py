@@ -14,7 +14,7 @@ from harness.testing import cluster_records, leftovers, listening_ports, process
 
 pytestmark = pytest.mark.harness
 
-READY = r"^KUBECONFIG="  # what `python -m harness.cluster` prints once the cluster is up
+READY = r"^KUBECONFIG="  # what `python -m harness.cluster` prints once the cluster, its nodes and queues are up
 START = 120  # bound on a cluster start (warm tool cache: ~8 s)
 STOP = 60    # bound on its teardown after the signal
 
@@ -24,9 +24,9 @@ def up(child):
     child.wait_line(READY, START)
     procs = child.descendants()
     names = {p.name() for p in procs}
-    assert {"etcd", "kube-apiserver", "kube-controller-manager", "kueue", "ray-operator"} <= names, names
+    assert {"etcd", "kube-apiserver", "kube-controller-manager", "kueue", "ray-operator", "kube-scheduler", "kwok"} <= names, names
     ports = listening_ports(procs)
-    assert len(ports) >= 6, f"expected etcd, kube-apiserver, controller-manager, Kueue and KubeRay ports, got {ports}"
+    assert len(ports) >= 8, f"expected etcd, kube-apiserver, controller-manager, scheduler, KWOK, Kueue and KubeRay ports, got {ports}"
     return procs, ports
 
 

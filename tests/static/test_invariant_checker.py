@@ -92,3 +92,68 @@ def test_readmission_without_an_eviction_is_reported():
 def test_two_admitted_workloads_of_one_job_are_reported():
     found = see(admission_checker(), admitted("w1", "u1", "job1", "10:00"), admitted("w2", "u2", "job1", "10:01"))
     assert any("has 2 admitted Workloads at once" in v for v in found), found
+
+
+def _pod(name: str, bound: bool, labels: dict | None = None, unschedulable: str = "") -> dict:
+    pod = {"metadata": {"name": name, "namespace": "ray", "uid": f"uid-{name}",
+                        "labels": {"kueue.x-k8s.io/cluster-queue-name": "team-a-cq", **(labels or {})}},
+           "spec": {"nodeName": "aks-gpupool-00000000-vmss000000"} if bound else {}, "status": {}}
+    if unschedulable:
+        pod["status"]["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": unschedulable}]
+    return pod
+
+
+def test_pod_binding_invariant_can_fail():
+    now = [100.0]
+    checker = InvariantChecker(api_client=None, pod_bound=30, clock=lambda: now[0])
+    checker.state["Node"] = {(None, "aks-gpupool-00000000-vmss000000"): {"metadata": {"name": "n"}}}
+    checker.state["Pod"] = {("ray", "w"): _pod("w", bound=False, unschedulable="0/3 nodes are available: 1 node(s) had untolerated taint"),
+                            ("ray", "h"): _pod("h", bound=True)}
+    assert checker.check() == []  # first seen now
+    now[0] += 31
+    violations = checker.check()
+    assert len(violations) == 1 and "ray/w" in violations[0] and "untolerated taint" in violations[0], violations
+
+
+def test_pod_binding_invariant_ignores_clusters_without_nodes_and_pods_outside_kueue():
+    now = [0.0]
+    checker = InvariantChecker(api_client=None, pod_bound=30, clock=lambda: now[0])
+    checker.state["Pod"] = {("ray", "w"): _pod("w", bound=False)}
+    checker.check()
+    now[0] += 100
+    assert checker.check() == []  # no Node: nothing can be bound, not this run's subject
+    checker.state["Node"] = {(None, "n"): {"metadata": {"name": "n"}}}
+    other = _pod("x", bound=False)
+    other["metadata"]["labels"] = {}
+    checker.state["Pod"] = {("ray", "x"): other}
+    checker.check()
+    now[0] += 100
+    assert checker.check() == []
+
+
+def test_pods_of_a_suspended_rayjob_must_go():
+    now = [0.0]
+    checker = InvariantChecker(api_client=None, pod_bound=30, clock=lambda: now[0])
+    checker.state["Node"] = {(None, "n"): {"metadata": {"name": "n"}}}
+    checker.state["RayJob"] = {("ray", "job"): {"metadata": {"name": "job", "namespace": "ray", "uid": "j"},
+                                                "spec": {"suspend": True}, "status": {"rayClusterName": "job-abc"}}}
+    checker.state["Pod"] = {("ray", "job-abc-head"): _pod("job-abc-head", bound=True, labels={"ray.io/cluster": "job-abc"})}
+    assert checker.check() == []
+    now[0] += 31
+    assert any("suspended RayJob ray/job" in v for v in checker.check())
+
+
+def test_finished_workload_no_longer_holds_quota():
+    cq = {"metadata": {"name": "team-a-cq"}, "spec": {"resourceGroups": [{"flavors": [{"name": "default", "resources": [
+        {"name": "cpu", "nominalQuota": "48", "borrowingLimit": "48"}]}]}]}}
+
+    def wl(name, finished):
+        conds = [{"type": "QuotaReserved", "status": "True"}, {"type": "Admitted", "status": "True", "lastTransitionTime": name}]
+        if finished:
+            conds.append({"type": "Finished", "status": "True"})
+        return {"metadata": {"name": name, "namespace": "ray", "uid": name, "resourceVersion": "1"},
+                "status": {"conditions": conds, "admission": {"clusterQueue": "team-a-cq", "podSetAssignments": [
+                    {"flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "68"}}]}}}
+
+    assert checker([cq], [wl("first", finished=True), wl("second", finished=False)]) == []
+    assert checker([cq], [wl("first", finished=False), wl("second", finished=False)])  # 136 > 96: caught

@@ -1,0 +1,118 @@
+"""Pods on nodes: the real kube-scheduler and KWOK's simulated kubelets, and the Node objects of a
+cluster's Terraform node pools.
+
+kube-scheduler (the same k8s.io/kubernetes build as kube-apiserver) binds pods; KWOK
+(sigs.k8s.io/kwok) plays the kubelet of every node annotated `kwok.x-k8s.io/node: fake`, with
+its own ready-made stages from the pinned module (`kustomize/stage`): node-initialize and
+node-heartbeat-with-lease (nodes Ready, leases renewed, so the node-lifecycle controller lifts
+the `not-ready` taint), pod-ready (a bound pod becomes Running and Ready) and pod-delete (a deleted
+pod goes away). pod-complete is left out on purpose: a RayJob's submitter would succeed without
+Ray ever running the job, and KubeRay would then fail the RayJob ("Ray job not found"); the job's
+result is the one thing the harness supplies instead (`harness.kueue.finish_rayjob`).
+
+The nodes are the pools of `harness.gate.cluster_nodes` (terraform/ and the cluster's tfvars, the
+SKU table): one Node per pool node, autoscaling pools at their maximum, with the labels and taints
+AKS gives them and the SKU's capacity and allocatable, the system pool included.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.cluster.processes import Process
+from harness.core import say, timeouts
+from harness.gate import NodeSpec, cluster_nodes
+from harness.k8s import is_true
+
+KWOK_ANNOTATION = "kwok.x-k8s.io/node"
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+KWOK_STAGES = (
+    "node/fast/node-initialize.yaml",
+    "node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
+    "pod/fast/pod-ready.yaml",
+    "pod/fast/pod-delete.yaml",
+)
+POD_CIDR = "10.0.0.0/16"  # KWOK's default /24 holds ~254 pods; the scale runs create thousands
+
+
+def scheduler_process(binary: Path, kubeconfig: Path, port: int, log_dir: Path, workdir: Path) -> Process:
+    say("cluster", "starting kube-scheduler")
+    return Process("kube-scheduler", [
+        binary, f"--kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}", f"--authorization-kubeconfig={kubeconfig}",
+        "--leader-elect=false", "--bind-address=127.0.0.1", f"--secure-port={port}",
+    ], log_dir, cwd=workdir).start()
+
+
+def kwok_process(binary: Path, kwok_src: Path, kubeconfig: Path, port: int, log_dir: Path, workdir: Path) -> Process:
+    stages = [kwok_src / "kustomize" / "stage" / s for s in KWOK_STAGES]
+    missing = [str(s) for s in stages if not s.is_file()]
+    if missing:
+        raise FileNotFoundError(f"KWOK stage files missing from the pinned module: {', '.join(missing)}")
+    say("cluster", "starting KWOK (simulated kubelets)")
+    return Process("kwok", [
+        binary, f"--kubeconfig={kubeconfig}",
+        f"--manage-nodes-with-annotation-selector={KWOK_ANNOTATION}=fake",
+        f"--cidr={POD_CIDR}", "--node-ip=10.0.0.1",
+        f"--server-address=127.0.0.1:{port}",
+        *[f"--config={s}" for s in stages],
+    ], log_dir, cwd=workdir).start()
+
+
+def _quantity(resource: str, value) -> str:
+    """A Node status quantity: CPU in millicores, memory in bytes, counts as integers."""
+    if resource == "cpu":
+        return f"{int(value * 1000)}m"
+    return str(int(value))
+
+
+def node_name(pool: str, index: int) -> str:
+    """AKS's node names: aks-<pool>-<vmss id>-vmss<instance>."""
+    return f"aks-{pool}-00000000-vmss{index:06d}"
+
+
+def node_objects(specs: list[NodeSpec]) -> list[dict]:
+    """One Node per pool node (autoscaling pools at max_count), as AKS registers them."""
+    nodes = []
+    for spec in specs:
+        if not spec.allocatable:
+            raise ValueError(f"pool {spec.pool}: VM size {spec.vm_size} is not in sku.yaml, so its nodes cannot be sized")
+        pods = str(spec.max_pods)
+        # A node without GPUs has no nvidia.com/gpu at all (the device plugin registers it).
+        capacity = {**{k: _quantity(k, v) for k, v in spec.capacity.items() if v}, "pods": pods}
+        allocatable = {**{k: _quantity(k, v) for k, v in spec.allocatable.items() if v}, "pods": pods}
+        for i in range(spec.max_count):
+            name = node_name(spec.pool, i)
+            labels = {**spec.labels, "kubernetes.io/hostname": name, "kubernetes.io/arch": "amd64", "type": "kwok"}
+            nodes.append({
+                "apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": name, "labels": labels, "annotations": {KWOK_ANNOTATION: "fake"}},
+                "spec": {"taints": [{k: v for k, v in t.items() if v not in (None, "")} for t in spec.taints]},
+                "status": {"capacity": capacity, "allocatable": allocatable},
+            })
+    return nodes
+
+
+def add_nodes(kube, root: Path, cluster: str, timeout: float = timeouts.NODES_READY) -> list[str]:
+    """Creates the Nodes of `cluster`'s Terraform pools (in `root`) and waits until KWOK has made
+    every one Ready and the node-lifecycle controller has lifted its not-ready taint; returns the
+    node names. `kube`: harness.k8s.Kube."""
+    nodes = node_objects(cluster_nodes(root, cluster))
+    for node in nodes:
+        kube.create(node)
+    names = {n["metadata"]["name"] for n in nodes}
+
+    def ready(items: list[dict]):
+        ok = {i["metadata"]["name"] for i in items if i["metadata"]["name"] in names and is_true(i, "Ready")
+              and not any(t.get("key") == NOT_READY_TAINT for t in (i.get("spec") or {}).get("taints") or [])}
+        return ok == names or None
+
+    kube.wait_for("v1", "Node", ready, f"{len(names)} nodes of cluster {cluster} Ready and schedulable", timeout=timeout)
+    say("cluster", f"{len(names)} nodes of {cluster}'s pools Ready: " +
+        ", ".join(f"{s.max_count} x {s.vm_size} ({s.pool})" for s in cluster_nodes(root, cluster) if s.max_count))
+    return sorted(names)
+
+
+def remove_nodes(kube, names: list[str]) -> None:
+    """Deletes the Nodes (the pods bound to them are left to the caller's teardown)."""
+    for name in names:
+        kube.delete("v1", "Node", name)
