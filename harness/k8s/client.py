@@ -2,6 +2,8 @@
 bounded, watch-driven waits (harness.k8s.watch) that report the last state seen when they time out."""
 from __future__ import annotations
 
+import itertools
+import tempfile
 from typing import Callable, Iterable
 
 from kubernetes import client
@@ -14,11 +16,18 @@ from harness.k8s.watch import wait_for
 
 FIELD_MANAGER = "ray-on-aks-harness"
 
+# The DynamicClient caches discovery in a file named after the server's URL, shared by every
+# process; local clusters reuse loopback ports, so a new cluster on an old port would inherit the
+# old one's APIs (e.g. Flux kinds it does not serve) and get 404s. Each Kube discovers afresh, in a
+# file of this process's own directory (removed when the process exits).
+_DISCOVERY_DIR = tempfile.TemporaryDirectory(prefix="ray-kueue-discovery-")
+_DISCOVERY_IDS = itertools.count()
+
 
 class Kube:
     def __init__(self, api_client: client.ApiClient):
         self.api_client = api_client
-        self.dyn = DynamicClient(api_client)
+        self.dyn = DynamicClient(api_client, cache_file=f"{_DISCOVERY_DIR.name}/{next(_DISCOVERY_IDS)}.json")
 
     def resource(self, api_version: str, kind: str):
         return self.dyn.resources.get(api_version=api_version, kind=kind)

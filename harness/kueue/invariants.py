@@ -70,6 +70,7 @@ class InvariantChecker:
         while not self._stop.wait(1.0):
             with self._changed:
                 self._check_pods()
+                self._changed.notify_all()
 
     def stop(self) -> None:
         self._stop.set()
@@ -98,6 +99,13 @@ class InvariantChecker:
         failed = [f"{w.rtype.kind}: {w.failure!r}" for w in self._watches if w.failure is not None]
         assert not dead and not failed, f"invariant watches died: {dead or failed}; last errors: {self.errors[-3:]}"
         assert self.synced == set(KINDS), f"the invariant checker never listed {set(KINDS) - self.synced}: it was not watching"
+
+    def wait_for_violation(self, match: str, timeout: float) -> list[str]:
+        """Waits (on the watches and the ticker) until a violation containing `match` is recorded;
+        returns those found, empty after `timeout`."""
+        with self._changed:
+            self._changed.wait_for(lambda: any(match in v for v in self.violations), timeout)
+            return [v for v in self.violations if match in v]
 
     def take(self, match: str) -> list[str]:
         """Removes and returns the violations containing `match`: a test that provokes one on

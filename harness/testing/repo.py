@@ -7,7 +7,7 @@ from pathlib import Path
 from harness.core import REPO_ROOT
 
 # What a checkout of this repository needs for the gate; the harness itself is not copied.
-CONFIG_PATHS = ("base", "overlays", "components", "clusters", "flux", "workloads", "terraform", "versions.yaml")
+CONFIG_PATHS = ("base", "overlays", "components", "clusters", "flux", "workloads", "terraform", "versions.yaml", ".sourceignore")
 
 
 def copy_config(dest: Path, root: Path = REPO_ROOT) -> Path:

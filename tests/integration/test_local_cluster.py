@@ -22,7 +22,7 @@ from harness.k8s import (CLUSTER_QUEUE, CRD, LOCAL_QUEUE, NAMESPACE, RAYCLUSTER,
 pytestmark = pytest.mark.integration
 
 NS = "local-cluster-smoke"
-COMPONENTS = {"etcd", "kube-apiserver", "kube-controller-manager", "kuberay-operator", "kueue"}
+COMPONENTS = {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kuberay-operator", "kueue"}
 
 
 @pytest.fixture(scope="module")

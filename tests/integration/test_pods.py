@@ -17,8 +17,9 @@ GPU_POOL_NODE = "aks-gpupool-"
 
 
 @pytest.fixture
-def nodes(kube, backend):
-    """nodes(root, cluster): that cluster's pool nodes on the local plane, removed afterwards."""
+def nodes(kube, backend, queues, names):
+    """nodes(root, cluster): that cluster's pool nodes on the local plane; afterwards the test's
+    jobs and their pods go first (KWOK plays the kubelet that lets a bound pod go), then the nodes."""
     if backend.name != "local":
         pytest.skip(f"simulated (KWOK) nodes need the local backend; {backend.name} brings its own nodes")
     added: list[str] = []
@@ -28,6 +29,8 @@ def nodes(kube, backend):
         return added
 
     yield add
+    queues.remove_jobs()
+    kube.wait_for(*POD, lambda items: not items or None, "the test's pods deleted", names.namespace, timeouts.DECISION)
     remove_nodes(kube, added)
 
 
@@ -86,9 +89,8 @@ def test_tainted_gpu_pool_without_toleration_pends_and_the_gate_names_the_flavor
     assert "untolerated taint" in condition(worker, "PodScheduled")["message"], condition(worker, "PodScheduled")
 
     # The checker reports the pods left unbound, with the scheduler's reason.
-    kube.wait_for(*POD, lambda _items: [v for v in invariants.violations if "not bound after" in v] or None,
-                  "the invariant checker reports the unbound pods", names.namespace, timeouts.POD_BOUND + timeouts.DECISION)
-    assert any("untolerated taint" in v and "tainted-" in v for v in invariants.violations), invariants.violations
+    reported = invariants.wait_for_violation("not bound after", timeouts.POD_BOUND + timeouts.DECISION)
+    assert any("untolerated taint" in v and "tainted-" in v for v in reported), invariants.violations
 
     # The static gate names the same cause for the same change: flavor gpu tolerates no GPU node.
     findings = [f for f in validate_repository(repo_copy).findings if f.rule == "capacity-flavor-labels"]

@@ -97,6 +97,9 @@ CORPUS = [
     ("rayjob-unknown-field", "schema", "workloads/aurora-finetune.yaml",
      lambda r: edit(r, "workloads/aurora-finetune.yaml", "  entrypoint:", "  entrypointt:")),
     ("unknown-sample", "sample-render", f"{PROD}/samples.yaml", lambda r: edit(r, f"{PROD}/samples.yaml", "sample: batch-inference", "sample: batch-inferense")),
+    # What source-controller leaves out of the artifact is not there for kustomize-controller either.
+    ("sourceignored-resource", "kustomize-build", "overlays/team-queues/kustomization.yaml",
+     lambda r: append(r, ".sourceignore", "/overlays/team-queues/team-b.yaml\n")),
     ("missing-resource-file", "kustomize-build", "overlays/team-queues/kustomization.yaml",
      lambda r: edit(r, "overlays/team-queues/kustomization.yaml", "  - team-b.yaml", "  - team-c.yaml")),
     ("dangling-source-ref", "flux-source-ref", f"{PROD}/queues.yaml",

@@ -23,6 +23,7 @@ import (
 	"github.com/fluxcd/pkg/kustomize"
 	securefs "github.com/fluxcd/pkg/kustomize/filesys"
 	"github.com/fluxcd/pkg/sourceignore"
+	"github.com/fluxcd/pkg/sourceignore/gitignore"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -239,10 +240,9 @@ func usesOpenAPI(dir string) bool {
 // same matcher), and without the directories named in skip, which hold no configuration (a
 // virtualenv, build output) and which copying would make the slowest part of the run.
 func copyTree(src, dst string, skip map[string]bool) error {
-	patterns, err := sourceignore.LoadIgnorePatterns(src, nil)
-	if err != nil {
-		return fmt.Errorf("reading .sourceignore: %v", err)
-	}
+	// .sourceignore files are read as the walk reaches their directory (each applies below its
+	// own directory, by its domain), so nothing ignored or skipped is ever opened.
+	var patterns []gitignore.Pattern
 	ignored := sourceignore.NewDefaultMatcher(patterns, nil)
 	return filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
@@ -250,13 +250,23 @@ func copyTree(src, dst string, skip map[string]bool) error {
 		}
 		rel, _ := filepath.Rel(src, path)
 		target := filepath.Join(dst, rel)
-		if rel != "." && (skip[d.Name()] && d.IsDir() || ignored.Match(strings.Split(filepath.ToSlash(rel), "/"), d.IsDir())) {
-			if d.IsDir() {
-				return filepath.SkipDir
+		var parts []string
+		if rel != "." {
+			parts = strings.Split(filepath.ToSlash(rel), "/")
+			if (d.IsDir() && skip[d.Name()]) || ignored.Match(parts, d.IsDir()) {
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
 			}
-			return nil
 		}
 		if d.IsDir() {
+			if found, err := sourceignore.ReadIgnoreFile(filepath.Join(path, sourceignore.IgnoreFile), parts); err != nil {
+				return fmt.Errorf("reading %s: %v", filepath.Join(rel, sourceignore.IgnoreFile), err)
+			} else if len(found) > 0 {
+				patterns = append(patterns, found...)
+				ignored = sourceignore.NewDefaultMatcher(patterns, nil)
+			}
 			return os.MkdirAll(target, 0o755)
 		}
 		if !d.Type().IsRegular() {
