@@ -82,7 +82,7 @@ class LocalCluster(Startable):
         from harness import toolchain as tools  # a cached build is only checked; a missing one is built with progress
 
         t0 = time.monotonic()
-        t = tools.ensure("kube", "etcd", "kueue", "kuberay", "kube-scheduler", "kwok")
+        t = tools.ensure(*tools.CLUSTER_TOOLS)
         kueue_src, kuberay_src = tools.module_dir("kueue"), tools.module_dir("kuberay")
         self.timings["tools"] = time.monotonic() - t0
 

@@ -242,7 +242,7 @@ TOOLS: dict[str, GoTool] = {
 
 # What each purpose needs; the offline gate must not wait for a Kubernetes build.
 STATIC_TOOLS = ("kustomize", "kubeconform", "fluxbuild", "kubecheck", "actionlint")
-CLUSTER_TOOLS = ("kube", "etcd", "kueue", "kuberay")
+CLUSTER_TOOLS = ("kube", "etcd", "kueue", "kuberay", "kube-scheduler", "kwok")
 FLUX_TOOLS = ("source-controller", "kustomize-controller")  # the Flux end-to-end tests, beside CLUSTER_TOOLS
 
 
