@@ -26,6 +26,7 @@ from kubernetes import client
 
 from harness.kueue.expectations import Expectation, StepResult, judged
 from harness.kueue.queues import Queues, Size, rayjob
+from harness.kueue.results import finish_rayjob
 
 BEFORE, ACTED, AFTER = "before", "acted", "after"
 
@@ -59,12 +60,13 @@ class Submit:
 
 @dataclass(frozen=True)
 class Finish:
-    """A job is done: without a kubelet, a job "finishing" is its RayJob being deleted."""
+    """A job is done, as on AKS: its result is reported as Ray would report it (harness.kueue.
+    finish_rayjob); KubeRay ends the RayJob, Kueue marks its Workload Finished and frees the quota."""
     job: str  # a name or a bound role
 
     def do(self, run: ScenarioRun) -> None:
         name = run.name(self.job)
-        run.queues.delete(name)
+        finish_rayjob(run.queues.kube, name, run.queues.namespace)
         run.finished.add(name)
 
 

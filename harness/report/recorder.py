@@ -3,7 +3,7 @@
 Three watch streams (Workloads and RayJobs in the scenario's namespace, ClusterQueues) feed one
 state; every event is stamped with the time it arrived (seconds since the recording started):
   - Workload condition transitions become events: admitted, pending (with Kueue's message),
-    preempted / evicted (with reason), finished (the Workload is gone);
+    preempted / evicted (with reason), finished (the Workload Finished: the job ended and Kueue freed its quota; or deleted);
   - every ClusterQueue status becomes a usage sample (status.flavorsUsage total and borrowed).
 The plots and the scenario outcomes are drawn from this record only.
 """
@@ -22,7 +22,7 @@ from harness.core import parse_quantity, timeouts
 from harness.k8s import CLUSTER_QUEUE, RAYJOB, WORKLOAD, ListWatch, WaitTimeout, condition, conditions, is_true
 
 WATCHED = (WORKLOAD, RAYJOB, CLUSTER_QUEUE)  # Workloads and RayJobs in the scenario's namespace
-TRACKED_CONDITIONS = ("QuotaReserved", "Admitted", "Evicted", "Preempted")
+TRACKED_CONDITIONS = ("QuotaReserved", "Admitted", "Evicted", "Preempted", "Finished")
 
 
 @dataclass
@@ -149,8 +149,8 @@ class Recorder:
         if etype == "DELETED":
             old = self.workloads.pop(name, None)
             self._conditions.pop(name, None)
-            if old:
-                self._event(old, "finished", "", "the RayJob was deleted (its work is done)")
+            if old and not is_true(old, "Finished"):
+                self._event(old, "finished", "", "the RayJob was deleted")
             self._sample_held()
             return
         self.workloads[name] = obj
@@ -163,6 +163,8 @@ class Recorder:
         def became(ctype, status="True"):
             return now.get(ctype, (None,))[0] == status and before.get(ctype, (None,))[0] != status
 
+        if became("Finished"):  # the job ended (its result reported): Kueue frees its quota
+            self._event(obj, "finished", now["Finished"][1], now["Finished"][2])
         if became("Admitted"):
             self._event(obj, "admitted", now["Admitted"][1], now["Admitted"][2])
         if became("Preempted"):
@@ -177,8 +179,8 @@ class Recorder:
         held: dict[str, dict[tuple[str, str], Decimal]] = {cq: {} for cq in self.cluster_queues.values()}
         for wl in self.workloads.values():
             admission = (wl.get("status") or {}).get("admission")
-            if not admission or not is_true(wl, "QuotaReserved"):
-                continue
+            if not admission or not is_true(wl, "QuotaReserved") or is_true(wl, "Finished"):
+                continue  # a Finished Workload keeps its admission, but Kueue no longer counts it
             cq = self.cluster_queues.get(admission.get("clusterQueue"))
             if cq is None:
                 continue
@@ -214,6 +216,8 @@ class Recorder:
         wl = next((w for w in self.workloads.values() if _owner(w) == job), None)
         if wl is None:
             return ("finished", "") if job in self.seen_jobs and job not in self.rayjobs else ("no-workload", "")
+        if is_true(wl, "Finished"):
+            return "finished", ""
         if is_true(wl, "Evicted") and is_true(wl, "QuotaReserved"):
             return "evicting", (condition(wl, "Evicted") or {}).get("reason", "")
         if is_true(wl, "Admitted"):
