@@ -9,7 +9,7 @@ from harness.cluster import add_nodes, remove_nodes
 from harness.core import REPO_ROOT, timeouts
 from harness.gate import build_directory, render_sample, validate_repository
 from harness.k8s import POD, condition, is_true
-from harness.kueue import finish_rayjob
+from harness.kueue import AFTER, Hook, finish_rayjob, scenarios
 
 pytestmark = pytest.mark.integration
 
@@ -101,3 +101,33 @@ def test_tainted_gpu_pool_without_toleration_pends_and_the_gate_names_the_flavor
     _pods(kube, names.namespace, "tainted", lambda ps: not ps, "deleted")
     reported = invariants.take("of an admitted workload (ClusterQueue team-b-cq) not bound")
     assert reported and all("tainted-" in v for v in reported), reported
+
+
+def test_reclaim_with_pods_on_nodes_and_the_ttl_gap(scenario, kube, queues, nodes, names, invariants):
+    """The team-queues scenario on the production cluster's pools. After the reclaim, the preempted
+    job's pods are gone and the survivor's and B's run (every pod bound: the checker's invariant).
+    When B finishes, Kueue frees its quota at once and re-admits A's job, but KubeRay keeps B's
+    RayCluster for the samples' ttlSecondsAfterFinished (300 s): the re-admitted job's GPU workers
+    cannot be placed until then. The test pins that gap; the checker reports it."""
+    nodes(REPO_ROOT, "prod-eastus2")
+    seen = {}
+
+    def after_reclaim(run):
+        victim = run.roles["victim"]
+        seen["victim"] = _pods(kube, names.namespace, victim, lambda ps: not [p for p in ps if "-head-" in p["metadata"]["name"]],
+                               "the preempted job's head and workers gone")
+        for job in (run.roles["survivor"], "b-1"):
+            seen[job] = _pods(kube, names.namespace, job, _running, "bound and Running")
+
+    result = scenario(scenarios.TEAM_QUEUES, [Hook(AFTER, after_reclaim, step="reclaim")])
+    victim = result.roles["victim"]
+    assert seen["b-1"] and not [p for p in seen["victim"] if "-head-" in p["metadata"]["name"]]
+
+    gap = invariants.wait_for_violation(f"pod {names.namespace}/{victim}-", timeouts.POD_BOUND + timeouts.DECISION)
+    assert any("Insufficient nvidia.com/gpu" in v for v in gap), invariants.violations
+    assert queues.job("b-1")["status"]["jobDeploymentStatus"] == "Complete"
+    assert [p for p in _pods(kube, names.namespace, "b-1", lambda ps: True, "listed") if "-gpu-workers-" in p["metadata"]["name"]], \
+        "b-1's RayCluster (and its GPU pods) outlive the job until ttlSecondsAfterFinished"
+    queues.remove_jobs()
+    kube.wait_for(*POD, lambda items: not items or None, "every pod deleted", names.namespace, timeouts.DECISION)
+    assert all(victim in v for v in invariants.take("not bound after")), invariants.violations
