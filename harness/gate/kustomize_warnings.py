@@ -24,7 +24,6 @@ from pathlib import Path
 
 import yaml
 
-from harness.core import HarnessError
 from harness.gate.cluster_refs import yaml_line
 from harness.gate.findings import Finding
 from harness.gate.render import Build, ClusterRender, FluxBuild, run_fluxbuild, substitution_sources
@@ -216,9 +215,9 @@ def unmatched_patches(ctx, root: Path, builds: list[Build], clusters: list[Clust
         for d, doc in rewritten.items():
             if (scratch / d.relative_to(root)).is_dir():
                 (scratch / d.relative_to(root) / KUSTOMIZATION).write_text(yaml.safe_dump(doc, sort_keys=False))
+        # A build the probe breaks comes back as that job's error (judged below); an exception here
+        # means the probe itself could not run, which the gate reports as exit 2, never as a pass.
         results = session.run(jobs, root=scratch) if session is not None else run_fluxbuild(scratch, jobs)
-    except (HarnessError, OSError, yaml.YAMLError):
-        return []  # the probe could not run; the real render reported what is wrong
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     seen, judged = set(), set()
