@@ -44,11 +44,20 @@ def _scalar(value) -> str | None:
     return str(value) if isinstance(value, (str, int, float)) else None
 
 
-@lru_cache(maxsize=256)
 def _compose(path: Path) -> tuple:
+    """The composed documents of a file, cached by its text (not its path: the same checkout is
+    validated again after an edit, e.g. by the fuzz tests)."""
     try:
-        return tuple(yaml.compose_all(read_source(path), Loader=SafeLoader))
-    except (SourceError, yaml.YAMLError, RecursionError):
+        return _compose_text(read_source(path))
+    except SourceError:
+        return ()
+
+
+@lru_cache(maxsize=256)
+def _compose_text(text: str) -> tuple:
+    try:
+        return tuple(yaml.compose_all(text, Loader=SafeLoader))
+    except (yaml.YAMLError, RecursionError):
         return ()
 
 
@@ -108,12 +117,24 @@ def _ops(node, offset: int, file: str, out: list) -> None:
                 _ops(value, offset, file, out)
 
 
-@lru_cache(maxsize=8)
 def _patch_ops(root: Path) -> tuple:
+    """Every JSON6902 operation of the repository's YAML files, cached until a file changes."""
+    files = sorted(yaml_files(root))
+    stamp = []
+    for path in files:
+        try:
+            st = path.stat()
+            stamp.append((path.relative_to(root).as_posix(), st.st_mtime_ns, st.st_size))
+        except OSError:
+            continue  # a dangling symlink: file-read reports it
+    return _ops_of(root, tuple(stamp))
+
+
+@lru_cache(maxsize=8)
+def _ops_of(root: Path, stamp: tuple) -> tuple:
     out: list = []
-    for path in sorted(yaml_files(root)):
-        rel = path.relative_to(root).as_posix()
-        for doc in _compose(path):
+    for rel, _mtime, _size in stamp:
+        for doc in _compose(root / rel):
             _ops(doc, 0, rel, out)
     return tuple(out)
 

@@ -48,3 +48,18 @@ def test_rejected_as_the_cluster_rejects_it(repo_copy, case, rule, file, line, t
         f"{case}: {rule} should point at {file}:{line}:\n" + "\n".join(f.text() for f in fired)
     for f in fired:
         assert "/tmp" not in f.message and f.hint, f
+
+
+def test_value_lines_follow_an_edited_file(tmp_path):
+    """The same checkout validated again after an edit gets the new lines, not a cached answer."""
+    import os
+
+    from harness.gate import origin
+
+    patch = tmp_path / "kustomization.yaml"
+    patch.write_text('- {op: replace, path: /spec/a, value: "1"}\n')
+    assert origin.patch_line(tmp_path, ["spec", "a"], "1") == ("kustomization.yaml", 1)
+    patch.write_text('# moved down\n\n- {op: replace, path: /spec/a, value: "1"}\n')
+    st = patch.stat()
+    os.utime(patch, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))  # a later edit, even within one clock tick
+    assert origin.patch_line(tmp_path, ["spec", "a"], "1") == ("kustomization.yaml", 3)
