@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import atexit
 import json
-import subprocess
-import tempfile
 import threading
 
 from harness import toolchain as tools
@@ -23,7 +21,8 @@ class MatchError(HarnessError, RuntimeError):
 
 class _Matcher:
     def __init__(self) -> None:
-        self._proc: subprocess.Popen | None = None
+        self._helper = tools.LineProcess("kubecheck match", lambda: [str(tools.ensure("kubecheck")["kubecheck"].path()), "match"],
+                                         MatchError)
         self._cache: dict[str, dict] = {}
         self._lock = threading.Lock()
 
@@ -31,35 +30,24 @@ class _Matcher:
         key = json.dumps(query, sort_keys=True, default=str)
         with self._lock:
             if key not in self._cache:
-                self._cache[key] = self._send([query])[0]
+                self._cache[key] = self._helper.request([query])[0]
             return self._cache[key]
 
-    def _send(self, queries: list[dict]) -> list[dict]:
-        if self._proc is None or self._proc.poll() is not None:
-            binary = tools.ensure("kubecheck")["kubecheck"].path()
-            self._stderr = tempfile.TemporaryFile(mode="w+")
-            self._proc = subprocess.Popen([str(binary), "match"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                          stderr=self._stderr, text=True)
-        try:
-            self._proc.stdin.write(json.dumps(queries, default=str) + "\n")
-            self._proc.stdin.flush()
-            line = self._proc.stdout.readline()
-        except BrokenPipeError:
-            line = ""
-        if not line:
-            self._stderr.seek(0)
-            raise MatchError(f"kubecheck match failed: {self._stderr.read().strip()[-2000:]}")
-        return json.loads(line)
+    def start(self) -> None:
+        self._helper.start()
 
     def close(self) -> None:
-        if self._proc is not None:
-            self._proc.stdin.close()
-            self._proc.wait()
-            self._proc = None
+        self._helper.close()
 
 
 _MATCHER = _Matcher()
 atexit.register(_MATCHER.close)
+
+
+def start() -> None:
+    """Starts the helper ahead of the first question (it links the Kubernetes libraries, which
+    take a moment to initialise), so that the gate's rendering hides its start."""
+    _MATCHER.start()
 
 
 def untolerated(taints: list[dict], tolerations: list[dict], comparison: bool = False) -> dict | None:

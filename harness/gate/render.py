@@ -8,9 +8,6 @@ process, which keeps the gate fast.
 """
 from __future__ import annotations
 
-import json
-import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -56,45 +53,31 @@ class RenderError(HarnessError, RuntimeError):
 
 
 class FluxBuild:
-    """One fluxbuild process for a whole rendering (every round of nested Flux Kustomizations):
-    the repository is copied once, and one request line gets one answer line."""
+    """One fluxbuild process for a whole rendering (every round of nested Flux Kustomizations and
+    the patch probe): the repository is copied once, and one request line gets one answer line."""
 
     def __init__(self, root: Path):
         self.root = root
-        self._proc: subprocess.Popen | None = None
+        self._helper = tools.LineProcess("fluxbuild", lambda: [str(tools.ensure("fluxbuild")["fluxbuild"].path())],
+                                         RenderError)
 
     def __enter__(self) -> "FluxBuild":
         return self
 
     def __exit__(self, *exc) -> None:
-        if self._proc is not None:
-            self._proc.stdin.close()
-            self._proc.wait()
-            self._proc = None
+        self._helper.close()
+
+    def start(self) -> "FluxBuild":
+        """Starts the process ahead of the first request."""
+        self._helper.start()
+        return self
 
     def run(self, jobs: list[dict], root: Path | None = None) -> dict[str, dict]:
         """The results of `jobs` built in `root` (default: the session's), by job id."""
         if not jobs:
             return {}
-        if self._proc is None:
-            binary = tools.ensure("fluxbuild")["fluxbuild"].path()
-            self._stderr = tempfile.TemporaryFile(mode="w+")  # never a pipe nobody reads while it blocks
-            self._proc = subprocess.Popen([str(binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                          stderr=self._stderr, text=True)
-        request = json.dumps({"root": str(root or self.root), "skip_dirs": sorted(SKIP_DIRS), "jobs": jobs})
-        try:
-            self._proc.stdin.write(request + "\n")
-            self._proc.stdin.flush()
-            answer = self._proc.stdout.readline()
-        except BrokenPipeError:
-            answer = ""
-        if not answer:
-            proc, self._proc = self._proc, None
-            proc.kill()
-            proc.wait()
-            self._stderr.seek(0)
-            raise RenderError(f"fluxbuild failed: {self._stderr.read().strip()[-4000:]}")
-        return {r["id"]: r for r in json.loads(answer)}
+        answer = self._helper.request({"root": str(root or self.root), "skip_dirs": sorted(SKIP_DIRS), "jobs": jobs})
+        return {r["id"]: r for r in answer}
 
 
 def run_fluxbuild(root: Path, jobs: list[dict]) -> dict[str, dict]:

@@ -9,7 +9,6 @@ loads the CRDs while fluxbuild renders, and is handed the objects once they are 
 from __future__ import annotations
 
 import json
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,50 +57,34 @@ class Checker:
     are known (their validators are built while the caller renders), `check(objects)` once."""
 
     def __init__(self) -> None:
-        self._proc: subprocess.Popen | None = None
+        self._helper = tools.LineProcess(
+            "kubecheck", lambda: [str(tools.ensure("kubecheck")["kubecheck"].path()), str(schemas.schema_dir()), KUBERNETES_VERSION],
+            CheckError)
         self._expected = False
 
     def start(self) -> "Checker":
-        binary = tools.ensure("kubecheck")["kubecheck"].path()
-        self._proc = subprocess.Popen([str(binary), str(schemas.schema_dir()), KUBERNETES_VERSION],
-                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self._helper.start()
         return self
 
     def expect(self, kinds: set[tuple[str, str]]) -> None:
         """The (apiVersion, kind) pairs the objects will have, to prepare their validators."""
-        if self._proc is None:
-            self.start()
         if not self._expected:
             self._expected = True
-            self._proc.stdin.write(json.dumps(sorted(kinds)) + "\n")
-            self._proc.stdin.flush()
+            self._helper.send(sorted(kinds))
 
     def check(self, objects: list[dict]) -> list[Problem | None]:
         """One result per object, in order: None when the cluster would accept it."""
         self.expect(set())
-        proc, self._proc = self._proc, None
         unique: dict[str, int] = {}
         for obj in objects:
             unique.setdefault(json.dumps(obj, sort_keys=True, default=str), len(unique))
-        try:
-            out, err = proc.communicate(json.dumps([json.loads(k) for k in unique]))
-        except BrokenPipeError:  # it exited early; its stderr says why
-            out, err = "", proc.stderr.read()
-            proc.wait()
-        if proc.returncode != 0:
-            raise CheckError(f"kubecheck failed (exit {proc.returncode}): {err.strip()[-2000:]}")
-        try:
-            results = json.loads(out)
-        except json.JSONDecodeError:
-            raise CheckError(f"kubecheck gave no JSON report: {err.strip()[-2000:]}") from None
+        results = self._helper.finish([json.loads(k) for k in unique])
+        self._expected = False
         problems = [Problem(r["stage"], tuple(r["errors"])) if r["stage"] else None for r in results]
         return [problems[unique[json.dumps(obj, sort_keys=True, default=str)]] for obj in objects]
 
     def close(self) -> None:
-        if self._proc is not None:
-            self._proc.kill()
-            self._proc.communicate()
-            self._proc = None
+        self._helper.close()
 
 
 def validate(objects: list[dict]) -> list[Problem | None]:

@@ -14,12 +14,13 @@ import os
 import sys
 import time
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.gate import capacity
 from harness.gate import cluster_refs, kustomize_warnings, sample_admission
-from harness.gate import flux_rules
+from harness.gate import flux_rules, matching
 from harness.gate import rules
 from harness.gate import schema_check
 from harness.gate import terraform_checks
@@ -93,21 +94,34 @@ def validate_repository(root: Path) -> Report:
         Area("terraform", "Terraform wiring"),
         Area("schema", "apiserver + Kueue webhook validation (1.35, pinned CRDs)"),
     )}
-    # One kubecheck process (it loads the CRDs while the rest runs) and one fluxbuild process
-    # (every render round and the patch probe) per run.
+    # One kubecheck process (it loads the CRDs while the rest runs), one fluxbuild process (every
+    # render round and the patch probe) and the placement matcher per run, all started first so that
+    # their start-up overlaps; the patch probe and the schema checks then run beside the Python rules.
     checker = schema_check.Checker().start()
     try:
-        with FluxBuild(root) as session:
-            return _validate(root, checker, session, areas, timings, t0)
+        with FluxBuild(root).start() as session, ThreadPoolExecutor(2, thread_name_prefix="gate") as pool:
+            matching.start()
+            return _validate(root, checker, session, pool, areas, timings, t0)
     finally:
         checker.close()
 
 
-def _validate(root: Path, checker: schema_check.Checker, session: FluxBuild, areas: dict, timings: dict, t0: float) -> Report:
+def _validate(root: Path, checker: schema_check.Checker, session: FluxBuild, pool: ThreadPoolExecutor,
+              areas: dict, timings: dict, t0: float) -> Report:
     per_area: dict[str, list[Finding]] = {name: [] for name in areas}
 
     def timed(area: str, t: float) -> None:
         areas[area].seconds += time.monotonic() - t
+
+    def beside(area: str, fn, *args):
+        """`fn(*args)` on the pool (it waits mostly on a Go helper); its time counts for `area`."""
+        def run():
+            t = time.monotonic()
+            try:
+                return fn(*args)
+            finally:
+                timed(area, t)
+        return pool.submit(run)
 
     sources = Sources.load(root)
     checker.expect({(str(d.obj.get("apiVersion")), str(d.obj.get("kind"))) for d in sources.docs})
@@ -117,11 +131,16 @@ def _validate(root: Path, checker: schema_check.Checker, session: FluxBuild, are
     timed("yaml", t0)
 
     t = time.monotonic()
-    builds, clusters = render_repository(root, session=session)
+    rendering = beside("render", lambda: render_repository(root, session=session))
+    # While fluxbuild renders, the Terraform wiring (it needs no rendered object) is checked here.
+    t_tf = time.monotonic()
+    per_area["terraform"] += terraform_checks.wiring_findings(root)
+    timed("terraform", t_tf)
+    builds, clusters = rendering.result()
     timings["render"] = time.monotonic() - t
-    timed("render", t)
 
     t = time.monotonic()
+    warnings = beside("rules", kustomize_warnings.kustomize_warnings, ctx, root, builds, clusters, session)
     validated: list[tuple[object, dict, str | None]] = []  # (build or label, object, source file) for schema checks
     for b in builds:
         if b.error:
@@ -144,20 +163,17 @@ def _validate(root: Path, checker: schema_check.Checker, session: FluxBuild, are
         validated += [(f"cluster {c.name}: samples.yaml", s, f"{WORKLOADS_DIR}/{name}.yaml") for name, s in samples]
         example = f"clusters/{c.name}/cluster-vars.example.yaml"
         validated += [(example, s, example) for s in substitution_sources(root / "clusters" / c.name)]
-    per_area["rules"] += kustomize_warnings.kustomize_warnings(ctx, root, builds, clusters, session)
     timed("rules", t)
+    schema = beside("schema", _schema_findings, ctx, checker, validated)
     t_cap = time.monotonic()
     per_area["capacity"] += capacity.capacity_findings(root, clusters, sources)
     timed("capacity", t_cap)
-    t_tf = time.monotonic()
-    per_area["terraform"] += terraform_checks.wiring_findings(root)
-    timed("terraform", t_tf)
+    per_area["rules"] += warnings.result()
     timings["rules"] = time.monotonic() - t
 
     t = time.monotonic()
-    per_area["schema"] += _schema_findings(ctx, checker, validated)
-    timings["schema"] = time.monotonic() - t
-    timed("schema", t)
+    per_area["schema"] += schema.result()
+    timings["schema"] = time.monotonic() - t  # what was left to wait for once the rules were done
     timings["total"] = time.monotonic() - t0
 
     unique = {}

@@ -18,6 +18,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 
 	"github.com/fluxcd/pkg/kustomize"
@@ -58,6 +59,11 @@ type result struct {
 }
 
 func main() {
+	// A short-lived helper of one gate run: collect garbage less often (unless GOGC says otherwise);
+	// at Go's default the collector takes about a fifth of its CPU time on 2 cores.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
 	// One request per line; the answer to each is one line. A caller may send several requests
 	// (the gate sends one per round of nested Flux Kustomizations) to one process: the tree is
 	// copied once per root.

@@ -29,13 +29,46 @@ import (
 // crdVersion is one served version of a CRD; its schema, validators and REST strategy are
 // built on first use, as the apiserver builds them when it starts serving the CRD.
 type crdVersion struct {
-	crd     *apiextensionsv1.CustomResourceDefinition
-	version apiextensionsv1.CustomResourceDefinitionVersion
-	once    sync.Once
-	err     error
+	source *crdSource
+	name   string
+	once   sync.Once
+	err    error
 
+	crd        *apiextensionsv1.CustomResourceDefinition
+	version    apiextensionsv1.CustomResourceDefinitionVersion
 	structural *structuralschema.Structural
 	strategy   rest.RESTCreateStrategy
+}
+
+// crdSource is one CRD of crds.json, decoded in full only when one of its versions is used: the
+// typed decoding of every pinned CRD's schema is most of kubecheck's start-up.
+type crdSource struct {
+	raw  json.RawMessage
+	once sync.Once
+	crd  *apiextensionsv1.CustomResourceDefinition
+	err  error
+}
+
+func (s *crdSource) decode() (*apiextensionsv1.CustomResourceDefinition, error) {
+	s.once.Do(func() {
+		s.crd = &apiextensionsv1.CustomResourceDefinition{}
+		s.err = json.Unmarshal(s.raw, s.crd)
+	})
+	return s.crd, s.err
+}
+
+// crdHead is what loading needs of a CRD: its group, kind and served versions.
+type crdHead struct {
+	Spec struct {
+		Group string `json:"group"`
+		Names struct {
+			Kind string `json:"kind"`
+		} `json:"names"`
+		Versions []struct {
+			Name   string `json:"name"`
+			Served bool   `json:"served"`
+		} `json:"versions"`
+	} `json:"spec"`
 }
 
 type crdSet struct {
@@ -49,20 +82,25 @@ func loadCRDs(path string) (*crdSet, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading CRDs: %v", err)
 	}
-	var crds []*apiextensionsv1.CustomResourceDefinition
-	if err := json.Unmarshal(data, &crds); err != nil {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(data, &raws); err != nil {
 		return nil, fmt.Errorf("reading CRDs from %s: %v", path, err)
 	}
 	set := &crdSet{byGVK: map[schema.GroupVersionKind]*crdVersion{}, served: map[schema.GroupKind][]string{}, groups: map[string]bool{}}
-	for _, crd := range crds {
-		set.groups[crd.Spec.Group] = true
-		gk := schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind}
-		for _, v := range crd.Spec.Versions {
+	for _, raw := range raws {
+		var head crdHead
+		if err := json.Unmarshal(raw, &head); err != nil {
+			return nil, fmt.Errorf("reading CRDs from %s: %v", path, err)
+		}
+		source := &crdSource{raw: raw}
+		set.groups[head.Spec.Group] = true
+		gk := schema.GroupKind{Group: head.Spec.Group, Kind: head.Spec.Names.Kind}
+		for _, v := range head.Spec.Versions {
 			if !v.Served {
 				continue
 			}
 			set.served[gk] = append(set.served[gk], v.Name)
-			set.byGVK[gk.WithVersion(v.Name)] = &crdVersion{crd: crd, version: v}
+			set.byGVK[gk.WithVersion(v.Name)] = &crdVersion{source: source, name: v.Name}
 		}
 	}
 	return set, nil
@@ -119,6 +157,15 @@ func (typer) Recognizes(schema.GroupVersionKind) bool { return true }
 
 func (c *crdVersion) build() error {
 	c.once.Do(func() {
+		if c.crd, c.err = c.source.decode(); c.err != nil {
+			c.err = fmt.Errorf("reading CRD: %v", c.err)
+			return
+		}
+		for _, v := range c.crd.Spec.Versions {
+			if v.Name == c.name {
+				c.version = v
+			}
+		}
 		internal := &apiextensionsinternal.CustomResourceValidation{}
 		if c.version.Schema == nil {
 			c.err = fmt.Errorf("CRD %s version %s has no schema", c.crd.Name, c.version.Name)

@@ -30,6 +30,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 )
 
@@ -51,6 +52,11 @@ func fail(format string, args ...interface{}) {
 }
 
 func main() {
+	// A short-lived helper of one gate run: collect garbage less often (unless GOGC says otherwise);
+	// at Go's default the collector takes about a fifth of its CPU time on 2 cores.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
 	if len(os.Args) == 2 && os.Args[1] == "match" {
 		serveMatch(os.Stdin, os.Stdout)
 		return
