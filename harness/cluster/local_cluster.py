@@ -40,8 +40,12 @@ __all__ = ["ClusterError", "LocalCluster", "local_kueue_config", "production_kue
 
 
 class LocalCluster(Startable):
-    def __init__(self, workdir: Path, *, log_dir: Path | None = None, start_timeout: float = timeouts.CLUSTER_START):
+    def __init__(self, workdir: Path, *, log_dir: Path | None = None, start_timeout: float = timeouts.CLUSTER_START,
+                 kueue_config: dict | None = None):
+        """`kueue_config`: the Kueue Configuration to run instead of the production HelmRelease's
+        (e.g. with waitForPodsReady); the changes a process outside the cluster needs go on top."""
         self.workdir = Path(workdir).resolve()
+        self._kueue_base = kueue_config
         self.log_dir = Path(log_dir).resolve() if log_dir else self.workdir / "logs"
         self.start_timeout = start_timeout
         self.control_plane = ControlPlane(self.workdir, log_dir=self.log_dir, start_timeout=start_timeout)
@@ -105,7 +109,8 @@ class LocalCluster(Startable):
         except WaitTimeout as err:
             raise ClusterError(str(err)) from None
         self.timings["crds"] = time.monotonic() - t2
-        self.kueue_config = local_kueue_config(production_kueue_config(), webhook_port=self.ports["kueue-webhook"],
+        base = self._kueue_base if self._kueue_base is not None else production_kueue_config()
+        self.kueue_config = local_kueue_config(base, webhook_port=self.ports["kueue-webhook"],
                                                cert_dir=cert_dir, health_port=self.ports["kueue-health"])
         # Installed before Kueue starts, as the chart installs them: its cert rotator injects their CA.
         wire_webhook_service(self._api, KUEUE_NAMESPACE, self.ports["kueue-webhook"])

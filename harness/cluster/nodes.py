@@ -93,12 +93,14 @@ def node_objects(specs: list[NodeSpec]) -> list[dict]:
 
 
 def add_nodes(kube, root: Path, cluster: str, timeout: float = timeouts.NODES_READY) -> list[str]:
-    """Creates the Nodes of `cluster`'s Terraform pools (in `root`) and waits until KWOK has made
-    every one Ready and the node-lifecycle controller has lifted its not-ready taint; returns the
-    node names. `kube`: harness.k8s.Kube."""
+    """Creates the Nodes of `cluster`'s Terraform pools (in `root`) that do not exist yet (so a pool
+    grown in Terraform adds its new nodes to those already there) and waits until KWOK has made every
+    one Ready and the node-lifecycle controller has lifted its not-ready taint; returns the node
+    names. `kube`: harness.k8s.Kube."""
     nodes = node_objects(cluster_nodes(root, cluster))
     for node in nodes:
-        kube.create(node)
+        if kube.get("v1", "Node", name=node["metadata"]["name"]) is None:
+            kube.create(node)
     names = {n["metadata"]["name"] for n in nodes}
 
     def ready(items: list[dict]):

@@ -9,6 +9,7 @@ Every rule returns Findings; `RULES` documents each id with the fix it suggests.
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 
@@ -43,6 +44,7 @@ RULES = {
     "sample-render": "every sample listed in clusters/*/samples.yaml renders",
     "sample-queue": "a sample names a LocalQueue that exists in its namespace",
     "sample-suspend": "a sample is created suspended",
+    "sample-ttl-holds-nodes": "a sample's RayCluster is deleted as its job ends (ttlSecondsAfterFinished: 0), since Kueue gives its quota to the next job at once (warning)",
     "sample-fits": "a sample fits its ClusterQueue's nominal quota plus borrowing limit",
 }
 
@@ -255,6 +257,16 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
         if spec.get("suspend") is not True:
             out.append(Finding(wfile, None, resource_id(job), "sample-suspend", "spec.suspend is not true: the RayJob would start before Kueue admits it",
                                "set spec.suspend: true; Kueue unsuspends it on admission", where))
+        ttl = spec.get("ttlSecondsAfterFinished")
+        if spec.get("shutdownAfterJobFinishes") is True and isinstance(ttl, int) and ttl > 0:
+            # Kueue marks the Workload Finished when the RayJob ends and admits the next job at once;
+            # KubeRay deletes the RayCluster only ttlSecondsAfterFinished later (kueue#3994).
+            found = ctx.finding(job, None, "sample-ttl-holds-nodes",
+                                f"ttlSecondsAfterFinished is {ttl}: Kueue frees the job's quota when it ends, but its RayCluster keeps "
+                                f"its nodes for {ttl} s more, so the job admitted next waits Pending for them",
+                                "set spec.ttlSecondsAfterFinished: 0 (keep logs outside the cluster), or leave headroom in the pools for it",
+                                file=wfile, context=where, field="spec.ttlSecondsAfterFinished")
+            out.append(replace(found, severity="warning"))
         ns = as_map(job.get("metadata")).get("namespace", "default")
         qname = as_map(as_map(job.get("metadata")).get("labels")).get(QUEUE_LABEL)
         lq = lqs.get((name_key(ns), name_key(qname)))

@@ -19,6 +19,8 @@ TEAM_A_JOBS = ("a-1", "a-2")
 BORROWING = "be admitted (team A borrows B's idle GPUs)"
 READMITTED = "be (re-)admitted once B's GPUs are idle again"
 
+PRODUCTION = "prod-eastus2"  # the overlays' base quotas are its Standard_ND96amsr_A100_v4 pool's
+
 SINGLE_QUEUE = Scenario(
     "single-queue", "single-queue back-pressure: one job runs, the next waits", "overlays/single-queue", ["cluster-queue"],
     "train-1 is admitted, train-2 waits for quota; when train-1 is done, train-2 is admitted",
@@ -35,7 +37,8 @@ SINGLE_QUEUE = Scenario(
                    LocalQueueUsage("default", admitted=1, pending=1)]),
      Step("first-done", "train-1 finishes", [Finish("train-1")],  # its quota is free again
           expect=[Admitted("train-2", should="be admitted once train-1 is done")],
-          details=[Usage("cluster-queue", admitted=1, pending=0)])])
+          details=[Usage("cluster-queue", admitted=1, pending=0)])],
+    cluster=PRODUCTION)
 
 TEAM_QUEUES = Scenario(
     "team-queues", "team-queues borrow and reclaim", "overlays/team-queues", TEAMS,
@@ -60,7 +63,8 @@ TEAM_QUEUES = Scenario(
      Step("readmit", "b-1 finishes", [Finish("b-1")],
           expect=[Admitted("a-1", READMITTED), Admitted("a-2", READMITTED)],
           details=[Usage("team-a-cq", gpus="8", borrowed="4", admitted=2, pending=0), Usage("team-b-cq", gpus="0", admitted=0),
-                   RayClusters(TEAM_A_JOBS, 2)])])
+                   RayClusters(TEAM_A_JOBS, 2)])],
+    cluster=PRODUCTION)
 
 SAMPLE_CPU_FIRST = Scenario(
     "sample-cpu-first", "team-queues with the sample's own llm-training: CPU runs out first", "overlays/team-queues", TEAMS,

@@ -93,6 +93,9 @@ class Scenario:
     cluster_queues: list[str]
     expectation: str  # the expected outcome in words
     steps: list[Step]
+    # The cluster in clusters/ whose Terraform pools the pods run on where a run adds nodes (the
+    # report; tests/integration/test_pods.py); its layout's base quotas are sized for those pools.
+    cluster: str | None = None
 
     def step(self, name: str) -> Step:
         found = [s for s in self.steps if s.name == name]

@@ -189,7 +189,9 @@ def _json(data) -> dict:
         "changed_scenarios": [s.name for s in data.changed_scenarios()],
         "scenarios": [{"scenario": r.scenario, "ref": r.ref, "verdict": r.verdict(), "failures": r.failures, "error": r.error,
                        "steps": [{"title": s.title, "outcome": s.outcome(), "jobs": s.jobs} for s in r.steps],
-                       "events": [asdict(e) for e in (r.recording.events if r.recording else [])]}
+                       "events": [asdict(e) for e in (r.recording.events if r.recording else [])],
+                       "gpus_per_node": [{"t": round(t, 3), "nodes": {n: float(g) for n, g in per_node.items()}}
+                                         for t, per_node in (r.recording.occupancy if r.recording else [])]}
                       for r in data.results.values()],
         "clusters": [{"name": c.name, "changed": c.changed, "overlays": c.overlays, "queues_added": c.queues_added,
                       "queues_removed": c.queues_removed,

@@ -42,7 +42,10 @@ def gpu_series(rec: Recording, cluster_queues: list[str]) -> tuple[list[float], 
 def timeline(rec: Recording, cluster_queues: list[str], title: str, path: Path, nominal: dict[str, float] | None = None,
              ymax: float | None = None, xmax: float | None = None) -> Path:
     times, series = gpu_series(rec, cluster_queues)
-    fig, ax = plt.subplots(figsize=(8, 3.6), dpi=100)
+    if rec.occupancy:  # the nodes' GPUs below the queues' quota, on the same time axis
+        fig, (ax, nodes_ax) = plt.subplots(2, 1, figsize=(8, 5.6), dpi=100, sharex=True, gridspec_kw={"height_ratios": [3, 1.7]})
+    else:
+        fig, ax = plt.subplots(figsize=(8, 3.6), dpi=100)
     bottom = [0.0] * len(times)
     handles = []
     for k, cq in enumerate(cluster_queues):
@@ -78,13 +81,44 @@ def timeline(rec: Recording, cluster_queues: list[str], title: str, path: Path, 
         ax.annotate(e.job, (e.t, y), xytext=(4, 3 if n % 2 == 0 else -9), textcoords="offset points", fontsize=7, color=color)
     ax.set_ylim(0, top_y)
     ax.set_xlim(0, xmax or max(times[-1], 1.0))
-    ax.set_xlabel("seconds since the scenario started (real Kueue, recorded from watches)")
     ax.set_ylabel("GPUs held by admitted Workloads")
     ax.set_title(title, fontsize=10)
     points, labels = ax.get_legend_handles_labels()
     ax.legend(handles=handles + points, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    if rec.occupancy:
+        _node_panel(nodes_ax, rec, xmax or max(times[-1], 1.0))
+        ax = nodes_ax
+    ax.set_xlabel("seconds since the scenario started (real Kueue, recorded from watches)")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, format="png")
     plt.close(fig)
     return path
+
+
+def node_series(rec: Recording) -> tuple[list[float], dict[str, list[float]]]:
+    """A common time grid and, per node, the GPUs its bound pods request at each grid time."""
+    times = sorted({0.0, rec.end, *(t for t, _ in rec.occupancy)})
+    nodes = sorted({n for _, per_node in rec.occupancy for n in per_node})
+    series: dict[str, list[float]] = {n: [] for n in nodes}
+    samples, current, k = sorted(rec.occupancy, key=lambda s: s[0]), {}, 0
+    for t in times:
+        while k < len(samples) and samples[k][0] <= t:
+            current = samples[k][1]
+            k += 1
+        for n in nodes:
+            series[n].append(float(current.get(n, 0)))
+    return times, series
+
+
+def _node_panel(ax, rec: Recording, xmax: float) -> None:
+    times, series = node_series(rec)
+    for k, (node, values) in enumerate(series.items()):
+        ax.step(times, values, where="post", color=COLORS[(k + 3) % len(COLORS)], linewidth=1.4, label=node)
+    for t, _ in rec.steps:
+        ax.axvline(t, color="#999999", linestyle=":", linewidth=0.8)
+    ax.set_ylim(0, max([1.0, *(v for vs in series.values() for v in vs)]) + 1)
+    ax.set_xlim(0, xmax)
+    ax.set_ylabel("GPUs in use\nper node (pods)", fontsize=8)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+

@@ -19,9 +19,10 @@ from kubernetes import client
 
 from harness.cluster import Names
 from harness.core import parse_quantity, timeouts
-from harness.k8s import CLUSTER_QUEUE, RAYJOB, WORKLOAD, ListWatch, WaitTimeout, condition, conditions, is_true
+from harness.k8s import CLUSTER_QUEUE, POD, RAYJOB, WORKLOAD, ListWatch, WaitTimeout, condition, conditions, is_true
 
-WATCHED = (WORKLOAD, RAYJOB, CLUSTER_QUEUE)  # Workloads and RayJobs in the scenario's namespace
+WATCHED = (WORKLOAD, RAYJOB, CLUSTER_QUEUE, POD)  # Workloads, RayJobs and pods in the scenario's namespace
+GPU = "nvidia.com/gpu"
 TRACKED_CONDITIONS = ("QuotaReserved", "Admitted", "Evicted", "Preempted", "Finished")
 
 
@@ -53,6 +54,9 @@ class Recording:
     # preemption in flight; the plots use it.
     held: list[Sample] = field(default_factory=list)
     steps: list[tuple[float, str]] = field(default_factory=list)  # (start time, step title)
+    # GPUs requested by the pods bound to each node (Running or about to be), after every pod
+    # event that changes them: what the nodes hold, next to what the queues hold (empty: no nodes).
+    occupancy: list[tuple[float, dict[str, Decimal]]] = field(default_factory=list)
     end: float = 0.0
 
 
@@ -74,6 +78,7 @@ class Recorder:
         self._watches: list[ListWatch] = []
         self._t0 = time.monotonic()
         self._synced: set[str] = set()
+        self._bound: dict[str, tuple[str, Decimal]] = {}  # pod uid -> (node, GPUs requested)
 
     # -- lifecycle --------------------------------------------------------------------------------
     def start(self, timeout: float = timeouts.DECISION) -> "Recorder":
@@ -138,6 +143,9 @@ class Recorder:
                 self._nominal[self.cluster_queues[name]] = _nominal(obj, self.names)
                 self.last_event = self.now()
             return
+        if kind == "Pod":
+            self._pod(etype, obj)
+            return
         self.last_event = self.now()
         if kind == "RayJob":
             if etype == "DELETED":
@@ -174,6 +182,22 @@ class Recorder:
         qr = now.get("QuotaReserved")
         if qr and qr[0] == "False" and qr[2] and (before.get("QuotaReserved") or (None, "", ""))[::2] != qr[::2]:
             self._event(obj, "pending", qr[1], qr[2])
+
+    def _pod(self, etype: str, pod: dict) -> None:
+        uid, spec = pod["metadata"]["uid"], pod.get("spec") or {}
+        done = (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+        if etype == "DELETED" or done or not spec.get("nodeName"):
+            changed = self._bound.pop(uid, None) is not None
+        else:
+            gpus = sum((parse_quantity(((c.get("resources") or {}).get("requests") or {}).get(GPU, 0))
+                        for c in spec.get("containers") or []), Decimal(0))
+            changed = self._bound.get(uid) != (spec["nodeName"], gpus)
+            self._bound[uid] = (spec["nodeName"], gpus)
+        if changed:
+            per_node: dict[str, Decimal] = {}
+            for node, gpus in self._bound.values():
+                per_node[node] = per_node.get(node, Decimal(0)) + gpus
+            self.record.occupancy.append((self.now(), per_node))
 
     def _sample_held(self) -> None:
         held: dict[str, dict[tuple[str, str], Decimal]] = {cq: {} for cq in self.cluster_queues.values()}

@@ -16,10 +16,10 @@ from pathlib import Path
 
 from kubernetes import client
 
-from harness.cluster import Names
+from harness.cluster import Names, add_nodes, remove_nodes
 from harness.core import parse_quantity, say, timeouts
 from harness.gate import RenderError, build_directory
-from harness.k8s import Kube, WaitTimeout
+from harness.k8s import POD, Kube, WaitTimeout
 from harness.kueue import AFTER, BEFORE, Hook, Queues, Scenario, ScenarioRun, StepResult, run_scenario, scenarios, short_reason
 from harness.report import ReportInputError
 from harness.report.recorder import Recorder, Recording
@@ -86,7 +86,8 @@ class ScenarioRunner:
                  quiet: float = timeouts.SETTLE_QUIET):
         self.api_client = api_client
         self.names = names or Names()
-        self.queues = Queues(Kube(api_client), self.names, timeout=timeout)
+        self.kube = Kube(api_client)
+        self.queues = Queues(self.kube, self.names, timeout=timeout)
         self.timeout, self.quiet = timeout, quiet
 
     def run(self, scenario: Scenario, root: Path, ref: str) -> ScenarioResult:
@@ -104,7 +105,10 @@ class ScenarioRunner:
                 (parse_quantity(r.get("nominalQuota", 0)) for g in cq["spec"].get("resourceGroups") or []
                  for f in g.get("flavors") or [] for r in f.get("resources") or [] if r.get("name") == GPU), Decimal(0)))
         recorder = Recorder(self.api_client, self.names, result.cluster_queues)
+        nodes: list[str] = []
         try:
+            if scenario.cluster and (root / "clusters" / scenario.cluster).is_dir():
+                nodes = add_nodes(self.kube, root, scenario.cluster)  # that ref's pools
             self.queues.apply_objects(objs)
             recorder.start(self.timeout)
             try:
@@ -117,6 +121,10 @@ class ScenarioRunner:
         finally:
             recorder.stop()
             self.queues.teardown()
+            if nodes:
+                self.kube.wait_for(*POD, lambda items: not items or None, "the scenario's pods deleted",
+                                          self.names.namespace, self.timeout)
+                remove_nodes(self.kube, nodes)
         return result
 
     def _recording_hooks(self, recorder: Recorder, result: ScenarioResult) -> list[Hook]:

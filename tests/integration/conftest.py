@@ -11,6 +11,7 @@ from harness.cluster import Names, backends
 from harness.core import timeouts
 from harness.k8s import Kube
 from harness.kueue import Hook, InvariantChecker, Queues, Scenario, ScenarioRun, run_scenario
+from tests.static.test_gate_corpus import edit
 
 
 @pytest.fixture(scope="session")
@@ -78,3 +79,20 @@ def invariants(request):
     yield checker
     checker.stop()
     checker.assert_held()
+
+
+@pytest.fixture
+def two_gpu_worker(repo_copy):
+    """A repository copy whose dev-westus3 cluster has two Standard_NC24ads_A100_v4 nodes (1 GPU
+    each) and queue quota for both, and whose aurora-finetune sample's worker asks for 2 GPUs:
+    admitted by quota (a sum over nodes), placeable on no node."""
+    nc24 = "components/gpu-sku/standard-nc24ads-a100-v4/kustomization.yaml"
+    edit(repo_copy, "terraform/clusters/dev-westus3.tfvars", "gpu_node_count = 1", "gpu_node_count = 2")
+    edit(repo_copy, nc24, 'resources/0/nominalQuota, value: "24"}', 'resources/0/nominalQuota, value: "48"}')
+    edit(repo_copy, nc24, "resources/1/nominalQuota, value: 200Gi}", "resources/1/nominalQuota, value: 400Gi}")
+    edit(repo_copy, nc24, '/spec/resourceGroups/1/flavors/0/resources/0/nominalQuota, value: "1"}',
+         '/spec/resourceGroups/1/flavors/0/resources/0/nominalQuota, value: "2"}')
+    for _ in ("requests", "limits"):
+        edit(repo_copy, "workloads/aurora-finetune.yaml", 'nvidia.com/gpu: "1"}', 'nvidia.com/gpu: "2"}')
+    return repo_copy
+

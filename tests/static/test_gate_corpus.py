@@ -124,6 +124,8 @@ CORPUS = [
      lambda r: append(r, SA, JOB_WITH.format(extra="          envFrom:\n            - configMapRef: {name: warmup-env}\n")), 33),
     ("pod-priority-class-missing", "priority-class", SA,
      lambda r: append(r, SA, JOB_WITH.format(extra="      priorityClassName: batch-high\n")), 32),
+    ("cluster-outlives-job", "sample-ttl-holds-nodes", "workloads/batch-inference.yaml",
+     lambda r: edit(r, "workloads/batch-inference.yaml", "ttlSecondsAfterFinished: 0", "ttlSecondsAfterFinished: 300"), 17, "warning"),
     ("lonely-cohort", "cohort-alone", TEAM_B, lambda r: edit(r, TEAM_B, "cohortName: shared-cohort", "cohortName: other-cohort"), 9, "warning"),
     # Sizes (cluster_refs.py).
     ("object-too-large", "object-size", KUBERAY, lambda r: edit(r, KUBERAY, "    env:\n", "    blob: " + "x" * 1_700_000 + "\n    env:\n"), 20),
