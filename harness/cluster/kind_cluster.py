@@ -125,8 +125,8 @@ class KindCluster:
 
     def create(self) -> None:
         tools.ensure(*tools.KIND_TOOLS)
-        self.check_kubectl()
         self.plan.workdir.mkdir(parents=True, exist_ok=True)
+        self.check_kubectl()
         say("kind", f"creating cluster {self.plan.name} ({self.plan.image})")
         try:
             self._run(self.plan.create_command(), f"kind create cluster {self.plan.name}",
@@ -141,8 +141,8 @@ class KindCluster:
 
     def check_kubectl(self) -> None:
         """The kubectl build reports the pinned Kubernetes version (its ldflags set it)."""
-        out = subprocess.run([str(self.plan.kubectl), "version", "--client", "-o", "json"], capture_output=True,
-                             text=True, check=False)
+        out = subprocess.run([str(self.plan.kubectl), "version", "--client", "-o", "json"], cwd=self.plan.workdir,
+                             env=self.plan.env(), capture_output=True, text=True, check=False, timeout=timeouts.KIND_KUBECTL)
         got = (json.loads(out.stdout or "{}").get("clientVersion") or {}).get("gitVersion")
         if got != self.plan.kubectl_version:
             raise KindError(f"{self.plan.kubectl} reports {got!r}, not the pinned {self.plan.kubectl_version}: {out.stderr.strip()}")

@@ -2,6 +2,7 @@
 without Docker (this machine has none; the CI `kind` job runs the plan for real)."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import subprocess
@@ -147,3 +148,56 @@ def test_cached_builds_report_the_pinned_versions(tmp_path):
     assert out.startswith(f"kind {versions.module('kind')[1]} "), out
     KindCluster(plan).check_kubectl()  # raises unless `kubectl version --client` says the pinned version
     assert plan.kubectl_version == versions.module("kubernetes")[1]
+
+
+FAKE_KIND = """#!/bin/sh
+echo "kind|$PWD|$KUBECONFIG|$*" >> "$FAKE_LOG"
+"""
+FAKE_KUBECTL = """#!/bin/sh
+echo "kubectl|$PWD|$KUBECONFIG|$*" >> "$FAKE_LOG"
+case "$*" in
+  *--client*) echo '{"clientVersion": {"gitVersion": "v1.35.4"}}' ;;
+  *version*) echo "{\\"serverVersion\\": {\\"gitVersion\\": \\"$FAKE_SERVER\\"}}" ;;
+esac
+"""
+
+
+def _fake_cluster(monkeypatch, tmp_path, server: str) -> tuple[KindCluster, Path]:
+    """A KindCluster whose plan runs stand-ins for kind and kubectl that log their calls."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, text in (("kind", FAKE_KIND), ("kubectl", FAKE_KUBECTL)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    log = tmp_path / "calls.log"
+    monkeypatch.setenv("FAKE_LOG", str(log))
+    monkeypatch.setenv("FAKE_SERVER", server)
+    monkeypatch.setattr(tools, "ensure", lambda *names: None)  # the real builds are not the point here
+    plan = dataclasses.replace(kind_plan(tmp_path / "run", name="ray-kueue-1-test"),
+                               kind=bin_dir / "kind", kubectl=bin_dir / "kubectl", kubectl_version="v1.35.4")
+    return KindCluster(plan), log
+
+
+def _calls(log: Path) -> list[tuple[str, str, str, str]]:
+    return [tuple(line.split("|", 3)) for line in log.read_text().splitlines()]
+
+
+def test_kind_cluster_runs_its_plan_in_the_work_directory(monkeypatch, tmp_path):
+    cluster, log = _fake_cluster(monkeypatch, tmp_path, server="v1.35.8")
+    cluster.create()
+    cluster.delete()
+    plan = cluster.plan
+    calls = _calls(log)
+    assert all(cwd == str(plan.workdir) for tool, cwd, _, _ in calls if tool == "kind"), calls
+    assert all(kubeconfig == str(plan.kubeconfig) for _, _, kubeconfig, _ in calls), calls
+    kind_args = [args for tool, _, _, args in calls if tool == "kind"]
+    assert kind_args == [" ".join(plan.create_command()[1:]), " ".join(plan.delete_command()[1:])]
+
+
+def test_kind_cluster_on_the_wrong_kubernetes_keeps_logs_and_deletes_itself(monkeypatch, tmp_path):
+    cluster, log = _fake_cluster(monkeypatch, tmp_path, server="v1.25.3")  # what pytest-kind used to create
+    with pytest.raises(KindError, match="runs Kubernetes v1.25.3, not v1.35.8"):
+        cluster.create()
+    kind_args = [args for tool, _, _, args in _calls(log) if tool == "kind"]
+    assert kind_args == [" ".join(cmd[1:]) for cmd in (cluster.plan.create_command(), cluster.plan.export_logs_command(),
+                                                        cluster.plan.delete_command())]
