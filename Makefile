@@ -10,8 +10,9 @@ REPORTS := build/reports
 setup:
 	@scripts/bootstrap
 
+# kind and kubectl only for BACKEND=kind: the default path never builds them.
 tools: setup
-	@scripts/build-tools
+	@scripts/build-tools $(if $(filter kind,$(BACKEND)),--group default --group kind)
 
 validate: setup
 	@scripts/validate . --json $(REPORTS)/validate.json --junit $(REPORTS)/validate.junit.xml

@@ -10,16 +10,20 @@ and existing backends, process hygiene, and the names that keep a run in its own
     seed         the cached etcd data that already holds the CRDs
     nodes        kube-scheduler and KWOK (simulated kubelets), Nodes from a cluster's Terraform pools
     local_cluster  LocalCluster: all of it, and the faults the fault tests inject
+    backends     local, kind and existing: one interface for the behaviour tests
+    kind_cluster KindPlan (the kind backend's commands and files, checkable without Docker) and KindCluster
+    kind_install the pinned Kueue and KubeRay into a kind cluster
     __main__     `python -m harness.cluster` (make cluster)
 """
 from harness.cluster.backends import docker_problem
 from harness.cluster.isolation import Names
+from harness.cluster.kind_cluster import KindCluster, KindError, KindPlan, kind_plan, node_image, run_name
 from harness.cluster.local_cluster import ClusterError, LocalCluster
 from harness.cluster.nodes import add_nodes, node_objects, remove_nodes
 from harness.cluster.operators import local_kueue_config, production_kueue_config
 from harness.cluster.processes import (Process, ProcessError, Startable, free_port, http_check, port_is_free, running,
                                        stop_in_reverse, wait_until)
 
-__all__ = ["ClusterError", "LocalCluster", "Names", "Process", "ProcessError", "Startable", "add_nodes", "docker_problem",
-           "free_port", "http_check", "local_kueue_config", "node_objects", "port_is_free", "production_kueue_config", "remove_nodes",
-           "running", "stop_in_reverse", "wait_until"]
+__all__ = ["ClusterError", "KindCluster", "KindError", "KindPlan", "LocalCluster", "Names", "Process", "ProcessError", "Startable", "add_nodes", "docker_problem",
+           "free_port", "http_check", "kind_plan", "local_kueue_config", "node_objects", "port_is_free", "node_image", "production_kueue_config", "remove_nodes",
+           "run_name", "running", "stop_in_reverse", "wait_until"]

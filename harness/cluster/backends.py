@@ -2,8 +2,10 @@
 
   local     the embedded control plane (etcd, kube-apiserver, kube-controller-manager, Kueue,
             KubeRay operator as local processes); the default, needs no Docker, never skips
-  kind      a kind cluster through pytest-kind, with the pinned Kueue and KubeRay installed;
-            needs a Docker engine and the registries the images come from
+  kind      a kind cluster of the pinned node image (Kubernetes 1.35, by digest), created with kind
+            and kubectl built from their pinned modules, one cluster name per run, its files in
+            the run's work directory; the pinned Kueue and KubeRay installed. Needs a Docker
+            engine and the registries the images come from (harness/cluster/kind_cluster.py)
   existing  the cluster of a kubeconfig (RAY_KUEUE_KUBECONFIG), e.g. a staging AKS cluster
 """
 from __future__ import annotations
@@ -17,10 +19,12 @@ from typing import Callable
 
 from kubernetes import client, config
 
-from harness.core import timeouts
+from harness.cluster.kind_cluster import KindCluster, kind_plan
+from harness.cluster.kind_install import install_controllers
+from harness.core import HarnessError, timeouts
 
 
-class BackendUnavailable(Exception):
+class BackendUnavailable(HarnessError):
     """The backend cannot run on this machine; the message says why (tests skip with it)."""
 
 
@@ -64,21 +68,18 @@ def docker_problem() -> str | None:
 
 
 def kind(workdir: Path) -> Backend:
+    """A kind cluster by kind_plan(workdir); builds kind and kubectl only once Docker answers."""
     problem = docker_problem()
     if problem:
         raise BackendUnavailable(f"kind backend needs a Docker engine: {problem}")
-    from pytest_kind import KindCluster
-
-    from harness.cluster.kind_install import install_controllers
-
-    cluster = KindCluster("ray-kueue-tests", kubeconfig=workdir / "kind.kubeconfig")
+    cluster = KindCluster(kind_plan(workdir / "kind"))
     cluster.create()
     try:
         install_controllers(cluster)
     except BaseException:
-        cluster.delete()
+        cluster.delete(export_logs=True)
         raise
-    return Backend("kind", Path(cluster.kubeconfig_path), None, cluster.delete)
+    return Backend("kind", cluster.kubeconfig, None, cluster.delete)
 
 
 def existing() -> Backend:

@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 
 from harness import toolchain as tools
+from harness.cluster.kind_cluster import KindCluster
 from harness.core import timeouts, versions
 
 GPU_LABEL = "accelerator=nvidia"
@@ -32,7 +33,7 @@ def _kustomize(directory: Path, images: dict[str, str]) -> str:
                               check=True, capture_output=True, text=True).stdout
 
 
-def install_controllers(cluster) -> None:
+def install_controllers(cluster: KindCluster) -> None:
     kueue = versions.pins()["kueue"]
     kuberay = versions.pins()["kuberay"]
     kueue_yaml = _kustomize(tools.module_dir("kueue") / "config/default",
@@ -41,7 +42,8 @@ def install_controllers(cluster) -> None:
                           {"kuberay/operator": f"mcr.microsoft.com/oss/v2/kuberay/operator:v{kuberay['production']}"})
     for manifest in (ray_yaml, kueue_yaml):
         cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input=manifest)
-    cluster.kubectl("-n", "kueue-system", "rollout", "status", "deploy/kueue-controller-manager", f"--timeout={timeouts.KIND_ROLLOUT:.0f}s")
+    cluster.kubectl("-n", "kueue-system", "rollout", "status", "deploy/kueue-controller-manager", f"--timeout={timeouts.KIND_ROLLOUT:.0f}s",
+                    timeout=timeouts.KIND_ROLLOUT + timeouts.KIND_KUBECTL)
     nodes = json.loads(cluster.kubectl("get", "nodes", "-o", "json"))["items"]
     node = nodes[-1]["metadata"]["name"]
     cluster.kubectl("label", "node", node, GPU_LABEL, "--overwrite")

@@ -29,5 +29,7 @@ SCRIPT = 120.0        # one of scripts/ run as a subprocess against a cluster
 REPORT_RUN = 900.0    # a whole `make report` run, both refs, on a running cluster
 DOCKER_PROBE = 30.0   # `docker info`: does a Docker engine answer (the kind backend)
 KIND_ROLLOUT = 300.0  # Kueue's Deployment rolled out on a kind cluster
+KIND_CREATE = 300.0   # `kind create cluster --wait`: the control plane of a kind cluster Ready
+KIND_KUBECTL = 120.0  # one kind or kubectl command against a kind cluster (apply, label, delete)
 NODES_READY = 60.0  # KWOK nodes Ready and the node-lifecycle controller's not-ready taint lifted
 POD_BOUND = 30.0  # the scheduler binds every pod of an admitted workload (the invariant checker's bound)

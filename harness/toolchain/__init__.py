@@ -1,8 +1,8 @@
 """The pinned Go tools (Kubernetes, etcd, Kueue, KubeRay, Flux, kustomize, kubeconform, ...),
 built from the Go module proxy and cached per version under the XDG cache."""
-from harness.toolchain.builds import (CLUSTER_TOOLS, FLUX_TOOLS, STATIC_TOOLS, GoTool, ToolBuildError, cache_root,
-                                      ensure, go_env, module_dir, module_info)
+from harness.toolchain.builds import (CLUSTER_TOOLS, DEFAULT_TOOLS, FLUX_TOOLS, KIND_TOOLS, STATIC_TOOLS, GoTool, ToolBuildError, cache_root,
+                                      ensure, go_env, module_dir, module_info, tool)
 from harness.toolchain.lineproc import LineProcess, LineProcessError
 
-__all__ = ["CLUSTER_TOOLS", "FLUX_TOOLS", "STATIC_TOOLS", "GoTool", "LineProcess", "LineProcessError", "ToolBuildError", "cache_root", "ensure",
-           "go_env", "module_dir", "module_info"]
+__all__ = ["CLUSTER_TOOLS", "DEFAULT_TOOLS", "FLUX_TOOLS", "KIND_TOOLS", "STATIC_TOOLS", "GoTool", "LineProcess", "LineProcessError", "ToolBuildError", "cache_root", "ensure",
+           "go_env", "module_dir", "module_info", "tool"]

@@ -6,7 +6,7 @@ module@version` fail, and a wrapper module whose own go.mod pins the published s
 modules is the supported way round that. A finished build is marked with a stamp file, so
 a second run only checks that the binaries exist.
 
-    python -m harness.toolchain.builds [--list] [NAME ...]
+    python -m harness.toolchain.builds [--list] [--group static|cluster|flux|kind] [NAME ...]
 """
 from __future__ import annotations
 
@@ -224,6 +224,10 @@ TOOLS: dict[str, GoTool] = {
         ),
         # Its own build directory, so adding it did not invalidate the cached apiserver build.
         GoTool("kube-scheduler", "kubernetes", {"kube-scheduler": "k8s.io/kubernetes/cmd/kube-scheduler"}, _kube_ldflags()),
+        # The kind backend's CLIs: kubectl from the same Kubernetes module as the control plane (its
+        # own build directory, so the cached apiserver build stays valid), kind from its module.
+        GoTool("kubectl", "kubernetes", {"kubectl": "k8s.io/kubernetes/cmd/kubectl"}, _kube_ldflags()),
+        GoTool("kind", "kind", {"kind": "sigs.k8s.io/kind"}, ("-s", "-w")),
         GoTool("kwok", "kwok", {"kwok": "sigs.k8s.io/kwok/cmd/kwok"}, ("-s", "-w")),
         GoTool("etcd", "etcd", {"etcd": "go.etcd.io/etcd/server/v3"}, ("-s", "-w")),
         GoTool(
@@ -244,6 +248,16 @@ TOOLS: dict[str, GoTool] = {
 STATIC_TOOLS = ("kustomize", "kubeconform", "fluxbuild", "kubecheck", "actionlint")
 CLUSTER_TOOLS = ("kube", "etcd", "kueue", "kuberay", "kube-scheduler", "kwok")
 FLUX_TOOLS = ("source-controller", "kustomize-controller")  # the Flux end-to-end tests, beside CLUSTER_TOOLS
+KIND_TOOLS = ("kind", "kubectl", "kustomize")  # the kind backend (--backend=kind)
+# What `scripts/build-tools` / `make tools` builds when not told: everything but the kind backend's
+# own CLIs, which only --backend=kind needs (`--group kind`, `make tools BACKEND=kind`).
+DEFAULT_TOOLS = tuple(n for n in TOOLS if n not in ("kind", "kubectl"))
+GROUPS = {"default": DEFAULT_TOOLS, "static": STATIC_TOOLS, "cluster": CLUSTER_TOOLS, "flux": FLUX_TOOLS, "kind": KIND_TOOLS}
+
+
+def tool(name: str) -> GoTool:
+    """A tool's recipe and cache paths, without building it (e.g. to plan commands)."""
+    return TOOLS[name]
 
 
 def ensure(*names: str) -> dict[str, GoTool]:
@@ -255,10 +269,13 @@ def ensure(*names: str) -> dict[str, GoTool]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("names", nargs="*", help=f"tools to build (default: all of {', '.join(TOOLS)})")
+    parser.add_argument("names", nargs="*", help=f"tools to build (default: {', '.join(DEFAULT_TOOLS)}; known: {', '.join(TOOLS)})")
     parser.add_argument("--list", action="store_true", help="print each tool, its version and whether it is cached")
+    parser.add_argument("--group", choices=sorted(GROUPS), action="append", default=[],
+                        help="the tools one purpose needs, e.g. `kind` for --backend=kind (repeatable)")
     args = parser.parse_args(argv)
-    names = args.names or list(TOOLS)
+    names = list(dict.fromkeys([*args.names, *(n for g in args.group for n in GROUPS[g])]))
+    names = names or list(TOOLS if args.list else DEFAULT_TOOLS)
     unknown = [n for n in names if n not in TOOLS]
     if unknown:
         print(f"unknown tool(s): {', '.join(unknown)}; known: {', '.join(TOOLS)}", file=sys.stderr)

@@ -122,3 +122,33 @@ def test_dependency_replaces_record_their_skew():
     for name, block in found:
         for dep in block["replace"]:
             assert dep.rsplit("/", 1)[-1] in str(block.get("skew", "")), f"{name}: replace of {dep} not explained under `skew`"
+
+
+def test_kind_default_image_is_the_pinned_modules_so_node_image_is_of_that_release():
+    """versions.yaml copies kind's default node image and the 1.35 one from the same release
+    notes; the default must be what the pinned module's source says, so bumping `kind.version`
+    without taking both images from the new release's notes fails here."""
+    source = (tools.module_dir("kind") / "pkg/apis/config/defaults/image.go").read_text()
+    default = re.search(r'const Image = "([^"]+)"', source).group(1)
+    assert versions.entry("kind")["default_image"] == default
+
+
+def test_kind_node_image_is_the_pinned_line_by_digest_and_records_its_skew():
+    kind = versions.entry("kind")
+    kube = versions.entry("kubernetes")
+    match = re.fullmatch(r"kindest/node:(v(\d+\.\d+)\.\d+)@sha256:[0-9a-f]{64}", kind["node_image"])
+    assert match, f"kind.node_image {kind['node_image']!r}: kindest/node:vX.Y.Z@sha256:<digest> from kind's release notes"
+    assert match.group(2) == str(kube["production"]), "the kind nodes must run the production Kubernetes line"
+    if match.group(1) != kube["version"]:
+        assert match.group(1) in str(kind.get("skew", "")) and kube["version"] in str(kind.get("skew", "")), \
+            f"kind nodes run {match.group(1)}, the harness builds {kube['version']}: say so under kind.skew"
+
+
+def test_kind_and_kubectl_are_built_from_their_pins():
+    kind, kubectl = tools.tool("kind"), tools.tool("kubectl")
+    assert (kind.pin, kind.version, kind.binaries) == ("kind", versions.module("kind")[1], {"kind": "sigs.k8s.io/kind"})
+    # kubectl from the same k8s.io/kubernetes module as kube-apiserver, and it reports that version.
+    assert kubectl.pin == tools.tool("kube").pin == "kubernetes"
+    assert kubectl.binaries == {"kubectl": "k8s.io/kubernetes/cmd/kubectl"}
+    assert kubectl.version == versions.module("kubernetes")[1]
+    assert f"-X k8s.io/client-go/pkg/version.gitVersion={kubectl.version}" in kubectl.ldflags
