@@ -30,7 +30,7 @@ from harness.cluster.nodes import kwok_process, node_objects, scheduler_process
 from harness.cluster.operators import (KUEUE_NAMESPACE, ClusterError, apply_webhook_configurations, kuberay_process,
                                        kueue_process, kueue_webhook_configurations, local_kueue_config,
                                        production_kueue_config, webhook_probe)
-from harness.cluster.processes import (Process, Startable, free_port, http_check, https_context, port_is_free, stop_in_reverse,
+from harness.cluster.processes import (Process, ProcessError, Startable, free_port, http_check, https_context, port_is_free, stop_in_reverse,
                                       wait_until)
 from harness.cluster.seed import seed_etcd
 from harness.core import atomic_write, say, timeouts
@@ -98,8 +98,7 @@ class LocalCluster(Startable):
         self._api = self.api_client()
 
         self.ports.update({"kueue-webhook": free_port(), "kueue-health": free_port(),
-                           "kuberay-metrics": free_port(), "kuberay-health": free_port(),
-                           "kube-scheduler": free_port(), "kwok": free_port()})
+                           "kuberay-metrics": free_port(), "kuberay-health": free_port()})
         cert_dir = self.workdir / "kueue" / "certs"
 
         t2 = time.monotonic()
@@ -124,23 +123,23 @@ class LocalCluster(Startable):
                                               self.log_dir, self.workdir))
         kueue = self._spawn(kueue_process(t["kueue"].path("kueue"), self.kueue_config, self.kueue_config_path,
                                           self.kubeconfig, self.log_dir, self.workdir))
-        scheduler = self._spawn(scheduler_process(t["kube-scheduler"].path(), self.kubeconfig, self.ports["kube-scheduler"],
-                                                  self.log_dir, self.workdir))
-        kwok = self._spawn(kwok_process(t["kwok"].path(), tools.module_dir("kwok"), self.kubeconfig, self.ports["kwok"],
-                                        self.log_dir, self.workdir))
         t3 = time.monotonic()
         try:
             mount_serving_cert(self._api, KUEUE_NAMESPACE, cert_dir)
         except WaitTimeout as err:
             raise ClusterError(kueue.describe_failure(str(err))) from None
         self.timings["kueue-certs"] = time.monotonic() - t3
+        # kube-scheduler and KWOK come up while Kueue starts on its certificate.
+        self._start_listening("kube-scheduler", lambda port: scheduler_process(
+            t["kube-scheduler"].path(), self.kubeconfig, port, self.log_dir, self.workdir),
+            lambda port: http_check(f"https://127.0.0.1:{port}/healthz", https_context()))
+        self._start_listening("kwok", lambda port: kwok_process(
+            t["kwok"].path(), tools.module_dir("kwok"), self.kubeconfig, port, self.log_dir, self.workdir),
+            lambda port: http_check(f"http://127.0.0.1:{port}/healthz"))
         self._wait_kueue_ready(kueue, [kueue, kuberay])
         self.timings["kueue-readyz"] = time.monotonic() - t3
         self._wait_webhooks("Kueue webhooks to serve the apiserver (dry-run ResourceFlavor)", [kueue])
         self._wait_kuberay_ready(kuberay)
-        wait_until(http_check(f"https://127.0.0.1:{self.ports['kube-scheduler']}/healthz", https_context()),
-                   self.start_timeout, "kube-scheduler /healthz", [scheduler])
-        wait_until(http_check(f"http://127.0.0.1:{self.ports['kwok']}/healthz"), self.start_timeout, "KWOK /healthz", [kwok])
         self.timings["operators"] = time.monotonic() - t3
         self.timings["start"] = time.monotonic() - t1
         atomic_write(self.record_path, json.dumps(self.describe(), indent=2) + "\n")
@@ -151,6 +150,23 @@ class LocalCluster(Startable):
     def _spawn(self, proc: Process) -> Process:
         self.processes.append(proc)
         return proc
+
+    def _start_listening(self, name: str, start: Callable[[int], Process], healthy: Callable[[int], Callable]) -> Process:
+        """Starts a component on a port of its own and waits until it is healthy. Between free_port
+        and the child's bind another process can take the port (parallel runs, xdist workers): a
+        child that exits with "address already in use" is started again on another port."""
+        for attempt in range(1, 4):
+            port = self.ports[name] = free_port()
+            proc = self._spawn(start(port))
+            try:
+                wait_until(healthy(port), self.start_timeout, f"{name} /healthz", [proc])
+                return proc
+            except ProcessError:
+                if attempt == 3 or proc.alive() or "address already in use" not in proc.log_tail():
+                    raise
+                self.processes.remove(proc)
+                say("cluster", f"{name}: port {port} was taken before it could bind; starting it on another")
+        raise AssertionError("unreachable")
 
     def _wait_kueue_ready(self, kueue: Process, watch: list[Process]) -> None:
         wait_until(http_check(f"http://127.0.0.1:{self.ports['kueue-health']}/readyz"), self.start_timeout,

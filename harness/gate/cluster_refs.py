@@ -13,7 +13,7 @@ to 1 MiB and annotations to 256 KiB by the apiserver's validation; label values 
 to 63 characters and names (DNS subdomains) to 253, which the schemas do not check.
 
 The sample RayJobs (clusters/<name>/samples.yaml) are checked in harness.gate.sample_admission;
-`pod_templates`, `ClusterIndex` and `yaml_line` are shared with it and kustomize_warnings.
+`pod_templates` and `ClusterIndex` are shared with it; lines come from harness.gate.origin.
 """
 from __future__ import annotations
 
@@ -23,11 +23,10 @@ import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import yaml
-
 from harness.gate.findings import Finding
+from harness.gate.origin import dotted, line_at
 from harness.gate.render import Build, ClusterRender, is_flux_kustomization, substitution_sources
-from harness.gate.sources import SafeLoader, SourceError, as_list, as_map, as_maps, name_key, read_source
+from harness.gate.sources import as_list, as_map, as_maps, name_key
 
 RULES = {
     "namespace-missing": "every namespaced object's namespace is created by the cluster's set (a Namespace, a HelmRelease "
@@ -65,11 +64,6 @@ WORKLOAD_KINDS = {"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job",
 
 
 # -- Shared helpers -------------------------------------------------------------------------------
-def dotted(path: list) -> str:
-    """["spec", "volumes", 0, "configMap"] -> "spec.volumes[0].configMap"."""
-    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
-
-
 def pod_templates(obj: dict) -> list[tuple[list, dict]]:
     """(field path, pod spec) of every pod template of a workload, a CronJob or a KubeRay object."""
     kind, spec = obj.get("kind"), as_map(obj.get("spec"))
@@ -100,36 +94,6 @@ def pod_templates(obj: dict) -> list[tuple[list, dict]]:
             out.append((["spec", "submitterPodTemplate", "spec"], as_map(as_map(spec.get("submitterPodTemplate")).get("spec"))))
         return out
     return []
-
-
-def yaml_step(node, step) -> tuple[yaml.Node | None, yaml.Node | None]:
-    """(key node, value node) of one step into a mapping (a key) or a sequence (an index)."""
-    if isinstance(node, yaml.MappingNode):
-        return next(((k, v) for k, v in node.value if getattr(k, "value", None) == step), (None, None))
-    if isinstance(node, yaml.SequenceNode) and isinstance(step, int) and 0 <= step < len(node.value):
-        return node.value[step], node.value[step]
-    return None, None
-
-
-def yaml_node(root: Path, file: str, doc_line: int | None, path: list) -> tuple[yaml.Node | None, yaml.Node | None]:
-    """(key node, value node) at `path` (mapping keys, sequence indexes) inside the YAML document
-    of `file` that starts at `doc_line` (the first document when None); (None, None) when the file
-    does not parse or the path is not there."""
-    try:
-        docs = list(yaml.compose_all(read_source(root / file, root), Loader=SafeLoader))
-    except (SourceError, yaml.YAMLError, RecursionError):
-        return None, None
-    key = node = next((d for d in docs if d is not None and (doc_line is None or d.start_mark.line + 1 == doc_line)), None)
-    for step in path:
-        key, node = yaml_step(node, step)
-    return key, node
-
-
-def yaml_line(root: Path, file: str, doc_line: int | None, path: list) -> int | None:
-    """1-based line where the value at `path` is written (its key's line), or `doc_line` when
-    the path is not there."""
-    key, _ = yaml_node(root, file, doc_line, path)
-    return key.start_mark.line + 1 if key is not None else doc_line
 
 
 def kind_key(obj: dict) -> tuple[str, str | None, str]:
@@ -245,7 +209,7 @@ def finding_at(ctx, root: Path, obj: dict, build: Build | None, path: list, rule
                cluster: str | None = None, severity: str = "error") -> Finding:
     """ctx.finding, at the line of `path` inside the document that defines `obj` when it is written there."""
     f = ctx.finding(obj, build, rule, message, hint, cluster=cluster)
-    return replace(f, line=yaml_line(root, f.file, f.line, path) if f.line else f.line, severity=severity)
+    return replace(f, line=line_at(root, f.file, f.line, path) if f.line else f.line, severity=severity)
 
 
 def _reference_rules(ctx, root: Path, index: ClusterIndex) -> list[Finding]:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import yaml
 
-from harness.gate.cluster_refs import yaml_line
+from harness.gate.origin import line_at
 from harness.gate.findings import Finding
 from harness.gate.render import Build, ClusterRender, FluxBuild, run_fluxbuild, substitution_sources
 from harness.gate.sources import SKIP_DIRS, SourceError, as_list, as_map, kustomization_dirs, load_yaml, resource_id
@@ -146,7 +146,7 @@ def _with_probes(entries: list, at: list, file: str, doc_line: int | None, root:
         target = as_map(entry).get("target")
         if isinstance(target, dict) and target:
             key = f"{PROBE}{len(patches)}"
-            patches.append(Patch(key, file, yaml_line(root, file, doc_line, [*at, i]), f"{'.'.join(at)}[{i}]", target))
+            patches.append(Patch(key, file, line_at(root, file, doc_line, [*at, i]), f"{'.'.join(at)}[{i}]", target))
             out.append(_probe(target, key))
         out.append(entry)
     return out

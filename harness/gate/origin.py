@@ -27,6 +27,11 @@ def segments(field: str) -> list[str | int]:
     return out
 
 
+def dotted(path: list[str | int]) -> str:
+    """The inverse of segments: ["spec", "volumes", 0, "configMap"] -> "spec.volumes[0].configMap"."""
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+
+
 def value_at(obj, path: list[str | int]):
     for step in path:
         if isinstance(step, int) and isinstance(obj, list) and step < len(obj):
@@ -48,35 +53,62 @@ def _compose(path: Path) -> tuple:
     """The composed documents of a file, cached by its text (not its path: the same checkout is
     validated again after an edit, e.g. by the fuzz tests)."""
     try:
-        return _compose_text(read_source(path))
+        return compose(read_source(path))
     except SourceError:
         return ()
 
 
 @lru_cache(maxsize=256)
-def _compose_text(text: str) -> tuple:
+def compose(text: str) -> tuple:
+    """The composed YAML documents of `text` (nodes with their marks), cached by the text; () when
+    it does not parse (the YAML check reports that)."""
     try:
         return tuple(yaml.compose_all(text, Loader=SafeLoader))
     except (yaml.YAMLError, RecursionError):
         return ()
 
 
+def step(node, key: str | int) -> tuple[yaml.Node | None, yaml.Node | None]:
+    """(key node, value node) of one step into a mapping (a key) or a sequence (an index: the item
+    is its own key node); (None, None) when the step is not there."""
+    if isinstance(node, yaml.MappingNode) and isinstance(key, str):
+        return next(((k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == key), (None, None))
+    if isinstance(node, yaml.SequenceNode) and isinstance(key, int) and 0 <= key < len(node.value):
+        return node.value[key], node.value[key]
+    return None, None
+
+
+def node_at(root: Path, file: str, doc_line: int | None, path: list[str | int]) -> tuple[yaml.Node | None, yaml.Node | None]:
+    """(key node, value node) at `path` inside the document of `file` that starts at `doc_line`
+    (the first document when None); (None, None) when the file does not parse or the path is not there."""
+    doc = next((d for d in _compose(root / file) if d is not None and (doc_line is None or d.start_mark.line + 1 == doc_line)), None)
+    return descend(doc, path)
+
+
+def descend(node, path: list[str | int]) -> tuple[yaml.Node | None, yaml.Node | None]:
+    """(key node, value node) at `path` below `node`; (node, node) for an empty path."""
+    key = node
+    for s in path:
+        key, node = step(node, s)
+    return key, node
+
+
+def line_at(root: Path, file: str, doc_line: int | None, path: list[str | int]) -> int | None:
+    """1-based line where the value at `path` is written (its key's line), or `doc_line` when the
+    path is not there."""
+    key, _ = node_at(root, file, doc_line, path)
+    return key.start_mark.line + 1 if key is not None else doc_line
+
+
 def _walk(node, path: list[str | int]) -> tuple[object, int, int]:
     """The node at `path` (or the deepest one that exists), how many steps were matched, and the
     line that names it (a mapping entry's key line: a block value starts on the next line)."""
     line = node.start_mark.line + 1
-    for depth, step in enumerate(path):
-        nxt = None
-        if isinstance(node, yaml.MappingNode) and isinstance(step, str):
-            entry = next(((k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == step), None)
-            if entry:
-                nxt, line = entry[1], entry[0].start_mark.line + 1
-        elif isinstance(node, yaml.SequenceNode) and isinstance(step, int) and step < len(node.value):
-            nxt = node.value[step]
-            line = nxt.start_mark.line + 1
+    for depth, s in enumerate(path):
+        key, nxt = step(node, s)
         if nxt is None:
             return node, depth, line
-        node = nxt
+        node, line = nxt, key.start_mark.line + 1
     return node, len(path), line
 
 

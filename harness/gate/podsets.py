@@ -19,24 +19,15 @@ from harness.gate import workloads
 from harness.gate.findings import Finding
 from harness.gate.placement import Problem, PodView, flavor, flavors_of, groups_of, plan, pod_templates, pod_view
 from harness.gate.pools import Pool, node_matches, taint_text, untolerated
-from harness.gate.sources import SafeLoader, SourceError, as_map, load_yaml, name_key, read_source, resource_id
+from harness.gate.origin import compose, descend, step
+from harness.gate.sources import SourceError, as_map, load_yaml, name_key, read_source, resource_id
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
 
 # -- Lines in the workload files --------------------------------------------------------------------
-def _get(node, key: str):
-    if isinstance(node, yaml.MappingNode):
-        for k, v in node.value:
-            if isinstance(k, yaml.ScalarNode) and k.value == key:
-                return k, v
-    return None, None
-
-
 def _path(node, *keys):
-    for key in keys:
-        _, node = _get(node, key)
-    return node
+    return descend(node, list(keys))[1]
 
 
 @dataclass
@@ -51,21 +42,20 @@ class PodSetLines:
 def workload_lines(text: str) -> list[PodSetLines]:
     """Per pod set (workloads.pod_sets order) of a sample's raw text, where it is written; [] when
     the text does not compose (the schema and render rules report that)."""
-    try:
-        doc = yaml.compose(text, Loader=SafeLoader)
-    except (yaml.YAMLError, RecursionError):
+    docs = compose(text)
+    if not docs:
         return []
-    spec_key, spec = _get(doc, "spec")
+    spec_key, spec = step(docs[0], "spec")
     cluster = _path(spec, "rayClusterSpec")
 
     def keyed(parent, key: str, replicas=None):
-        k, v = _get(parent, key)
+        k, v = step(parent, key)
         return (k.start_mark.line + 1 if k else None), v, replicas
     sets = [keyed(_path(cluster, "headGroupSpec"), "template")]
     workers = _path(cluster, "workerGroupSpecs")
     for g in workers.value if isinstance(workers, yaml.SequenceNode) else []:
         if isinstance(g, yaml.MappingNode):
-            sets.append(keyed(g, "template", _get(g, "replicas")))
+            sets.append(keyed(g, "template", step(g, "replicas")))
     mode = _path(spec, "submissionMode")
     if not isinstance(mode, yaml.ScalarNode) or mode.value == "K8sJobMode":
         line, template, _ = keyed(spec, "submitterPodTemplate")  # absent: KubeRay's default, charged to `spec`
@@ -91,10 +81,8 @@ def workload_lines(text: str) -> list[PodSetLines]:
 
 def _entry_var_lines(text: str) -> list[dict[str, int]]:
     """Per entry of a samples.yaml, the line of each of its `vars`."""
-    try:
-        doc = yaml.compose(text, Loader=SafeLoader)
-    except (yaml.YAMLError, RecursionError):
-        return []
+    docs = compose(text)
+    doc = docs[0] if docs else None
     out = []
     for entry in doc.value if isinstance(doc, yaml.SequenceNode) else []:
         node = _path(entry, "vars")

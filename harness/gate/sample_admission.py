@@ -24,11 +24,11 @@ from pathlib import Path
 import yaml
 
 from harness.gate import matching, workloads
-from harness.gate.cluster_refs import (ClusterIndex, dotted, pod_spec_refs, pod_templates, size_problems, yaml_line, yaml_node,
-                                       yaml_step)
+from harness.gate.cluster_refs import ClusterIndex, pod_spec_refs, pod_templates, size_problems
+from harness.gate.origin import compose, dotted, line_at, node_at, step
 from harness.gate.findings import Finding
 from harness.gate.render import ClusterRender
-from harness.gate.sources import SafeLoader, SourceError, as_list, as_map, as_maps, name_key, parse_yaml, read_source, resource_id
+from harness.gate.sources import SourceError, as_list, as_map, as_maps, name_key, parse_yaml, read_source, resource_id
 
 RULES = {
     "queue-namespace-selector": "a sample's ClusterQueue selects the namespace of its LocalQueue (namespaceSelector against the Namespace's labels)",
@@ -68,9 +68,10 @@ def sample_lines(root: Path, samples_file: str, samples: list[tuple[str, dict]])
     order and keeps those that render, so the n-th pair is the n-th entry that renders."""
     try:
         text = read_source(root / samples_file, root)
-        nodes, entries = yaml.compose(text, Loader=SafeLoader), parse_yaml(text)
+        docs, entries = compose(text), parse_yaml(text)
     except (SourceError, yaml.YAMLError, RecursionError):
         return [None] * len(samples)
+    nodes = docs[0] if docs else None
     lines = []
     for node, entry in zip(nodes.value if isinstance(nodes, yaml.SequenceNode) else [], entries if isinstance(entries, list) else []):
         try:
@@ -84,7 +85,7 @@ def sample_lines(root: Path, samples_file: str, samples: list[tuple[str, dict]])
 def _where(ctx, root: Path, build, obj: dict, path: list | None = None) -> str:
     """file:line where `obj` (or the value at `path` in it) is written."""
     f = ctx.finding(obj, build, "", "", "")
-    return f"{f.file}:{yaml_line(root, f.file, f.line, path)}" if path and f.line else f.location()
+    return f"{f.file}:{line_at(root, f.file, f.line, path)}" if path and f.line else f.location()
 
 
 def _sample_rules(ctx, root: Path, index: ClusterIndex, samples_file: str, line: int | None, sample: str, job: dict) -> list[Finding]:
@@ -198,7 +199,7 @@ def _kueue_integrations(ctx, root: Path, index: ClusterIndex) -> list[Finding]:
         if config_text is None:
             continue  # the chart's own configuration enables ray.io/rayjob
         located = ctx.finding(hr, build, "kueue-rayjob-integration", "", "", cluster=index.cluster.name)
-        key, node = yaml_node(root, located.file, located.line, CONFIG_PATH)
+        key, node = node_at(root, located.file, located.line, CONFIG_PATH)
         line = key.start_mark.line + 1 if key is not None else located.line
         problem, inner = None, None
         try:
@@ -218,12 +219,10 @@ def _kueue_integrations(ctx, root: Path, index: ClusterIndex) -> list[Finding]:
         if problem is None:
             continue
         if inner and getattr(node, "style", None) == "|" and isinstance(config_text, str):
-            try:
-                inner_key = inner_node = yaml.compose(config_text, Loader=SafeLoader)
-            except yaml.YAMLError:
-                inner_key = inner_node = None
-            for step in inner:
-                inner_key, inner_node = yaml_step(inner_node, step)
+            docs = compose(config_text)
+            inner_key = inner_node = docs[0] if docs else None
+            for s in inner:
+                inner_key, inner_node = step(inner_node, s)
             if inner_key is not None:
                 line += inner_key.start_mark.line + 1  # a literal block's lines start right below its key
         out.append(replace(located, line=line, message=f"values.managerConfig.controllerManagerConfigYaml {problem}",

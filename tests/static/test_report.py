@@ -183,3 +183,20 @@ def test_out_dir_with_other_files_is_left_alone(repo_copy, tmp_path):
 def test_not_a_git_checkout_exits_two(repo_copy, tmp_path):
     proc = report("--base", "main", "--repo", repo_copy, "--out", tmp_path / "out")
     assert proc.returncode == 2 and "is not a git checkout" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_gpus_per_node_follow_the_recorded_pod_events(tmp_path):
+    """The nodes' panel: each node's GPUs step with the recorded occupancy, 0 before and after."""
+    from harness.report import plots
+    from harness.report.recorder import Recording
+
+    rec = Recording(occupancy=[(1.0, {"aks-gpupool-0": Decimal(4)}), (2.0, {"aks-gpupool-0": Decimal(8)}),
+                               (3.0, {"aks-gpupool-0": Decimal(4), "aks-gpupool-1": Decimal(2)}), (4.0, {})], end=5.0)
+    times, series = plots.node_series(rec)
+    assert times == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    assert series == {"aks-gpupool-0": [0, 4, 8, 4, 0, 0], "aks-gpupool-1": [0, 0, 0, 2, 0, 0]}
+    with_nodes = plots.timeline(rec, [], "with nodes", tmp_path / "nodes.png")
+    without = plots.timeline(Recording(end=5.0), [], "without", tmp_path / "plain.png")
+    from PIL import Image  # matplotlib's own dependency
+
+    assert Image.open(with_nodes).height > Image.open(without).height  # the second panel is there
