@@ -97,7 +97,7 @@ def test_config_is_well_formed():
     locks = [_file_pattern(p) for p in CONFIG["pip_requirements"]["managerFilePatterns"]]
     assert all(any(p.search(f"locks/{name}") for p in locks) for name in ("harness.txt", "dev.txt"))
     assert "gomodTidy" in CONFIG["postUpdateOptions"], "a go.mod update must come with its go.sum"
-    known = {"description", "matchManagers", "matchPackageNames", "matchFileNames", "matchUpdateTypes", "matchCurrentValue",
+    known = {"description", "matchManagers", "matchPackageNames", "matchDepNames", "matchFileNames", "matchUpdateTypes", "matchCurrentValue",
              "groupName", "enabled", "dependencyDashboardApproval"}
     for rule in CONFIG["packageRules"]:
         assert set(rule) <= known, f"unexpected packageRules keys {set(rule) - known}"
