@@ -14,8 +14,11 @@ setup:
 tools: setup
 	@scripts/build-tools $(if $(filter kind,$(BACKEND)),--group default --group kind)
 
+# VALIDATE_FORMATS adds reports, e.g. "--format github" (annotations, as the pull-request workflow does).
+VALIDATE_FORMATS ?=
 validate: setup
-	@scripts/validate . --json $(REPORTS)/validate.json --junit $(REPORTS)/validate.junit.xml
+	@scripts/validate . --json $(REPORTS)/validate.json --junit $(REPORTS)/validate.junit.xml \
+		--format sarif=$(REPORTS)/validate.sarif $(VALIDATE_FORMATS)
 
 test-static: setup
 	$(PYTEST) -m static --junitxml=$(REPORTS)/static.junit.xml

@@ -2,7 +2,7 @@
 strictly against the pinned schemas, then the cross-resource, capacity and Terraform rules.
 Findings name the file and line, the resource, the rule and the fix.
 
-    scripts/validate [REPO_DIR] [--json FILE] [--junit FILE]   (entry point ray-kueue-validate)
+    scripts/validate [REPO_DIR] [--format FORMAT[=DEST]]... [--version]   (entry point ray-kueue-validate)
 """
 from harness.gate.capacity import FlavorCapacity, flavor_capacities
 from harness.gate.findings import Finding

@@ -1,14 +1,8 @@
-"""Findings of the static gate and their text, JSON and JUnit XML forms."""
+"""Findings of the static gate and their text form (the reports are in harness/gate/formats.py)."""
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import total_ordering
-from pathlib import Path
-
-from junit_xml import TestCase, TestSuite, to_xml_report_string
-
-from harness.core import HarnessError
 
 
 SEVERITIES = ("error", "warning")
@@ -49,41 +43,3 @@ class Finding:
         resource = f" {self.resource}" if self.resource else ""
         level = " warning" if self.severity == "warning" else ""
         return f"{self.location()}:{level}{resource} {self.rule}: {self.message}{where}\n    fix: {self.hint}"
-
-
-def to_json(findings: list[Finding]) -> str:
-    errors = sum(f.is_error for f in findings)
-    return json.dumps({"findings": [asdict(f) for f in findings], "count": len(findings),
-                       "errors": errors, "warnings": len(findings) - errors}, indent=2)
-
-
-def to_junit(findings: list[Finding], checks: list[str]) -> str:
-    """One test case per check that ran; a check with errors fails with all of its findings, one
-    with only warnings passes and carries them as its output."""
-    by_rule: dict[str, list[Finding]] = {}
-    for f in findings:
-        by_rule.setdefault(f.rule, []).append(f)
-    cases = []
-    for check in sorted(set(checks) | set(by_rule)):
-        case = TestCase(name=check, classname="static-gate")
-        found = by_rule.get(check, [])
-        if any(f.is_error for f in found):
-            case.add_failure_info(message=f"{len(found)} finding(s)", output="\n".join(f.text() for f in found))
-        elif found:
-            case.stdout = "\n".join(f.text() for f in found)
-        cases.append(case)
-    return to_xml_report_string([TestSuite("static-gate", cases)])
-
-
-class ReportError(HarnessError, OSError):
-    """A report file could not be written (a directory, an uncreatable path, no permission)."""
-
-
-def write_reports(findings: list[Finding], checks: list[str], json_path: Path | None, junit_path: Path | None) -> None:
-    for path, render in ((json_path, to_json), (junit_path, lambda f: to_junit(f, checks))):
-        if path:
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(render(findings))
-            except OSError as err:
-                raise ReportError(f"cannot write {path}: {err.strerror or err}") from None

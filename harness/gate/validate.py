@@ -1,15 +1,20 @@
 """The offline static gate: render the repository as Flux would, validate every object strictly
 and apply the cross-resource rules.
 
-    scripts/validate [REPO_DIR] [--json FILE] [--junit FILE]
+    scripts/validate [REPO_DIR] [--format FORMAT[=DEST]]... [--json FILE] [--junit FILE]
+
+FORMAT is text, json, junit, github (GitHub Actions annotations) or sarif (SARIF 2.1.0); DEST is
+a file or - for stdout (the default). Give --format several times for several reports; --json F
+and --junit F are --format json=F and --format junit=F. The text report goes to stdout unless it
+was asked for elsewhere or another report has stdout (then it goes to stderr).
 
 Exit 0 when clean (warnings are printed and do not fail), 1 with findings of severity error,
-2 when the gate itself could not run.
+2 when the gate itself could not run or a report could not be written.
 """
 from __future__ import annotations
 
 import argparse
-import json
+import importlib.metadata
 import os
 import sys
 import time
@@ -25,11 +30,12 @@ from harness.gate import rules
 from harness.gate import schema_check
 from harness.gate import terraform_checks
 from harness.gate import version_rules
-from harness.gate.findings import Finding, ReportError, write_reports
+from harness.gate import formats
+from harness.gate.findings import Finding
 from harness.gate.render import FluxBuild, render_repository, substitution_sources
 from harness.gate.sources import Sources
 from harness.gate.workloads import WORKLOADS_DIR
-from harness.core import HarnessError
+from harness.core import HarnessError, versions
 
 SCHEMA_RULES = {
     "api-validation": "every custom resource passes the apiserver's own create validation (OpenAPI schema, x-kubernetes-validations CEL rules, metadata), offline",
@@ -225,17 +231,76 @@ def _schema_findings(ctx: rules.Context, checker: schema_check.Checker,
     return out
 
 
+def harness_version() -> str:
+    try:
+        return importlib.metadata.version("aks-ray-kueue-harness")
+    except importlib.metadata.PackageNotFoundError:  # a source tree on sys.path, not installed
+        return "0+unknown"
+
+
+def version_text() -> str:
+    """`--version`: the harness, and the Kubernetes, Kueue and KubeRay it validates against."""
+    lines = [f"{formats.TOOL} {harness_version()}"]
+    for name in ("kubernetes", "kueue", "kuberay"):
+        pin = versions.entry(name)
+        lines.append(f"{name} {pin.get('production', pin['version'])} (built from {pin['module']} {pin['version']})")
+    return "\n".join(lines) + "\n"
+
+
+def text_report(report: Report, quiet: bool) -> str:
+    lines = [f.text() for f in report.findings]
+    if not quiet:
+        lines.append(summary_table(report))
+    timing = ", ".join(f"{k} {v:.2f}s" for k, v in report.timings.items())
+    errors = sum(f.is_error for f in report.findings)
+    warnings = len(report.findings) - errors
+    status = f"{errors} finding(s)" if errors else "clean"
+    if warnings:
+        status += f", {warnings} warning(s)"
+    lines.append(f"validate: {status}; {report.builds} builds, {report.objects} objects, {len(report.checks)} rules ({timing})")
+    return "\n".join(lines) + "\n"
+
+
+def render_report(out: formats.Output, report: Report, quiet: bool) -> str:
+    if out.format == "text":
+        return text_report(report, quiet)
+    if out.format == "json":
+        return formats.to_json(report.findings)
+    if out.format == "junit":
+        return formats.to_junit(report.findings, report.checks)
+    if out.format == "github":
+        return formats.to_github(report.findings)
+    return formats.to_sarif(report.findings, RULE_IDS, harness_version())
+
+
+def _output(spec: str) -> formats.Output:
+    try:
+        return formats.Output.parse(spec)
+    except formats.FormatError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="validate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("repo", nargs="?", default=".", help="checkout of this repository (default: .)")
-    parser.add_argument("--json", type=Path, help="write findings as JSON here")
-    parser.add_argument("--junit", type=Path, help="write a JUnit XML report here")
+    parser.add_argument("--format", dest="outputs", action="append", type=_output, default=[], metavar="FORMAT[=DEST]",
+                        help=f"a report: {'|'.join(formats.FORMATS)}, to DEST (a file, or - for stdout: the default); repeatable")
+    parser.add_argument("--json", dest="outputs", action="append", type=lambda p: formats.Output("json", p), metavar="FILE",
+                        help="write findings as JSON here (--format json=FILE)")
+    parser.add_argument("--junit", dest="outputs", action="append", type=lambda p: formats.Output("junit", p), metavar="FILE",
+                        help="write a JUnit XML report here (--format junit=FILE)")
     parser.add_argument("--quiet", action="store_true", help="print only findings and the summary line")
     parser.add_argument("--list-rules", action="store_true", help="print every rule as the README's markdown table and exit")
+    parser.add_argument("--version", action="version", version=version_text(),
+                        help="print the harness version and the pinned Kubernetes, Kueue and KubeRay, and exit")
     args = parser.parse_args(argv)
     if args.list_rules:
         print(rule_table(), end="")
         return 0
+    try:
+        outputs = formats.plan_outputs(args.outputs)
+    except formats.FormatError as err:
+        parser.error(str(err))
     root = Path(args.repo)
     if not (root / "clusters").is_dir() and not (root / "overlays").is_dir():
         print(f"validate: {root} does not look like a checkout of this repository (no clusters/ or overlays/)", file=sys.stderr)
@@ -252,23 +317,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"validate: the gate could not run (internal error, please report it): {type(err).__name__}: {err} "
               f"at {Path(where.filename).name}:{where.lineno}; RAY_KUEUE_TRACEBACK=1 shows the traceback", file=sys.stderr)
         return 2
-    for f in report.findings:
-        print(f.text())
     try:
-        write_reports(report.findings, report.checks, args.json, args.junit)
-    except ReportError as err:
+        formats.write_outputs([(out, render_report(out, report, args.quiet)) for out in outputs])
+    except formats.ReportError as err:
         print(f"validate: {err}", file=sys.stderr)
         return 2
-    if not args.quiet:
-        print(summary_table(report))
-    timing = ", ".join(f"{k} {v:.2f}s" for k, v in report.timings.items())
-    errors = [f for f in report.findings if f.is_error]
-    warnings = len(report.findings) - len(errors)
-    status = f"{len(errors)} finding(s)" if errors else "clean"
-    if warnings:
-        status += f", {warnings} warning(s)"
-    print(f"validate: {status}; {report.builds} builds, {report.objects} objects, {len(report.checks)} rules ({timing})")
-    return 1 if errors else 0
+    return 1 if any(f.is_error for f in report.findings) else 0
 
 
 if __name__ == "__main__":

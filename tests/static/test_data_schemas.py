@@ -1,5 +1,6 @@
 """The repository's own data files follow their JSON Schemas (harness/schemas-for-data):
-versions.yaml, harness/gate/sku.yaml and the report's report.json (the example in docs/)."""
+versions.yaml, harness/gate/sku.yaml, the report's report.json and the gate's JSON report (the
+examples in docs/)."""
 from __future__ import annotations
 
 import copy
@@ -19,6 +20,7 @@ DOCUMENTS = {
     "versions": REPO_ROOT / "versions.yaml",
     "sku": REPO_ROOT / "harness" / "gate" / "sku.yaml",
     "report": REPO_ROOT / "docs" / "example-report" / "report.json",
+    "validate": REPO_ROOT / "docs" / "example-gate-report" / "validate.json",
 }
 
 
@@ -57,6 +59,9 @@ def _broken(name: str, doc):
         sku = next(s for s in doc["skus"].values() if s["gpus"])
         sku.pop("gpu")                                # a GPU size without its GPU model
         sku["allocatable"]["memory"] = "1.9 TB"      # not a quantity
+    elif name == "validate":
+        doc["findings"][0]["severity"] = "fatal"     # error or warning
+        doc["findings"][1].pop("hint")               # every finding says how to fix it
     else:
         doc["scenarios"][0]["ref"] = "main"          # refs are "base" or "head"
         doc["clusters"][0]["rows"][0]["status"] = "edited"

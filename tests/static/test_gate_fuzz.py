@@ -32,6 +32,7 @@ from hypothesis import strategies as st
 from harness.core import HarnessError
 from harness.core.versions import REPO_ROOT
 from harness.gate import RULE_IDS, render_repository, validate_repository
+from harness.gate import formats
 from harness.gate import validate as gate_validate
 from harness.testing import copy_config
 
@@ -142,7 +143,7 @@ def check(root: Path, out: Path) -> None:
         assert isinstance(f.file, str) and f.file and f.rule in RULE_IDS, f
         assert f.line is None or (isinstance(f.line, int) and f.line >= 1), f
         f.text()
-    gate_validate.write_reports(report.findings, report.checks, out, None)
+    formats.write_outputs([(formats.Output("json", str(out)), formats.to_json(report.findings))])
     assert json.loads(out.read_text())["count"] == len(report.findings)
 
 

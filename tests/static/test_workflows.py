@@ -79,17 +79,48 @@ def test_actionlint_finds_a_broken_workflow(actionlint, tmp_path):
     assert {"job-needs", "expression"} <= kinds, kinds
 
 
+USES = re.compile(r"^\s*(?:- )?uses:\s*(?P<ref>\S+)(?P<rest>.*)$", re.M)
+PINNED = re.compile(r"(?P<action>[\w.-]+/[\w./-]+)@(?P<sha>[0-9a-f]{40})")
+TAG_COMMENT = re.compile(r"^\s+# (?P<tag>v\d+\.\d+\.\d+)$")
+
+
+def _uses(workflow: Path) -> list[tuple[str, str]]:
+    """(reference, rest of the line) of every `uses:` in the file, read from the text: the tag is a comment."""
+    return [(m["ref"], m["rest"]) for m in USES.finditer(workflow.read_text())]
+
+
 @pytest.mark.parametrize("workflow", WORKFLOWS, ids=lambda p: p.name)
-def test_every_action_is_pinned_to_a_version_tag(workflow):
-    doc = yaml.safe_load(workflow.read_text())
-    unpinned = [
-        step["uses"]
-        for job in doc["jobs"].values()
-        for step in job.get("steps", [])
-        if "uses" in step and not step["uses"].startswith("./")
-        and not re.fullmatch(r"[\w.-]+/[\w./-]+@v\d+\.\d+\.\d+", step["uses"])
-    ]
-    assert not unpinned, f"{workflow.name}: pin these by a full version tag (vX.Y.Z): {unpinned}"
+def test_every_action_is_pinned_by_digest_with_its_tag(workflow):
+    """`owner/repo@<40-hex commit>  # vX.Y.Z`: a tag can be moved, a commit cannot; the comment
+    says which release it is (Renovate updates both)."""
+    uses = _uses(workflow)
+    assert uses, f"{workflow.name}: no actions"
+    bad = [f"{ref}{rest}" for ref, rest in uses if not ref.startswith("./")
+           and not (PINNED.fullmatch(ref) and TAG_COMMENT.match(rest))]
+    assert not bad, f"{workflow.name}: pin these by full commit digest with the tag in a comment: {bad}"
+
+
+def test_one_digest_per_action_and_tag():
+    """The same action at the same tag is the same commit in every workflow, and one commit is one tag."""
+    seen: dict[tuple[str, str], set[str]] = {}
+    for workflow in WORKFLOWS:
+        for ref, rest in _uses(workflow):
+            if (m := PINNED.fullmatch(ref)) and (t := TAG_COMMENT.match(rest)):
+                seen.setdefault((m["action"].split("/", 2)[0] + "/" + m["action"].split("/", 2)[1], m["sha"]), set()).add(t["tag"])
+    assert seen
+    tags_by_action: dict[tuple[str, str], set[str]] = {}
+    for (action, sha), tags in seen.items():
+        assert len(tags) == 1, f"{action}@{sha} is labelled {sorted(tags)}"
+        tags_by_action.setdefault((action, tags.pop()), set()).add(sha)
+    split = {k: v for k, v in tags_by_action.items() if len(v) > 1}
+    assert not split, f"one tag, several commits: {split}"
+
+
+def test_pinned_check_refuses_a_tag():
+    """The digest check is not vacuous: a tag, a short digest and a digest without its tag fail."""
+    for ref, rest in (("actions/checkout@v4.2.2", ""), ("actions/checkout@11bd719", "  # v4.2.2"),
+                      ("actions/checkout@" + "a" * 40, "")):
+        assert not (PINNED.fullmatch(ref) and TAG_COMMENT.match(rest)), ref
 
 
 def test_yamllint_reports_no_errors():
@@ -113,6 +144,8 @@ def _cache_inputs(node):
     """Every path pattern a workflow hashes for a cache key (hashFiles(...), cache-dependency-path)."""
     if isinstance(node, dict):
         for key, value in node.items():
+            if key == "if":
+                continue  # hashFiles() in a condition tests for a file, it keys no cache
             if key == "cache-dependency-path" and isinstance(value, str):
                 yield from (line.strip() for line in value.splitlines() if line.strip())
             else:
@@ -125,7 +158,14 @@ def _cache_inputs(node):
             yield from re.findall(r"'([^']+)'", args)
 
 
-@pytest.mark.parametrize("workflow", WORKFLOWS, ids=lambda p: p.name)
+CACHING = [w for w in WORKFLOWS if re.search(r"uses: actions/(cache|setup-python)@", w.read_text())]
+
+
+def test_there_are_caches():
+    assert CACHING, "no workflow caches anything: test_cache_keys_hash_files_that_exist checks nothing"
+
+
+@pytest.mark.parametrize("workflow", CACHING, ids=lambda p: p.name)
 def test_cache_keys_hash_files_that_exist(workflow):
     """A key over a moved file (harness/tools.py once) hashes nothing and never changes."""
     patterns = sorted(set(_cache_inputs(yaml.safe_load(workflow.read_text()))))

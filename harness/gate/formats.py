@@ -1,0 +1,175 @@
+"""The static gate's report formats: JSON, JUnit XML, GitHub Actions workflow commands and SARIF
+2.1.0 (the text form is Finding.text()), and where each report goes (`FORMAT[=DEST]`, `-` for
+stdout).
+
+The JSON report follows harness/schemas-for-data/validate.schema.json; the README's "Reports"
+section describes it and the SARIF run.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TextIO
+
+from junit_xml import TestCase, TestSuite, to_xml_report_string
+
+from harness.core import HarnessError
+from harness.gate.findings import Finding
+
+FORMATS = ("text", "json", "junit", "github", "sarif")
+STDOUT = "-"
+STDERR = "<stderr>"  # where the text report goes when another report has stdout (never parsed from a spec)
+TOOL = "ray-kueue-validate"
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+SRCROOT = "%SRCROOT%"  # the uriBaseId of every location: the root of the repository that was validated
+
+
+class ReportError(HarnessError, OSError):
+    """A report file could not be written (a directory, an uncreatable path, no permission)."""
+
+
+class FormatError(HarnessError, ValueError):
+    """A --format value that names no format, or two reports sent to one destination."""
+
+
+@dataclass(frozen=True)
+class Output:
+    """One report: its format and where it goes (a path, STDOUT or STDERR)."""
+
+    format: str
+    dest: str = STDOUT
+
+    @classmethod
+    def parse(cls, spec: str) -> "Output":
+        """`json`, `json=-` or `json=build/gate.json`."""
+        name, sep, dest = spec.partition("=")
+        if name not in FORMATS:
+            raise FormatError(f"unknown format {name!r} (choose from {', '.join(FORMATS)})")
+        if sep and not dest:
+            raise FormatError(f"{spec!r}: no destination after '=' (a path, or - for stdout)")
+        return cls(name, dest or STDOUT)
+
+
+def plan_outputs(outputs: list[Output]) -> list[Output]:
+    """The reports to write: those asked for, plus the text report when none was asked for, on
+    stdout unless another report has it (then on stderr, so that stdout stays parseable).
+    Two reports to one destination are refused."""
+    seen: dict[str, str] = {}
+    for out in outputs:
+        key = out.dest if out.dest == STDOUT else str(Path(out.dest).resolve())
+        if key in seen:
+            where = "stdout" if out.dest == STDOUT else out.dest
+            raise FormatError(f"both {seen[key]} and {out.format} would be written to {where}; give one a file (FORMAT=PATH)")
+        seen[key] = out.format
+    if not any(o.format == "text" for o in outputs):
+        outputs = [Output("text", STDERR if STDOUT in seen else STDOUT), *outputs]
+    return outputs
+
+
+def to_json(findings: list[Finding]) -> str:
+    errors = sum(f.is_error for f in findings)
+    return json.dumps({"findings": [asdict(f) for f in findings], "count": len(findings),
+                       "errors": errors, "warnings": len(findings) - errors}, indent=2)
+
+
+def to_junit(findings: list[Finding], checks: list[str]) -> str:
+    """One test case per check that ran; a check with errors fails with all of its findings, one
+    with only warnings passes and carries them as its output."""
+    by_rule: dict[str, list[Finding]] = {}
+    for f in findings:
+        by_rule.setdefault(f.rule, []).append(f)
+    cases = []
+    for check in sorted(set(checks) | set(by_rule)):
+        case = TestCase(name=check, classname="static-gate")
+        found = by_rule.get(check, [])
+        if any(f.is_error for f in found):
+            case.add_failure_info(message=f"{len(found)} finding(s)", output="\n".join(f.text() for f in found))
+        elif found:
+            case.stdout = "\n".join(f.text() for f in found)
+        cases.append(case)
+    return to_xml_report_string([TestSuite("static-gate", cases)])
+
+
+def _escape_data(text: str) -> str:
+    """A workflow command's message, escaped as @actions/core escapes it (toolkit's command.ts)."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    """A workflow command's property value (file, title): also ':' and ','."""
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def _summary(f: Finding) -> str:
+    resource = f"{f.resource}: " if f.resource else ""
+    where = f" [{f.context}]" if f.context else ""
+    return f"{resource}{f.message}{where}"
+
+
+def to_github(findings: list[Finding]) -> str:
+    """One workflow command per finding: `::error` or `::warning` with the file, the line and the
+    rule as its title; GitHub shows them as annotations on the pull request's files."""
+    lines = []
+    for f in findings:
+        props = [f"file={_escape_property(f.file)}"]
+        if f.line:
+            props.append(f"line={f.line}")
+        props.append(f"title={_escape_property(f.rule)}")
+        command = "error" if f.is_error else "warning"
+        message = _escape_data(f"{_summary(f)}\nfix: {f.hint}")
+        lines.append(f"::{command} {','.join(props)}::{message}")
+    return "".join(line + "\n" for line in lines)
+
+
+def to_sarif(findings: list[Finding], rules: dict[str, str], version: str) -> str:
+    """One SARIF 2.1.0 run: every rule the gate has (short description from its rule table, help
+    from the hints its findings gave), one result per finding at its repository-relative file and line."""
+    hints: dict[str, list[str]] = {}
+    for f in findings:
+        if f.hint not in hints.setdefault(f.rule, []):
+            hints[f.rule].append(f.hint)
+    ids = sorted(set(rules) | set(hints))
+    index = {rule: i for i, rule in enumerate(ids)}
+    descriptors = []
+    for rule in ids:
+        descriptor = {"id": rule, "name": rule, "shortDescription": {"text": rules.get(rule, rule)}}
+        if hints.get(rule):
+            descriptor["help"] = {"text": "\n".join(hints[rule])}
+        descriptors.append(descriptor)
+    results = []
+    for f in findings:
+        physical: dict = {"artifactLocation": {"uri": f.file, "uriBaseId": SRCROOT}}
+        if f.line:
+            physical["region"] = {"startLine": f.line}
+        location: dict = {"physicalLocation": physical}
+        if f.resource:
+            location["logicalLocations"] = [{"fullyQualifiedName": f.resource, "kind": "resource"}]
+        result = {"ruleId": f.rule, "ruleIndex": index[f.rule], "level": "error" if f.is_error else "warning",
+                  "message": {"text": f"{_summary(f)}\nfix: {f.hint}"}, "locations": [location]}
+        if f.context:
+            result["properties"] = {"context": f.context}
+        results.append(result)
+    run = {"tool": {"driver": {"name": TOOL, "version": version, "semanticVersion": version, "rules": descriptors}},
+           "columnKind": "unicodeCodePoints", "results": results}
+    return json.dumps({"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}, indent=2)
+
+
+def write_outputs(reports: list[tuple[Output, str]], stdout: TextIO | None = None, stderr: TextIO | None = None) -> None:
+    """Each rendered report to its destination: the streams first, then the files (a file that
+    cannot be written raises ReportError after the streams have their reports)."""
+    streams = {STDOUT: stdout or sys.stdout, STDERR: stderr or sys.stderr}
+    for out, text in reports:
+        if out.dest in streams:
+            streams[out.dest].write(text if not text or text.endswith("\n") else text + "\n")
+            streams[out.dest].flush()
+    for out, text in reports:
+        if out.dest in streams:
+            continue
+        path = Path(out.dest)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        except OSError as err:
+            raise ReportError(f"cannot write {path}: {err.strerror or err}") from None
