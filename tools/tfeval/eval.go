@@ -77,7 +77,15 @@ type variable struct {
 	Known       bool        `json:"known"`
 }
 
+type provider struct {
+	Source     string `json:"source,omitempty"`
+	Constraint string `json:"constraint,omitempty"` // required_providers version
+	Locked     string `json:"locked,omitempty"`     // the version the lock file records
+}
+
 type evalResult struct {
+	Loaded      bool                 `json:"loaded"` // false: the module did not load (syntax), nothing was evaluated
+	Providers   map[string]*provider `json:"providers"`
 	Diagnostics []diagnostic         `json:"diagnostics"`
 	Variables   map[string]*variable `json:"variables"`
 	Resources   []*resource          `json:"resources"`
@@ -109,7 +117,7 @@ type evaluator struct {
 }
 
 func evaluate(req request) interface{} {
-	res := &evalResult{Diagnostics: []diagnostic{}, Variables: map[string]*variable{}, Resources: []*resource{}, seen: map[string]bool{}}
+	res := &evalResult{Providers: map[string]*provider{}, Diagnostics: []diagnostic{}, Variables: map[string]*variable{}, Resources: []*resource{}, seen: map[string]bool{}}
 	loader, err := terraform.NewLoader(afero.Afero{Fs: afero.NewOsFs()}, req.Root)
 	if err != nil {
 		res.Diagnostics = append(res.Diagnostics, diagnostic{Severity: "error", Summary: "cannot load configuration", Detail: err.Error()})
@@ -120,6 +128,8 @@ func evaluate(req request) interface{} {
 	if diags.HasErrors() {
 		return res
 	}
+	res.Loaded = true
+	res.Providers = providers(mod, req.Lock)
 	values, diags := loader.LoadValuesFiles(req.Dir) // terraform.tfvars and *.auto.tfvars, as Terraform reads them
 	res.add(diags)
 	for _, path := range req.VarFiles {
@@ -435,4 +445,62 @@ func jsonValues(raw map[string]json.RawMessage) (terraform.InputValues, hcl.Diag
 		out[name] = &terraform.InputValue{Value: val}
 	}
 	return out, diags
+}
+
+// providers: required_providers of the terraform blocks, with the versions the lock file records.
+func providers(mod *terraform.Module, lock string) map[string]*provider {
+	out := map[string]*provider{}
+	for _, f := range mod.Files {
+		b, ok := f.Body.(*hclsyntax.Body)
+		if !ok {
+			continue
+		}
+		for _, tb := range b.Blocks {
+			if tb.Type != "terraform" {
+				continue
+			}
+			for _, rp := range tb.Body.Blocks {
+				if rp.Type != "required_providers" {
+					continue
+				}
+				for name, a := range rp.Body.Attributes {
+					val, diags := a.Expr.Value(nil)
+					p := &provider{}
+					if !diags.HasErrors() && val.IsWhollyKnown() && val.Type().IsObjectType() {
+						if val.Type().HasAttribute("source") {
+							p.Source = val.GetAttr("source").AsString()
+						}
+						if val.Type().HasAttribute("version") {
+							p.Constraint = val.GetAttr("version").AsString()
+						}
+					}
+					out[name] = p
+				}
+			}
+		}
+	}
+	if lock == "" {
+		return out
+	}
+	f, diags := hclparse.NewParser().ParseHCLFile(lock)
+	if diags.HasErrors() || f == nil {
+		return out
+	}
+	if b, ok := f.Body.(*hclsyntax.Body); ok {
+		for _, pb := range b.Blocks {
+			if pb.Type != "provider" || len(pb.Labels) != 1 {
+				continue
+			}
+			name := pb.Labels[0][strings.LastIndex(pb.Labels[0], "/")+1:]
+			if a, ok := pb.Body.Attributes["version"]; ok {
+				if val, d := a.Expr.Value(nil); !d.HasErrors() && val.Type() == cty.String {
+					if out[name] == nil {
+						out[name] = &provider{}
+					}
+					out[name].Locked = val.AsString()
+				}
+			}
+		}
+	}
+	return out
 }

@@ -7,8 +7,8 @@
 //
 // Input on stdin, one JSON request per line; output one JSON line per request:
 //
-//	{"op": "eval", "root": DIR, "dir": "terraform", "var_files": [PATH], "vars": {NAME: JSON}}
-//	  -> {"diagnostics": [...], "variables": {...}, "resources": [...]}
+//	{"op": "eval", "root": DIR, "dir": "terraform", "var_files": [PATH], "vars": {NAME: JSON}, "lock": PATH}
+//	  -> {"loaded", "providers": {...}, "diagnostics": [...], "variables": {...}, "resources": [...]}
 //	{"op": "tfvars", "root": DIR, "path": PATH}
 //	  -> {"diagnostics": [...], "values": {NAME: {"value", "known", "file", "line"}}}
 //
@@ -31,6 +31,7 @@ type request struct {
 	Dir      string                     `json:"dir"`
 	Path     string                     `json:"path"`
 	VarFiles []string                   `json:"var_files"`
+	Lock     string                     `json:"lock"`
 	Vars     map[string]json.RawMessage `json:"vars"`
 }
 
