@@ -155,10 +155,20 @@ class _Builder:
         self.major = _major(self.provider)
         self.switch = next((k for k, m in AUTOSCALING_KEYS.items() if m == self.major), "auto_scaling_enabled")  # the pinned spelling
 
-    def where(self, block: Block, v: Value | None) -> tuple[str, int | None]:
-        """Where a setting gets its value: the tfvars or default line of the variable it names, else its own line."""
-        if v is not None and v.variables:
-            return variable_origin(self.cfg, v.variables[0], self.tfvars_rel)[:2]
+    @staticmethod
+    def deciding_variable(v: Value | None, meta: bool = False) -> str | None:
+        """The variable whose value a setting is: `x = var.y`, or a count / for_each decided by one variable alone."""
+        if v is None or not v.variables:
+            return None
+        if v.text.strip() == f"var.{v.variables[0]}" or (meta and len(set(v.refs)) == 1):
+            return v.variables[0]
+        return None
+
+    def where(self, block: Block, v: Value | None, meta: bool = False) -> tuple[str, int | None]:
+        """Where a setting gets its value: the tfvars or default line of the variable it is, else its own line."""
+        name = None if v is None or v.error else self.deciding_variable(v, meta)
+        if name:
+            return variable_origin(self.cfg, name, self.tfvars_rel)[:2]
         return (v.file, v.line) if v is not None else (block.file, None)
 
     def value(self, block: Block, v: Value | None, attr: str, default=None):
@@ -174,12 +184,13 @@ class _Builder:
         """A whole-number setting; PoolSettingError naming where it is written otherwise."""
         value = self.value(block, v, attr, default)
         if not (isinstance(value, (int, float)) and not isinstance(value, bool) and value == int(value)):
-            raise PoolSettingError(f"{block.address} {attr} ({v.text if v else default}) is {value!r}, not a whole number", *self.where(block, v))
+            raise PoolSettingError(f"{block.address} {attr} ({v.text if v else default}) is {value!r}, not a whole number",
+                                   *self.where(block, v, attr in ("count", "for_each")))
         return int(value)
 
     def origin(self, block: Block, attr: str, v: Value | None, default=None) -> Origin:
-        if v is not None and v.variables:
-            name = v.variables[0]
+        name = self.deciding_variable(v, attr in ("count", "for_each"))
+        if name:
             file, line, _ = variable_origin(self.cfg, name, self.tfvars_rel)
             return Origin(file, line, f"{name} = {self.ev.variable(name)}")
         return Origin(v.file if v else block.file, v.line if v else None, f"{attr} = {v.text if v else default}")

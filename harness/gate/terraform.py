@@ -201,7 +201,7 @@ def _first_error(answer: dict, what: str) -> TerraformError | None:
     if not errors:
         return None
     e = errors[0]
-    return TerraformError(f"{e.file or what}{':' + str(e.line) if e.line else ''}: {e.text()}", e.file, e.line)
+    return TerraformError(e.text() if e.file else f"{what}: {e.text()}", e.file or what, e.line)
 
 
 class TerraformConfig:
@@ -224,7 +224,10 @@ class TerraformConfig:
 
     @staticmethod
     def _request(root: Path, values: dict) -> dict:
-        return {"op": "eval", "root": str(root), "dir": TERRAFORM_DIR, "vars": values, "lock": LOCK_FILE}
+        """A Tfvars as it was read is passed as the file (so that Terraform's diagnostics name its lines), anything else as -var values."""
+        if isinstance(values, Tfvars) and (root / values.file).is_file():
+            return {"op": "eval", "root": str(root), "dir": TERRAFORM_DIR, "var_files": [values.file], "vars": {}, "lock": LOCK_FILE}
+        return {"op": "eval", "root": str(root), "dir": TERRAFORM_DIR, "vars": dict(values), "lock": LOCK_FILE}
 
     @staticmethod
     def _files(root: Path) -> list[Path]:
@@ -237,10 +240,10 @@ class TerraformConfig:
 
     def evaluate(self, values: dict | None = None) -> Evaluation:
         """The module with these variable values (a tfvars file's, over the defaults)."""
-        values = dict(values or {})
         if not values:
             return self.defaults
-        answer = _ask(self._request(self.root, values), self._files(self.root))
+        files = self._files(self.root) + ([self.root / values.file] if isinstance(values, Tfvars) else [])
+        answer = _ask(self._request(self.root, values), files)
         if not answer.get("loaded"):
             raise _first_error(answer, TERRAFORM_DIR) or TerraformError(f"{TERRAFORM_DIR}: Terraform could not load the module")
         return self._evaluation(answer, values)

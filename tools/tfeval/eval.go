@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"log"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
@@ -13,6 +17,7 @@ import (
 	"github.com/spf13/afero"
 	"github.com/terraform-linters/tflint/terraform"
 	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 )
 
@@ -114,6 +119,7 @@ type evaluator struct {
 	mod     *terraform.Module
 	sources map[string][]byte
 	res     *evalResult
+	setAt   map[string]*fileValue
 }
 
 func evaluate(req request) interface{} {
@@ -121,6 +127,10 @@ func evaluate(req request) interface{} {
 	loader, err := terraform.NewLoader(afero.Afero{Fs: afero.NewOsFs()}, req.Root)
 	if err != nil {
 		res.Diagnostics = append(res.Diagnostics, diagnostic{Severity: "error", Summary: "cannot load configuration", Detail: err.Error()})
+		return res
+	}
+	if diags := encoding(req.Dir); diags.HasErrors() {
+		res.add(diags)
 		return res
 	}
 	mod, diags := loader.LoadRootModule(req.Dir)
@@ -132,9 +142,21 @@ func evaluate(req request) interface{} {
 	res.Providers = providers(mod, req.Lock)
 	values, diags := loader.LoadValuesFiles(req.Dir) // terraform.tfvars and *.auto.tfvars, as Terraform reads them
 	res.add(diags)
+	setAt := map[string]*fileValue{} // where a values file sets a variable
 	for _, path := range req.VarFiles {
 		vals, d := readValues(path)
 		res.add(d)
+		for name, v := range vals {
+			setAt[name] = v
+			if decl := mod.Variables[name]; decl != nil {
+				if _, err := convert.Convert(v.val, decl.ConstraintType); err != nil {
+					res.add(hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid value for input variable",
+						Detail:  fmt.Sprintf("The given value is not suitable for var.%s declared at %s:%d: %s.", name, decl.DeclRange.Filename, decl.DeclRange.Start.Line, err),
+						Subject: &hcl.Range{Filename: v.File, Start: hcl.Pos{Line: v.Line, Column: 1}, End: hcl.Pos{Line: v.Line, Column: 1}}}})
+					delete(vals, name) // reported where it is written; evaluated with the default
+				}
+			}
+		}
 		values = append(values, inputValues(vals))
 	}
 	cli, d := jsonValues(req.Vars)
@@ -162,7 +184,7 @@ func evaluate(req request) interface{} {
 			Config:         cfg,
 			VariableValues: varValues,
 		},
-		mod: mod, sources: loader.Sources(), res: res,
+		mod: mod, sources: loader.Sources(), res: res, setAt: setAt,
 	}
 	e.walk()
 	return res
@@ -205,6 +227,39 @@ func (e *evaluator) variable(block *hclsyntax.Block) {
 	e.res.add(diags)
 	v.Value, v.Known = toJSON(val), val.IsWhollyKnown()
 	e.res.Variables[name] = v
+	if !diags.HasErrors() && val.IsWhollyKnown() {
+		e.validate(name, block)
+	}
+}
+
+// validate checks a variable's value against its validation blocks, as `terraform plan` does, and
+// names the line that sets the value (the values file's, else the default's).
+func (e *evaluator) validate(name string, block *hclsyntax.Block) {
+	for _, vb := range block.Body.Blocks {
+		cond, ok := vb.Body.Attributes["condition"]
+		if vb.Type != "validation" || !ok {
+			continue
+		}
+		val, diags := e.ev.EvaluateExpr(cond.Expr, cty.Bool)
+		e.res.add(diags)
+		if diags.HasErrors() || !val.IsKnown() || val.IsNull() || val.True() {
+			continue
+		}
+		msg := "the value does not meet the variable's validation condition"
+		if m, ok := vb.Body.Attributes["error_message"]; ok {
+			if mv, d := e.ev.EvaluateExpr(m.Expr, cty.String); !d.HasErrors() && mv.IsKnown() && !mv.IsNull() {
+				msg = mv.AsString()
+			}
+		}
+		at := cond.SrcRange
+		if v := e.setAt[name]; v != nil {
+			at = hcl.Range{Filename: v.File, Start: hcl.Pos{Line: v.Line, Column: 1}, End: hcl.Pos{Line: v.Line, Column: 1}}
+		} else if def, ok := block.Body.Attributes["default"]; ok {
+			at = def.SrcRange
+		}
+		e.res.add(hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid value for variable",
+			Detail: fmt.Sprintf("var.%s: %s (validation at %s:%d)", name, msg, cond.SrcRange.Filename, cond.SrcRange.Start.Line), Subject: &at}})
+	}
 }
 
 var metaArgs = map[string]bool{"count": true, "for_each": true, "depends_on": true, "provider": true}
@@ -503,4 +558,30 @@ func providers(mod *terraform.Module, lock string) map[string]*provider {
 		}
 	}
 	return out
+}
+
+// encoding: Terraform's configuration language is UTF-8 only, but HCL's scanner lets other bytes
+// through inside comments; name the first one of each file, with its line.
+func encoding(dir string) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	paths, _ := filepath.Glob(filepath.Join(dir, "*.tf"))
+	for _, path := range paths {
+		src, err := os.ReadFile(path)
+		if err != nil || utf8.Valid(src) {
+			continue // an unreadable file: the loader says so
+		}
+		at := 0
+		for at < len(src) {
+			r, n := utf8.DecodeRune(src[at:])
+			if r == utf8.RuneError && n <= 1 {
+				break
+			}
+			at += n
+		}
+		line := bytes.Count(src[:at], []byte("\n")) + 1
+		diags = diags.Append(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid character encoding",
+			Detail:  fmt.Sprintf("byte 0x%02x is not UTF-8; Terraform configuration files must be UTF-8 encoded.", src[at]),
+			Subject: &hcl.Range{Filename: path, Start: hcl.Pos{Line: line, Column: 1}, End: hcl.Pos{Line: line, Column: 1}}})
+	}
+	return diags
 }
