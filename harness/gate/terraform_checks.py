@@ -40,7 +40,8 @@ TOKEN_AUDIENCE = "api://AzureADTokenExchange"
 
 RULES = {
     "terraform-expression": "every expression in terraform/*.tf evaluates with Terraform's evaluator and functions, with the variable defaults and with each "
-                            "cluster's tfvars (no undeclared variable or local, unknown function, wrong argument or type)",
+                            "cluster's tfvars (no undeclared variable or local, unknown function, wrong argument or type); tfvars values have the declared "
+                            "type and pass the variables' validation blocks",
     "terraform-federated-subject": f"the federated identity credential trusts system:serviceaccount:<ns>:<name> of the workload ServiceAccount in {SERVICE_ACCOUNT_FILE}",
     "terraform-cluster-vars": "Terraform writes ConfigMap flux-system/cluster-vars with exactly the keys of clusters/<name>/cluster-vars.example.yaml",
     "terraform-flux-configuration": "the Flux configuration is named flux-system and reconciles clusters/<cluster_name>, which exists",

@@ -112,7 +112,7 @@ def test_tfeval_links_the_pinned_terraform_evaluator():
     gomod = versions.REPO_ROOT / "tools/tfeval/go.mod"
     out = subprocess.run(["go", "mod", "edit", "-json", str(gomod)], capture_output=True, text=True, check=True).stdout
     required = {r["Path"]: r["Version"] for r in json.loads(out)["Require"]}
-    expected = dict(versions.module(pin) for pin in ("tfeval", "tfeval.hcl", "tfeval.cty"))
+    expected = dict(versions.module(pin) for pin in ("tfeval", "hcl", "cty"))
     assert {m: required.get(m) for m in expected} == expected
 
 
