@@ -266,9 +266,16 @@ def terraform_validate(root: Path) -> ToolResult:
             start = next((i for i, ln in enumerate(lines) if "Error:" in ln), 0)
             reason = " ".join(lines[start:start + 5])[:400]
             return ToolResult("skipped", "terraform validate needs the providers, and `terraform init` could not install them "
-                              f"(no registry or provider mirror reachable from this machine): {reason.strip()}")
+                              f"(no registry or provider mirror reachable from this machine): {reason.strip()}; nor can they be built here: "
+                              + _unbuildable_providers())
         proc = subprocess.run([tf, "validate", "-no-color"], cwd=work, capture_output=True, text=True, env=env, timeout=300)
         return ToolResult("passed" if proc.returncode == 0 else "failed", (proc.stdout + proc.stderr).strip())
+
+
+def _unbuildable_providers() -> str:
+    """Why the locked providers cannot be built from the Go module proxy (versions.yaml `terraform-providers`)."""
+    entries = versions.pins().get("terraform-providers") or {}
+    return "; ".join(f"{name} {e['lock']}: {e['skew']}" for name, e in entries.items()) or "versions.yaml records no provider build"
 
 
 def checkov_binary(install: bool = True) -> tuple[Path | None, str]:
