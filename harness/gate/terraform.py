@@ -189,11 +189,20 @@ class _Helper:
 _HELPER: _Helper | None = None
 
 
-def _ask(request: dict, files: list[Path]) -> dict:
+def _helper() -> _Helper:
     global _HELPER
     if _HELPER is None:
         _HELPER = _Helper()
-    return _HELPER.ask(request, files)
+    return _HELPER
+
+
+def start() -> None:
+    """Starts tools/tfeval now (building it on first use), so that its start-up overlaps other work."""
+    _helper().process.start()
+
+
+def _ask(request: dict, files: list[Path]) -> dict:
+    return _helper().ask(request, files)
 
 
 def _first_error(answer: dict, what: str) -> TerraformError | None:
