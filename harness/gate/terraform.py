@@ -47,7 +47,7 @@ class Diagnostic:
         return cls(d.get("severity", "error"), d.get("summary", ""), d.get("detail", ""), d.get("file") or None, d.get("line") or None)
 
     def text(self) -> str:
-        return f"{self.summary}: {self.detail}".strip(": ") if self.detail else self.summary
+        return f"{self.summary}: {self.detail}" if self.detail else self.summary
 
 
 @dataclass(frozen=True)
