@@ -131,7 +131,7 @@ def capacity_findings(root: Path, clusters: list[ClusterRender], sources: Source
     try:
         cfg = TerraformConfig.load(root)
     except TerraformError as err:
-        return [Finding(TERRAFORM_DIR, None, "", "capacity-terraform", str(err), "fix the HCL syntax; `terraform fmt` shows where")]
+        return [Finding(err.file or TERRAFORM_DIR, err.line, "", "capacity-terraform", str(err), "fix the HCL syntax; `terraform fmt` shows where")]
     sources = sources or Sources.load(root)
     names = {c.name for c in clusters}
     tfvars_dir = root / TFVARS_DIR
@@ -153,15 +153,17 @@ def _cluster_findings(root: Path, cfg: TerraformConfig, sources: Sources, cluste
                         f"cluster {cluster.name} has no {rel}: its node pools are unknown, so its quotas cannot be checked",
                         f"add {rel} with cluster_name = \"{cluster.name}\", gpu_vm_size and gpu_node_count", ctx)]
     try:
-        tfvars = load_tfvars(path)
+        tfvars = load_tfvars(path, root)
         if tfvars.get("cluster_name") != cluster.name:
             return [Finding(rel, None, f"cluster/{cluster.name}", "capacity-terraform",
                             f"cluster_name is {tfvars.get('cluster_name')!r}, not {cluster.name!r}: Flux would reconcile another folder",
                             f"set cluster_name = \"{cluster.name}\"", ctx)]
         pools = cluster_pools(cfg, tfvars, rel)
-    except TerraformError as err:  # a PoolSettingError knows where the setting is written
-        return [Finding(getattr(err, "file", rel), getattr(err, "line", None), f"cluster/{cluster.name}", "capacity-terraform", str(err),
-                        "keep pool settings to var./local. references and literals; counts are whole numbers", ctx)]
+    except TerraformError as err:  # it knows where the setting is written
+        if getattr(err, "diagnostic", False):
+            return []  # Terraform's own error in a pool setting: terraform-expression reports it, at the expression
+        return [Finding(err.file or rel, err.line, f"cluster/{cluster.name}", "capacity-terraform", str(err),
+                        "give pool settings values known before apply (variables, locals, literals, functions of them); counts are whole numbers", ctx)]
 
     out = [Finding(file, line, p.address, "capacity-autoscaling", message, hint, ctx) for p in pools for file, line, message, hint in p.notes]
     for p in pools:

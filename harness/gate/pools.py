@@ -24,8 +24,8 @@ from pathlib import Path
 from harness.gate import matching
 from harness.gate.sku import Sku, allocatable, sku_table
 from harness.gate.sources import as_list, as_map, as_maps
-from harness.gate.terraform import (TFVARS_DIR, Block, Scope, TerraformConfig, TerraformError, attribute_line, load_tfvars,
-                                    provider_version, references, variable_origin)
+from harness.gate.terraform import (TFVARS_DIR, Block, Body, TerraformConfig, TerraformError, Value, load_tfvars, provider_version,
+                                    variable_origin)
 
 SYSTEM_TAINT = "CriticalAddonsOnly=true:NoSchedule"
 AUTOSCALING_KEYS = {"auto_scaling_enabled": 4, "enable_auto_scaling": 3}  # attribute -> azurerm major version that spells it so
@@ -34,9 +34,9 @@ AUTOSCALING_KEYS = {"auto_scaling_enabled": 4, "enable_auto_scaling": 3}  # attr
 class PoolSettingError(TerraformError):
     """A pool setting that is not what Terraform accepts, with the file and line where it is written."""
 
-    def __init__(self, message: str, file: str, line: int | None):
-        super().__init__(message)
-        self.file, self.line = file, line
+    def __init__(self, message: str, file: str, line: int | None, diagnostic: bool = False):
+        super().__init__(message, file, line)
+        self.diagnostic = diagnostic  # Terraform's own error (terraform-expression reports it), not a pool setting's
 
 
 @dataclass(frozen=True)
@@ -149,79 +149,99 @@ class _Builder:
 
     def __init__(self, cfg: TerraformConfig, tfvars: dict, tfvars_rel: str | None):
         self.cfg, self.tfvars_rel = cfg, tfvars_rel
-        self.scope = Scope(cfg, tfvars)
+        self.ev = cfg.evaluate(tfvars)
         self.skus, self.reservation = sku_table()
-        self.provider = provider_version(cfg.root)
+        self.provider = provider_version(cfg)
         self.major = _major(self.provider)
         self.switch = next((k for k, m in AUTOSCALING_KEYS.items() if m == self.major), "auto_scaling_enabled")  # the pinned spelling
 
-    def number(self, block: Block, body: dict, attr: str, default=None) -> int:
-        """A whole-number setting; PoolSettingError naming where it is written otherwise."""
-        raw = body.get(attr, default)
+    @staticmethod
+    def deciding_variable(v: Value | None, meta: bool = False) -> str | None:
+        """The variable whose value a setting is: `x = var.y`, or a count / for_each decided by one variable alone."""
+        if v is None or not v.variables:
+            return None
+        if v.text.strip() == f"var.{v.variables[0]}" or (meta and len(set(v.refs)) == 1):
+            return v.variables[0]
+        return None
+
+    def where(self, block: Block, v: Value | None, meta: bool = False) -> tuple[str, int | None]:
+        """Where a setting gets its value: the tfvars or default line of the variable it is, else its own line."""
+        name = None if v is None or v.error else self.deciding_variable(v, meta)
+        if name:
+            return variable_origin(self.cfg, name, self.tfvars_rel)[:2]
+        return (v.file, v.line) if v is not None else (block.file, None)
+
+    def value(self, block: Block, v: Value | None, attr: str, default=None):
+        """A setting's value as Terraform evaluates it; PoolSettingError naming where it is written otherwise."""
+        if v is None:
+            return default
         try:
-            value = self.scope.resolve(raw)
-            problem = None if isinstance(value, (int, float)) and not isinstance(value, bool) and value == int(value) else f"is {value!r}, not a whole number"
+            return v.get(f"{block.address} {attr}")
         except TerraformError as err:
-            problem = str(err)
-        if problem:
-            refs = references(raw)
-            file, line = variable_origin(self.cfg, refs[0], self.tfvars_rel)[:2] if refs else (block.file, attribute_line(self.cfg, block, attr))
-            raise PoolSettingError(f"{block.address} {attr} ({raw}) {problem}", file, line)
+            raise PoolSettingError(str(err), *self.where(block, v), diagnostic=bool(v.error)) from None
+
+    def number(self, block: Block, v: Value | None, attr: str, default=None) -> int:
+        """A whole-number setting; PoolSettingError naming where it is written otherwise."""
+        value = self.value(block, v, attr, default)
+        if not (isinstance(value, (int, float)) and not isinstance(value, bool) and value == int(value)):
+            raise PoolSettingError(f"{block.address} {attr} ({v.text if v else default}) is {value!r}, not a whole number",
+                                   *self.where(block, v, attr in ("count", "for_each")))
         return int(value)
 
-    def origin(self, block: Block, attr: str, raw) -> Origin:
-        refs = references(raw)
-        if refs:
-            file, line, _ = variable_origin(self.cfg, refs[0], self.tfvars_rel)
-            return Origin(file, line, f"{refs[0]} = {self.scope.lookup('var', refs[0])}")
-        return Origin(block.file, attribute_line(self.cfg, block, attr), f"{attr} = {raw}")
+    def origin(self, block: Block, attr: str, v: Value | None, default=None) -> Origin:
+        name = self.deciding_variable(v, attr in ("count", "for_each"))
+        if name:
+            file, line, _ = variable_origin(self.cfg, name, self.tfvars_rel)
+            return Origin(file, line, f"{name} = {self.ev.variable(name)}")
+        return Origin(v.file if v else block.file, v.line if v else None, f"{attr} = {v.text if v else default}")
 
-    def build(self, block: Block, body: dict, system: bool, instances: int = 1) -> Pool:
-        resolve = self.scope.resolve
-        name = str(resolve(body.get("name")))
-        vm_size = str(resolve(body.get("vm_size")))
-        max_pods = self.number(block, body, "max_pods", self.reservation["max_pods_assumed"])
+    def build(self, block: Block, system: bool, instances: int = 1, body: Body | None = None) -> Pool:
+        body = body or block.body
+        get = lambda attr, default=None: self.value(block, body.get(attr), attr, default)  # noqa: E731
+        name, vm_size = str(get("name")), str(get("vm_size"))
+        max_pods = self.number(block, body.get("max_pods"), "max_pods", self.reservation["max_pods_assumed"])
         sku = self.skus.get(vm_size)
-        labels = {**{str(k): str(v) for k, v in as_map(resolve(body.get("node_labels"))).items()}, **_aks_labels(name, vm_size, system, sku)}
-        taints = [str(t) for t in as_list(resolve(body.get("node_taints")))]
-        if system and resolve(body.get("only_critical_addons_enabled")) is True:
+        labels = {**{str(k): str(v) for k, v in as_map(get("node_labels")).items()}, **_aks_labels(name, vm_size, system, sku)}
+        taints = [str(t) for t in as_list(get("node_taints"))]
+        if system and get("only_critical_addons_enabled") is True:
             taints.append(SYSTEM_TAINT)
-        pool = Pool(name, block.address, block.file, block.line, vm_size, 0, max_pods, labels, taints, system, sku)
+        address = block.address if block.keyed else f"{block.type}.{block.name}"
+        pool = Pool(name, address, block.file, block.line, vm_size, 0, max_pods, labels, taints, system, sku)
         key = next((k for k in AUTOSCALING_KEYS if k in body), None)
-        self.check_spelling(pool, block, key)
-        if key and resolve(body[key]) is True:
+        self.check_spelling(pool, block, body, key)
+        if key and get(key) is True:
             self.autoscaling(pool, block, body, key)
         else:
-            fixed = [k for k in ("min_count", "max_count") if resolve(body.get(k)) is not None]
+            fixed = [k for k in ("min_count", "max_count") if get(k) is not None]
             if fixed:
-                pool.notes.append((block.file, attribute_line(self.cfg, block, fixed[0]),
+                pool.notes.append((body.get(fixed[0]).file, body.get(fixed[0]).line,
                                    f"{block.address}: {' and '.join(fixed)} set without autoscaling; azurerm requires them to be null then",
                                    f"set {self.switch} = true to autoscale between them, or remove them and keep node_count"))
-            pool.count = self.number(block, body, "node_count", 1)
-            pool.count_origin = self.origin(block, "node_count", body.get("node_count", 1))
-        if instances < 1:  # the count meta-argument leaves the pool out: name the setting that did
+            pool.count = self.number(block, body.get("node_count"), "node_count", 1)
+            pool.count_origin = self.origin(block, "node_count", body.get("node_count"), 1)
+        if instances < 1:  # count / for_each leaves the pool out: name the setting that did
             if pool.count > 0:
-                pool.count_origin = self.origin(block, "count", block.body["count"])
+                pool.count_origin = self.origin(block, "count" if block.count else "for_each", block.meta)
             pool.count, pool.min_count = 0, (0 if pool.autoscaled else None)
         return pool
 
-    def check_spelling(self, pool: Pool, block: Block, key: str | None) -> None:
+    def check_spelling(self, pool: Pool, block: Block, body: Body, key: str | None) -> None:
         if key is None or self.major is None or AUTOSCALING_KEYS[key] == self.major:
             return
-        pool.notes.append((block.file, attribute_line(self.cfg, block, key),
+        pool.notes.append((body.get(key).file, body.get(key).line,
                            f"{block.address}: `{key}` is the azurerm v{AUTOSCALING_KEYS[key]} name, but the provider is {self.provider} "
                            f"(terraform/.terraform.lock.hcl, terraform/versions.tf), so `terraform plan` rejects it; read as the autoscaling switch here",
                            f"rename it to `{self.switch}`" if self.major in AUTOSCALING_KEYS.values() else "use the autoscaling attribute of the pinned azurerm version"))
 
-    def autoscaling(self, pool: Pool, block: Block, body: dict, key: str) -> None:
-        missing = [k for k in ("min_count", "max_count") if body.get(k) is None]
+    def autoscaling(self, pool: Pool, block: Block, body: Body, key: str) -> None:
+        missing = [k for k in ("min_count", "max_count") if self.value(block, body.get(k), k) is None]
         if missing:
-            pool.notes.append((block.file, attribute_line(self.cfg, block, key),
+            pool.notes.append((body.get(key).file, body.get(key).line,
                                f"{block.address}: {key} = true without {' and '.join(missing)}; azurerm requires both for an autoscaling pool",
                                "set min_count and max_count (the node range the autoscaler may use)"))
-        lo, hi = ("min_count" if body.get("min_count") is not None else "node_count"), ("max_count" if body.get("max_count") is not None else "node_count")
-        pool.min_count, pool.count = self.number(block, body, lo, 1), self.number(block, body, hi, 1)
-        pool.min_origin, pool.count_origin = self.origin(block, lo, body.get(lo, 1)), self.origin(block, hi, body.get(hi, 1))
+        lo, hi = ("node_count" if "min_count" in missing else "min_count"), ("node_count" if "max_count" in missing else "max_count")
+        pool.min_count, pool.count = self.number(block, body.get(lo), lo, 1), self.number(block, body.get(hi), hi, 1)
+        pool.min_origin, pool.count_origin = self.origin(block, lo, body.get(lo), 1), self.origin(block, hi, body.get(hi), 1)
         if pool.min_count > pool.count:
             pool.notes.append((pool.min_origin.file, pool.min_origin.line,
                                f"{block.address}: min_count {pool.min_count} is above max_count {pool.count} ({pool.count_origin.where()}); azurerm rejects it",
@@ -230,19 +250,24 @@ class _Builder:
 
 
 def cluster_pools(cfg: TerraformConfig, tfvars: dict, tfvars_rel: str | None = None) -> list[Pool]:
-    """Node pools of one cluster: the AKS default pool plus every azurerm_kubernetes_cluster_node_pool,
-    those its `count` leaves out with 0 nodes. `tfvars_rel` (the tfvars file, repository-relative)
-    lets `count_origin` name the tfvars line that sets a node count."""
+    """Node pools of one cluster: the AKS default pool plus every azurerm_kubernetes_cluster_node_pool
+    instance (count / for_each expanded), those count / for_each leave out with 0 nodes. `tfvars_rel`
+    (the tfvars file, repository-relative) lets `count_origin` name the tfvars line that sets a node count."""
     builder = _Builder(cfg, tfvars, tfvars_rel)
     pools = []
-    for block in cfg.of_type("azurerm_kubernetes_cluster"):
-        for body in as_maps(block.body.get("default_node_pool")):
-            pools.append(builder.build(block, body, True))
-    for block in cfg.of_type("azurerm_kubernetes_cluster_node_pool"):
-        instances = builder.number(block, block.body, "count") if "count" in block.body else 1
-        system = str(builder.scope.resolve(block.body.get("mode", "User"))) == "System"
+    for block in builder.ev.of_type("azurerm_kubernetes_cluster"):
+        for body in block.body.nested("default_node_pool"):
+            pools.append(builder.build(block, True, body=body))
+    for block in builder.ev.of_type("azurerm_kubernetes_cluster_node_pool"):
+        if block.count is not None:
+            instances = builder.number(block, block.count, "count")
+        else:
+            if block.for_each is not None:
+                builder.value(block, block.for_each, "for_each")  # unknown or invalid: say so where it is written
+            instances = 0 if block.absent else 1
         try:
-            pools.append(builder.build(block, block.body, system, instances))
+            system = str(builder.value(block, block.body.get("mode"), "mode", "User")) == "System"
+            pools.append(builder.build(block, system, instances))
         except TerraformError:
             if instances >= 1:
                 raise  # a pool left out may use settings that only apply when it exists
@@ -253,7 +278,7 @@ def node_pools(root: Path, cluster: str) -> list[Pool]:
     """The pools terraform/ creates for `cluster` (terraform/clusters/<cluster>.tfvars over the
     variable defaults); TerraformError when either cannot be read."""
     rel = f"{TFVARS_DIR}/{cluster}.tfvars"
-    return cluster_pools(TerraformConfig.load(Path(root)), load_tfvars(Path(root) / rel), rel)
+    return cluster_pools(TerraformConfig.load(Path(root)), load_tfvars(Path(root) / rel, Path(root)), rel)
 
 
 def cluster_nodes(root: Path, cluster: str) -> list[NodeSpec]:

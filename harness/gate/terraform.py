@@ -1,271 +1,324 @@
-"""terraform/ as the gate reads it: python-hcl2's parse of each file (cached by content), the
-`resource` blocks, variables and locals, each cluster's tfvars, and `Scope`, which evaluates the
-small subset of HCL expressions the pool and identity settings use."""
+"""terraform/ as Terraform reads it. tools/tfeval loads the module with Terraform's own loader and
+evaluates every argument with Terraform's evaluator and function table (HCL v2, cty); this module
+holds what it answers: per set of variable values (the defaults, a cluster's tfvars), each resource
+instance (count / for_each expanded) with its arguments' values, the file and line where each is
+written, what it refers to and, for what only `apply` knows, why it is unknown.
+
+- `TerraformConfig.load(root)`: the module with the variable defaults; TerraformError (file, line)
+  when it does not parse. `cfg.evaluate(values)`: an `Evaluation` with those variable values.
+- `load_tfvars(path)`: a tfvars file's values (a dict), with the line of each in `.lines`.
+- Values that are unknown before apply are never guessed: `Value.get()` raises TerraformError
+  saying what makes them unknown (a resource attribute, a variable nobody set).
+"""
 from __future__ import annotations
 
-import ast
 import hashlib
 import json
-import re
+import os
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
-from harness.core import HarnessError, atomic_write, cache_root
+from harness import toolchain as tools
+from harness.core import HarnessError
 
 TERRAFORM_DIR = "terraform"
 TFVARS_DIR = f"{TERRAFORM_DIR}/clusters"
+LOCK_FILE = f"{TERRAFORM_DIR}/.terraform.lock.hcl"
 
 
 class TerraformError(HarnessError, ValueError):
-    pass
+    """A Terraform file or value that cannot be read, with the file and line HCL or Terraform names."""
+
+    def __init__(self, message: str, file: str | None = None, line: int | None = None):
+        super().__init__(message)
+        self.file, self.line = file, line
 
 
-def _hcl_options():
-    import hcl2
+@dataclass(frozen=True)
+class Diagnostic:
+    severity: str  # "error" or "warning"
+    summary: str
+    detail: str
+    file: str | None
+    line: int | None
 
-    return hcl2.SerializationOptions(strip_string_quotes=True, with_comments=False, explicit_blocks=False)
+    @classmethod
+    def of(cls, d: dict) -> "Diagnostic":
+        return cls(d.get("severity", "error"), d.get("summary", ""), d.get("detail", ""), d.get("file") or None, d.get("line") or None)
 
-
-def parse_hcl(path: Path) -> dict:
-    """python-hcl2's reading of a file, cached by content: its lark parser takes ~0.1 s a file,
-    which would make the Terraform side the slowest part of the static gate."""
-    text = read_tf(path)
-    key = hashlib.sha256(f"{_hcl_version()}\0{text}".encode()).hexdigest()
-    cached = cache_root() / "hcl" / f"{key}.json"
-    if cached.exists():
-        return json.loads(cached.read_text())
-    import hcl2  # lark takes a tenth of a second to import; only a cache miss needs it
-    try:
-        parsed = hcl2.loads(text, serialization_options=_hcl_options())
-    except Exception as err:  # lark raises several exception types
-        raise TerraformError(f"{path.name}: not valid HCL: {str(err).splitlines()[0] if str(err) else type(err).__name__}") from None
-    atomic_write(cached, json.dumps(parsed))
-    return parsed
+    def text(self) -> str:
+        return f"{self.summary}: {self.detail}" if self.detail else self.summary
 
 
-def read_tf(path: Path) -> str:
-    """A Terraform file's text; TerraformError when it cannot be read or is not UTF-8."""
-    try:
-        return path.read_bytes().decode("utf-8")
-    except OSError as err:
-        raise TerraformError(f"{path.name}: cannot be read: {err.strerror or err}") from None
-    except UnicodeDecodeError as err:
-        raise TerraformError(f"{path.name}: not UTF-8 (byte 0x{err.object[err.start]:02x}); Terraform reads only UTF-8") from None
+@dataclass(frozen=True)
+class Value:
+    """One argument as Terraform evaluates it: the value (unknown parts None), where it is written,
+    the expression as written, the addresses it refers to (var.x, local.y, type.name)."""
+    value: object
+    known: bool
+    file: str
+    line: int | None
+    text: str
+    refs: tuple[str, ...] = ()
+    unknown: tuple[str, ...] = ()  # what makes it unknown before apply
+    error: str = ""  # Terraform's diagnostic when it does not evaluate
+
+    @classmethod
+    def of(cls, d: dict) -> "Value":
+        return cls(d.get("value"), bool(d.get("known")), d.get("file", ""), d.get("line") or None, d.get("text", ""),
+                   tuple(d.get("refs") or ()), tuple(d.get("unknown") or ()), d.get("error") or "")
+
+    def get(self, what: str = "value"):
+        """The value; TerraformError (at this argument's line) when it has an error or is not known."""
+        if self.error:
+            raise TerraformError(f"{what} ({self.text}): {self.error}", self.file, self.line)
+        if not self.known:
+            why = "; ".join(self.unknown) or "it depends on values known only after apply"
+            raise TerraformError(f"{what} ({self.text}) is not known before apply: {why}", self.file, self.line)
+        return self.value
+
+    @property
+    def variables(self) -> list[str]:
+        """The input variables the expression names directly, in order."""
+        return [r.split(".", 1)[1] for r in self.refs if r.startswith("var.")]
 
 
-@lru_cache(maxsize=1)
-def _hcl_version() -> str:
-    from importlib.metadata import version
+@dataclass(frozen=True)
+class Body:
+    file: str
+    line: int | None
+    attrs: dict[str, Value]
+    blocks: dict[str, list["Body"]]
 
-    return version("python-hcl2")
+    @classmethod
+    def of(cls, d: dict) -> "Body":
+        return cls(d.get("file", ""), d.get("line") or None, {k: Value.of(v) for k, v in (d.get("attrs") or {}).items()},
+                   {k: [Body.of(b) for b in bs] for k, bs in (d.get("blocks") or {}).items()})
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.attrs
+
+    def get(self, name: str) -> Value | None:
+        return self.attrs.get(name)
+
+    def value(self, name: str, default=None, what: str | None = None):
+        """The known value of argument `name` (default when it is not set)."""
+        v = self.attrs.get(name)
+        return default if v is None else v.get(what or name)
+
+    def nested(self, block_type: str) -> list["Body"]:
+        return self.blocks.get(block_type, [])
 
 
-@dataclass
+@dataclass(frozen=True)
 class Block:
-    """One `resource`/`data` block: its type, name, file, line and raw body."""
+    """One resource instance; a resource whose count / for_each leaves none is one Block with
+    `absent` set and the body evaluated with count.index / each unknown."""
     type: str
     name: str
     file: str
     line: int | None
-    body: dict
+    body: Body
+    key: object = None  # count index or for_each key
+    count: Value | None = None  # the count meta-argument, when set
+    for_each: Value | None = None
+    absent: bool = False
+    keyed: bool = False  # the address carries the key (for_each, or count above 1)
 
     @property
     def address(self) -> str:
-        return f"{self.type}.{self.name}"
+        if not self.keyed:
+            return f"{self.type}.{self.name}"
+        return f'{self.type}.{self.name}[{json.dumps(self.key) if isinstance(self.key, str) else self.key}]'
+
+    @property
+    def meta(self) -> Value | None:
+        """The meta-argument that says how many instances there are (count or for_each)."""
+        return self.count or self.for_each
 
 
 @dataclass
-class TerraformConfig:
-    root: Path
-    variables: dict[str, dict] = field(default_factory=dict)
-    locals: dict[str, object] = field(default_factory=dict)
-    resources: list[Block] = field(default_factory=list)
-    variable_files: dict[str, str] = field(default_factory=dict)  # variable -> file declaring it
-
-    @classmethod
-    def load(cls, root: Path) -> "TerraformConfig":
-        cfg = cls(root)
-        tf_dir = root / TERRAFORM_DIR
-        for path in sorted(tf_dir.glob("*.tf")):
-            rel = path.relative_to(root).as_posix()
-            doc = parse_hcl(path)
-            text = read_tf(path)
-            for entry in doc.get("variable") or []:
-                cfg.variables.update(entry)
-                cfg.variable_files.update({name: rel for name in entry})
-            for entry in doc.get("locals") or []:
-                cfg.locals.update(entry)
-            for entry in doc.get("resource") or []:
-                for rtype, named in entry.items():
-                    for rname, body in named.items():
-                        cfg.resources.append(Block(rtype, rname, rel, _block_line(text, rtype, rname), body))
-        return cfg
+class Evaluation:
+    """The module evaluated with one set of variable values."""
+    variables: dict[str, dict]  # name -> {file, line, default_line, has_default, value, known}
+    resources: list[Block]
+    diagnostics: list[Diagnostic]
+    values: dict  # the variable values given (tfvars)
 
     def of_type(self, rtype: str) -> list[Block]:
         return [b for b in self.resources if b.type == rtype]
 
-    def defaults(self) -> dict[str, object]:
-        return {k: v.get("default") for k, v in self.variables.items() if isinstance(v, dict)}
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.severity == "error"]
+
+    def variable(self, name: str):
+        """The value variable `name` has here (None when unset or undeclared)."""
+        return (self.variables.get(name) or {}).get("value")
 
 
-def _block_line(text: str, rtype: str, rname: str) -> int | None:
-    m = re.search(rf'^[ \t]*resource\s+"{re.escape(rtype)}"\s+"{re.escape(rname)}"', text, re.M)
-    return text.count("\n", 0, m.start()) + 1 if m else None
+def _blocks(resources: list[dict]) -> list[Block]:
+    out = []
+    for r in resources:
+        count = Value.of(r["count"]) if r.get("count") else None
+        for_each = Value.of(r["for_each"]) if r.get("for_each") else None
+        instances = r.get("instances") or []
+        keyed = for_each is not None or len(instances) > 1
+        base = dict(type=r["type"], name=r["name"], file=r["file"], line=r.get("line") or None, count=count, for_each=for_each, keyed=keyed)
+        if not instances:
+            out.append(Block(body=Body.of(r.get("template") or {}), absent=True, **base))
+        out += [Block(body=Body.of(i["body"]), key=i.get("key"), **base) for i in instances]
+    return out
 
 
-def load_tfvars(path: Path) -> dict:
-    return parse_hcl(path)
+class _Helper:
+    """The one tools/tfeval process of this run and its answers, cached by request and file state."""
+
+    def __init__(self):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("TF_VAR_")}  # the gate reads the files, not the shell
+        self.process = tools.LineProcess("tfeval", lambda: [str(tools.ensure("tfeval")["tfeval"].path())], TerraformError, env=env)
+        self.cache: dict[str, dict] = {}
+
+    def ask(self, request: dict, files: list[Path]) -> dict:
+        state = [(str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in files if p.exists()]
+        key = hashlib.sha256(json.dumps([request, state], sort_keys=True, default=str).encode()).hexdigest()
+        if key not in self.cache:
+            self.cache[key] = self.process.request(request)
+        return self.cache[key]
+
+
+_HELPER: _Helper | None = None
+
+
+def _helper() -> _Helper:
+    global _HELPER
+    if _HELPER is None:
+        _HELPER = _Helper()
+    return _HELPER
+
+
+def start() -> None:
+    """Starts tools/tfeval now (building it on first use), so that its start-up overlaps other work."""
+    _helper().process.start()
+
+
+def _ask(request: dict, files: list[Path]) -> dict:
+    return _helper().ask(request, files)
+
+
+def _first_error(answer: dict, what: str) -> TerraformError | None:
+    errors = [Diagnostic.of(d) for d in answer.get("diagnostics") or [] if d.get("severity") == "error"]
+    if not errors:
+        return None
+    e = errors[0]
+    return TerraformError(e.text() if e.file else f"{what}: {e.text()}", e.file or what, e.line)
+
+
+class TerraformConfig:
+    """terraform/ of a checkout: its variables and, with their defaults, its resources."""
+
+    def __init__(self, root: Path, answer: dict):
+        self.root = root
+        self.defaults = self._evaluation(answer, {})
+        self.variables = self.defaults.variables
+        self.resources = self.defaults.resources
+        self.providers: dict[str, dict] = answer.get("providers") or {}
+
+    @classmethod
+    def load(cls, root: Path) -> "TerraformConfig":
+        root = Path(root).resolve()
+        answer = _ask(cls._request(root, {}), cls._files(root))
+        if not answer.get("loaded"):  # syntax errors: nothing was evaluated
+            raise _first_error(answer, TERRAFORM_DIR) or TerraformError(f"{TERRAFORM_DIR}: Terraform could not load the module")
+        return cls(root, answer)
+
+    @staticmethod
+    def _request(root: Path, values: dict) -> dict:
+        """A Tfvars as it was read is passed as the file (so that Terraform's diagnostics name its lines), anything else as -var values."""
+        if isinstance(values, Tfvars) and (root / values.file).is_file():
+            return {"op": "eval", "root": str(root), "dir": TERRAFORM_DIR, "var_files": [values.file], "vars": {}, "lock": LOCK_FILE}
+        return {"op": "eval", "root": str(root), "dir": TERRAFORM_DIR, "vars": dict(values), "lock": LOCK_FILE}
+
+    @staticmethod
+    def _files(root: Path) -> list[Path]:
+        d = root / TERRAFORM_DIR
+        return sorted(d.glob("*.tf")) + sorted(d.glob("*.auto.tfvars")) + [d / "terraform.tfvars", root / LOCK_FILE]
+
+    def _evaluation(self, answer: dict, values: dict) -> Evaluation:
+        return Evaluation(answer.get("variables") or {}, _blocks(answer.get("resources") or []),
+                          [Diagnostic.of(d) for d in answer.get("diagnostics") or []], dict(values))
+
+    def evaluate(self, values: dict | None = None) -> Evaluation:
+        """The module with these variable values (a tfvars file's, over the defaults)."""
+        if not values:
+            return self.defaults
+        files = self._files(self.root) + ([self.root / values.file] if isinstance(values, Tfvars) else [])
+        answer = _ask(self._request(self.root, values), files)
+        if not answer.get("loaded"):
+            raise _first_error(answer, TERRAFORM_DIR) or TerraformError(f"{TERRAFORM_DIR}: Terraform could not load the module")
+        return self._evaluation(answer, values)
+
+    def of_type(self, rtype: str) -> list[Block]:
+        return self.defaults.of_type(rtype)
+
+    @property
+    def variable_files(self) -> dict[str, str]:
+        return {name: v["file"] for name, v in self.variables.items()}
+
+
+class Tfvars(dict):
+    """A tfvars file's values; `lines` gives the line that sets each, `file` the file (repository-relative)."""
+
+    def __init__(self, values: dict, lines: dict[str, int], file: str):
+        super().__init__(values)
+        self.lines, self.file = lines, file
+
+
+def load_tfvars(path: Path, root: Path | None = None) -> Tfvars:
+    """A tfvars file read by HCL (literal values only, as Terraform reads it); TerraformError with
+    the file and line of the first problem."""
+    path = Path(path).resolve()
+    root = Path(root).resolve() if root else _repo_of(path)
+    rel = path.relative_to(root).as_posix()
+    if not path.is_file():
+        raise TerraformError(f"{rel}: cannot be read: no such file", rel)
+    answer = _ask({"op": "tfvars", "root": str(root), "path": rel}, [path])
+    err = _first_error(answer, rel)
+    if err:
+        raise err
+    values = answer.get("values") or {}
+    unknown = sorted(k for k, v in values.items() if not v.get("known"))
+    if unknown:
+        raise TerraformError(f"{rel}: {unknown[0]} is not a literal value", rel, values[unknown[0]].get("line"))
+    return Tfvars({k: v.get("value") for k, v in values.items()}, {k: v.get("line") for k, v in values.items()}, rel)
+
+
+def _repo_of(path: Path) -> Path:
+    """The checkout a file under terraform/ belongs to (the directory holding terraform/)."""
+    for parent in path.parents:
+        if parent.name == TERRAFORM_DIR:
+            return parent.parent
+    return path.parent
 
 
 # -- Where a value is written (for findings that name the file and line of a setting) ------------
-def _line_of(text: str, pattern: str, start: int = 0, block: bool = False) -> int | None:
-    """1-based line of the first line matching `pattern` at or after line `start` (0-based);
-    with `block`, only inside the top-level block that starts there (up to the `}` in column 1)."""
-    lines = text.splitlines()
-    for i in range(start, len(lines)):
-        if block and i > start and lines[i].startswith("}"):
-            return None
-        if re.match(pattern, lines[i]):
-            return i + 1
-    return None
-
-
-def attribute_line(cfg: TerraformConfig, block: Block, name: str) -> int | None:
-    """Line of `name = ...` inside `block` (nested blocks included)."""
-    if block.line is None:
-        return None
-    return _line_of(read_tf(cfg.root / block.file), rf"\s*{re.escape(name)}\s*=", block.line - 1, block=True)
-
-
 def variable_origin(cfg: TerraformConfig, name: str, tfvars_rel: str | None) -> tuple[str, int | None, bool]:
     """(file, line, set_in_tfvars) where variable `name` gets its value: the tfvars line that sets
     it, else the `default` line of its declaration."""
-    if tfvars_rel:
-        path = cfg.root / tfvars_rel
-        line = _line_of(read_tf(path), rf"\s*{re.escape(name)}\s*=") if path.is_file() else None
+    if tfvars_rel and (cfg.root / tfvars_rel).is_file():
+        try:
+            line = load_tfvars(cfg.root / tfvars_rel, cfg.root).lines.get(name)
+        except TerraformError:
+            line = None
         if line:
             return tfvars_rel, line, True
-    rel = cfg.variable_files.get(name)
-    if rel is None:
+    decl = cfg.variables.get(name)
+    if decl is None:
         return (tfvars_rel or TERRAFORM_DIR), None, False
-    text = read_tf(cfg.root / rel)
-    decl = _line_of(text, rf'\s*variable\s+"{re.escape(name)}"')
-    default = _line_of(text, r"\s*default\s*=", decl - 1, block=True) if decl else None
-    return rel, default or decl, False
+    return decl["file"], decl.get("default_line") or decl.get("line"), False
 
 
-def references(expr) -> list[str]:
-    """The variables an HCL expression string refers to (var.NAME), in order."""
-    return re.findall(r"\bvar\.([A-Za-z_][A-Za-z0-9_-]*)", expr) if isinstance(expr, str) else []
-
-
-def provider_version(root: Path, provider: str = "azurerm") -> str | None:
+def provider_version(cfg: TerraformConfig, provider: str = "azurerm") -> str | None:
     """The provider version terraform/.terraform.lock.hcl records, else the constraint in
     required_providers (e.g. "~> 4.0"); None when neither names it."""
-    lock = root / TERRAFORM_DIR / ".terraform.lock.hcl"
-    if lock.is_file():
-        for entry in parse_hcl(lock).get("provider") or []:
-            for address, body in entry.items():
-                if address.rsplit("/", 1)[-1] == provider and isinstance(body, dict) and body.get("version"):
-                    return str(body["version"])
-    for path in sorted((root / TERRAFORM_DIR).glob("*.tf")):
-        for block in parse_hcl(path).get("terraform") or []:
-            for req in block.get("required_providers") or []:
-                spec = req.get(provider) if isinstance(req, dict) else None
-                if isinstance(spec, dict) and spec.get("version"):
-                    return str(spec["version"])
-    return None
-
-
-class Scope:
-    """Evaluates the small subset of HCL expressions the pool and identity settings use:
-    var./local. references, literals, comparisons, && || !, the ?: conditional and "${}" templates."""
-
-    def __init__(self, cfg: TerraformConfig, values: dict):
-        self.cfg = cfg
-        self.values = dict(values)
-        self._stack: set[str] = set()
-
-    def resolve(self, value):
-        if isinstance(value, dict):
-            return {k: self.resolve(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self.resolve(v) for v in value]
-        if not isinstance(value, str) or "${" not in value:
-            return value
-        if value.startswith("${") and value.endswith("}") and value.count("${") == 1:
-            return self.evaluate(value[2:-1])
-        return re.sub(r"\$\{([^{}]*)\}", lambda m: str(self.evaluate(m.group(1))), value)
-
-    def lookup(self, kind: str, name: str):
-        if kind == "var":
-            decl = self.cfg.variables.get(name)
-            if not isinstance(decl, dict):
-                raise TerraformError(f"variable {name!r} is not declared in {TERRAFORM_DIR}/*.tf")
-            if name in self.values:
-                return self.values[name]
-            if "default" not in decl:
-                raise TerraformError(f"variable {name!r} has no default and the tfvars file does not set it")
-            return decl["default"]
-        key = f"local.{name}"
-        if key in self._stack or name not in self.cfg.locals:
-            raise TerraformError(f"local {name!r} is not defined (or refers to itself)")
-        self._stack.add(key)
-        try:
-            return self.resolve(self.cfg.locals[name])
-        finally:
-            self._stack.discard(key)
-
-    def evaluate(self, expr: str):
-        expr = expr.strip()
-        q = _split_conditional(expr)
-        if q:
-            cond, yes, no = q
-            return self.evaluate(yes) if self.evaluate(cond) else self.evaluate(no)
-        py = re.sub(r"\b(var|local)\.([A-Za-z_][A-Za-z0-9_-]*)", lambda m: f"__ref({m.group(1)!r}, {m.group(2)!r})", expr)
-        py = re.sub(r"\btrue\b", "True", re.sub(r"\bfalse\b", "False", re.sub(r"\bnull\b", "None", py)))
-        py = py.replace("&&", " and ").replace("||", " or ")
-        py = re.sub(r"!(?!=)", " not ", py)
-        try:
-            tree = ast.parse(py, mode="eval")
-        except SyntaxError:
-            raise TerraformError(f"cannot evaluate {expr!r} (only var./local. references, literals and ?: are supported here)") from None
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id == "__ref"):
-                raise TerraformError(f"cannot evaluate {expr!r}: function calls are not supported in pool, identity or path settings")
-            if isinstance(node, (ast.Attribute, ast.Subscript, ast.Lambda)):
-                raise TerraformError(f"cannot evaluate {expr!r}: only var./local. references are supported")
-        try:
-            return eval(compile(tree, "<hcl>", "eval"), {"__builtins__": {}, "__ref": self.lookup})  # noqa: S307 - AST checked above
-        except (TypeError, ValueError, ArithmeticError) as err:  # e.g. a tfvars string compared with a number
-            raise TerraformError(f"cannot evaluate {expr!r}: {err}") from None
-
-
-def _split_conditional(expr: str) -> tuple[str, str, str] | None:
-    """Splits `a ? b : c` at the top level (outside quotes, brackets and ${})."""
-    depth, quote, qpos = 0, False, None
-    i = 0
-    while i < len(expr):
-        ch = expr[i]
-        if quote:
-            if ch == "\\":
-                i += 2
-                continue
-            if ch == '"':
-                quote = False
-        elif ch == '"':
-            quote = True
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif depth == 0 and ch == "?" and qpos is None:
-            qpos = i
-        elif depth == 0 and ch == ":" and qpos is not None:
-            # the first ':' at depth 0 after '?' that is not part of a nested conditional
-            rest = expr[qpos + 1:i]
-            if rest.count("?") == rest.count(":"):
-                return expr[:qpos], expr[qpos + 1:i], expr[i + 1:]
-        i += 1
-    return None
+    entry = cfg.providers.get(provider) or {}
+    return entry.get("locked") or entry.get("constraint") or None

@@ -1,15 +1,17 @@
 """Terraform hygiene and the wiring between terraform/ and the manifests.
 
 Two kinds of checks:
-- `wiring_findings(root)`: pure Python, part of the static gate. The federated credential
-  trusts exactly the ServiceAccount of base/service-account.yaml; ConfigMap cluster-vars
-  carries exactly the keys of clusters/<name>/cluster-vars.example.yaml; the Flux
-  configuration reconciles clusters/<cluster_name> from a GitRepository named flux-system.
+- `wiring_findings(root)`: part of the static gate, on the values Terraform's evaluator gives
+  (harness.gate.terraform, tools/tfeval) with the variable defaults and with each cluster's tfvars.
+  Every expression evaluates (terraform-expression); the federated credential trusts exactly the
+  ServiceAccount of base/service-account.yaml; ConfigMap cluster-vars carries exactly the keys of
+  clusters/<name>/cluster-vars.example.yaml; the Flux configuration reconciles
+  clusters/<cluster_name> from a GitRepository named flux-system.
 - Tool runs for tests/static/test_terraform.py: `terraform fmt -check`, `terraform validate`
   (needs the providers; skipped with the reason when `terraform init` cannot install them)
   and checkov over terraform/ and over the manifests each cluster's Flux applies. checkov is
-  installed into its own virtualenv under the harness cache (it pins bc-python-hcl2, which
-  ships a top-level `hcl2` package that would overwrite python-hcl2 in .venv).
+  installed into its own virtualenv under the harness cache (it pins bc-python-hcl2 and many
+  other packages that must not share .venv).
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from pathlib import Path
 
 import yaml
 
-from harness.gate.terraform import TERRAFORM_DIR, TFVARS_DIR, Scope, TerraformConfig, TerraformError, load_tfvars
+from harness.gate.terraform import TERRAFORM_DIR, TFVARS_DIR, Block, Evaluation, TerraformConfig, TerraformError, load_tfvars
 from harness.gate.findings import Finding
 from harness.gate.sources import SourceError, as_map, load_yaml_all
 from harness.gate.render import ClusterRender
@@ -37,6 +39,9 @@ CLIENT_ID_ANNOTATION = "azure.workload.identity/client-id"
 TOKEN_AUDIENCE = "api://AzureADTokenExchange"
 
 RULES = {
+    "terraform-expression": "every expression in terraform/*.tf evaluates with Terraform's evaluator and functions, with the variable defaults and with each "
+                            "cluster's tfvars (no undeclared variable or local, unknown function, wrong argument or type); tfvars values have the declared "
+                            "type and pass the variables' validation blocks",
     "terraform-federated-subject": f"the federated identity credential trusts system:serviceaccount:<ns>:<name> of the workload ServiceAccount in {SERVICE_ACCOUNT_FILE}",
     "terraform-cluster-vars": "Terraform writes ConfigMap flux-system/cluster-vars with exactly the keys of clusters/<name>/cluster-vars.example.yaml",
     "terraform-flux-configuration": "the Flux configuration is named flux-system and reconciles clusters/<cluster_name>, which exists",
@@ -59,12 +64,12 @@ def _workload_service_account(root: Path) -> tuple[str, str] | None:
     return None
 
 
-def _scopes(root: Path, cfg: TerraformConfig) -> list[tuple[str, Scope]]:
+def _scopes(root: Path, cfg: TerraformConfig) -> list[tuple[str, Evaluation]]:
     """The variable defaults, then each cluster's tfvars over them."""
-    scopes = [("variable defaults", Scope(cfg, {}))]
+    scopes = [("variable defaults", cfg.defaults)]
     for path in sorted((root / TFVARS_DIR).glob("*.tfvars")):
         try:
-            scopes.append((path.relative_to(root).as_posix(), Scope(cfg, load_tfvars(path))))
+            scopes.append((path.relative_to(root).as_posix(), cfg.evaluate(load_tfvars(path, root))))
         except TerraformError:
             continue  # capacity-terraform reports it
     return scopes
@@ -78,10 +83,26 @@ def wiring_findings(root: Path) -> list[Finding]:
         cfg = TerraformConfig.load(root)
     except TerraformError:
         return []  # capacity-terraform reports it
-    return _identity_findings(root, cfg) + _cluster_vars_findings(root, cfg) + _flux_findings(root, cfg)
+    scopes = _scopes(root, cfg)
+    return _expression_findings(scopes) + _identity_findings(root, cfg, scopes) + _cluster_vars_findings(root, cfg) + _flux_findings(root, cfg, scopes)
 
 
-def _identity_findings(root: Path, cfg: TerraformConfig) -> list[Finding]:
+def _expression_findings(scopes: list[tuple[str, Evaluation]]) -> list[Finding]:
+    """Terraform's error diagnostics, once per place, naming the variable sets they occur with."""
+    where: dict[tuple, list[str]] = {}
+    for label, ev in scopes:
+        for d in ev.errors():
+            where.setdefault((d.file or TERRAFORM_DIR, d.line, d.text()), []).append(label)
+    return [Finding(file, line, "", "terraform-expression", f"{text} (with {', '.join(labels)})",
+                    "fix the expression: Terraform would stop at it in `terraform validate` or `plan`")
+            for (file, line, text), labels in where.items()]
+
+
+def _same(ev: Evaluation, block: Block) -> Block | None:
+    return next((b for b in ev.resources if b.address == block.address), None)
+
+
+def _identity_findings(root: Path, cfg: TerraformConfig, scopes: list[tuple[str, Evaluation]]) -> list[Finding]:
     out = []
     sa = _workload_service_account(root)
     creds = cfg.of_type("azurerm_federated_identity_credential")
@@ -102,34 +123,39 @@ def _identity_findings(root: Path, cfg: TerraformConfig) -> list[Finding]:
                                f'set subject = "{expected}" (local.workload_subject)'))
             continue
         audience = cred.body.get("audience")
-        if audience != [TOKEN_AUDIENCE]:
-            out.append(Finding(cred.file, cred.line, where, "terraform-federated-subject",
-                               f"{where} audience is {audience!r}, not [{TOKEN_AUDIENCE!r}]: the workload identity webhook's tokens would be refused",
+        if audience is None or audience.value != [TOKEN_AUDIENCE]:
+            out.append(Finding(audience.file if audience else cred.file, audience.line if audience else cred.line, where, "terraform-federated-subject",
+                               f"{where} audience is {audience.text if audience else None!r}, not [{TOKEN_AUDIENCE!r}]: the workload identity webhook's tokens would be refused",
                                f'set audience = ["{TOKEN_AUDIENCE}"]'))
-        for label, scope in _scopes(root, cfg):
+        for label, ev in scopes:
+            block = _same(ev, cred)
+            subject = block.body.get("subject") if block else None
+            if subject is None or subject.error:
+                continue  # terraform-expression reports it
             try:
-                subject = scope.resolve(cred.body["subject"])
+                value = subject.get(f"{where} subject")
             except TerraformError as err:
-                out.append(Finding(cred.file, cred.line, where, "terraform-federated-subject", f"{where} subject cannot be resolved ({label}): {err}",
+                out.append(Finding(subject.file, subject.line, where, "terraform-federated-subject", f"{err} ({label})",
                                    "build the subject from var.workload_namespace and var.workload_service_account_name"))
                 break
-            if subject != expected:
+            if value != expected:
                 out.append(Finding(cred.file, cred.line, where, "terraform-federated-subject",
-                                   f"{where} subject is {subject!r} with {label}, but the workload ServiceAccount in {SERVICE_ACCOUNT_FILE} is {sa[0]}/{sa[1]} "
+                                   f"{where} subject is {value!r} with {label}, but the workload ServiceAccount in {SERVICE_ACCOUNT_FILE} is {sa[0]}/{sa[1]} "
                                    f"({expected}): Azure would refuse its token exchange",
                                    "make workload_namespace / workload_service_account_name match base/service-account.yaml"))
     return out
 
 
-def cluster_vars_keys(cfg: TerraformConfig) -> tuple[object, set[str] | None]:
-    """(the kubernetes_config_map_v1 block for flux-system/cluster-vars, its data keys)."""
+def cluster_vars_keys(cfg: TerraformConfig) -> tuple[Block | None, set[str] | None]:
+    """(the kubernetes_config_map_v1 block for flux-system/cluster-vars, its data keys); the keys are
+    None when Terraform cannot know them before apply."""
     for block in cfg.of_type("kubernetes_config_map_v1"):
-        meta = (block.body.get("metadata") or [{}])[0]
-        if meta.get("name") == "cluster-vars" and meta.get("namespace") == "flux-system":
+        meta = (block.body.nested("metadata") or [None])[0]
+        if meta is None or meta.get("name") is None or meta.get("namespace") is None:
+            continue
+        if (meta.get("name").value, meta.get("namespace").value) == ("cluster-vars", "flux-system"):
             data = block.body.get("data")
-            if isinstance(data, str) and data.startswith("${local.") and data.endswith("}"):
-                data = cfg.locals.get(data[len("${local."):-1])
-            return block, (set(data) if isinstance(data, dict) else None)
+            return block, (set(data.value) if data is not None and isinstance(data.value, dict) else None)
     return None, None
 
 
@@ -141,7 +167,7 @@ def _cluster_vars_findings(root: Path, cfg: TerraformConfig) -> list[Finding]:
                         "no kubernetes_config_map_v1 cluster-vars in namespace flux-system: the queues layer's substituteFrom would find nothing",
                         "write ConfigMap flux-system/cluster-vars from Terraform (see clusters/<name>/cluster-vars.example.yaml)")]
     if keys is None:
-        return [Finding(block.file, block.line, block.address, "terraform-cluster-vars", f"{block.address} data is not a literal map (or a local holding one)",
+        return [Finding(block.file, block.line, block.address, "terraform-cluster-vars", f"{block.address} data is not a map whose keys are known before apply",
                         "set data = local.cluster_vars with the keys as literals")]
     for example in sorted((root / "clusters").glob("*/cluster-vars.example.yaml")):
         try:
@@ -159,28 +185,34 @@ def _cluster_vars_findings(root: Path, cfg: TerraformConfig) -> list[Finding]:
     return out
 
 
-def _flux_findings(root: Path, cfg: TerraformConfig) -> list[Finding]:
+def _flux_findings(root: Path, cfg: TerraformConfig, scopes: list[tuple[str, Evaluation]]) -> list[Finding]:
     out = []
     configs = cfg.of_type("azurerm_kubernetes_flux_configuration")
     if not configs:
         return [Finding(f"{TERRAFORM_DIR}/flux.tf", None, "", "terraform-flux-configuration", "no azurerm_kubernetes_flux_configuration: nothing bootstraps Flux",
                         "add the microsoft.flux extension and a Flux configuration for clusters/<cluster_name>")]
     for fc in configs:
-        if fc.body.get("name") != "flux-system":
-            out.append(Finding(fc.file, fc.line, fc.address, "terraform-flux-configuration",
-                               f"{fc.address} is named {fc.body.get('name')!r}; the GitRepository it creates must be flux-system, the sourceRef of clusters/*/*.yaml",
+        name = fc.body.get("name")
+        if name is None or name.value != "flux-system":
+            out.append(Finding(name.file if name else fc.file, name.line if name else fc.line, fc.address, "terraform-flux-configuration",
+                               f"{fc.address} is named {name.value if name else None!r}; the GitRepository it creates must be flux-system, the sourceRef of clusters/*/*.yaml",
                                'set name = "flux-system"'))
-        for label, scope in _scopes(root, cfg)[1:]:
-            for k in fc.body.get("kustomizations") or []:
+        for label, ev in scopes[1:]:
+            block = _same(ev, fc)
+            for k in block.body.nested("kustomizations") if block else []:
+                v = k.get("path")
+                if v is not None and v.error:
+                    continue  # terraform-expression reports it
                 try:
-                    path = str(scope.resolve(k.get("path", ""))).removeprefix("./")
+                    path = str(v.get("kustomization path") if v is not None else "").removeprefix("./")
                 except TerraformError as err:
-                    out.append(Finding(fc.file, fc.line, fc.address, "terraform-flux-configuration", f"kustomization path cannot be resolved ({label}): {err}",
+                    out.append(Finding(v.file, v.line, fc.address, "terraform-flux-configuration", f"{err} ({label})",
                                        'use path = "./clusters/${var.cluster_name}"'))
                     continue
                 if not (root / path / "kustomization.yaml").is_file():
+                    kname = k.get("name").value if k.get("name") else None
                     out.append(Finding(fc.file, fc.line, fc.address, "terraform-flux-configuration",
-                                       f"kustomization {k.get('name')!r} path {path!r} ({label}) has no kustomization.yaml",
+                                       f"kustomization {kname!r} path {path!r} ({label}) has no kustomization.yaml",
                                        "point it at clusters/<cluster_name>, the cluster's Flux entry point"))
     return out
 
@@ -234,9 +266,16 @@ def terraform_validate(root: Path) -> ToolResult:
             start = next((i for i, ln in enumerate(lines) if "Error:" in ln), 0)
             reason = " ".join(lines[start:start + 5])[:400]
             return ToolResult("skipped", "terraform validate needs the providers, and `terraform init` could not install them "
-                              f"(no registry or provider mirror reachable from this machine): {reason.strip()}")
+                              f"(no registry or provider mirror reachable from this machine): {reason.strip()}; nor can they be built here: "
+                              + _unbuildable_providers())
         proc = subprocess.run([tf, "validate", "-no-color"], cwd=work, capture_output=True, text=True, env=env, timeout=300)
         return ToolResult("passed" if proc.returncode == 0 else "failed", (proc.stdout + proc.stderr).strip())
+
+
+def _unbuildable_providers() -> str:
+    """Why the locked providers cannot be built from the Go module proxy (versions.yaml `terraform-providers`)."""
+    entries = versions.pins().get("terraform-providers") or {}
+    return "; ".join(f"{name} {e['lock']}: {e['skew']}" for name, e in entries.items()) or "versions.yaml records no provider build"
 
 
 def checkov_binary(install: bool = True) -> tuple[Path | None, str]:

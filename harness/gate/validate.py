@@ -28,7 +28,7 @@ from harness.gate import cluster_refs, kustomize_warnings, sample_admission
 from harness.gate import flux_rules, matching
 from harness.gate import rules
 from harness.gate import schema_check
-from harness.gate import terraform_checks
+from harness.gate import terraform, terraform_checks
 from harness.gate import version_rules
 from harness.gate import formats
 from harness.gate.findings import Finding
@@ -101,12 +101,13 @@ def validate_repository(root: Path) -> Report:
         Area("schema", "apiserver + Kueue webhook validation (1.35, pinned CRDs)"),
     )}
     # One kubecheck process (it loads the CRDs while the rest runs), one fluxbuild process (every
-    # render round and the patch probe) and the placement matcher per run, all started first so that
+    # render round and the patch probe), the placement matcher and tools/tfeval per run, all started first so that
     # their start-up overlaps; the patch probe and the schema checks then run beside the Python rules.
     checker = schema_check.Checker().start()
     try:
         with FluxBuild(root).start() as session, ThreadPoolExecutor(2, thread_name_prefix="gate") as pool:
             matching.start()
+            terraform.start()
             return _validate(root, checker, session, pool, areas, timings, t0)
     finally:
         checker.close()

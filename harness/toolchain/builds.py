@@ -213,6 +213,9 @@ TOOLS: dict[str, GoTool] = {
         # The apiserver's and Kueue's validation code at the pinned versions (its go.mod requires
         # them; tests/static/test_versions.py checks it against versions.yaml).
         GoTool("kubecheck", "", {"kubecheck": "."}, ("-s", "-w"), local_source="tools/kubecheck"),
+        # Terraform's loader, evaluator and functions (tflint's copy of them) over terraform/; its
+        # go.mod pins are versions.yaml's `tfeval` (tests/static/test_versions.py).
+        GoTool("tfeval", "", {"tfeval": "."}, ("-s", "-w"), local_source="tools/tfeval"),
         GoTool(
             "kube",
             "kubernetes",
@@ -245,7 +248,7 @@ TOOLS: dict[str, GoTool] = {
 }
 
 # What each purpose needs; the offline gate must not wait for a Kubernetes build.
-STATIC_TOOLS = ("kustomize", "kubeconform", "fluxbuild", "kubecheck", "actionlint")
+STATIC_TOOLS = ("kustomize", "kubeconform", "fluxbuild", "kubecheck", "tfeval", "actionlint")
 CLUSTER_TOOLS = ("kube", "etcd", "kueue", "kuberay", "kube-scheduler", "kwok")
 FLUX_TOOLS = ("source-controller", "kustomize-controller")  # the Flux end-to-end tests, beside CLUSTER_TOOLS
 KIND_TOOLS = ("kind", "kubectl", "kustomize")  # the kind backend (--backend=kind)

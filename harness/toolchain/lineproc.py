@@ -19,8 +19,9 @@ class LineProcessError(HarnessError, RuntimeError):
 class LineProcess:
     """`argv()` gives the command (resolved on start, so building the tool happens then)."""
 
-    def __init__(self, what: str, argv: Callable[[], list[str]], error: type[HarnessError] = LineProcessError):
-        self.what, self._argv, self._error = what, argv, error
+    def __init__(self, what: str, argv: Callable[[], list[str]], error: type[HarnessError] = LineProcessError,
+                 env: dict[str, str] | None = None):
+        self.what, self._argv, self._error, self._env = what, argv, error, env
         self._proc: subprocess.Popen | None = None
         self._stderr = None
         self._lock = threading.Lock()
@@ -30,7 +31,7 @@ class LineProcess:
         if self._proc is None or self._proc.poll() is not None:
             self._stderr = tempfile.TemporaryFile(mode="w+")
             self._proc = subprocess.Popen(self._argv(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                          stderr=self._stderr, text=True)
+                                          stderr=self._stderr, text=True, env=self._env)
         return self
 
     def send(self, payload: Any) -> None:

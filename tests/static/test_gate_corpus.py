@@ -161,6 +161,17 @@ CORPUS = [
     ("kueue-without-rayjob", "kueue-rayjob-integration", KUEUE, lambda r: edit(r, KUEUE, "            - ray.io/rayjob\n", ""), 67),
     ("kueue-default-integrations", "kueue-rayjob-integration", KUEUE,
      lambda r: edit(r, KUEUE, "        integrations:\n          frameworks:\n            - batch/job\n            - pod\n            - ray.io/rayjob\n", ""), 54),
+    # Terraform, read by Terraform's loader and evaluator (tools/tfeval): its errors at the line it names.
+    ("tf-undeclared-variable", "terraform-expression", "terraform/node_pools.tf",
+     lambda r: edit(r, "terraform/node_pools.tf", "  max_pods                = var.max_pods\n", "  max_pods                = var.max_pod\n"), 21),
+    ("tf-unknown-function", "terraform-expression", "terraform/main.tf",
+     lambda r: edit(r, "terraform/main.tf", "tags = merge(var.tags,", "tags = mergee(var.tags,"), 31),
+    ("tf-syntax-error", "capacity-terraform", "terraform/network.tf",
+     lambda r: append(r, "terraform/network.tf", '\nresource "azurerm_subnet" "extra" {\n  name = "snet-extra\n}\n'), 36),
+    ("tfvars-fails-validation", "terraform-expression", f"terraform/clusters/{PROD.rsplit('/', 1)[1]}.tfvars",
+     lambda r: edit(r, f"terraform/clusters/{PROD.rsplit('/', 1)[1]}.tfvars", "gpu_node_count = 1", "gpu_node_count = 101"), 12),
+    ("tfvars-wrong-type", "terraform-expression", f"terraform/clusters/{DEV.rsplit('/', 1)[1]}.tfvars",
+     lambda r: edit(r, f"terraform/clusters/{DEV.rsplit('/', 1)[1]}.tfvars", "system_node_count = 1 #", 'system_node_count = "one" #'), 14),
     # Kustomize inputs that are silently not applied (harness/gate/kustomize_warnings.py).
     ("unlisted-manifest", "kustomize-unlisted", "overlays/team-queues/team-c.yaml",
      lambda r: write(r, "overlays/team-queues/team-c.yaml", (r / TEAM_B).read_text().replace("team-b", "team-c")), 1, "warning"),

@@ -77,8 +77,10 @@ def test_file_that_is_not_utf8(repo_copy, tmp_path):
 def test_terraform_file_that_is_not_utf8(repo_copy, tmp_path):
     with (repo_copy / "terraform/variables.tf").open("ab") as f:
         f.write(b'\n# caf\xe9\n')
+    line = (repo_copy / "terraform/variables.tf").read_bytes().count(b"\n")  # the comment's line
     proc = run(repo_copy, "--json", tmp_path / "f.json")
-    assert_finding(proc, tmp_path / "f.json", "capacity-terraform", "terraform")
+    assert_finding(proc, tmp_path / "f.json", "capacity-terraform", "terraform/variables.tf", line)
+    assert "Invalid character encoding: byte 0xe9 is not UTF-8" in proc.stdout
 
 
 def test_dangling_symlink(repo_copy, tmp_path):

@@ -106,6 +106,16 @@ def test_kubecheck_links_the_pinned_apiserver_kueue_and_kuberay():
     assert {m: required.get(m) for m in expected} == expected
 
 
+def test_tfeval_links_the_pinned_terraform_evaluator():
+    """tools/tfeval evaluates terraform/ with tflint's copy of Terraform's evaluator, on HCL and cty: the
+    versions its go.mod requires are versions.yaml's (read by `go mod edit -json`)."""
+    gomod = versions.REPO_ROOT / "tools/tfeval/go.mod"
+    out = subprocess.run(["go", "mod", "edit", "-json", str(gomod)], capture_output=True, text=True, check=True).stdout
+    required = {r["Path"]: r["Version"] for r in json.loads(out)["Require"]}
+    expected = dict(versions.module(pin) for pin in ("tfeval", "hcl", "cty"))
+    assert {m: required.get(m) for m in expected} == expected
+
+
 def _pins_with_replaces(block=None, name=""):
     block = versions.pins() if block is None else block
     for key, value in block.items():

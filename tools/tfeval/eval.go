@@ -1,0 +1,587 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/spf13/afero"
+	"github.com/terraform-linters/tflint/terraform"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+)
+
+func init() { log.SetOutput(noLog{}) } // the loader logs at [INFO]/[DEBUG]; stderr is for failures
+
+type noLog struct{}
+
+func (noLog) Write(p []byte) (int, error) { return len(p), nil }
+
+type diagnostic struct {
+	Severity string `json:"severity"`
+	Summary  string `json:"summary"`
+	Detail   string `json:"detail,omitempty"`
+	File     string `json:"file,omitempty"`
+	Line     int    `json:"line,omitempty"`
+}
+
+// attr is one evaluated argument: its value (unknown parts as null), where it is written, the
+// expression as written, what it refers to and, when not wholly known, why.
+type attr struct {
+	Value   interface{} `json:"value"`
+	Known   bool        `json:"known"`
+	File    string      `json:"file"`
+	Line    int         `json:"line"`
+	Text    string      `json:"text"`
+	Refs    []string    `json:"refs,omitempty"`
+	Unknown []string    `json:"unknown,omitempty"`
+	Error   string      `json:"error,omitempty"`
+}
+
+type body struct {
+	File   string             `json:"file"`
+	Line   int                `json:"line"`
+	Attrs  map[string]*attr   `json:"attrs"`
+	Blocks map[string][]*body `json:"blocks"`
+}
+
+type instance struct {
+	Key  interface{} `json:"key"` // null without count/for_each, else the index or the for_each key
+	Body *body       `json:"body"`
+}
+
+type resource struct {
+	Type      string     `json:"type"`
+	Name      string     `json:"name"`
+	File      string     `json:"file"`
+	Line      int        `json:"line"`
+	Count     *attr      `json:"count,omitempty"`
+	ForEach   *attr      `json:"for_each,omitempty"`
+	Instances []instance `json:"instances"`
+	// Template: when count/for_each leave no instance (or are unknown), the body evaluated
+	// with count.index / each unknown, so that a caller can still say what the resource would be.
+	Template *body `json:"template,omitempty"`
+}
+
+type variable struct {
+	File        string      `json:"file"`
+	Line        int         `json:"line"`
+	DefaultLine int         `json:"default_line,omitempty"`
+	HasDefault  bool        `json:"has_default"`
+	Value       interface{} `json:"value"`
+	Known       bool        `json:"known"`
+}
+
+type provider struct {
+	Source     string `json:"source,omitempty"`
+	Constraint string `json:"constraint,omitempty"` // required_providers version
+	Locked     string `json:"locked,omitempty"`     // the version the lock file records
+}
+
+type evalResult struct {
+	Loaded      bool                 `json:"loaded"` // false: the module did not load (syntax), nothing was evaluated
+	Providers   map[string]*provider `json:"providers"`
+	Diagnostics []diagnostic         `json:"diagnostics"`
+	Variables   map[string]*variable `json:"variables"`
+	Resources   []*resource          `json:"resources"`
+	seen        map[string]bool
+}
+
+func (r *evalResult) add(diags hcl.Diagnostics) {
+	for _, d := range diags {
+		out := diagnostic{Severity: "error", Summary: d.Summary, Detail: d.Detail}
+		if d.Severity == hcl.DiagWarning {
+			out.Severity = "warning"
+		}
+		if rng := d.Subject; rng != nil && rng.Filename != "" {
+			out.File, out.Line = rng.Filename, rng.Start.Line
+		}
+		key := fmt.Sprintf("%s\x00%d\x00%s\x00%s", out.File, out.Line, out.Summary, out.Detail)
+		if !r.seen[key] { // an expression in a counted resource is evaluated once per instance
+			r.seen[key] = true
+			r.Diagnostics = append(r.Diagnostics, out)
+		}
+	}
+}
+
+type evaluator struct {
+	ev      *terraform.Evaluator
+	mod     *terraform.Module
+	sources map[string][]byte
+	res     *evalResult
+	setAt   map[string]*fileValue
+}
+
+func evaluate(req request) interface{} {
+	res := &evalResult{Providers: map[string]*provider{}, Diagnostics: []diagnostic{}, Variables: map[string]*variable{}, Resources: []*resource{}, seen: map[string]bool{}}
+	loader, err := terraform.NewLoader(afero.Afero{Fs: afero.NewOsFs()}, req.Root)
+	if err != nil {
+		res.Diagnostics = append(res.Diagnostics, diagnostic{Severity: "error", Summary: "cannot load configuration", Detail: err.Error()})
+		return res
+	}
+	if diags := encoding(req.Dir); diags.HasErrors() {
+		res.add(diags)
+		return res
+	}
+	mod, diags := loader.LoadRootModule(req.Dir)
+	res.add(diags)
+	if diags.HasErrors() {
+		return res
+	}
+	res.Loaded = true
+	res.Providers = providers(mod, req.Lock)
+	values, diags := loader.LoadValuesFiles(req.Dir) // terraform.tfvars and *.auto.tfvars, as Terraform reads them
+	res.add(diags)
+	setAt := map[string]*fileValue{} // where a values file sets a variable
+	for _, path := range req.VarFiles {
+		vals, d := readValues(path)
+		res.add(d)
+		for name, v := range vals {
+			setAt[name] = v
+			if decl := mod.Variables[name]; decl != nil {
+				if _, err := convert.Convert(v.val, decl.ConstraintType); err != nil {
+					res.add(hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid value for input variable",
+						Detail:  fmt.Sprintf("The given value is not suitable for var.%s declared at %s:%d: %s.", name, decl.DeclRange.Filename, decl.DeclRange.Start.Line, err),
+						Subject: &hcl.Range{Filename: v.File, Start: hcl.Pos{Line: v.Line, Column: 1}, End: hcl.Pos{Line: v.Line, Column: 1}}}})
+					delete(vals, name) // reported where it is written; evaluated with the default
+				}
+			}
+		}
+		values = append(values, inputValues(vals))
+	}
+	cli, d := jsonValues(req.Vars)
+	res.add(d)
+	values = append(values, cli)
+	for _, set := range values {
+		for name := range set {
+			if mod.Variables[name] == nil {
+				res.add(hcl.Diagnostics{{Severity: hcl.DiagWarning, Summary: "Value for undeclared variable",
+					Detail: fmt.Sprintf("A value is given for %q, which is not declared in %s.", name, req.Dir)}})
+			}
+		}
+	}
+	cfg, diags := terraform.BuildConfig(mod, loader.ModuleWalker(terraform.CallLocalModule), req.Root, values...)
+	res.add(diags)
+	if diags.HasErrors() {
+		return res
+	}
+	varValues, diags := terraform.VariableValues(cfg, values...)
+	res.add(diags)
+	e := &evaluator{
+		ev: &terraform.Evaluator{
+			Meta:           &terraform.ContextMeta{Env: terraform.Workspace(), OriginalWorkingDir: req.Root},
+			ModulePath:     cfg.Path.UnkeyedInstanceShim(),
+			Config:         cfg,
+			VariableValues: varValues,
+		},
+		mod: mod, sources: loader.Sources(), res: res, setAt: setAt,
+	}
+	e.walk()
+	return res
+}
+
+// walk evaluates the variables and every resource of the primary files, in file and source order.
+func (e *evaluator) walk() {
+	files := make([]string, 0, len(e.mod.Files))
+	for name := range e.mod.Files {
+		files = append(files, name)
+	}
+	sort.Strings(files)
+	for _, name := range files {
+		b, ok := e.mod.Files[name].Body.(*hclsyntax.Body)
+		if !ok {
+			continue // JSON syntax: Terraform reads it, this helper does not describe it
+		}
+		for _, block := range b.Blocks {
+			switch {
+			case block.Type == "variable" && len(block.Labels) == 1:
+				e.variable(block)
+			case block.Type == "resource" && len(block.Labels) == 2:
+				e.res.Resources = append(e.res.Resources, e.resource(block))
+			case block.Type == "output" || block.Type == "provider" || block.Type == "locals" || block.Type == "data":
+				e.body(block.Body, nil) // evaluated for their diagnostics only
+			}
+		}
+	}
+}
+
+func (e *evaluator) variable(block *hclsyntax.Block) {
+	name := block.Labels[0]
+	v := &variable{File: block.DefRange().Filename, Line: block.DefRange().Start.Line}
+	if def, ok := block.Body.Attributes["default"]; ok {
+		v.HasDefault, v.DefaultLine = true, def.SrcRange.Start.Line
+	}
+	expr := &hclsyntax.ScopeTraversalExpr{Traversal: hcl.Traversal{hcl.TraverseRoot{Name: "var"}, hcl.TraverseAttr{Name: name}},
+		SrcRange: block.DefRange()}
+	val, diags := e.ev.EvaluateExpr(expr, cty.DynamicPseudoType)
+	e.res.add(diags)
+	v.Value, v.Known = toJSON(val), val.IsWhollyKnown()
+	e.res.Variables[name] = v
+	if !diags.HasErrors() && val.IsWhollyKnown() {
+		e.validate(name, block)
+	}
+}
+
+// validate checks a variable's value against its validation blocks, as `terraform plan` does, and
+// names the line that sets the value (the values file's, else the default's).
+func (e *evaluator) validate(name string, block *hclsyntax.Block) {
+	for _, vb := range block.Body.Blocks {
+		cond, ok := vb.Body.Attributes["condition"]
+		if vb.Type != "validation" || !ok {
+			continue
+		}
+		val, diags := e.ev.EvaluateExpr(cond.Expr, cty.Bool)
+		e.res.add(diags)
+		if diags.HasErrors() || !val.IsKnown() || val.IsNull() || val.True() {
+			continue
+		}
+		msg := "the value does not meet the variable's validation condition"
+		if m, ok := vb.Body.Attributes["error_message"]; ok {
+			if mv, d := e.ev.EvaluateExpr(m.Expr, cty.String); !d.HasErrors() && mv.IsKnown() && !mv.IsNull() {
+				msg = mv.AsString()
+			}
+		}
+		at := cond.SrcRange
+		if v := e.setAt[name]; v != nil {
+			at = hcl.Range{Filename: v.File, Start: hcl.Pos{Line: v.Line, Column: 1}, End: hcl.Pos{Line: v.Line, Column: 1}}
+		} else if def, ok := block.Body.Attributes["default"]; ok {
+			at = def.SrcRange
+		}
+		e.res.add(hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid value for variable",
+			Detail: fmt.Sprintf("var.%s: %s (validation at %s:%d)", name, msg, cond.SrcRange.Filename, cond.SrcRange.Start.Line), Subject: &at}})
+	}
+}
+
+var metaArgs = map[string]bool{"count": true, "for_each": true, "depends_on": true, "provider": true}
+var metaBlocks = map[string]bool{"lifecycle": true, "provisioner": true, "connection": true}
+
+func (e *evaluator) resource(block *hclsyntax.Block) *resource {
+	r := &resource{Type: block.Labels[0], Name: block.Labels[1], File: block.DefRange().Filename, Line: block.DefRange().Start.Line,
+		Instances: []instance{}}
+	if a, ok := block.Body.Attributes["count"]; ok {
+		val, out := e.attr(a, nil, cty.Number)
+		r.Count = out
+		if out.Error == "" && val.IsKnown() && !val.IsNull() {
+			n, _ := val.AsBigFloat().Int64()
+			for i := int64(0); i < n; i++ {
+				iter := map[string]cty.Value{"count": cty.ObjectVal(map[string]cty.Value{"index": cty.NumberIntVal(i)})}
+				r.Instances = append(r.Instances, instance{Key: i, Body: e.body(block.Body, iter)})
+			}
+		}
+	} else if a, ok := block.Body.Attributes["for_each"]; ok {
+		val, out := e.attr(a, nil, cty.DynamicPseudoType)
+		r.ForEach = out
+		if out.Error == "" && val.IsWhollyKnown() && !val.IsNull() && val.CanIterateElements() {
+			val, _ = val.UnmarkDeep()
+			for it := val.ElementIterator(); it.Next(); {
+				k, v := it.Element()
+				if val.Type().IsSetType() {
+					k = v
+				}
+				if k.Type() != cty.String {
+					continue // Terraform rejects it; the for_each diagnostics below say so
+				}
+				iter := map[string]cty.Value{"each": cty.ObjectVal(map[string]cty.Value{"key": k, "value": v})}
+				r.Instances = append(r.Instances, instance{Key: k.AsString(), Body: e.body(block.Body, iter)})
+			}
+		} else if out.Error == "" && out.Known {
+			out.Error = "for_each must be a map or a set of strings"
+		}
+	} else {
+		r.Instances = append(r.Instances, instance{Key: nil, Body: e.body(block.Body, nil)})
+	}
+	if len(r.Instances) == 0 {
+		r.Template = e.body(block.Body, nil)
+	}
+	return r
+}
+
+// body evaluates the arguments and nested blocks of a block (meta-arguments left out), with
+// count.index / each.key / each.value bound from iter when given.
+func (e *evaluator) body(b *hclsyntax.Body, iter map[string]cty.Value) *body {
+	out := &body{File: b.SrcRange.Filename, Line: b.SrcRange.Start.Line, Attrs: map[string]*attr{}, Blocks: map[string][]*body{}}
+	for name, a := range b.Attributes {
+		if metaArgs[name] {
+			continue
+		}
+		_, out.Attrs[name] = e.attr(a, iter, cty.DynamicPseudoType)
+	}
+	for _, block := range b.Blocks {
+		if metaBlocks[block.Type] || block.Type == "dynamic" {
+			continue
+		}
+		child := e.body(block.Body, iter)
+		child.Line = block.DefRange().Start.Line
+		out.Blocks[block.Type] = append(out.Blocks[block.Type], child)
+	}
+	return out
+}
+
+func (e *evaluator) attr(a *hclsyntax.Attribute, iter map[string]cty.Value, want cty.Type) (cty.Value, *attr) {
+	var expr hcl.Expression = a.Expr
+	if iter != nil {
+		expr = bound{Expression: a.Expr, vars: iter}
+	}
+	val, diags := e.ev.EvaluateExpr(expr, want)
+	e.res.add(diags)
+	rng := a.Expr.Range()
+	out := &attr{File: rng.Filename, Line: a.SrcRange.Start.Line, Text: e.text(rng), Refs: refs(a.Expr)}
+	if diags.HasErrors() {
+		for _, d := range diags {
+			if d.Severity == hcl.DiagError {
+				out.Error = strings.TrimSpace(d.Summary + ": " + d.Detail)
+				break
+			}
+		}
+		return val, out
+	}
+	out.Value, out.Known = toJSON(val), val.IsWhollyKnown()
+	if !out.Known {
+		out.Unknown = e.whyUnknown(a.Expr, map[string]bool{})
+	}
+	return val, out
+}
+
+func (e *evaluator) text(rng hcl.Range) string {
+	src := e.sources[rng.Filename]
+	if rng.End.Byte > len(src) || rng.Start.Byte > rng.End.Byte {
+		return ""
+	}
+	return string(src[rng.Start.Byte:rng.End.Byte])
+}
+
+// whyUnknown names what makes an expression unknown before apply: variables nobody set, and the
+// resources and data sources it reads (through locals too).
+func (e *evaluator) whyUnknown(expr hcl.Expression, visited map[string]bool) []string {
+	var out []string
+	for _, t := range expr.Variables() {
+		ref := traversalRef(t)
+		if visited[ref] {
+			continue
+		}
+		visited[ref] = true
+		switch t.RootName() {
+		case "var":
+			if len(t) >= 2 {
+				val, _ := e.ev.EvaluateExpr(&hclsyntax.ScopeTraversalExpr{Traversal: t[:2], SrcRange: t.SourceRange()}, cty.DynamicPseudoType)
+				if !val.IsWhollyKnown() {
+					out = append(out, ref+" has no default and no value is set")
+				}
+			}
+		case "local":
+			if l := e.mod.Locals[strings.TrimPrefix(ref, "local.")]; l != nil {
+				out = append(out, e.whyUnknown(l.Expr, visited)...)
+			}
+		case "count", "each", "path", "terraform", "self":
+		case "data":
+			out = append(out, ref+" is read during apply")
+		case "module":
+			out = append(out, ref+" is known only after apply")
+		default:
+			out = append(out, ref+" is known only after apply")
+		}
+	}
+	return out
+}
+
+func refs(expr hcl.Expression) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, t := range expr.Variables() {
+		if r := traversalRef(t); !seen[r] {
+			seen[r] = true
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// traversalRef is the address a traversal names: var.x, local.y, type.name, data.type.name.
+func traversalRef(t hcl.Traversal) string {
+	parts := []string{t.RootName()}
+	n := 1 // var.x, local.y, resource_type.name
+	if t.RootName() == "data" {
+		n = 2
+	}
+	for _, step := range t[1:] {
+		if n == 0 {
+			break
+		}
+		if a, ok := step.(hcl.TraverseAttr); ok {
+			parts = append(parts, a.Name)
+			n--
+		} else {
+			break
+		}
+	}
+	return strings.Join(parts, ".")
+}
+
+// bound evaluates its expression with count.index / each.* in scope (a child of the context
+// Terraform's evaluator builds, so every other reference and function is Terraform's).
+type bound struct {
+	hcl.Expression
+	vars map[string]cty.Value
+}
+
+func (b bound) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
+	child := ctx.NewChild()
+	child.Variables = b.vars
+	return b.Expression.Value(child)
+}
+
+func (b bound) UnwrapExpression() hcl.Expression { return b.Expression }
+
+// -- values files ------------------------------------------------------------------------------
+
+type fileValue struct {
+	Value interface{} `json:"value"`
+	Known bool        `json:"known"`
+	File  string      `json:"file"`
+	Line  int         `json:"line"`
+	val   cty.Value
+}
+
+func readValues(path string) (map[string]*fileValue, hcl.Diagnostics) {
+	f, diags := hclparse.NewParser().ParseHCLFile(path)
+	out := map[string]*fileValue{}
+	if diags.HasErrors() || f == nil {
+		return out, diags
+	}
+	attrs, d := f.Body.JustAttributes()
+	diags = diags.Extend(d)
+	for name, a := range attrs {
+		val, d := a.Expr.Value(nil) // a values file holds literals: Terraform gives it no variables or functions
+		diags = diags.Extend(d)
+		out[name] = &fileValue{Value: toJSON(val), Known: val.IsWhollyKnown(), File: path, Line: a.Range.Start.Line, val: val}
+	}
+	return out, diags
+}
+
+func inputValues(vals map[string]*fileValue) terraform.InputValues {
+	out := terraform.InputValues{}
+	for name, v := range vals {
+		out[name] = &terraform.InputValue{Value: v.val}
+	}
+	return out
+}
+
+func tfvars(path string) interface{} {
+	vals, diags := readValues(path)
+	res := &evalResult{Diagnostics: []diagnostic{}, seen: map[string]bool{}}
+	res.add(diags)
+	return map[string]interface{}{"diagnostics": res.Diagnostics, "values": vals}
+}
+
+func jsonValues(raw map[string]json.RawMessage) (terraform.InputValues, hcl.Diagnostics) {
+	out := terraform.InputValues{}
+	var diags hcl.Diagnostics
+	for name, msg := range raw {
+		ty, err := ctyjson.ImpliedType(msg)
+		var val cty.Value
+		if err == nil {
+			val, err = ctyjson.Unmarshal(msg, ty)
+		}
+		if err != nil {
+			diags = diags.Append(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid value for variable",
+				Detail: fmt.Sprintf("%s: %s", name, err)})
+			continue
+		}
+		out[name] = &terraform.InputValue{Value: val}
+	}
+	return out, diags
+}
+
+// providers: required_providers of the terraform blocks, with the versions the lock file records.
+func providers(mod *terraform.Module, lock string) map[string]*provider {
+	out := map[string]*provider{}
+	for _, f := range mod.Files {
+		b, ok := f.Body.(*hclsyntax.Body)
+		if !ok {
+			continue
+		}
+		for _, tb := range b.Blocks {
+			if tb.Type != "terraform" {
+				continue
+			}
+			for _, rp := range tb.Body.Blocks {
+				if rp.Type != "required_providers" {
+					continue
+				}
+				for name, a := range rp.Body.Attributes {
+					val, diags := a.Expr.Value(nil)
+					p := &provider{}
+					if !diags.HasErrors() && val.IsWhollyKnown() && val.Type().IsObjectType() {
+						if val.Type().HasAttribute("source") {
+							p.Source = val.GetAttr("source").AsString()
+						}
+						if val.Type().HasAttribute("version") {
+							p.Constraint = val.GetAttr("version").AsString()
+						}
+					}
+					out[name] = p
+				}
+			}
+		}
+	}
+	if lock == "" {
+		return out
+	}
+	f, diags := hclparse.NewParser().ParseHCLFile(lock)
+	if diags.HasErrors() || f == nil {
+		return out
+	}
+	if b, ok := f.Body.(*hclsyntax.Body); ok {
+		for _, pb := range b.Blocks {
+			if pb.Type != "provider" || len(pb.Labels) != 1 {
+				continue
+			}
+			name := pb.Labels[0][strings.LastIndex(pb.Labels[0], "/")+1:]
+			if a, ok := pb.Body.Attributes["version"]; ok {
+				if val, d := a.Expr.Value(nil); !d.HasErrors() && val.Type() == cty.String {
+					if out[name] == nil {
+						out[name] = &provider{}
+					}
+					out[name].Locked = val.AsString()
+				}
+			}
+		}
+	}
+	return out
+}
+
+// encoding: Terraform's configuration language is UTF-8 only, but HCL's scanner lets other bytes
+// through inside comments; name the first one of each file, with its line.
+func encoding(dir string) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	paths, _ := filepath.Glob(filepath.Join(dir, "*.tf"))
+	for _, path := range paths {
+		src, err := os.ReadFile(path)
+		if err != nil || utf8.Valid(src) {
+			continue // an unreadable file: the loader says so
+		}
+		at := 0
+		for at < len(src) {
+			r, n := utf8.DecodeRune(src[at:])
+			if r == utf8.RuneError && n <= 1 {
+				break
+			}
+			at += n
+		}
+		line := bytes.Count(src[:at], []byte("\n")) + 1
+		diags = diags.Append(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid character encoding",
+			Detail:  fmt.Sprintf("byte 0x%02x is not UTF-8; Terraform configuration files must be UTF-8 encoded.", src[at]),
+			Subject: &hcl.Range{Filename: path, Start: hcl.Pos{Line: line, Column: 1}, End: hcl.Pos{Line: line, Column: 1}}})
+	}
+	return diags
+}
