@@ -173,7 +173,7 @@ def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Find
         me = (ns, ks["metadata"]["name"])
         if build.error:
             rule = "flux-path" if "not found" in build.error or "escapes" in build.error else "kustomize-build"
-            out.append(ctx.finding(ks, build, rule, f"spec.path {ks.get('spec', {}).get('path')!r}: {build.error}",
+            out.append(ctx.finding(ks, build, rule, f"spec.path {as_map(ks.get('spec')).get('path')!r}: {build.error}",
                                    "point spec.path at a directory of this repository that builds with kustomize"))
         for dep in as_maps(as_map(ks.get("spec")).get("dependsOn")):
             target = (name_key(dep.get("namespace", ns)), name_key(dep.get("name")))

@@ -107,7 +107,7 @@ def validate_repository(root: Path) -> Report:
     # One kubecheck process (it loads the CRDs while the rest runs), one fluxbuild process (every
     # render round and the patch probe), the placement matcher and tools/tfeval per run, all started first so that
     # their start-up overlaps; the patch probe and the schema checks then run beside the Python rules.
-    checker = schema_check.Checker().start()
+    checker = schema_check.Checker(tuple(gate_config.crd_files(root))).start()
     try:
         with FluxBuild(root).start() as session, ThreadPoolExecutor(2, thread_name_prefix="gate") as pool:
             matching.start()
