@@ -45,6 +45,7 @@ from harness.gate.pools import Pool, cluster_pools, taint_text
 from harness.gate.render import ClusterRender
 from harness.gate.sku import RESOURCES, SKU_FILE_REL
 from harness.gate.sources import Sources, as_map, as_maps, name_key, resource_id
+from harness.gate.config import CONFIG_FILE, DEFAULTS, GateConfig
 from harness.gate.terraform import TERRAFORM_DIR, TFVARS_DIR, TerraformConfig, TerraformError, load_tfvars
 
 RULES = {
@@ -122,30 +123,35 @@ def _q(value) -> Decimal | None:
 
 
 # -- Rules -------------------------------------------------------------------------------------------------
-def capacity_findings(root: Path, clusters: list[ClusterRender], sources: Sources | None = None) -> list[Finding]:
+def capacity_findings(root: Path, clusters: list[ClusterRender], sources: Sources | None = None,
+                      gate_config: GateConfig = DEFAULTS) -> list[Finding]:
     root = Path(root).resolve()
     out: list[Finding] = []
+    if not gate_config.terraform:
+        return out  # the configuration says no Terraform provisions these clusters
     if not (root / TERRAFORM_DIR).is_dir():
         return [Finding(TERRAFORM_DIR, None, "", "capacity-terraform", "no terraform/ directory: node pools are unknown, so no quota can be checked",
-                        "restore terraform/ (AKS, node pools, Flux extension)")]
+                        f"restore terraform/ (AKS, node pools, Flux extension), or set `terraform: null` in {CONFIG_FILE} "
+                        "when no Terraform of this repository provisions the clusters")]
     try:
         cfg = TerraformConfig.load(root)
     except TerraformError as err:
         return [Finding(err.file or TERRAFORM_DIR, err.line, "", "capacity-terraform", str(err), "fix the HCL syntax; `terraform fmt` shows where")]
     sources = sources or Sources.load(root)
     names = {c.name for c in clusters}
-    tfvars_dir = root / TFVARS_DIR
+    tfvars_dir = root / gate_config.tfvars
     for path in sorted(tfvars_dir.glob("*.tfvars")) if tfvars_dir.is_dir() else []:
         if path.stem not in names:
             out.append(Finding(path.relative_to(root).as_posix(), None, "", "capacity-terraform",
-                               f"no cluster clusters/{path.stem} for this tfvars file", "rename the file after its cluster, or add clusters/<name>"))
+                               f"no cluster {gate_config.clusters}/{path.stem} for this tfvars file",
+                               f"rename the file after its cluster, or add {gate_config.clusters}/<name>"))
     for cluster in clusters:
-        out += _cluster_findings(root, cfg, sources, cluster)
+        out += _cluster_findings(root, cfg, sources, cluster, gate_config)
     return out
 
 
-def _cluster_findings(root: Path, cfg: TerraformConfig, sources: Sources, cluster: ClusterRender) -> list[Finding]:
-    rel = f"{TFVARS_DIR}/{cluster.name}.tfvars"
+def _cluster_findings(root: Path, cfg: TerraformConfig, sources: Sources, cluster: ClusterRender, gate_config: GateConfig) -> list[Finding]:
+    rel = gate_config.tfvars_file(cluster.name)
     ctx = f"cluster {cluster.name}"
     path = root / rel
     if not path.exists():
@@ -173,14 +179,16 @@ def _cluster_findings(root: Path, cfg: TerraformConfig, sources: Sources, cluste
                                f"add {p.vm_size} (vCPU, memory, GPUs, allocatable) to {SKU_FILE_REL}, citing the Azure size page", ctx))
     if any(p.sku is None for p in pools) or not pools:
         return out  # the unknown size is the root cause: every capacity below would be a guess
-    return out + _Check(root, cluster, sources, pools, rel, ctx).findings()
+    return out + _Check(root, cluster, sources, pools, rel, ctx, gate_config).findings()
 
 
 class _Check:
     """The quota, flavor and sample checks of one cluster, folded under their root causes."""
 
-    def __init__(self, root: Path, cluster: ClusterRender, sources: Sources, pools: list[Pool], rel: str, ctx: str):
+    def __init__(self, root: Path, cluster: ClusterRender, sources: Sources, pools: list[Pool], rel: str, ctx: str,
+                 gate_config: GateConfig = DEFAULTS):
         self.root, self.cluster, self.sources, self.pools, self.rel, self.ctx = root, cluster, sources, pools, rel, ctx
+        self.config = gate_config
         self.objects = [o for _, o in cluster.applied()]
         self.flavors = {name_key(as_map(o.get("metadata")).get("name")): o for o in self.objects if o.get("kind") == "ResourceFlavor"}
         self.cqs = [o for o in self.objects if o.get("kind") == "ClusterQueue"]
@@ -188,7 +196,8 @@ class _Check:
         self.capacities = _capacities(self.objects, pools, self.reach)
 
     def locate(self, obj: dict) -> tuple[str, int | None]:
-        return self.sources.locate(obj, (f"clusters/{self.cluster.name}/", "overlays/", "base/", "components/"))
+        return self.sources.locate(obj, (f"{self.config.clusters}/{self.cluster.name}/", *(o + "/" for o in self.config.queue_overlays),
+                                         "overlays/", "base/", "components/"))
 
     def findings(self) -> list[Finding]:
         used = sorted({n for cq in self.cqs for _, names in placement.groups_of(cq) for n in names} & set(self.flavors))
@@ -203,7 +212,7 @@ class _Check:
         unreachable = {k[1] for k in roots}
         quota, scale = self._quota_problems(unreachable)
         samples, sample_scale = podsets.sample_problems(self.root, self.cluster.name, self.objects, self.pools, self.rel, self.ctx,
-                                                            unreachable, self.locate)
+                                                            unreachable, self.locate, self.config.samples_file(self.cluster.name))
         out = self._fold(problems + quota + samples, roots, self._root_finding)
         return out + self._fold(scale + sample_scale, {}, self._scale_finding)
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from harness.gate.findings import Finding
 from harness.gate.origin import dotted, line_at
-from harness.gate.render import Build, ClusterRender, is_flux_kustomization, substitution_sources
+from harness.gate.render import Build, ClusterRender, is_flux_kustomization
 from harness.gate.sources import as_list, as_map, as_maps, name_key
 
 RULES = {
@@ -131,7 +131,7 @@ class ClusterIndex:
                     index.namespaces.setdefault(target, {NAMESPACE_NAME_LABEL: target})
             elif kind == "CustomResourceDefinition" and spec.get("scope") == "Cluster":
                 index.cluster_scoped.add(name_key(as_map(spec.get("names")).get("kind")))
-        for source in substitution_sources(root / "clusters" / cluster.name):
+        for source in cluster.variables:
             index.external.add(kind_key(source))
         return index
 

@@ -26,7 +26,7 @@ import yaml
 
 from harness.gate.origin import line_at
 from harness.gate.findings import Finding
-from harness.gate.render import Build, ClusterRender, FluxBuild, run_fluxbuild, substitution_sources
+from harness.gate.render import Build, ClusterRender, FluxBuild, run_fluxbuild
 from harness.gate.sources import SKIP_DIRS, SourceError, as_list, as_map, kustomization_dirs, load_yaml, resource_id
 
 RULES = {
@@ -34,8 +34,6 @@ RULES = {
     "patch-unmatched": "(warning) every targeted patch matches an object in some build that includes it; kustomize silently ignores one that matches nothing",
 }
 KUSTOMIZATION = "kustomization.yaml"
-# Files the gate itself reads in a cluster folder, documented as not applied.
-GATE_INPUTS = ("samples.yaml", "cluster-vars.example.yaml")
 PATH_LISTS = ("resources", "bases", "components", "crds", "configurations", "generators", "transformers", "validators", "patchesStrategicMerge")
 PATH_ENTRIES = ("patches", "patchesJson6902", "replacements")
 PROBE = "gate-probe.invalid/p"
@@ -110,10 +108,10 @@ def unlisted_manifests(ctx, root: Path) -> list[Finding]:
             docs.setdefault(doc.file, []).append(doc)
     out = []
     for d in sorted(dirs):
-        cluster_dir = d.parent == root / "clusters"
+        cluster_dir = d.parent == root / ctx.config.clusters
         for path in sorted(_owned_files(d, dirs)):
             rel = path.relative_to(root).as_posix()
-            if rel not in docs or path.resolve() in listed or (cluster_dir and path.name in GATE_INPUTS):
+            if rel not in docs or path.resolve() in listed or (cluster_dir and path.name in (ctx.config.samples, ctx.config.cluster_variables)):
                 continue
             first = docs[rel][0]
             kust = (d / KUSTOMIZATION).relative_to(root).as_posix()
@@ -203,7 +201,7 @@ def unmatched_patches(ctx, root: Path, builds: list[Build], clusters: list[Clust
             for p in patches[before:]:
                 owners[p.key] = {b.id}
             jobs.append({"id": b.id, "kustomization": {**ks, "spec": {**spec, "patches": entries}},
-                         "sources": substitution_sources(root / "clusters" / c.name)})
+                         "sources": c.variables})
             include[b.id] = {b.id} | reachable(root / b.dir)
             flux_trees.add((root / b.dir).resolve())
             job_dirs |= reachable(root / b.dir)

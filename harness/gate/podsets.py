@@ -130,14 +130,15 @@ NO_POOL_HINT = ("make a pool carry the flavors' nodeLabels (terraform node_label
 
 
 def sample_problems(root: Path, cluster: str, objects: list[dict], pools: list[Pool], rel: str, ctx: str,
-                    unreachable: set[str], locate: Callable[[dict], tuple[str, int | None]]) -> tuple[list[Problem], list[Problem]]:
+                    unreachable: set[str], locate: Callable[[dict], tuple[str, int | None]],
+                    samples_rel: str | None = None) -> tuple[list[Problem], list[Problem]]:
     """(errors, scale-up warnings) of the sample pod sets in clusters/<cluster>/samples.yaml: no
     flavor, no pool, a pod larger than a node, more pods than the pools' nodes take. Pods with no
     placement constraints of their own that fail for the same flavor reason share one finding at
     the flavor (`locate` finds its file and line)."""
     errors: list[Problem] = []
     scale: list[Problem] = []
-    samples_rel = f"clusters/{cluster}/samples.yaml"
+    samples_rel = samples_rel or f"clusters/{cluster}/samples.yaml"
     try:
         entries = load_yaml(root / samples_rel, root) if (root / samples_rel).exists() else []
         var_lines = _entry_var_lines(read_source(root / samples_rel, root)) if entries else []

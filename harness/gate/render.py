@@ -13,6 +13,7 @@ from pathlib import Path
 
 from harness import toolchain as tools
 from harness.core import HarnessError
+from harness.gate.config import DEFAULTS, GateConfig
 from harness.gate.sources import SKIP_DIRS, SourceError, kustomization_dirs, load_yaml, load_yaml_all
 
 FLUX_KS_API = "kustomize.toolkit.fluxcd.io"
@@ -35,6 +36,13 @@ class ClusterRender:
     name: str
     entry: Build
     flux: list[Build] = field(default_factory=list)  # one per Flux Kustomization
+    variables: list[dict] = field(default_factory=list)  # the offline substituteFrom stand-ins (substitution_sources)
+    bootstrap: bool = False  # a `flux bootstrap` cluster: no kustomization.yaml, Flux's generator builds the directory
+
+    @property
+    def entry_file(self) -> str:
+        """The file that makes the directory a cluster: its kustomization.yaml, or flux-system/gotk-sync.yaml."""
+        return f"{self.entry.dir}/{BOOTSTRAP_SYNC if self.bootstrap else 'kustomization.yaml'}"
 
     def kustomizations(self) -> list[dict]:
         return [o for b in [self.entry, *self.flux] for o in b.objects if is_flux_kustomization(o)]
@@ -102,14 +110,25 @@ def is_component(directory: Path) -> bool:
     return isinstance(doc, dict) and doc.get("kind") == "Component"
 
 
-def cluster_dirs(root: Path) -> list[Path]:
-    clusters = root / "clusters"
-    return sorted(d for d in clusters.iterdir() if (d / "kustomization.yaml").exists()) if clusters.is_dir() else []
+BOOTSTRAP_SYNC = "flux-system/gotk-sync.yaml"
 
 
-def substitution_sources(cluster_dir: Path) -> list[dict]:
+def is_bootstrap_cluster(directory: Path) -> bool:
+    """A cluster directory as `flux bootstrap` writes it: flux-system/ and no kustomization.yaml
+    (kustomize-controller's generator then builds every manifest of the directory)."""
+    return not (directory / "kustomization.yaml").exists() and (directory / "flux-system" / "kustomization.yaml").is_file()
+
+
+def cluster_dirs(root: Path, gate_config: GateConfig = DEFAULTS) -> list[Path]:
+    """The clusters: each directory of the clusters directory with a kustomization.yaml or, from
+    `flux bootstrap`, a flux-system/."""
+    clusters = root / gate_config.clusters
+    return sorted(d for d in clusters.iterdir() if (d / "kustomization.yaml").exists() or is_bootstrap_cluster(d)) if clusters.is_dir() else []
+
+
+def substitution_sources(cluster_dir: Path, variables_file: str = DEFAULTS.cluster_variables) -> list[dict]:
     """Offline stand-ins for substituteFrom: the cluster's cluster-vars.example.yaml."""
-    example = cluster_dir / "cluster-vars.example.yaml"
+    example = cluster_dir / variables_file
     if not example.exists():
         return []
     try:
@@ -119,18 +138,25 @@ def substitution_sources(cluster_dir: Path) -> list[dict]:
     return [d for d in docs if isinstance(d, dict)]
 
 
-def render_repository(root: Path, skip_dirs: set[str] = frozenset(),
-                      session: FluxBuild | None = None) -> tuple[list[Build], list[ClusterRender]]:
+def render_repository(root: Path, skip_dirs: set[str] = frozenset(), session: FluxBuild | None = None,
+                      gate_config: GateConfig = DEFAULTS) -> tuple[list[Build], list[ClusterRender]]:
     """Builds every kustomization directory, then renders every cluster through Flux (in
     `session`'s fluxbuild process when given, so a caller can send it more builds)."""
     root = root.resolve()
     if session is not None:
-        return _render_all(session, root, skip_dirs)
+        return _render_all(session, root, skip_dirs, gate_config)
     with FluxBuild(root) as fb:
-        return _render_all(fb, root, skip_dirs)
+        return _render_all(fb, root, skip_dirs, gate_config)
 
 
-def _render_all(fb: FluxBuild, root: Path, skip_dirs: set[str]) -> tuple[list[Build], list[ClusterRender]]:
+def _bootstrap_entry(name: str, rel: str) -> dict:
+    """The Flux Kustomization `flux bootstrap --path=<rel>` creates (flux-system/gotk-sync.yaml):
+    kustomize-controller builds the directory with its generator."""
+    return {"apiVersion": f"{FLUX_KS_API}/v1", "kind": "Kustomization", "metadata": {"name": "flux-system", "namespace": "flux-system"},
+            "spec": {"interval": "10m", "path": f"./{rel}", "prune": True, "sourceRef": {"kind": "GitRepository", "name": "flux-system"}}}
+
+
+def _render_all(fb: FluxBuild, root: Path, skip_dirs: set[str], gate_config: GateConfig) -> tuple[list[Build], list[ClusterRender]]:
     plain_dirs = [d for d in kustomization_dirs(root) if d.relative_to(root).as_posix() not in skip_dirs]
     plain_jobs, plain_builds = [], {}
     for d in plain_dirs:
@@ -142,12 +168,20 @@ def _render_all(fb: FluxBuild, root: Path, skip_dirs: set[str]) -> tuple[list[Bu
         b = plain_builds[rid]
         b.objects, b.error = res.get("objects") or [], res.get("error", "")
 
-    clusters = []
-    for cdir in cluster_dirs(root):
+    clusters, bootstrap_jobs = [], {}
+    for cdir in cluster_dirs(root, gate_config):
         rel = cdir.relative_to(root).as_posix()
-        entry = plain_builds.get(rel) or Build(rel, rel, error="cluster entry point was not built")
+        variables = substitution_sources(cdir, gate_config.cluster_variables)
+        if is_bootstrap_cluster(cdir):
+            entry = Build(rel, rel)
+            bootstrap_jobs[rel] = {"id": rel, "kustomization": _bootstrap_entry(cdir.name, rel), "sources": variables}
+        else:
+            entry = plain_builds.get(rel) or Build(rel, rel, error="cluster entry point was not built")
         entry.cluster = cdir.name
-        clusters.append(ClusterRender(cdir.name, entry))
+        clusters.append(ClusterRender(cdir.name, entry, variables=variables, bootstrap=rel in bootstrap_jobs))
+    for rid, res in fb.run(list(bootstrap_jobs.values())).items():
+        entry = next(c.entry for c in clusters if c.entry.dir == rid)
+        entry.objects, entry.error, entry.undefined = res.get("objects") or [], res.get("error", ""), res.get("undefined") or []
     _render_flux(fb, root, clusters)
     return list(plain_builds.values()), clusters
 
@@ -162,8 +196,10 @@ def _render_flux(fb: FluxBuild, root: Path, clusters: list[ClusterRender]) -> No
             meta = ks.get("metadata") or {}
             bid = f"cluster {cluster.name}: Kustomization/{meta.get('namespace', 'flux-system')}/{meta.get('name')}"
             path = str((ks.get("spec") or {}).get("path", "./")).removeprefix("./")
+            if cluster.bootstrap and (path or ".").rstrip("/") == cluster.entry.dir:
+                continue  # flux bootstrap's flux-system Kustomization is the entry point itself, already built
             builds[bid] = (cluster, Build(bid, path or ".", cluster=cluster.name, flux_kustomization=ks))
-            jobs.append({"id": bid, "kustomization": ks, "sources": substitution_sources(root / "clusters" / cluster.name)})
+            jobs.append({"id": bid, "kustomization": ks, "sources": cluster.variables})
         results = fb.run(jobs)
         pending = []
         for bid, (cluster, build) in builds.items():
@@ -173,7 +209,7 @@ def _render_flux(fb: FluxBuild, root: Path, clusters: list[ClusterRender]) -> No
             pending += [(cluster, o) for o in build.objects if is_flux_kustomization(o)]
 
 
-def render_cluster(root: Path, name: str, entry_dir: str) -> ClusterRender:
+def render_cluster(root: Path, name: str, entry_dir: str, gate_config: GateConfig = DEFAULTS) -> ClusterRender:
     """One cluster rendered as render_repository renders the gate's clusters, from an entry
     point that need not be clusters/<name> itself (the local e2e cluster's is
     clusters/local/entry); substitution sources come from clusters/<name>/ as for the others."""
@@ -181,6 +217,6 @@ def render_cluster(root: Path, name: str, entry_dir: str) -> ClusterRender:
     with FluxBuild(root) as fb:
         res = fb.run([{"id": entry_dir, "dir": entry_dir}])[entry_dir]
         entry = Build(entry_dir, entry_dir, objects=res.get("objects") or [], error=res.get("error", ""), cluster=name)
-        cluster = ClusterRender(name, entry)
+        cluster = ClusterRender(name, entry, variables=substitution_sources(root / gate_config.clusters / name, gate_config.cluster_variables))
         _render_flux(fb, root, [cluster])
     return cluster

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from harness.core import parse_quantity
 
-from harness.gate import workloads
+from harness.gate import config, workloads
 from harness.gate.findings import Finding
 from harness.gate.render import Build, ClusterRender, is_flux_kustomization
 from harness.gate.sources import SourceError, Sources, as_list, as_map, as_maps, load_yaml, name_key, resource_id
@@ -35,13 +35,13 @@ RULES = {
     "localqueue-clusterqueue": "a LocalQueue points at an existing ClusterQueue",
     "clusterqueue-flavor": "every flavor a ClusterQueue names exists",
     "namespace-selector": "ClusterQueue has a namespaceSelector (null selects no namespace)",
-    "cluster-overlay": "each cluster selects exactly one queue overlay",
+    "cluster-overlay": "each cluster selects exactly one queue overlay (the configuration's queue_overlays; none configured: not checked)",
     "object-collision": "no two Flux Kustomizations of a cluster apply the same object",
     "flux-path": "every Flux Kustomization path exists and renders",
     "flux-depends-on": "every dependsOn target exists",
     "flux-cycle": "dependsOn has no cycle",
     "flux-variable-undefined": "every ${VAR} in a Flux Kustomization's output is defined",
-    "sample-render": "every sample listed in clusters/*/samples.yaml renders",
+    "sample-render": "every sample listed in clusters/*/samples.yaml (the configuration's samples file) renders",
     "sample-queue": "a sample names a LocalQueue that exists in its namespace",
     "sample-suspend": "a sample is created suspended",
     "sample-ttl-holds-nodes": "a sample's RayCluster is deleted as its job ends (ttlSecondsAfterFinished: 0), since Kueue gives its quota to the next job at once (warning)",
@@ -52,8 +52,9 @@ RULES = {
 class Context:
     """Where findings point: the sources index plus the build a finding came from."""
 
-    def __init__(self, sources: Sources):
+    def __init__(self, sources: Sources, gate_config: config.GateConfig = config.DEFAULTS):
         self.sources = sources
+        self.config = gate_config
 
     def finding(self, obj: dict, build: Build | None, rule: str, message: str, hint: str,
                 file: str | None = None, cluster: str | None = None, context: str | None = None,
@@ -62,8 +63,9 @@ class Context:
         folder (Flux objects of every cluster share names) and then the directory built; with
         `field`, at the line where that field's value is written."""
         cluster = cluster or (build.cluster if build else None)
-        prefer = tuple(p for p in (f"clusters/{cluster}/" if cluster else "", (build.dir + "/") if build else "",
-                                   "overlays/", "base/", "clusters/", "flux/") if p)
+        clusters = self.config.clusters
+        prefer = tuple(p for p in (f"{clusters}/{cluster}/" if cluster else "", (build.dir + "/") if build else "",
+                                   *(o + "/" for o in self.config.queue_overlays), "overlays/", "base/", f"{clusters}/", "flux/") if p)
         src, line = self.sources.locate(obj, (file,) if file else prefer, field=field)
         ctx = context if context is not None else (build.id if build else (f"cluster {cluster}" if cluster else ""))
         return Finding(src, line, resource_id(obj), rule, message, hint, ctx)
@@ -142,22 +144,25 @@ def _reachable_dirs(root: Path, start: Path, seen: set[Path] | None = None) -> s
 
 def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Finding]:
     out = []
-    entry_file = f"clusters/{cluster.name}/kustomization.yaml"
+    entry_file = cluster.entry_file
     kss = cluster.kustomizations()
     names = {(as_map(k.get("metadata")).get("namespace", "flux-system"), k["metadata"]["name"]) for k in kss}
 
     # Overlays the cluster's Flux Kustomizations pull in.
+    known = ctx.config.queue_overlays
     overlays = set()
     for build in cluster.flux:
         for d in _reachable_dirs(root, root / build.dir):
             rel = d.relative_to(root.resolve()).as_posix()
-            if rel.startswith("overlays/") and rel.count("/") == 1:
+            if rel in known:
                 overlays.add(rel)
-    if len(overlays) != 1:
+    if known and len(overlays) != 1:
         which = ", ".join(sorted(overlays)) or "none"
+        choices = "; ".join(f"{o} ({what})" for o, what in known.items())
         out.append(Finding(entry_file, None, f"cluster/{cluster.name}", "cluster-overlay",
                            f"cluster selects {len(overlays)} queue overlays ({which}); exactly one must be active",
-                           "reference one of overlays/single-queue or overlays/team-queues from clusters/<name>/queues/kustomization.yaml",
+                           f"reference exactly one of {choices} from a layer of {ctx.config.clusters}/{cluster.name}/ "
+                           f"(or set queue_overlays in {config.CONFIG_FILE})",
                            f"cluster {cluster.name}"))
 
     # Flux Kustomizations: paths, dependsOn, cycles, variables.
@@ -168,7 +173,7 @@ def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Find
         me = (ns, ks["metadata"]["name"])
         if build.error:
             rule = "flux-path" if "not found" in build.error or "escapes" in build.error else "kustomize-build"
-            out.append(ctx.finding(ks, build, rule, f"spec.path {ks.get('spec', {}).get('path')!r}: {build.error}",
+            out.append(ctx.finding(ks, build, rule, f"spec.path {as_map(ks.get('spec')).get('path')!r}: {build.error}",
                                    "point spec.path at a directory of this repository that builds with kustomize"))
         for dep in as_maps(as_map(ks.get("spec")).get("dependsOn")):
             target = (name_key(dep.get("namespace", ns)), name_key(dep.get("name")))
@@ -178,7 +183,7 @@ def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Find
                                        "fix the name, or add the Kustomization it should wait for"))
         for msg in build.undefined:
             out.append(ctx.finding(ks, build, "flux-variable-undefined", f"postBuild substitution: {msg}",
-                                   "define the variable in postBuild.substitute or in the substituteFrom ConfigMap (cluster-vars; see cluster-vars.example.yaml)"))
+                                   f"define the variable in postBuild.substitute or in the substituteFrom ConfigMap (see {ctx.config.variables_file(cluster.name)})"))
     for cycle in _cycles(graph):
         ks = next(k for k in kss if (as_map(k.get("metadata")).get("namespace", "flux-system"), k["metadata"]["name"]) == cycle[0])
         out.append(ctx.finding(ks, None, "flux-cycle", "dependsOn cycle: " + " -> ".join(n for _, n in cycle + [cycle[0]]),
@@ -199,7 +204,7 @@ def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Find
                                    "let exactly one layer own each object (one queue overlay per cluster)"))
 
     objects = [o for _, o in cluster.applied()]
-    unit = Build(f"cluster {cluster.name}", f"clusters/{cluster.name}", cluster=cluster.name)
+    unit = Build(f"cluster {cluster.name}", f"{ctx.config.clusters}/{cluster.name}", cluster=cluster.name)
     out += kueue_rules(ctx, unit, [o for o in objects if not is_flux_kustomization(o)])
     return out
 
@@ -228,7 +233,7 @@ def _cycles(graph: dict) -> list[list]:
 def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list[Finding], list[tuple[str, dict]]]:
     """Checks clusters/<name>/samples.yaml against the cluster's queues; returns (sample, RayJob) pairs too."""
     out, rendered = [], []
-    samples_file = f"clusters/{cluster.name}/samples.yaml"
+    samples_file = ctx.config.samples_file(cluster.name)
     path = root / samples_file
     if not path.exists():
         return out, rendered
@@ -238,7 +243,7 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
         return [err.finding], rendered
     if not isinstance(entries, list):
         return [Finding(samples_file, None, "", "sample-render", f"is a {type(entries).__name__}, not a list of samples",
-                        "make samples.yaml a list of entries `- sample: NAME` / `queue: LQ` / `vars: {...}`", f"cluster {cluster.name}")], rendered
+                        f"make {ctx.config.samples} a list of entries `- sample: NAME` / `queue: LQ` / `vars: {...}`", f"cluster {cluster.name}")], rendered
     objects = [o for _, o in cluster.applied()]
     lqs = {(as_map(o.get("metadata")).get("namespace"), o["metadata"]["name"]): o for o in objects if o.get("kind") == "LocalQueue"}
     cqs = {o["metadata"]["name"]: o for o in objects if o.get("kind") == "ClusterQueue"}

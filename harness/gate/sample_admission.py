@@ -233,7 +233,7 @@ def _kueue_integrations(ctx, root: Path, index: ClusterIndex) -> list[Finding]:
 def admission_rules(ctx, root: Path, cluster: ClusterRender, samples: list[tuple[str, dict]]) -> list[Finding]:
     """Never-admittable samples and queues of one cluster (`ctx`: rules.Context; `samples`: rules.sample_rules' pairs)."""
     index = ClusterIndex.build(root, cluster)
-    samples_file = f"clusters/{cluster.name}/samples.yaml"
+    samples_file = ctx.config.samples_file(cluster.name)
     out = _kueue_integrations(ctx, root, index)
     if not index.complete:
         return out  # a layer did not render (kustomize-build says why): what it would apply is unknown

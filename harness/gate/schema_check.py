@@ -56,9 +56,10 @@ class Checker:
     """One kubecheck process per gate run: `start()` early, `expect(kinds)` as soon as the kinds
     are known (their validators are built while the caller renders), `check(objects)` once."""
 
-    def __init__(self) -> None:
+    def __init__(self, extra_crds: tuple[Path, ...] = ()) -> None:
+        """`extra_crds`: CRD YAML files of the checked repository (the configuration's `crds`), known besides the pinned ones."""
         self._helper = tools.LineProcess(
-            "kubecheck", lambda: [str(tools.ensure("kubecheck")["kubecheck"].path()), str(schemas.schema_dir()), KUBERNETES_VERSION],
+            "kubecheck", lambda: [str(tools.ensure("kubecheck")["kubecheck"].path()), str(schemas.schema_dir(extra_crds)), KUBERNETES_VERSION],
             CheckError)
         self._expected = False
 

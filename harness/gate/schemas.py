@@ -197,22 +197,29 @@ def cache_key() -> str:
     return digest.hexdigest()[:16]
 
 
-def schema_dir() -> Path:
-    """The directory of strict standalone schemas for the pinned versions (generated on first use)."""
-    target = cache_root() / "schemas" / cache_key()
+def schema_dir(extra_crds: tuple[Path, ...] = ()) -> Path:
+    """The directory of strict standalone schemas for the pinned versions (generated on first use),
+    with the CRDs of `extra_crds` (YAML files: a checked repository's own, e.g. ServiceMonitor) too."""
+    key = cache_key()
+    if extra_crds:
+        digest = hashlib.sha256()
+        for path in extra_crds:
+            digest.update(Path(path).read_bytes() + b"\0")
+        key += "-" + digest.hexdigest()[:12]
+    target = cache_root() / "schemas" / key
     if (target / STAMP).exists():
         return target
     with cache_lock("schemas"):  # concurrent runs wait for one generator
         if not (target / STAMP).exists():
-            _generate(target)
+            _generate(target, tuple(extra_crds))
     return target
 
 
-def _generate(target: Path) -> None:
+def _generate(target: Path, extra_crds: tuple[Path, ...] = ()) -> None:
     started = time.monotonic()
     pins = ", ".join(f"{pin} {versions.module(pin)[1]}" for pin in PINS)
-    say("schemas", f"generating strict JSON schemas ({pins}) into {target}")
-    files = crd_files()
+    say("schemas", f"generating strict JSON schemas ({pins}{f', {len(extra_crds)} extra CRD file(s)' if extra_crds else ''}) into {target}")
+    files = crd_files() + [Path(p) for p in extra_crds]
     # Parsing the CRD YAML (several MB) is most of the time: do it in worker processes while
     # this one converts the Kubernetes OpenAPI documents.
     with concurrent.futures.ProcessPoolExecutor(min(len(files), os.cpu_count() or 1)) as pool:

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import yaml
 
+from harness.gate.config import DEFAULTS, GateConfig
 from harness.gate.terraform import TERRAFORM_DIR, TFVARS_DIR, Block, Evaluation, TerraformConfig, TerraformError, load_tfvars
 from harness.gate.findings import Finding
 from harness.gate.sources import SourceError, as_map, load_yaml_all
@@ -64,10 +65,10 @@ def _workload_service_account(root: Path) -> tuple[str, str] | None:
     return None
 
 
-def _scopes(root: Path, cfg: TerraformConfig) -> list[tuple[str, Evaluation]]:
+def _scopes(root: Path, cfg: TerraformConfig, tfvars_dir: str = TFVARS_DIR) -> list[tuple[str, Evaluation]]:
     """The variable defaults, then each cluster's tfvars over them."""
     scopes = [("variable defaults", cfg.defaults)]
-    for path in sorted((root / TFVARS_DIR).glob("*.tfvars")):
+    for path in sorted((root / tfvars_dir).glob("*.tfvars")):
         try:
             scopes.append((path.relative_to(root).as_posix(), cfg.evaluate(load_tfvars(path, root))))
         except TerraformError:
@@ -75,16 +76,17 @@ def _scopes(root: Path, cfg: TerraformConfig) -> list[tuple[str, Evaluation]]:
     return scopes
 
 
-def wiring_findings(root: Path) -> list[Finding]:
+def wiring_findings(root: Path, gate_config: GateConfig = DEFAULTS) -> list[Finding]:
     root = Path(root).resolve()
-    if not (root / TERRAFORM_DIR).is_dir():
+    if not gate_config.terraform or not (root / TERRAFORM_DIR).is_dir():
         return []  # capacity-terraform reports the missing directory
     try:
         cfg = TerraformConfig.load(root)
     except TerraformError:
         return []  # capacity-terraform reports it
-    scopes = _scopes(root, cfg)
-    return _expression_findings(scopes) + _identity_findings(root, cfg, scopes) + _cluster_vars_findings(root, cfg) + _flux_findings(root, cfg, scopes)
+    scopes = _scopes(root, cfg, gate_config.tfvars)
+    return (_expression_findings(scopes) + _identity_findings(root, cfg, scopes) + _cluster_vars_findings(root, cfg, gate_config)
+            + _flux_findings(root, cfg, scopes))
 
 
 def _expression_findings(scopes: list[tuple[str, Evaluation]]) -> list[Finding]:
@@ -159,7 +161,7 @@ def cluster_vars_keys(cfg: TerraformConfig) -> tuple[Block | None, set[str] | No
     return None, None
 
 
-def _cluster_vars_findings(root: Path, cfg: TerraformConfig) -> list[Finding]:
+def _cluster_vars_findings(root: Path, cfg: TerraformConfig, gate_config: GateConfig) -> list[Finding]:
     out = []
     block, keys = cluster_vars_keys(cfg)
     if block is None:
@@ -169,7 +171,7 @@ def _cluster_vars_findings(root: Path, cfg: TerraformConfig) -> list[Finding]:
     if keys is None:
         return [Finding(block.file, block.line, block.address, "terraform-cluster-vars", f"{block.address} data is not a map whose keys are known before apply",
                         "set data = local.cluster_vars with the keys as literals")]
-    for example in sorted((root / "clusters").glob("*/cluster-vars.example.yaml")):
+    for example in sorted((root / gate_config.clusters).glob(f"*/{gate_config.cluster_variables}")):
         try:
             docs = [d for d in load_yaml_all(example, root) if isinstance(d, dict) and d.get("kind") == "ConfigMap"]
         except SourceError:

@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.gate import capacity
+from harness.gate import capacity, config
 from harness.gate import cluster_refs, kustomize_warnings, sample_admission
 from harness.gate import flux_rules, matching
 from harness.gate import rules
@@ -32,7 +32,7 @@ from harness.gate import terraform, terraform_checks
 from harness.gate import version_rules
 from harness.gate import formats
 from harness.gate.findings import Finding
-from harness.gate.render import FluxBuild, render_repository, substitution_sources
+from harness.gate.render import FluxBuild, render_repository
 from harness.gate.sources import Sources
 from harness.gate.workloads import WORKLOADS_DIR
 from harness.core import HarnessError, versions
@@ -43,6 +43,7 @@ SCHEMA_RULES = {
 }
 # Every rule id the gate can report, by the module that checks it (the README's table is this).
 RULE_SOURCES = {
+    "harness/gate/config.py (the gate's configuration, .ray-kueue-gate.yaml)": config.RULES,
     "harness/gate/sources.py, rules.py (files, rendering, Kueue objects, clusters, samples)": rules.RULES,
     "tools/kubecheck (the apiserver's and Kueue's own validation)": SCHEMA_RULES,
     "harness/gate/flux_rules.py (Flux wiring)": flux_rules.RULES,
@@ -84,6 +85,8 @@ class Report:
     objects: int = 0
     timings: dict[str, float] = field(default_factory=dict)
     areas: list[Area] = field(default_factory=list)
+    disabled: list[str] = field(default_factory=list)  # per `disable` entry of the configuration, what it turned off and why
+    suppressed: int = 0  # findings those entries covered
 
     def rules_fired(self) -> set[str]:
         return {f.rule for f in self.findings}
@@ -91,6 +94,7 @@ class Report:
 
 def validate_repository(root: Path) -> Report:
     root = root.resolve()
+    gate_config = config.load(root, set(RULE_IDS))
     timings, t0 = {}, time.monotonic()
     areas = {a.name: a for a in (
         Area("yaml", "YAML syntax of every file"),
@@ -103,17 +107,17 @@ def validate_repository(root: Path) -> Report:
     # One kubecheck process (it loads the CRDs while the rest runs), one fluxbuild process (every
     # render round and the patch probe), the placement matcher and tools/tfeval per run, all started first so that
     # their start-up overlaps; the patch probe and the schema checks then run beside the Python rules.
-    checker = schema_check.Checker().start()
+    checker = schema_check.Checker(tuple(gate_config.crd_files(root))).start()
     try:
         with FluxBuild(root).start() as session, ThreadPoolExecutor(2, thread_name_prefix="gate") as pool:
             matching.start()
             terraform.start()
-            return _validate(root, checker, session, pool, areas, timings, t0)
+            return _validate(root, gate_config, checker, session, pool, areas, timings, t0)
     finally:
         checker.close()
 
 
-def _validate(root: Path, checker: schema_check.Checker, session: FluxBuild, pool: ThreadPoolExecutor,
+def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.Checker, session: FluxBuild, pool: ThreadPoolExecutor,
               areas: dict, timings: dict, t0: float) -> Report:
     per_area: dict[str, list[Finding]] = {name: [] for name in areas}
 
@@ -132,16 +136,16 @@ def _validate(root: Path, checker: schema_check.Checker, session: FluxBuild, poo
 
     sources = Sources.load(root)
     checker.expect({(str(d.obj.get("apiVersion")), str(d.obj.get("kind"))) for d in sources.docs})
-    per_area["yaml"] += sources.errors
-    ctx = rules.Context(sources)
+    per_area["yaml"] += sources.errors + list(gate_config.findings)
+    ctx = rules.Context(sources, gate_config)
     timings["parse"] = time.monotonic() - t0
     timed("yaml", t0)
 
     t = time.monotonic()
-    rendering = beside("render", lambda: render_repository(root, session=session))
+    rendering = beside("render", lambda: render_repository(root, session=session, gate_config=gate_config))
     # While fluxbuild renders, the Terraform wiring (it needs no rendered object) is checked here.
     t_tf = time.monotonic()
-    per_area["terraform"] += terraform_checks.wiring_findings(root)
+    per_area["terraform"] += terraform_checks.wiring_findings(root, gate_config)
     timed("terraform", t_tf)
     builds, clusters = rendering.result()
     timings["render"] = time.monotonic() - t
@@ -167,13 +171,13 @@ def _validate(root: Path, checker: schema_check.Checker, session: FluxBuild, poo
         per_area["rules"] += sample_findings
         per_area["rules"] += cluster_refs.cluster_ref_rules(ctx, root, c) + sample_admission.admission_rules(ctx, root, c, samples)
         validated += [(fb, o, None) for fb in c.flux for o in fb.objects]
-        validated += [(f"cluster {c.name}: samples.yaml", s, f"{WORKLOADS_DIR}/{name}.yaml") for name, s in samples]
-        example = f"clusters/{c.name}/cluster-vars.example.yaml"
-        validated += [(example, s, example) for s in substitution_sources(root / "clusters" / c.name)]
+        validated += [(f"cluster {c.name}: {gate_config.samples}", s, f"{WORKLOADS_DIR}/{name}.yaml") for name, s in samples]
+        example = gate_config.variables_file(c.name)
+        validated += [(example, s, example) for s in c.variables]
     timed("rules", t)
     schema = beside("schema", _schema_findings, ctx, checker, validated)
     t_cap = time.monotonic()
-    per_area["capacity"] += capacity.capacity_findings(root, clusters, sources)
+    per_area["capacity"] += capacity.capacity_findings(root, clusters, sources, gate_config)
     timed("capacity", t_cap)
     per_area["rules"] += warnings.result()
     timings["rules"] = time.monotonic() - t
@@ -183,13 +187,15 @@ def _validate(root: Path, checker: schema_check.Checker, session: FluxBuild, poo
     timings["schema"] = time.monotonic() - t  # what was left to wait for once the rules were done
     timings["total"] = time.monotonic() - t0
 
-    unique = {}
+    unique, suppressed = {}, 0
     for name, found in per_area.items():
-        for f in found:
+        kept, _ = gate_config.apply(found)
+        suppressed += len(found) - len(kept)
+        for f in kept:
             if unique.setdefault((f.file, f.line, f.resource, f.rule, f.message), f) is f:
                 areas[name].findings += 1  # counted where it was first found
     return Report(sorted(unique.values()), sorted(RULE_IDS), len(builds) + sum(len(c.flux) for c in clusters),
-                  len(validated), timings, list(areas.values()))
+                  len(validated), timings, list(areas.values()), gate_config.apply([])[1], suppressed)
 
 
 def summary_table(report: Report) -> str:
@@ -252,6 +258,9 @@ def text_report(report: Report, quiet: bool) -> str:
     lines = [f.text() for f in report.findings]
     if not quiet:
         lines.append(summary_table(report))
+    if report.disabled:
+        lines.append(f"{report.suppressed} finding(s) not reported, by the `disable` entries of {config.CONFIG_FILE}:")
+        lines += [f"  {line}" for line in report.disabled]
     timing = ", ".join(f"{k} {v:.2f}s" for k, v in report.timings.items())
     errors = sum(f.is_error for f in report.findings)
     warnings = len(report.findings) - errors
@@ -303,8 +312,8 @@ def main(argv: list[str] | None = None) -> int:
     except formats.FormatError as err:
         parser.error(str(err))
     root = Path(args.repo)
-    if not (root / "clusters").is_dir() and not (root / "overlays").is_dir():
-        print(f"validate: {root} does not look like a checkout of this repository (no clusters/ or overlays/)", file=sys.stderr)
+    if not any((root / p).exists() for p in ("clusters", "overlays", config.CONFIG_FILE)):
+        print(f"validate: {root} does not look like a checkout of a GitOps repository (no clusters/, overlays/ or {config.CONFIG_FILE})", file=sys.stderr)
         return 2
     try:
         report = validate_repository(root)

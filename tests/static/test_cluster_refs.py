@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.gate.cluster_refs import MAX_DATA_BYTES, ClusterIndex, size_problems
-from harness.gate.render import Build, ClusterRender
+from harness.gate.render import Build, ClusterRender, substitution_sources
 from harness.gate.sample_admission import sample_lines, selector_verdict
 from harness.gate.validate import validate_repository
 
@@ -100,7 +100,8 @@ def test_what_exists_without_the_repository(tmp_path):
         {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "things.example.com"},
          "spec": {"scope": "Cluster", "names": {"kind": "Thing"}}},
     ]
-    index = ClusterIndex.build(tmp_path, ClusterRender("c1", Build("clusters/c1", "clusters/c1", objects=objects)))
+    variables = substitution_sources(tmp_path / "clusters" / "c1")  # what render_repository gives each cluster
+    index = ClusterIndex.build(tmp_path, ClusterRender("c1", Build("clusters/c1", "clusters/c1", objects=objects), variables=variables))
     assert {"default", "kube-system", "flux-system", "x-system"} <= set(index.namespaces)
     assert index.namespaces["x-system"] == {"kubernetes.io/metadata.name": "x-system"}
     assert "Thing" in index.cluster_scoped

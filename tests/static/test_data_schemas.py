@@ -1,6 +1,6 @@
 """The repository's own data files follow their JSON Schemas (harness/schemas-for-data):
-versions.yaml, harness/gate/sku.yaml, the report's report.json and the gate's JSON report (the
-examples in docs/)."""
+versions.yaml, harness/gate/sku.yaml, the report's report.json, the gate's JSON report and the
+gate's configuration (the examples in docs/)."""
 from __future__ import annotations
 
 import copy
@@ -21,6 +21,7 @@ DOCUMENTS = {
     "sku": REPO_ROOT / "harness" / "gate" / "sku.yaml",
     "report": REPO_ROOT / "docs" / "example-report" / "report.json",
     "validate": REPO_ROOT / "docs" / "example-gate-report" / "validate.json",
+    "gate-config": REPO_ROOT / "docs" / "gate-config.example.yaml",
 }
 
 
@@ -59,6 +60,9 @@ def _broken(name: str, doc):
         sku = next(s for s in doc["skus"].values() if s["gpus"])
         sku.pop("gpu")                                # a GPU size without its GPU model
         sku["allocatable"]["memory"] = "1.9 TB"      # not a quantity
+    elif name == "gate-config":
+        doc["disable"][0].pop("reason")              # a rule turned off says why
+        doc["terraform"] = {"dir": "infra"}          # not a key of terraform
     elif name == "validate":
         doc["findings"][0]["severity"] = "fatal"     # error or warning
         doc["findings"][1].pop("hint")               # every finding says how to fix it

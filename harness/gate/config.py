@@ -1,0 +1,182 @@
+"""The layout conventions the gate's rules assume, read from `.ray-kueue-gate.yaml` at the root
+of the checked repository (optional; every key left out keeps this repository's layout).
+
+    clusters: clusters                  # clusters/<name>/: kustomization.yaml, or flux-system/ (flux bootstrap)
+    queue_overlays:                     # a cluster selects exactly one (rule cluster-overlay); {} turns that off
+      overlays/single-queue: one ClusterQueue for every team
+      overlays/team-queues: one ClusterQueue per team, borrowing in a cohort
+    samples: samples.yaml               # per cluster directory
+    cluster_variables: cluster-vars.example.yaml  # per cluster directory: the substituteFrom stand-in
+    terraform: {tfvars: terraform/clusters}       # or null: no Terraform (capacity and Terraform rules off)
+    crds: [crds/]                       # extra CRD YAML files or directories (e.g. ServiceMonitor)
+    disable:                            # rules off under a path; the reason is required and printed
+      - {rules: [sample-fits], path: clusters/lab/, reason: "lab quotas are set by hand"}
+
+The file is checked against harness/schemas-for-data/gate-config.schema.json; a problem is a
+`gate-config` finding at its line, and the defaults are used for the rest of the run.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+from jsonschema import Draft202012Validator
+
+from harness.gate import origin
+from harness.gate.findings import Finding
+from harness.gate.sources import SourceError, load_yaml, read_source
+
+CONFIG_FILE = ".ray-kueue-gate.yaml"
+RULES = {
+    "gate-config": f"{CONFIG_FILE}, when present, follows harness/schemas-for-data/gate-config.schema.json and names existing paths and rules",
+}
+DEFAULT_OVERLAYS = {
+    "overlays/single-queue": "one ClusterQueue for every team",
+    "overlays/team-queues": "one ClusterQueue per team, borrowing from each other in a cohort",
+}
+
+
+@dataclass(frozen=True)
+class Disable:
+    """Rules turned off for findings under `path` (a file or directory of the repository)."""
+
+    rules: tuple[str, ...]
+    path: str
+    reason: str
+    line: int | None = None
+
+    def covers(self, finding: Finding, clusters_dir: str) -> bool:
+        """Whether `finding` is under the path: its file is, or it belongs to a cluster whose directory is."""
+        if finding.rule not in self.rules:
+            return False
+        prefix = self.path.rstrip("/")
+        if finding.file == prefix or finding.file.startswith(prefix + "/"):
+            return True
+        cluster = prefix.removeprefix(clusters_dir.rstrip("/") + "/")
+        return cluster != prefix and "/" not in cluster and (
+            finding.context == f"cluster {cluster}" or finding.context.startswith((f"cluster {cluster}:", f"cluster {cluster},")))
+
+    def summary(self) -> str:
+        n = len(self.rules)
+        return f"{n} rule{'s' if n != 1 else ''} disabled for {self.path}: {self.reason} ({', '.join(self.rules)})"
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    clusters: str = "clusters"
+    queue_overlays: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_OVERLAYS))
+    samples: str = "samples.yaml"
+    cluster_variables: str = "cluster-vars.example.yaml"
+    terraform: bool = True
+    tfvars: str = "terraform/clusters"
+    crds: tuple[str, ...] = ()
+    disable: tuple[Disable, ...] = ()
+    file: str | None = None  # the configuration file read, None for the defaults
+    findings: tuple[Finding, ...] = ()  # what is wrong with it
+
+    def cluster_file(self, cluster: str, name: str) -> str:
+        """Repository-relative path of a file of a cluster's directory."""
+        return f"{self.clusters}/{cluster}/{name}"
+
+    def samples_file(self, cluster: str) -> str:
+        return self.cluster_file(cluster, self.samples)
+
+    def variables_file(self, cluster: str) -> str:
+        return self.cluster_file(cluster, self.cluster_variables)
+
+    def tfvars_file(self, cluster: str) -> str:
+        return f"{self.tfvars}/{cluster}.tfvars"
+
+    def crd_files(self, root: Path) -> list[Path]:
+        """The extra CRD files: each file named, and the *.yaml/*.yml files under each directory named."""
+        out: list[Path] = []
+        for rel in self.crds:
+            path = Path(root) / rel
+            out += sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()) if path.is_dir() else [path]
+        return out
+
+    def apply(self, findings: list[Finding]) -> tuple[list[Finding], list[str]]:
+        """(the findings no `disable` entry covers, one summary line per entry)."""
+        kept = [f for f in findings if not any(d.covers(f, self.clusters) for d in self.disable)]
+        return kept, [d.summary() for d in self.disable]
+
+
+DEFAULTS = GateConfig()
+
+
+@lru_cache(maxsize=1)
+def schema() -> dict:
+    return json.loads(resources.files("harness").joinpath("schemas-for-data/gate-config.schema.json").read_text())
+
+
+def _line(text: str, path: list) -> int | None:
+    docs = origin.compose(text)
+    if not docs or docs[0] is None:
+        return None
+    key, _ = origin.descend(docs[0], list(path))
+    while key is None and path:  # the deepest part of the path that is written
+        path = path[:-1]
+        key, _ = origin.descend(docs[0], list(path))
+    return key.start_mark.line + 1 if key is not None else None
+
+
+def _finding(line: int | None, message: str, hint: str) -> Finding:
+    return Finding(CONFIG_FILE, line, "", "gate-config", message, hint)
+
+
+def load(root: Path, known_rules: set[str] | frozenset[str] = frozenset()) -> GateConfig:
+    """The configuration of the repository at `root`: its CONFIG_FILE over the defaults, or the
+    defaults alone (with the findings) when the file is absent or wrong."""
+    path = Path(root) / CONFIG_FILE
+    if not path.exists():
+        return DEFAULTS
+    try:
+        doc = load_yaml(path, root)
+        text = read_source(path, root)
+    except SourceError as err:  # yaml-syntax or file-read: Sources reports the same finding
+        return replace(DEFAULTS, file=CONFIG_FILE, findings=(err.finding,))
+    doc = {} if doc is None else doc
+    errors = sorted(Draft202012Validator(schema()).iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        return replace(DEFAULTS, file=CONFIG_FILE, findings=tuple(
+            _finding(_line(text, list(e.absolute_path)), f"{e.json_path.removeprefix('$.') or 'the document'}: {e.message}",
+                     "fix the value (see harness/schemas-for-data/gate-config.schema.json and the README's "
+                     "\"Using the gate on another repository\")") for e in errors))
+    found: list[Finding] = []
+    disables = []
+    for i, entry in enumerate(doc.get("disable") or []):
+        line = _line(text, ["disable", i])
+        unknown = sorted(set(entry["rules"]) - set(known_rules)) if known_rules else []
+        if unknown:
+            found.append(_finding(_line(text, ["disable", i, "rules"]), f"disable[{i}] names unknown rule(s) {', '.join(unknown)}",
+                                  "name rule ids as `scripts/validate --list-rules` prints them"))
+        if not (Path(root) / entry["path"]).exists():
+            found.append(_finding(_line(text, ["disable", i, "path"]), f"disable[{i}]: {entry['path']} does not exist",
+                                  "name a file or directory of this repository, or remove the entry"))
+        disables.append(Disable(tuple(entry["rules"]), entry["path"], entry["reason"], line))
+    for key in ("clusters",):
+        if key in doc and not (Path(root) / doc[key]).is_dir():
+            found.append(_finding(_line(text, [key]), f"{key}: {doc[key]} is not a directory", "name the directory that holds the clusters"))
+    for overlay in doc.get("queue_overlays") or {}:
+        if not (Path(root) / overlay).is_dir():
+            found.append(_finding(_line(text, ["queue_overlays", overlay]), f"queue_overlays: {overlay} is not a directory",
+                                  "name each queue overlay's directory, or remove it"))
+    for i, crd in enumerate(doc.get("crds") or []):
+        if not (Path(root) / crd).exists():
+            found.append(_finding(_line(text, ["crds", i]), f"crds[{i}]: {crd} does not exist", "name a CRD YAML file or a directory of them"))
+    terraform = doc.get("terraform", {})
+    return GateConfig(
+        clusters=doc.get("clusters", DEFAULTS.clusters).rstrip("/"),
+        queue_overlays={k.rstrip("/"): v for k, v in doc["queue_overlays"].items()} if "queue_overlays" in doc else dict(DEFAULT_OVERLAYS),
+        samples=doc.get("samples", DEFAULTS.samples),
+        cluster_variables=doc.get("cluster_variables", DEFAULTS.cluster_variables),
+        terraform=terraform is not None,
+        tfvars=(terraform or {}).get("tfvars", DEFAULTS.tfvars).rstrip("/"),
+        crds=tuple(doc.get("crds") or ()),
+        disable=tuple(disables),
+        file=CONFIG_FILE,
+        findings=tuple(found),
+    )

@@ -1,0 +1,229 @@
+"""The gate on a repository that is not this one (issue 18, item 4): a fleet laid out the way
+Flux's examples lay it out, built in a temporary directory. fleet/apps/queues/<name> are its queue
+overlays, fleet/infrastructure its monitoring, fleet/clusters/staging/ is what `flux bootstrap`
+writes (flux-system/, no kustomization.yaml), fleet/clusters/lab/ a cluster that selects no queue
+overlay on purpose, and there is no terraform/. Its .ray-kueue-gate.yaml names all of that; the
+gate must report exactly the fleet's one real mistake, and none of the findings that only make
+sense for this repository's layout (cluster-overlay "overlays/single-queue", capacity-terraform
+"restore terraform/")."""
+from __future__ import annotations
+
+import json
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from harness.core.versions import REPO_ROOT
+
+pytestmark = pytest.mark.static
+VALIDATE = REPO_ROOT / "scripts" / "validate"
+
+CONFIG = """\
+clusters: fleet/clusters
+queue_overlays:
+  fleet/apps/queues/shared: one ClusterQueue for every team
+samples: samples.yaml
+cluster_variables: cluster-vars.example.yaml
+terraform: null
+crds: [fleet/crds]
+disable:
+  - rules: [cluster-overlay]
+    path: fleet/clusters/lab
+    reason: the lab cluster runs no queues yet
+"""
+
+SERVICE_MONITOR_CRD = """\
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: servicemonitors.monitoring.coreos.com
+spec:
+  group: monitoring.coreos.com
+  scope: Namespaced
+  names: {kind: ServiceMonitor, listKind: ServiceMonitorList, plural: servicemonitors, singular: servicemonitor}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          properties:
+            apiVersion: {type: string}
+            kind: {type: string}
+            metadata: {type: object}
+            spec:
+              type: object
+              required: [endpoints, selector]
+              properties:
+                endpoints:
+                  type: array
+                  items:
+                    type: object
+                    properties:
+                      port: {type: string}
+                      interval: {type: string}
+                selector:
+                  type: object
+                  properties:
+                    matchLabels: {type: object, additionalProperties: {type: string}}
+"""
+
+
+def _flux_ks(name: str, path: str, depends: str | None = None) -> str:
+    dep = f"  dependsOn:\n    - name: {depends}\n" if depends else ""
+    return (f"apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: {name}\n  namespace: flux-system\n"
+            f"spec:\n{dep}  interval: 10m\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n  path: ./{path}\n")
+
+
+def _gotk_sync(cluster: str) -> str:
+    return textwrap.dedent(f"""\
+        apiVersion: source.toolkit.fluxcd.io/v1
+        kind: GitRepository
+        metadata:
+          name: flux-system
+          namespace: flux-system
+        spec:
+          interval: 1m
+          ref:
+            branch: main
+          url: ssh://git@github.com/example/fleet
+        ---
+        """) + _flux_ks("flux-system", f"fleet/clusters/{cluster}")
+
+
+QUEUES = """\
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata:
+  name: default-flavor
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata:
+  name: shared
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+    - coveredResources: [cpu, memory]
+      flavors:
+        - name: default-flavor
+          resources:
+            - name: cpu
+              nominalQuota: "8"
+            - name: memory
+              nominalQuota: 32Gi
+"""
+
+LOCAL_QUEUES = """\
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: team
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata:
+  name: main
+  namespace: team
+spec:
+  clusterQueue: shared
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata:
+  name: batch
+  namespace: team
+spec:
+  clusterQueue: batch
+"""
+
+MONITORING = """\
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: monitoring
+---
+apiVersion: monitoring.coreos.com/v1
+kind: ServiceMonitor
+metadata:
+  name: kueue
+  namespace: monitoring
+spec:
+  endpoints:
+    - port: metrics
+      interval: 30s
+  selector:
+    matchLabels:
+      app.kubernetes.io/name: kueue
+"""
+
+
+def _kustomization(*resources: str) -> str:
+    return "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n" + "".join(f"  - {r}\n" for r in resources)
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("fleet-repo")
+    files = {
+        ".ray-kueue-gate.yaml": CONFIG,
+        "fleet/crds/servicemonitor.yaml": SERVICE_MONITOR_CRD,
+        "fleet/apps/queues/shared/kustomization.yaml": _kustomization("queues.yaml", "local-queues.yaml"),
+        "fleet/apps/queues/shared/queues.yaml": QUEUES,
+        "fleet/apps/queues/shared/local-queues.yaml": LOCAL_QUEUES,
+        "fleet/infrastructure/kustomization.yaml": _kustomization("monitoring.yaml"),
+        "fleet/infrastructure/monitoring.yaml": MONITORING,
+        # What `flux bootstrap --path=fleet/clusters/staging` writes, plus the cluster's layers.
+        "fleet/clusters/staging/flux-system/kustomization.yaml": _kustomization("gotk-components.yaml", "gotk-sync.yaml"),
+        "fleet/clusters/staging/flux-system/gotk-components.yaml": "# Flux's controllers (left out of this test)\n",
+        "fleet/clusters/staging/flux-system/gotk-sync.yaml": _gotk_sync("staging"),
+        "fleet/clusters/staging/infrastructure.yaml": _flux_ks("infrastructure", "fleet/infrastructure"),
+        "fleet/clusters/staging/apps.yaml": _flux_ks("apps", "fleet/apps/queues/shared", depends="infrastructure"),
+        # A cluster with a kustomization.yaml that selects no queue overlay (disabled, with a reason).
+        "fleet/clusters/lab/kustomization.yaml": _kustomization("infrastructure.yaml"),
+        "fleet/clusters/lab/infrastructure.yaml": _flux_ks("infrastructure", "fleet/infrastructure"),
+    }
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def _run(root: Path, tmp_path: Path) -> tuple[subprocess.CompletedProcess, list[dict]]:
+    proc = subprocess.run([str(VALIDATE), str(root), "--format", f"json={tmp_path / 'f.json'}", "--format", "text"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    return proc, json.loads((tmp_path / "f.json").read_text())["findings"]
+
+
+def test_fleet_layout_gets_exactly_its_real_findings(fleet, tmp_path):
+    proc, found = _run(fleet, tmp_path)
+    got = sorted((f["file"], f["line"], f["rule"]) for f in found)
+    assert got == [("fleet/apps/queues/shared/local-queues.yaml", 20, "localqueue-clusterqueue")], proc.stdout
+    assert proc.returncode == 1
+    # The lab cluster's cluster-overlay finding was turned off, and the summary says so and why.
+    assert "1 rule disabled for fleet/clusters/lab: the lab cluster runs no queues yet (cluster-overlay)" in proc.stdout
+
+
+def test_bootstrap_cluster_gets_its_flux_checks(fleet, tmp_path):
+    """staging has no kustomization.yaml: its Flux Kustomizations are still rendered and checked."""
+    broken = tmp_path / "repo"
+    subprocess.run(["cp", "-a", str(fleet), str(broken)], check=True)
+    apps = broken / "fleet/clusters/staging/apps.yaml"
+    apps.write_text(apps.read_text().replace("name: infrastructure", "name: infra"))
+    _, found = _run(broken, tmp_path)
+    assert {(f["file"], f["rule"]) for f in found} >= {("fleet/clusters/staging/apps.yaml", "flux-depends-on")}
+
+
+def test_bad_configuration_is_a_finding_at_its_line(fleet, tmp_path):
+    broken = tmp_path / "repo"
+    subprocess.run(["cp", "-a", str(fleet), str(broken)], check=True)
+    config = broken / ".ray-kueue-gate.yaml"
+    config.write_text(config.read_text().replace("    reason: the lab cluster runs no queues yet\n", ""))
+    proc, found = _run(broken, tmp_path)
+    bad = [f for f in found if f["rule"] == "gate-config"]
+    assert [(f["file"], f["line"]) for f in bad] == [(".ray-kueue-gate.yaml", 9)], proc.stdout
+    assert "reason" in bad[0]["message"] and proc.returncode == 1
