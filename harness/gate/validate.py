@@ -29,7 +29,7 @@ from harness.gate.findings import Finding, ReportError, write_reports
 from harness.gate.render import FluxBuild, render_repository, substitution_sources
 from harness.gate.sources import Sources
 from harness.gate.workloads import WORKLOADS_DIR
-from harness.core import HarnessError
+from harness.core import HarnessError, versions
 
 SCHEMA_RULES = {
     "api-validation": "every custom resource passes the apiserver's own create validation (OpenAPI schema, x-kubernetes-validations CEL rules, metadata), offline",
@@ -225,6 +225,17 @@ def _schema_findings(ctx: rules.Context, checker: schema_check.Checker,
     return out
 
 
+def select_versions(**chosen: str | None) -> None:
+    """--kueue/--kuberay: the version selection of harness.core.versions ($RAY_KUEUE_VERSIONS) for
+    this process, so schemas and accounting follow it. Kueue's own webhook validation (rule
+    kueue-webhook, tools/kubecheck) stays the pinned Kueue's code: it is linked into kubecheck."""
+    merged = {**versions.selection(), **{k: v for k, v in chosen.items() if v}}
+    text = ",".join(f"{k}={v}" for k, v in merged.items())
+    versions.parse_selection(text)  # refuses what versions.yaml does not list
+    if text:
+        os.environ[versions.SELECT_ENV] = text
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("repo", nargs="?", default=".", help="checkout of this repository (default: .)")
@@ -232,7 +243,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--junit", type=Path, help="write a JUnit XML report here")
     parser.add_argument("--quiet", action="store_true", help="print only findings and the summary line")
     parser.add_argument("--list-rules", action="store_true", help="print every rule as the README's markdown table and exit")
+    parser.add_argument("--kueue", metavar="VERSION", help="validate as Kueue VERSION would (a pin or candidate in versions.yaml): "
+                        "its CRD schemas and its quota accounting, e.g. --kueue v0.18.3")
+    parser.add_argument("--kuberay", metavar="VERSION", help="validate against KubeRay VERSION's CRDs (a pin or candidate)")
     args = parser.parse_args(argv)
+    try:
+        select_versions(kueue=args.kueue, kuberay=args.kuberay)
+    except HarnessError as err:
+        print(f"validate: {err}", file=sys.stderr)
+        return 2
     if args.list_rules:
         print(rule_table(), end="")
         return 0
