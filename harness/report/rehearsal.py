@@ -95,18 +95,24 @@ def _gate_findings(path: Path) -> list[dict]:
     return [{k: f.get(k) for k in ("rule", "file", "resource", "message", "severity")} for f in items if isinstance(f, dict)]
 
 
+def _main_of(module: str) -> list[str]:
+    """A command running `module`'s main() (like its console script, without runpy's -m warning
+    for modules their package already imports)."""
+    return [sys.executable, "-c", f"import sys; from {module} import main; sys.exit(main())"]
+
+
 def rehearse_side(label: str, choice: dict[str, str], suites: list[str], out: Path) -> dict:
     """One side of the rehearsal (the pins, or the candidates): tools, gate, suites."""
     side = out / label
     py = sys.executable
     groups = ["--group", "cluster"] + (["--group", "flux"] if "flux" in suites else [])
     result: dict = {"versions": choice, "timings": {}, "suites": {}, "exit_codes": {}}
-    rc, secs = _run([py, "-m", "harness.toolchain.builds", *groups], choice, side / "tools.log")
+    rc, secs = _run([*_main_of("harness.toolchain.builds"), *groups], choice, side / "tools.log")
     result["timings"]["tools"], result["exit_codes"]["tools"] = secs, rc
     if rc != 0:
         raise RehearsalError(f"{label}: building the tools for {selection_text(choice)} failed; see {side / 'tools.log'}")
     gate_json = side / "validate.json"
-    rc, secs = _run([py, "-m", "harness.gate.validate", ".", "--quiet", "--json", str(gate_json),
+    rc, secs = _run([*_main_of("harness.gate.validate"), ".", "--quiet", "--json", str(gate_json),
                      "--kueue", choice["kueue"], "--kuberay", choice["kuberay"]], choice, side / "validate.log")
     result["timings"]["gate"], result["exit_codes"]["gate"] = secs, rc
     result["gate"] = _gate_findings(gate_json)
@@ -139,15 +145,22 @@ def repository_objects() -> list[dict]:
     return [o for o in objs if isinstance(o, dict) and str(o.get("apiVersion", "")).startswith(OPERATOR_GROUPS)]
 
 
-def compare(base: dict, cand: dict, out: Path) -> dict:
-    """What differs between the two sides, and what the repository must change."""
+def compare_tests(base: dict[str, dict], cand: dict[str, dict]) -> list[dict]:
+    """Per suite and test, the outcome on each side; the tests whose outcome differs first."""
+    absent = {"outcome": "absent", "message": ""}
     tests = []
-    for suite in sorted(set(base["suites"]) | set(cand["suites"])):
-        a, b = base["suites"].get(suite, {}), cand["suites"].get(suite, {})
+    for suite in sorted(set(base) | set(cand)):
+        a, b = base.get(suite, {}), cand.get(suite, {})
         for test_id in sorted(set(a) | set(b)):
-            old, new = a.get(test_id, {"outcome": "absent", "message": ""}), b.get(test_id, {"outcome": "absent", "message": ""})
+            old, new = a.get(test_id, absent), b.get(test_id, absent)
             tests.append({"suite": suite, "test": test_id, "baseline": old, "candidate": new, "differs": old["outcome"] != new["outcome"]})
     tests.sort(key=lambda t: (not t["differs"], t["suite"], t["test"]))
+    return tests
+
+
+def compare(base: dict, cand: dict, out: Path) -> dict:
+    """What differs between the two sides, and what the repository must change."""
+    tests = compare_tests(base["suites"], cand["suites"])
     gate_key = lambda f: (f["rule"], f["file"], f["resource"], f["message"])  # noqa: E731
     base_gate, cand_gate = {gate_key(f): f for f in base["gate"]}, {gate_key(f): f for f in cand["gate"]}
     objs = repository_objects()

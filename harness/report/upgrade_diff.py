@@ -84,14 +84,19 @@ def crd_changes(component: str, old: str, new: str, repo_objects: list[dict]) ->
             out.append({"apiVersion": key[0], "kind": key[1], "path": ".", "change": "version removed" if key not in after
                         else "version added", "old": None, "new": None, "touches": key in set_paths})
             continue
-        a, b = flatten_schema(before[key]), flatten_schema(after[key])
-        paths = set_paths.get(key, set())
-        for path in sorted(set(a) | set(b)):
-            if a.get(path) == b.get(path):
-                continue
-            change = "field added" if path not in a else "field removed" if path not in b else "validation changed"
-            out.append({"apiVersion": key[0], "kind": key[1], "path": path, "change": change, "old": a.get(path),
-                        "new": b.get(path), "touches": _matches(path, paths)})
+        out += [{"apiVersion": key[0], "kind": key[1], **c}
+                for c in schema_changes(flatten_schema(before[key]), flatten_schema(after[key]), set_paths.get(key, set()))]
+    return out
+
+
+def schema_changes(a: dict[str, dict], b: dict[str, dict], set_paths: set[str]) -> list[dict]:
+    """Differences of two flattened schemas: {"path", "change", "old", "new", "touches"}."""
+    out = []
+    for path in sorted(set(a) | set(b)):
+        if a.get(path) == b.get(path):
+            continue
+        change = "field added" if path not in a else "field removed" if path not in b else "validation changed"
+        out.append({"path": path, "change": change, "old": a.get(path), "new": b.get(path), "touches": _matches(path, set_paths)})
     return out
 
 
