@@ -50,12 +50,13 @@ report: tools
 # Upgrade rehearsal (README "Upgrading Kueue and KubeRay"): the gate and the suites on candidate
 # Kueue/KubeRay versions (versions.yaml `candidates:`; default the newest) and on the pins, then
 # build/rehearsal/report.md. SUITES=integration,flux,faults adds the Flux and fault suites.
+# A side already run for the same checkout, versions and suites is reused (FRESH=1 reruns it).
 # Never part of `make test`: only this target builds candidate versions.
 KUEUE ?=
 KUBERAY ?=
 SUITES ?= integration
 rehearse: tools
-	@$(PY) -m harness.report.rehearsal $(if $(KUEUE),--kueue $(KUEUE)) $(if $(KUBERAY),--kuberay $(KUBERAY)) --suites $(SUITES) --out build/rehearsal
+	@$(PY) -m harness.report.rehearsal $(if $(KUEUE),--kueue $(KUEUE)) $(if $(KUBERAY),--kuberay $(KUBERAY)) --suites $(SUITES) --out build/rehearsal $(if $(FRESH),--fresh)
 
 bench-validate: setup
 	@$(PY) -m harness.bench validate

@@ -162,6 +162,7 @@ def kueue_effective_config(binary: Path, config: dict, workdir: Path, timeout: f
     import json
     import subprocess
 
+    workdir = workdir.resolve()  # Kueue runs in workdir: a relative --config would not be found
     workdir.mkdir(parents=True, exist_ok=True)
     config_path, kubeconfig = workdir / "config.yaml", workdir / "no-cluster.kubeconfig"
     atomic_write(config_path, yaml.safe_dump(config, sort_keys=False))

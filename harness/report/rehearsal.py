@@ -16,8 +16,10 @@ build/rehearsal/report.md + report.json say what differs:
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -101,10 +103,40 @@ def _main_of(module: str) -> list[str]:
     return [sys.executable, "-c", f"import sys; from {module} import main; sys.exit(main())"]
 
 
+def tree_key(choice: dict[str, str], suites: list[str]) -> str:
+    """What a side's results depend on: the checkout (HEAD, uncommitted changes, untracked files),
+    the versions and the suites. A side whose saved key matches is not run again."""
+    digest = hashlib.sha256(json.dumps([choice, suites], sort_keys=True).encode())
+    for cmd in (["git", "rev-parse", "HEAD"], ["git", "diff", "HEAD", "--binary"],
+                ["git", "ls-files", "--others", "--exclude-standard", "-z"]):
+        proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True)
+        if proc.returncode != 0:
+            return "no-git-" + str(time.time())  # never matches: always run
+        digest.update(proc.stdout)
+        if "--others" in cmd:
+            for name in filter(None, proc.stdout.decode().split("\0")):
+                path = REPO_ROOT / name
+                if path.is_file() and not name.startswith("build/"):
+                    digest.update(path.read_bytes())
+    return digest.hexdigest()[:20]
+
+
+def saved_side(label: str, choice: dict[str, str], suites: list[str], out: Path) -> dict | None:
+    """The results of an earlier run of this side for the same key, if there are any."""
+    path = out / label / "result.json"
+    if not path.exists():
+        return None
+    saved = json.loads(path.read_text())
+    return saved if saved.get("key") == tree_key(choice, suites) else None
+
+
 def rehearse_side(label: str, choice: dict[str, str], suites: list[str], out: Path) -> dict:
-    """One side of the rehearsal (the pins, or the candidates): tools, gate, suites."""
+    """One side of the rehearsal (the pins, or the candidates): tools, gate, suites; saved as
+    <out>/<label>/result.json with its tree_key."""
     side = out / label
+    key = tree_key(choice, suites)
     py = sys.executable
+    side.mkdir(parents=True, exist_ok=True)
     groups = ["--group", "cluster"] + (["--group", "flux"] if "flux" in suites else [])
     result: dict = {"versions": choice, "timings": {}, "suites": {}, "exit_codes": {}}
     rc, secs = _run([*_main_of("harness.toolchain.builds"), *groups], choice, side / "tools.log")
@@ -122,6 +154,8 @@ def rehearse_side(label: str, choice: dict[str, str], suites: list[str], out: Pa
                         choice, side / f"{suite}.log")
         result["timings"][suite], result["exit_codes"][suite] = secs, rc
         result["suites"][suite] = junit_outcomes(junit)
+    result["key"], result["finished"] = key, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    atomic_write(side / "result.json", json.dumps(result, indent=1) + "\n")
     return result
 
 
@@ -158,6 +192,11 @@ def compare_tests(base: dict[str, dict], cand: dict[str, dict]) -> list[dict]:
     return tests
 
 
+def _test_ids(text: str) -> list[str]:
+    """"tests/integration/test_x.py::test_y" in a release change's checked_by -> JUnit's "tests.integration.test_x::test_y"."""
+    return [f"{path.replace('/', '.')}::{func}" for path, func in re.findall(r"(tests/[\w/]+)\.py::(\w+)", text)]
+
+
 def compare(base: dict, cand: dict, out: Path) -> dict:
     """What differs between the two sides, and what the repository must change."""
     tests = compare_tests(base["suites"], cand["suites"])
@@ -171,6 +210,7 @@ def compare(base: dict, cand: dict, out: Path) -> dict:
         configs[name] = config_changes(kueue_effective_config(_binary(base["versions"]), cfg, work / f"base-{name}"),
                                        kueue_effective_config(_binary(cand["versions"]), cfg, work / f"cand-{name}"))
     changes = [c for comp in ("kueue", "kuberay") for c in releases.between(comp, base["versions"][comp], cand["versions"][comp])]
+    by_id = {t["test"]: t for t in tests}
     return {
         "tests": tests,
         "gate": {"only_baseline": [base_gate[k] for k in sorted(set(base_gate) - set(cand_gate))],
@@ -178,7 +218,9 @@ def compare(base: dict, cand: dict, out: Path) -> dict:
         "crds": {c: {"touching": [x for x in v if x["touches"]], "other": [x for x in v if not x["touches"]]} for c, v in crds.items()},
         "configuration": configs,
         "release_changes": [{"component": c.component, "since": c.since, "key": c.key, "area": c.area, "note": c.note,
-                             "repository": c.repository, "checked_by": c.checked_by} for c in changes],
+                             "repository": c.repository, "checked_by": c.checked_by,
+                             "ran": [{"test": ref, "baseline": by_id[ref]["baseline"]["outcome"], "candidate": by_id[ref]["candidate"]["outcome"]}
+                                     for ref in _test_ids(c.checked_by) if ref in by_id]} for c in changes],
     }
 
 
@@ -188,7 +230,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kuberay", help="candidate KubeRay version (default: the newest in versions.yaml)")
     parser.add_argument("--suites", default="integration", help=f"comma-separated, of {', '.join(SUITES)} (default: integration)")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "build" / "rehearsal")
+    parser.add_argument("--fresh", action="store_true", help="run both sides even when saved results for this checkout exist")
     args = parser.parse_args(argv)
+    args.out = args.out.resolve()
     try:
         suites = [s for s in args.suites.split(",") if s]
         unknown = [s for s in suites if s not in SUITES]
@@ -198,8 +242,14 @@ def main(argv: list[str] | None = None) -> int:
         versions.parse_selection(selection_text(cand))  # a version versions.yaml does not list is refused here
         base = {c: versions.pinned(c) for c in cand}
         t = time.monotonic()
-        sides = {"candidate": rehearse_side("candidate", cand, suites, args.out),
-                 "baseline": rehearse_side("baseline", base, suites, args.out)}
+        sides = {}
+        for label, choice in (("candidate", cand), ("baseline", base)):
+            saved = None if args.fresh else saved_side(label, choice, suites, args.out)
+            if saved:
+                say("rehearse", f"{label}: reusing {args.out / label / 'result.json'} of {saved['finished']} "
+                                f"(same checkout, versions and suites; --fresh runs it again)")
+                saved["reused"] = True
+            sides[label] = saved or rehearse_side(label, choice, suites, args.out)
         report = {"baseline": sides["baseline"], "candidate": sides["candidate"], "suites": suites,
                   "comparison": compare(sides["baseline"], sides["candidate"], args.out)}
         report["seconds"] = time.monotonic() - t

@@ -32,6 +32,9 @@ def render(report: dict) -> str:
              f"{len(differing)} of {len(tests)} test(s) differ; {len(cmp['gate']['only_candidate'])} gate finding(s) only on the "
              f"candidate, {len(cmp['gate']['only_baseline'])} only on the baseline.", "",
              "| step | baseline | candidate |", "|---|---|---|"]
+    for label, side in (("baseline", base), ("candidate", cand)):
+        if side.get("reused"):
+            lines.insert(-2, f"The {label} side is reused from a run of {side['finished']} (same checkout, versions and suites).\n")
     for step in ("tools", "gate", *report["suites"]):
         lines.append(f"| {step} | {base['timings'].get(step, 0):.0f}s (exit {base['exit_codes'].get(step)}) | "
                      f"{cand['timings'].get(step, 0):.0f}s (exit {cand['exit_codes'].get(step)}) |")
@@ -70,6 +73,7 @@ def render(report: dict) -> str:
               "From harness/core/releases.py (each with its release note); `checked by` says what ran it.", "",
               "| component | since | change | repository | checked by |", "|---|---|---|---|---|"]
     for c in cmp["release_changes"]:
-        lines.append(f"| {c['component']} | {c['since']} | {c['note']} | {c['repository']} | {c['checked_by']} |".replace("\n", " "))
+        ran = "".join(f"; ran: {r['baseline']} on the baseline, {r['candidate']} on the candidate" for r in c.get("ran") or [])
+        lines.append(f"| {c['component']} | {c['since']} | {c['note']} | {c['repository']} | {c['checked_by']}{ran} |".replace("\n", " "))
     lines += ["", f"Rehearsal wall time: {report['seconds']:.0f}s.", ""]
     return "\n".join(lines)

@@ -70,3 +70,12 @@ def test_markdown_lists_differences_first():
 
 def test_default_candidates_are_the_newest():
     assert newest_candidate("kueue") == "v0.19.2" and newest_candidate("kuberay") == "v1.6.2"
+
+
+def test_validate_refuses_a_kueue_version_versions_yaml_does_not_list(capsys, monkeypatch):
+    from harness.core import versions
+    from harness.gate.validate import main
+
+    monkeypatch.delenv(versions.SELECT_ENV, raising=False)
+    assert main([str(versions.REPO_ROOT), "--kueue", "v0.1.0", "--list-rules"]) == 2
+    assert "neither the pin nor a candidate" in capsys.readouterr().err
