@@ -103,21 +103,23 @@ def _main_of(module: str) -> list[str]:
     return [sys.executable, "-c", f"import sys; from {module} import main; sys.exit(main())"]
 
 
+# Files whose content cannot change a side's results: a commit, the README or a generated report
+# alone does not make a side run again.
+KEY_EXCLUDES = ("build/", "docs/", ".github/", "README.md")
+
+
 def tree_key(choice: dict[str, str], suites: list[str]) -> str:
-    """What a side's results depend on: the checkout (HEAD, uncommitted changes, untracked files),
-    the versions and the suites. A side whose saved key matches is not run again."""
+    """What a side's results depend on: the content of the checkout's files (tracked and untracked,
+    not KEY_EXCLUDES), the versions and the suites. A side whose saved key matches is not run again."""
     digest = hashlib.sha256(json.dumps([choice, suites], sort_keys=True).encode())
-    for cmd in (["git", "rev-parse", "HEAD"], ["git", "diff", "HEAD", "--binary"],
-                ["git", "ls-files", "--others", "--exclude-standard", "-z"]):
-        proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True)
-        if proc.returncode != 0:
-            return "no-git-" + str(time.time())  # never matches: always run
-        digest.update(proc.stdout)
-        if "--others" in cmd:
-            for name in filter(None, proc.stdout.decode().split("\0")):
-                path = REPO_ROOT / name
-                if path.is_file() and not name.startswith("build/"):
-                    digest.update(path.read_bytes())
+    proc = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO_ROOT, capture_output=True)
+    if proc.returncode != 0:
+        return f"no-git-{time.time()}"  # never matches: always run
+    for name in sorted(filter(None, proc.stdout.decode().split("\0"))):
+        path = REPO_ROOT / name
+        if name.startswith(KEY_EXCLUDES) or not path.is_file():
+            continue
+        digest.update(name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:20]
 
 
