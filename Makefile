@@ -5,7 +5,7 @@ PYTEST := $(PY) -m pytest
 BACKEND ?= local
 REPORTS := build/reports
 
-.PHONY: setup tools validate test test-static test-integration test-flux test-faults ci cluster report bench-validate bench-cluster bench-flux bench-scale lock clean
+.PHONY: setup tools validate test test-static test-integration test-flux test-faults ci cluster report rehearse bench-validate bench-cluster bench-flux bench-scale lock clean
 
 setup:
 	@scripts/bootstrap
@@ -49,6 +49,17 @@ OUT ?= build/report
 COMMENT_NOTE ?=
 report: tools
 	@scripts/report --base $(BASE) --out $(OUT) --comment-note "$(COMMENT_NOTE)"
+
+# Upgrade rehearsal (README "Upgrading Kueue and KubeRay"): the gate and the suites on candidate
+# Kueue/KubeRay versions (versions.yaml `candidates:`; default the newest) and on the pins, then
+# build/rehearsal/report.md. SUITES=integration,flux,faults adds the Flux and fault suites.
+# A side already run for the same checkout, versions and suites is reused (FRESH=1 reruns it).
+# Never part of `make test`: only this target builds candidate versions.
+KUEUE ?=
+KUBERAY ?=
+SUITES ?= integration
+rehearse: tools
+	@$(PY) -m harness.report.rehearsal $(if $(KUEUE),--kueue $(KUEUE)) $(if $(KUBERAY),--kuberay $(KUBERAY)) --suites $(SUITES) --out build/rehearsal $(if $(FRESH),--fresh)
 
 bench-validate: setup
 	@$(PY) -m harness.bench validate

@@ -152,3 +152,31 @@ def kueue_process(binary: Path, config: dict, config_path: Path, kubeconfig: Pat
         f"--kubeconfig={kubeconfig}",  # the flag, not $KUBECONFIG: parts of Kueue read only the flag
         "--zap-log-level=2",  # as the Deployment of the chart
     ], log_dir, cwd=workdir).start()
+
+
+def kueue_effective_config(binary: Path, config: dict, workdir: Path, timeout: float = 60) -> dict:
+    """The Configuration a Kueue binary runs with for `config`, defaults filled in: Kueue logs it
+    (`setup` logger, field `config`) right after loading its --config file and before it needs a
+    cluster, so this runs the real binary against a kubeconfig with no cluster and reads that line.
+    An empty Configuration (apiVersion and kind only) gives the release's defaults."""
+    import json
+    import subprocess
+
+    workdir = workdir.resolve()  # Kueue runs in workdir: a relative --config would not be found
+    workdir.mkdir(parents=True, exist_ok=True)
+    config_path, kubeconfig = workdir / "config.yaml", workdir / "no-cluster.kubeconfig"
+    atomic_write(config_path, yaml.safe_dump(config, sort_keys=False))
+    atomic_write(kubeconfig, "apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n")
+    try:
+        proc = subprocess.run([str(binary), f"--config={config_path}", f"--kubeconfig={kubeconfig}"], capture_output=True,
+                              text=True, timeout=timeout, cwd=workdir)
+    except subprocess.TimeoutExpired as err:
+        raise ClusterError(f"{binary}: no exit within {timeout:.0f}s without a cluster") from err
+    for line in (proc.stdout + proc.stderr).splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and entry.get("logger") == "setup" and isinstance(entry.get("config"), str):
+            return yaml.safe_load(entry["config"])
+    raise ClusterError(f"{binary} logged no loaded Configuration (exit {proc.returncode}):\n{(proc.stdout + proc.stderr)[-2000:]}")

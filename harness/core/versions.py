@@ -12,6 +12,12 @@ REPO_ROOT is, in this order:
    gate (`ray-kueue-validate REPO_DIR` renders and checks REPO_DIR with these pins, as
    `scripts/validate OTHER_DIR` does with its own checkout's); what needs the rest of a
    checkout (cluster, Flux, report) needs 1 or 3.
+
+Versions other than the pins (an upgrade rehearsal): Kueue and KubeRay list `candidates:` beside
+their pin, and $RAY_KUEUE_VERSIONS selects one for everything this process and its children
+build, run and validate, e.g. `RAY_KUEUE_VERSIONS="kueue=v0.18.3,kuberay=v1.6.2"` (read here
+only: `module()` answers the selected version, so tool builds, CRD-derived schemas and the
+embedded operators follow it). Only a pinned or candidate version is accepted.
 """
 from __future__ import annotations
 
@@ -20,6 +26,8 @@ import os
 from pathlib import Path
 
 import yaml
+
+from harness.core.errors import HarnessError
 
 REPO_ENV = "RAY_KUEUE_REPO"
 PACKAGED_REPO = Path(__file__).resolve().with_name("repo-snapshot")
@@ -65,10 +73,69 @@ def entry(name: str) -> dict:
     return block
 
 
+SELECT_ENV = "RAY_KUEUE_VERSIONS"
+SELECTABLE = ("kueue", "kuberay")  # the components with `candidates:` in versions.yaml
+
+
+class VersionSelectionError(HarnessError, RuntimeError):
+    """$RAY_KUEUE_VERSIONS names a component or version versions.yaml does not list."""
+
+
+def pinned(name: str) -> str:
+    """The production pin's module version of a component, whatever is selected."""
+    return entry(name)["version"]
+
+
+def candidates(name: str) -> list[dict]:
+    """The component's `candidates:` entries ({version, chart}), oldest first as listed."""
+    return list(entry(name).get("candidates") or [])
+
+
+def parse_selection(text: str) -> dict[str, str]:
+    """"kueue=v0.18.3,kuberay=v1.6.2" -> {"kueue": "v0.18.3", ...}, checked against versions.yaml."""
+    out: dict[str, str] = {}
+    for item in (i.strip() for i in text.split(",")):
+        if not item:
+            continue
+        name, sep, version = item.partition("=")
+        name, version = name.strip(), version.strip()
+        if not sep or name not in SELECTABLE:
+            raise VersionSelectionError(f"${SELECT_ENV}: {item!r} is not COMPONENT=VERSION with COMPONENT one of {', '.join(SELECTABLE)}")
+        allowed = [pinned(name), *(c["version"] for c in candidates(name))]
+        if version not in allowed:
+            raise VersionSelectionError(f"${SELECT_ENV}: {name} {version} is neither the pin nor a candidate in versions.yaml "
+                                        f"(allowed: {', '.join(allowed)})")
+        out[name] = version
+    return out
+
+
+def selection(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The versions $RAY_KUEUE_VERSIONS selects (empty: the pins)."""
+    env = os.environ if env is None else env
+    return _parsed(env.get(SELECT_ENV, ""))
+
+
+@functools.lru_cache(maxsize=None)
+def _parsed(text: str) -> dict[str, str]:
+    return parse_selection(text)
+
+
 def module(name: str) -> tuple[str, str]:
-    """(module path, version) of a pinned Go component, e.g. module('kueue')."""
+    """(module path, version) of a Go component, e.g. module('kueue'): the pin, or the candidate
+    $RAY_KUEUE_VERSIONS selects."""
     block = entry(name)
-    return block["module"], block["version"]
+    return block["module"], selection().get(name, block["version"])
+
+
+def chart_version(name: str, version: str | None = None) -> str:
+    """The chart version that goes with a Kueue/KubeRay module version (default: the selected one)."""
+    version = version or module(name)[1]
+    if version == pinned(name):
+        return str(entry(name)["production"])
+    for cand in candidates(name):
+        if cand["version"] == version:
+            return str(cand["chart"])
+    raise VersionSelectionError(f"{name} {version}: not in versions.yaml")
 
 
 def staging_version(kube_version: str) -> str:

@@ -10,13 +10,13 @@ from harness.gate.pools import NodeSpec, Pool, cluster_nodes, node_pools
 from harness.gate.render import (ClusterRender, RenderError, build_directory, cluster_dirs, is_component,
                                  is_flux_kustomization, render_cluster, render_repository)
 from harness.gate.schema_check import kubeconform_args
-from harness.gate.schemas import schema_dir
+from harness.gate.schemas import CRD_SOURCES, schema_dir
 from harness.gate.sources import kustomization_dirs, parse_yaml, parse_yaml_all
 from harness.gate.terraform import TFVARS_DIR, TerraformError
 from harness.gate.validate import RULE_IDS, validate_repository
-from harness.gate.workloads import render as render_sample
+from harness.gate.workloads import pod_sets, render as render_sample, sample_names
 
-__all__ = ["RULE_IDS", "TFVARS_DIR", "ClusterRender", "Finding", "FlavorCapacity", "NodeSpec", "Pool", "RenderError", "TerraformError",
+__all__ = ["CRD_SOURCES", "RULE_IDS", "TFVARS_DIR", "ClusterRender", "Finding", "FlavorCapacity", "NodeSpec", "Pool", "RenderError", "TerraformError",
            "build_directory", "cluster_dirs", "cluster_nodes", "flavor_capacities", "is_component", "is_flux_kustomization",
-           "kubeconform_args", "kustomization_dirs", "node_pools", "parse_yaml", "parse_yaml_all", "render_cluster",
-           "render_repository", "render_sample", "schema_dir", "validate_repository"]
+           "kubeconform_args", "kustomization_dirs", "node_pools", "parse_yaml", "parse_yaml_all", "pod_sets", "render_cluster",
+           "render_repository", "render_sample", "sample_names", "schema_dir", "validate_repository"]

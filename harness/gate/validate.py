@@ -290,6 +290,17 @@ def _output(spec: str) -> formats.Output:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+def select_versions(**chosen: str | None) -> None:
+    """--kueue/--kuberay: the version selection of harness.core.versions ($RAY_KUEUE_VERSIONS) for
+    this process, so schemas and accounting follow it. Kueue's own webhook validation (rule
+    kueue-webhook, tools/kubecheck) stays the pinned Kueue's code: it is linked into kubecheck."""
+    merged = {**versions.selection(), **{k: v for k, v in chosen.items() if v}}
+    text = ",".join(f"{k}={v}" for k, v in merged.items())
+    versions.parse_selection(text)  # refuses what versions.yaml does not list
+    if text:
+        os.environ[versions.SELECT_ENV] = text
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="validate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("repo", nargs="?", default=".", help="checkout of this repository (default: .)")
@@ -303,7 +314,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list-rules", action="store_true", help="print every rule as the README's markdown table and exit")
     parser.add_argument("--version", action="version", version=version_text(),
                         help="print the harness version and the pinned Kubernetes, Kueue and KubeRay, and exit")
+    parser.add_argument("--kueue", metavar="VERSION", help="validate as Kueue VERSION would (a pin or candidate in versions.yaml): "
+                        "its CRD schemas and its quota accounting, e.g. --kueue v0.18.3")
+    parser.add_argument("--kuberay", metavar="VERSION", help="validate against KubeRay VERSION's CRDs (a pin or candidate)")
     args = parser.parse_args(argv)
+    try:
+        select_versions(kueue=args.kueue, kuberay=args.kuberay)
+    except HarnessError as err:
+        print(f"validate: {err}", file=sys.stderr)
+        return 2
     if args.list_rules:
         print(rule_table(), end="")
         return 0

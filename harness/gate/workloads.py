@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from harness.core import HarnessError, parse_quantity
+from harness.core import HarnessError, parse_quantity, releases, versions
 from harness.gate.sources import SourceError, load_yaml, parse_yaml, read_source
 
 from harness.core import REPO_ROOT
@@ -82,17 +82,24 @@ def _plain_name(name: str) -> bool:
     return bool(name) and not name.startswith(".") and all(c.isalnum() or c in "-_." for c in name)
 
 
-def pod_sets(rayjob: dict) -> list[tuple[str, int, dict[str, Decimal]]]:
-    """(name, count, per-pod requests) for each group of pods Kueue will charge to the queue.
+def pod_sets(rayjob: dict, kueue_version: str | None = None) -> list[tuple[str, int, dict[str, Decimal]]]:
+    """(name, count, per-pod requests) for each group of pods Kueue will charge to the queue, as
+    `kueue_version` (default: the one validated, versions.module("kueue")) counts them.
     Values of the wrong type or that are no quantity count as absent: the schema check reports them."""
     spec = _dict(rayjob.get("spec"))
     cluster = _dict(spec.get("rayClusterSpec"))
-    sets = [("head", 1, _pod_requests(_dict(cluster.get("headGroupSpec")).get("template")))]
+    head = _pod_requests(_dict(cluster.get("headGroupSpec")).get("template"))
+    mode = spec.get("submissionMode", "K8sJobMode")
+    if mode == "SidecarMode" and releases.has("kueue", "sidecar-submitter-counted", kueue_version or versions.module("kueue")[1]):
+        # KubeRay injects its default submitter container into the head pod (kueue#12726).
+        for name, qty in SUBMITTER_DEFAULT_REQUESTS.items():
+            head[name] = head.get(name, 0) + qty
+    sets = [("head", 1, head)]
     groups = cluster.get("workerGroupSpecs")
     for group in (g for g in (groups if isinstance(groups, list) else []) if isinstance(g, dict)):
         count = _count(group.get("replicas", 0)) * _count(group.get("numOfHosts", 1), default=1)
         sets.append((str(group.get("groupName", "?")), count, _pod_requests(group.get("template"))))
-    if spec.get("submissionMode", "K8sJobMode") == "K8sJobMode":
+    if mode == "K8sJobMode":
         # Without a submitterPodTemplate, Kueue charges KubeRay's default submitter; a template
         # without resources is charged nothing (seen on the real Kueue: usage stays at 68 CPU).
         template = spec.get("submitterPodTemplate")

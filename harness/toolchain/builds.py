@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.core import HarnessError, Ticker, cache_lock, cache_root, publish_dir, say, versions
+from harness.core import HarnessError, Ticker, cache_lock, cache_root, publish_dir, releases, say, versions
 
 STAMP = ".complete"
 
@@ -68,6 +68,9 @@ class GoTool:
     # Carry the module's own version `replace` directives into the wrapper (the Flux controllers
     # pin go-digest and kustomize that way); Go ignores replaces of a dependency otherwise.
     inherit_replaces: bool = False
+    # A package variable set to the module version being built (-X), e.g. Kueue's GitVersion: read
+    # when building, so a candidate selected through $RAY_KUEUE_VERSIONS reports its own version.
+    version_var: str | None = None
 
     @property
     def version(self) -> str:
@@ -109,12 +112,9 @@ class GoTool:
         work.mkdir(parents=True, exist_ok=True)
         lines = ["module local.invalid/toolbuild", "", "go 1.25.0", "", f"require {mod} {version}", ""]
         if mod == "k8s.io/kubernetes":
-            gomod = Path(module_info(mod, version)["GoMod"]).read_text()
-            staging = versions.staging_version(version)
-            for line in gomod.splitlines():
-                parts = line.split()
-                if len(parts) == 2 and parts[0].startswith("k8s.io/") and parts[1] == "v0.0.0":
-                    lines.append(f"replace {parts[0]} => {parts[0]} {staging}")
+            lines += _staging_replaces(version, only_v0=False)
+        elif self.pin in releases.SELECTABLE_COMPONENTS and releases.has(self.pin, "requires-kubernetes-module", version):
+            lines += _staging_replaces(_required_version(mod, version, "k8s.io/kubernetes"))
         if self.inherit_replaces:
             lines += _module_replaces(mod, version)
         # Dependency versions versions.yaml overrides, each with its `skew` reason there.
@@ -144,8 +144,9 @@ class GoTool:
         staging.mkdir(parents=True)
         for binary, pkg in self.binaries.items():
             cmd = ["go", "build", "-v", "-trimpath", "-o", str(staging / binary)]
-            if self.ldflags:
-                cmd.append("-ldflags=" + " ".join(self.ldflags))
+            ldflags = self.ldflags + ((f"-X {self.version_var}={versions.module(self.pin)[1]}",) if self.version_var else ())
+            if ldflags:
+                cmd.append("-ldflags=" + " ".join(ldflags))
             cmd.append(pkg)
             self._build_with_progress(cmd, workdir, binary, ticker)
         (staging / STAMP).write_text(self.version + "\n")
@@ -172,6 +173,31 @@ class GoTool:
             ticker.tick(f"{binary}: {compiled} packages compiled")
         if proc.wait() != 0:
             raise ToolBuildError(f"building {binary} ({self.name} {self.version}) failed:\n{''.join(tail)}")
+
+
+def _staging_replaces(kube_version: str, only_v0: bool = True) -> list[str]:
+    """k8s.io/kubernetes requires its staging modules at v0.0.0 (its own `replace => ./staging`
+    does not apply to a dependent): pin each to the published v0.Y.Z of that release. Building
+    Kubernetes itself replaces every version of them (`only_v0=False`); a module that merely
+    requires k8s.io/kubernetes (Kueue 0.19) replaces only the v0.0.0 requirement and keeps its
+    own, newer, staging versions."""
+    gomod = Path(module_info("k8s.io/kubernetes", kube_version)["GoMod"]).read_text()
+    staging = versions.staging_version(kube_version)
+    out = []
+    for line in gomod.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0].startswith("k8s.io/") and parts[1] == "v0.0.0":
+            out.append(f"replace {parts[0]}{' v0.0.0' if only_v0 else ''} => {parts[0]} {staging}")
+    return out
+
+
+def _required_version(mod: str, version: str, dependency: str) -> str:
+    gomod = module_info(mod, version)["GoMod"]
+    edit = json.loads(_run(["go", "mod", "edit", "-json", gomod], Path.cwd(), f"read go.mod of {mod}"))
+    for req in edit.get("Require") or []:
+        if req["Path"] == dependency:
+            return req["Version"]
+    raise ToolBuildError(f"{mod}@{version} does not require {dependency} (harness/core/releases.py says it does)")
 
 
 def _module_replaces(mod: str, version: str) -> list[str]:
@@ -237,7 +263,8 @@ TOOLS: dict[str, GoTool] = {
             "kueue",
             "kueue",
             {"kueue": "sigs.k8s.io/kueue/cmd/kueue"},
-            ("-s", "-w", f"-X sigs.k8s.io/kueue/pkg/version.GitVersion={versions.module('kueue')[1]}"),
+            ("-s", "-w"),
+            version_var="sigs.k8s.io/kueue/pkg/version.GitVersion",
         ),
         GoTool("kuberay", "kuberay", {"ray-operator": "github.com/ray-project/kuberay/ray-operator"}, ("-s", "-w")),
         GoTool("source-controller", "flux.source-controller",

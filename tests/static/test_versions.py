@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import re
+from decimal import Decimal
 import subprocess
 from pathlib import Path
 
@@ -11,11 +12,12 @@ import yaml
 from packaging.version import Version
 
 from harness.toolchain import builds as tools
-from harness.core import versions
+from harness.core import releases, versions
 from harness.gate import render_repository, version_rules
 from harness.gate.rules import Context
 from harness.gate.sources import Sources
 from harness.cluster.local_cluster import local_kueue_config, production_kueue_config
+from harness.gate.workloads import pod_sets as workload_pod_sets
 
 pytestmark = pytest.mark.static
 
@@ -162,3 +164,60 @@ def test_kind_and_kubectl_are_built_from_their_pins():
     assert kubectl.binaries == {"kubectl": "k8s.io/kubernetes/cmd/kubectl"}
     assert kubectl.version == versions.module("kubernetes")[1]
     assert f"-X k8s.io/client-go/pkg/version.gitVersion={kubectl.version}" in kubectl.ldflags
+
+
+# -- upgrade candidates (make rehearse) -----------------------------------------------------------
+def test_only_kueue_and_kuberay_have_candidates_newer_than_their_pin_with_their_chart():
+    with_candidates = {name for name, block in versions.pins().items() if isinstance(block, dict) and block.get("candidates")}
+    assert with_candidates <= set(versions.SELECTABLE), f"candidates: only for {versions.SELECTABLE}, not {with_candidates}"
+    for name in versions.SELECTABLE:
+        listed = [c["version"] for c in versions.candidates(name)]
+        assert listed, f"versions.yaml {name}: no candidates: make rehearse has nothing to rehearse"
+        assert len(set(listed)) == len(listed), f"{name}: a candidate listed twice: {listed}"
+        for cand in versions.candidates(name):
+            assert releases.parse(cand["version"]) > releases.parse(versions.pinned(name)), \
+                f"{name} candidate {cand['version']} is not newer than the pin {versions.pinned(name)}"
+            # The MCR charts version with the release: chart 0.18.3 ships image v0.18.3.
+            assert "v" + str(cand["chart"]) == cand["version"], f"{name} {cand['version']}: chart {cand['chart']}"
+
+
+def test_version_selection_is_checked_and_followed(monkeypatch):
+    cand = versions.candidates("kueue")[-1]["version"]
+    monkeypatch.setenv(versions.SELECT_ENV, f"kueue={cand}")
+    assert versions.module("kueue") == ("sigs.k8s.io/kueue", cand)
+    assert versions.module("kuberay")[1] == versions.pinned("kuberay")
+    assert tools.tool("kueue").version == cand and tools.tool("kueue").bin_dir().name == f"kueue-{cand}"
+    assert versions.chart_version("kueue") == cand.removeprefix("v")
+    for bad in ("kueue=v0.1.0", "etcd=v3.6.16", "kueue"):
+        with pytest.raises(versions.VersionSelectionError):
+            versions.parse_selection(bad)
+    monkeypatch.delenv(versions.SELECT_ENV)
+    assert versions.module("kueue")[1] == versions.pinned("kueue")
+
+
+def test_release_changes_are_for_known_versions_and_name_their_check():
+    """Each entry of harness/core/releases.py: a component that can be selected, a release between
+    the pin and the newest candidate, and a check that exists (a test named must be there)."""
+    for change in releases.CHANGES:
+        assert change.component in versions.SELECTABLE, change
+        newest = max([versions.pinned(change.component), *(c["version"] for c in versions.candidates(change.component))],
+                     key=releases.parse)
+        assert releases.parse(versions.pinned(change.component)) < releases.parse(change.since) <= releases.parse(newest), change
+        assert change.note and change.checked_by, change
+        for ref in re.findall(r"tests/[\w/]+\.py(?:::\w+)?", change.checked_by):
+            path, _, func = ref.partition("::")
+            text = (versions.REPO_ROOT / path).read_text()
+            assert not func or f"def {func}(" in text, f"{change.key}: {ref} does not exist"
+    keys = [(c.component, c.key) for c in releases.CHANGES]
+    assert len(keys) == len(set(keys)), "a release change listed twice"
+    assert releases.has("kueue", "sidecar-submitter-counted", "v0.18.3") and not releases.has("kueue", "sidecar-submitter-counted", "v0.17.1")
+
+
+def test_gate_accounting_follows_the_kueue_version():
+    """SidecarMode's submitter is charged to the head from 0.18 (kueue#12726); K8sJobMode's Job always."""
+    job = {"spec": {"submissionMode": "SidecarMode", "rayClusterSpec": {"headGroupSpec": {"template": {"spec": {"containers": [
+        {"name": "ray-head", "resources": {"requests": {"cpu": "1"}}}]}}}}}}
+    old = dict((n, r) for n, _, r in workload_pod_sets(job, "v0.17.1"))
+    new = dict((n, r) for n, _, r in workload_pod_sets(job, "v0.18.3"))
+    assert str(old["head"]["cpu"]) == "1" and "memory" not in old["head"], old
+    assert new["head"]["cpu"] == Decimal("1.5") and "submitter" not in new, new

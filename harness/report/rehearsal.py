@@ -1,0 +1,270 @@
+"""`make rehearse KUEUE=<v> KUBERAY=<v>`: the upgrade rehearsal. The same proof runs on the
+production pins and on candidate versions of Kueue and KubeRay (versions.yaml `candidates:`), and
+build/rehearsal/report.md + report.json say what differs:
+
+1. the candidate tools are built (cached per version, like the pins);
+2. the static gate runs on both (`scripts/validate --kueue V --kuberay V`: the candidate's CRD
+   schemas and quota accounting);
+3. the test suites (behavioural by default; `--suites integration,flux,faults`) run on both, each
+   pytest run told its versions through $RAY_KUEUE_VERSIONS (harness.core.versions);
+4. the CRD schema changes that touch fields this repository sets, Kueue's Configuration as both
+   binaries fill it in, and the release changes (harness.core.releases) with what the repository
+   must do about them.
+
+    python -m harness.report.rehearsal [--kueue V] [--kuberay V] [--suites integration] [--out build/rehearsal]
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from harness.cluster import kueue_effective_config, production_kueue_config
+from harness.core import HarnessError, REPO_ROOT, atomic_write, releases, say, versions
+from harness.gate import render_repository, render_sample, sample_names
+from harness.report import rehearsal_markdown
+from harness.report.upgrade_diff import config_changes, crd_changes
+from harness.toolchain import tool
+
+SUITES = {"integration": "integration", "flux": "flux", "faults": "faults"}  # name -> pytest marker
+EMPTY_CONFIG = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration"}
+OPERATOR_GROUPS = ("kueue.x-k8s.io/", "ray.io/")
+
+
+class RehearsalError(HarnessError, RuntimeError):
+    pass
+
+
+def newest_candidate(component: str) -> str:
+    listed = [c["version"] for c in versions.candidates(component)]
+    if not listed:
+        raise RehearsalError(f"versions.yaml {component}: no candidates to rehearse")
+    return max(listed, key=releases.parse)
+
+
+def selection_text(choice: dict[str, str]) -> str:
+    return ",".join(f"{k}={v}" for k, v in sorted(choice.items()))
+
+
+def _env(choice: dict[str, str]) -> dict[str, str]:
+    return {**os.environ, versions.SELECT_ENV: selection_text(choice)}
+
+
+def _run(cmd: list[str], choice: dict[str, str], log: Path) -> tuple[int, float]:
+    """Runs a step in a child process with the versions selected; its output goes to `log` and the terminal."""
+    say("rehearse", f"[{selection_text(choice)}] {' '.join(cmd)}")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    t = time.monotonic()
+    with log.open("w") as fh:
+        proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=_env(choice), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            fh.write(line)
+            sys.stdout.write(line)
+        rc = proc.wait()
+    return rc, time.monotonic() - t
+
+
+def junit_outcomes(path: Path) -> dict[str, dict]:
+    """test id -> {"outcome": passed|failed|error|skipped, "message"} from a pytest JUnit file."""
+    out: dict[str, dict] = {}
+    if not path.exists():
+        return out
+    for case in ET.parse(path).getroot().iter("testcase"):
+        test_id = f"{case.get('classname', '')}::{case.get('name', '')}"
+        outcome, message = "passed", ""
+        for child in case:
+            if child.tag in ("failure", "error", "skipped"):
+                outcome = {"failure": "failed"}.get(child.tag, child.tag)
+                message = (child.get("message") or child.text or "").strip().splitlines()[0][:300] if (child.get("message") or child.text) else ""
+                break
+        out[test_id] = {"outcome": outcome, "message": message}
+    return out
+
+
+def _gate_findings(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    doc = json.loads(path.read_text())
+    items = doc.get("findings", doc) if isinstance(doc, dict) else doc
+    return [{k: f.get(k) for k in ("rule", "file", "resource", "message", "severity")} for f in items if isinstance(f, dict)]
+
+
+def _main_of(module: str) -> list[str]:
+    """A command running `module`'s main() (like its console script, without runpy's -m warning
+    for modules their package already imports)."""
+    return [sys.executable, "-c", f"import sys; from {module} import main; sys.exit(main())"]
+
+
+# Files whose content cannot change a side's results: a commit, the README or a generated report
+# alone does not make a side run again.
+KEY_EXCLUDES = ("build/", "docs/", ".github/", "README.md")
+
+
+def tree_key(choice: dict[str, str], suites: list[str]) -> str:
+    """What a side's results depend on: the content of the checkout's files (tracked and untracked,
+    not KEY_EXCLUDES), the versions and the suites. A side whose saved key matches is not run again."""
+    digest = hashlib.sha256(json.dumps([choice, suites], sort_keys=True).encode())
+    proc = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO_ROOT, capture_output=True)
+    if proc.returncode != 0:
+        return f"no-git-{time.time()}"  # never matches: always run
+    for name in sorted(filter(None, proc.stdout.decode().split("\0"))):
+        path = REPO_ROOT / name
+        if name.startswith(KEY_EXCLUDES) or not path.is_file():
+            continue
+        digest.update(name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:20]
+
+
+def saved_side(label: str, choice: dict[str, str], suites: list[str], out: Path) -> dict | None:
+    """The results of an earlier run of this side for the same key, if there are any."""
+    path = out / label / "result.json"
+    if not path.exists():
+        return None
+    saved = json.loads(path.read_text())
+    return saved if saved.get("key") == tree_key(choice, suites) else None
+
+
+def rehearse_side(label: str, choice: dict[str, str], suites: list[str], out: Path) -> dict:
+    """One side of the rehearsal (the pins, or the candidates): tools, gate, suites; saved as
+    <out>/<label>/result.json with its tree_key."""
+    side = out / label
+    key = tree_key(choice, suites)
+    py = sys.executable
+    side.mkdir(parents=True, exist_ok=True)
+    groups = ["--group", "cluster"] + (["--group", "flux"] if "flux" in suites else [])
+    result: dict = {"versions": choice, "timings": {}, "suites": {}, "exit_codes": {}}
+    rc, secs = _run([*_main_of("harness.toolchain.builds"), *groups], choice, side / "tools.log")
+    result["timings"]["tools"], result["exit_codes"]["tools"] = secs, rc
+    if rc != 0:
+        raise RehearsalError(f"{label}: building the tools for {selection_text(choice)} failed; see {side / 'tools.log'}")
+    gate_json = side / "validate.json"
+    rc, secs = _run([*_main_of("harness.gate.validate"), ".", "--quiet", "--json", str(gate_json),
+                     "--kueue", choice["kueue"], "--kuberay", choice["kuberay"]], choice, side / "validate.log")
+    result["timings"]["gate"], result["exit_codes"]["gate"] = secs, rc
+    result["gate"] = _gate_findings(gate_json)
+    for suite in suites:
+        junit = side / f"{suite}.junit.xml"
+        rc, secs = _run([py, "-m", "pytest", "-p", "no:cacheprovider", "-m", SUITES[suite], "-q", f"--junitxml={junit}"],
+                        choice, side / f"{suite}.log")
+        result["timings"][suite], result["exit_codes"][suite] = secs, rc
+        result["suites"][suite] = junit_outcomes(junit)
+    result["key"], result["finished"] = key, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    atomic_write(side / "result.json", json.dumps(result, indent=1) + "\n")
+    return result
+
+
+def _binary(choice: dict[str, str]) -> Path:
+    previous = os.environ.get(versions.SELECT_ENV)
+    os.environ[versions.SELECT_ENV] = selection_text(choice)
+    try:
+        return tool("kueue").path()
+    finally:
+        if previous is None:
+            os.environ.pop(versions.SELECT_ENV)
+        else:
+            os.environ[versions.SELECT_ENV] = previous
+
+
+def repository_objects() -> list[dict]:
+    """Every Kueue and KubeRay object this repository sets: rendered directories, clusters, samples."""
+    builds, clusters = render_repository(REPO_ROOT)
+    objs = [o for b in builds for o in b.objects] + [o for c in clusters for _, o in c.applied()]
+    objs += [render_sample(name, "default") for name in sample_names()]
+    return [o for o in objs if isinstance(o, dict) and str(o.get("apiVersion", "")).startswith(OPERATOR_GROUPS)]
+
+
+def compare_tests(base: dict[str, dict], cand: dict[str, dict]) -> list[dict]:
+    """Per suite and test, the outcome on each side; the tests whose outcome differs first."""
+    absent = {"outcome": "absent", "message": ""}
+    tests = []
+    for suite in sorted(set(base) | set(cand)):
+        a, b = base.get(suite, {}), cand.get(suite, {})
+        for test_id in sorted(set(a) | set(b)):
+            old, new = a.get(test_id, absent), b.get(test_id, absent)
+            tests.append({"suite": suite, "test": test_id, "baseline": old, "candidate": new, "differs": old["outcome"] != new["outcome"]})
+    tests.sort(key=lambda t: (not t["differs"], t["suite"], t["test"]))
+    return tests
+
+
+def _test_ids(text: str) -> list[str]:
+    """"tests/integration/test_x.py::test_y" in a release change's checked_by -> JUnit's "tests.integration.test_x::test_y"."""
+    return [f"{path.replace('/', '.')}::{func}" for path, func in re.findall(r"(tests/[\w/]+)\.py::(\w+)", text)]
+
+
+def compare(base: dict, cand: dict, out: Path) -> dict:
+    """What differs between the two sides, and what the repository must change."""
+    tests = compare_tests(base["suites"], cand["suites"])
+    gate_key = lambda f: (f["rule"], f["file"], f["resource"], f["message"])  # noqa: E731
+    base_gate, cand_gate = {gate_key(f): f for f in base["gate"]}, {gate_key(f): f for f in cand["gate"]}
+    objs = repository_objects()
+    crds = {c: [x for x in crd_changes(c, base["versions"][c], cand["versions"][c], objs)] for c in ("kueue", "kuberay")}
+    work = out / "kueue-config"
+    configs = {}
+    for name, cfg in (("defaults", EMPTY_CONFIG), ("production", production_kueue_config())):
+        configs[name] = config_changes(kueue_effective_config(_binary(base["versions"]), cfg, work / f"base-{name}"),
+                                       kueue_effective_config(_binary(cand["versions"]), cfg, work / f"cand-{name}"))
+    changes = [c for comp in ("kueue", "kuberay") for c in releases.between(comp, base["versions"][comp], cand["versions"][comp])]
+    by_id = {t["test"]: t for t in tests}
+    return {
+        "tests": tests,
+        "gate": {"only_baseline": [base_gate[k] for k in sorted(set(base_gate) - set(cand_gate))],
+                 "only_candidate": [cand_gate[k] for k in sorted(set(cand_gate) - set(base_gate))]},
+        "crds": {c: {"touching": [x for x in v if x["touches"]], "other": [x for x in v if not x["touches"]]} for c, v in crds.items()},
+        "configuration": configs,
+        "release_changes": [{"component": c.component, "since": c.since, "key": c.key, "area": c.area, "note": c.note,
+                             "repository": c.repository, "checked_by": c.checked_by,
+                             "ran": [{"test": ref, "baseline": by_id[ref]["baseline"]["outcome"], "candidate": by_id[ref]["candidate"]["outcome"]}
+                                     for ref in _test_ids(c.checked_by) if ref in by_id]} for c in changes],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--kueue", help="candidate Kueue version (default: the newest in versions.yaml)")
+    parser.add_argument("--kuberay", help="candidate KubeRay version (default: the newest in versions.yaml)")
+    parser.add_argument("--suites", default="integration", help=f"comma-separated, of {', '.join(SUITES)} (default: integration)")
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "build" / "rehearsal")
+    parser.add_argument("--fresh", action="store_true", help="run both sides even when saved results for this checkout exist")
+    args = parser.parse_args(argv)
+    args.out = args.out.resolve()
+    try:
+        suites = [s for s in args.suites.split(",") if s]
+        unknown = [s for s in suites if s not in SUITES]
+        if unknown:
+            raise RehearsalError(f"unknown suite(s) {unknown}; known: {', '.join(SUITES)}")
+        cand = {"kueue": args.kueue or newest_candidate("kueue"), "kuberay": args.kuberay or newest_candidate("kuberay")}
+        versions.parse_selection(selection_text(cand))  # a version versions.yaml does not list is refused here
+        base = {c: versions.pinned(c) for c in cand}
+        t = time.monotonic()
+        sides = {}
+        for label, choice in (("candidate", cand), ("baseline", base)):
+            saved = None if args.fresh else saved_side(label, choice, suites, args.out)
+            if saved:
+                say("rehearse", f"{label}: reusing {args.out / label / 'result.json'} of {saved['finished']} "
+                                f"(same checkout, versions and suites; --fresh runs it again)")
+                saved["reused"] = True
+            sides[label] = saved or rehearse_side(label, choice, suites, args.out)
+        report = {"baseline": sides["baseline"], "candidate": sides["candidate"], "suites": suites,
+                  "comparison": compare(sides["baseline"], sides["candidate"], args.out)}
+        report["seconds"] = time.monotonic() - t
+    except HarnessError as err:
+        print(f"rehearse: {err}", file=sys.stderr)
+        return 2
+    args.out.mkdir(parents=True, exist_ok=True)
+    atomic_write(args.out / "report.json", json.dumps(report, indent=1, default=str) + "\n")
+    atomic_write(args.out / "report.md", rehearsal_markdown.render(report))
+    differing = sum(t["differs"] for t in report["comparison"]["tests"])
+    say("rehearse", f"{args.out / 'report.md'}: {differing} test(s) differ; {report['seconds']:.0f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,103 @@
+"""Behaviour that differs between the Kueue / KubeRay versions this repository pins and rehearses
+(harness.core.releases): each test states what every version does and checks the one running,
+so a rehearsal (`make rehearse`, $RAY_KUEUE_VERSIONS) passes on each version for the right reason
+instead of skipping. On the local backend the running version is versions.module(...)."""
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from harness import toolchain
+from harness.cluster import kueue_effective_config, production_kueue_config
+from harness.core import parse_quantity, releases, versions
+from harness.gate.workloads import pod_sets
+from harness.k8s import CLUSTER_QUEUE, LOCAL_QUEUE, NAMESPACE, RAYJOB, RESOURCE_FLAVOR, WORKLOAD, Kube, owned_by
+
+pytestmark = pytest.mark.integration
+
+NS = "release-differences"
+KUEUE = versions.module("kueue")[1]
+EMPTY = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration"}
+
+
+def test_effective_configuration_follows_the_version(tmp_path):
+    """The Configuration the production HelmRelease gives, as the running Kueue binary fills it in."""
+    binary = toolchain.ensure("kueue")["kueue"].path()
+    prod = kueue_effective_config(binary, production_kueue_config(), tmp_path / "prod")
+    defaults = kueue_effective_config(binary, EMPTY, tmp_path / "empty")
+    # The production workaround is applied by every version (kueue#10901).
+    assert (prod.get("featureGates") or {}).get("FinishOrphanedWorkloads") is False, prod.get("featureGates")
+    wait = prod.get("waitForPodsReady")
+    if releases.has("kueue", "wait-for-pods-ready-default", KUEUE):
+        # 0.19: on by default, 30 min, admission not blocked (kueue#11855).
+        assert wait and wait.get("timeout") == "30m0s" and wait.get("blockAdmission") is False, wait
+        assert wait.get("enable", True) is not False, wait
+    else:
+        assert not wait or wait.get("enable") is False, f"Kueue {KUEUE} enables waitForPodsReady unasked: {wait}"
+    qps = (defaults["clientConnection"]["qps"], defaults["clientConnection"]["burst"])
+    if releases.has("kueue", "client-qps-raised", KUEUE):
+        assert qps[0] > 20 and qps[1] > 30, qps
+    else:
+        assert qps == (20, 30), qps
+
+
+@pytest.fixture
+def sidecar_queue(kube: Kube):
+    for obj in (
+        {"apiVersion": NAMESPACE.api_version, "kind": NAMESPACE.kind, "metadata": {"name": NS}},
+        {"apiVersion": RESOURCE_FLAVOR.api_version, "kind": RESOURCE_FLAVOR.kind, "metadata": {"name": "release-flavor"}},
+        {"apiVersion": CLUSTER_QUEUE.api_version, "kind": CLUSTER_QUEUE.kind, "metadata": {"name": "release-cq"},
+         "spec": {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu", "memory"], "flavors": [{
+             "name": "release-flavor",
+             "resources": [{"name": "cpu", "nominalQuota": "8"}, {"name": "memory", "nominalQuota": "16Gi"}]}]}]}},
+        {"apiVersion": LOCAL_QUEUE.api_version, "kind": LOCAL_QUEUE.kind, "metadata": {"name": "release-lq", "namespace": NS},
+         "spec": {"clusterQueue": "release-cq"}},
+    ):
+        kube.apply(obj)
+    yield "release-lq"
+    kube.delete(LOCAL_QUEUE.api_version, LOCAL_QUEUE.kind, "release-lq", NS)
+    kube.delete(CLUSTER_QUEUE.api_version, CLUSTER_QUEUE.kind, "release-cq")
+
+
+def _sidecar_rayjob(queue: str) -> dict:
+    def pod(container: str) -> dict:
+        return {"spec": {"containers": [{"name": container, "image": "rayproject/ray:2.41.0",
+                                         "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}}
+
+    return {"apiVersion": RAYJOB.api_version, "kind": RAYJOB.kind,
+            "metadata": {"name": "sidecar", "namespace": NS, "labels": {"kueue.x-k8s.io/queue-name": queue}},
+            "spec": {"suspend": True, "shutdownAfterJobFinishes": True, "submissionMode": "SidecarMode",
+                     "entrypoint": "python -c 'print(1)'",
+                     "rayClusterSpec": {"rayVersion": "2.41.0", "headGroupSpec": {"rayStartParams": {}, "template": pod("ray-head")},
+                                        "workerGroupSpecs": [{"groupName": "workers", "replicas": 1, "minReplicas": 1,
+                                                              "maxReplicas": 1, "rayStartParams": {},
+                                                              "template": pod("ray-worker")}]}}}
+
+
+def _requests(podset: dict) -> dict[str, Decimal]:
+    total: dict[str, Decimal] = {}
+    for c in podset["template"]["spec"]["containers"]:
+        for name, qty in ((c.get("resources") or {}).get("requests") or {}).items():
+            total[name] = total.get(name, 0) + parse_quantity(qty)
+    return total
+
+
+def test_sidecar_submitter_accounting_follows_the_version(kube, sidecar_queue):
+    """SidecarMode: 0.18 counts the injected submitter (500m / 200Mi) on the head PodSet (kueue#12726),
+    0.17 does not; the gate's accounting (harness.gate.workloads.pod_sets) says the same for the version."""
+    job = _sidecar_rayjob(sidecar_queue)
+    uid = kube.create(job)["metadata"]["uid"]
+    try:
+        wl = kube.wait_for(*WORKLOAD, lambda wls: next(iter(owned_by(wls, uid)), None), "the Workload of RayJob sidecar", NS)
+        sets = {ps["name"]: ps for ps in wl["spec"]["podSets"]}
+        assert "submitter" not in sets, list(sets)  # SidecarMode has no submitter Job
+        head = _requests(sets["head"])
+        counted = releases.has("kueue", "sidecar-submitter-counted", KUEUE)
+        expected = {"cpu": parse_quantity("1500m" if counted else "1"), "memory": parse_quantity("1Gi") + (parse_quantity("200Mi") if counted else 0)}
+        assert head == expected, f"Kueue {KUEUE} head PodSet requests {head}; expected {expected} (submitter counted: {counted})"
+        gate = dict((name, req) for name, _, req in pod_sets(job, KUEUE))
+        assert gate["head"] == head, f"the gate charges {gate['head']} for the head, Kueue {KUEUE} {head}"
+    finally:
+        kube.delete(RAYJOB.api_version, RAYJOB.kind, "sidecar", NS)
+        kube.wait_for(*WORKLOAD, lambda wls: not owned_by(wls, uid) or None, "the Workload of RayJob sidecar gone", NS)

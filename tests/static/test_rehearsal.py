@@ -1,0 +1,81 @@
+"""The pieces of `make rehearse` that need no cluster: JUnit outcomes, schema and Configuration
+comparison, and the report's order (differences first)."""
+from __future__ import annotations
+
+import pytest
+
+from harness.report import rehearsal_markdown
+from harness.report.rehearsal import compare_tests, junit_outcomes, newest_candidate
+from harness.report.upgrade_diff import config_changes, flatten_schema, object_paths, schema_changes
+
+pytestmark = pytest.mark.static
+
+
+def test_junit_outcomes_read_each_test(tmp_path):
+    junit = tmp_path / "r.xml"
+    junit.write_text("""<?xml version="1.0"?><testsuites><testsuite name="pytest">
+<testcase classname="tests.integration.test_a" name="test_ok" time="1"/>
+<testcase classname="tests.integration.test_a" name="test_bad" time="1"><failure message="assert 1 == 2">trace</failure></testcase>
+<testcase classname="tests.integration.test_a" name="test_skip" time="0"><skipped message="no GPU"/></testcase>
+</testsuite></testsuites>""")
+    out = junit_outcomes(junit)
+    assert out["tests.integration.test_a::test_ok"] == {"outcome": "passed", "message": ""}
+    assert out["tests.integration.test_a::test_bad"] == {"outcome": "failed", "message": "assert 1 == 2"}
+    assert out["tests.integration.test_a::test_skip"]["outcome"] == "skipped"
+    assert junit_outcomes(tmp_path / "missing.xml") == {}
+
+
+def test_differences_come_first_and_a_skip_is_not_a_pass():
+    base = {"integration": {"t::a": {"outcome": "passed", "message": ""}, "t::b": {"outcome": "passed", "message": ""}}}
+    cand = {"integration": {"t::a": {"outcome": "passed", "message": ""}, "t::b": {"outcome": "skipped", "message": "x"}}}
+    tests = compare_tests(base, cand)
+    assert [t["test"] for t in tests] == ["t::b", "t::a"] and tests[0]["differs"] and not tests[1]["differs"]
+
+
+def test_schema_changes_touch_only_fields_the_repository_sets():
+    old = {"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "quota": {"type": "string"}, "unused": {"type": "string"}}}}}
+    new = {"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "quota": {"type": "string", "pattern": "^[0-9]+$"}, "unused": {"type": "integer"}, "added": {"type": "string"}}}}}
+    changes = {c["path"]: c for c in schema_changes(flatten_schema(old), flatten_schema(new), object_paths({"spec": {"quota": "4"}}))}
+    assert set(changes) == {"spec.quota", "spec.unused", "spec.added"}
+    assert changes["spec.quota"]["touches"] and changes["spec.quota"]["change"] == "validation changed"
+    assert not changes["spec.unused"]["touches"] and not changes["spec.added"]["touches"]
+    assert changes["spec.added"]["change"] == "field added"
+
+
+def test_configuration_changes_name_each_value():
+    old = {"clientConnection": {"qps": 20, "burst": 30}, "integrations": {"frameworks": ["batch/job"]}}
+    new = {"clientConnection": {"qps": 300, "burst": 30}, "integrations": {"frameworks": ["batch/job"]},
+           "waitForPodsReady": {"timeout": "30m0s"}}
+    assert config_changes(old, new) == [{"path": "clientConnection.qps", "old": 20, "new": 300},
+                                        {"path": "waitForPodsReady.timeout", "old": None, "new": "30m0s"}]
+
+
+def test_markdown_lists_differences_first():
+    side = {"versions": {"kueue": "v0.17.1"}, "timings": {"tools": 1, "gate": 2, "integration": 3},
+            "exit_codes": {"tools": 0, "gate": 0, "integration": 0}}
+    tests = compare_tests({"integration": {"t::same": {"outcome": "passed", "message": ""},
+                                           "t::moved": {"outcome": "passed", "message": ""}}},
+                          {"integration": {"t::same": {"outcome": "passed", "message": ""},
+                                           "t::moved": {"outcome": "failed", "message": "boom"}}})
+    report = {"baseline": side, "candidate": {**side, "versions": {"kueue": "v0.18.3"}}, "suites": ["integration"], "seconds": 6,
+              "comparison": {"tests": tests, "gate": {"only_baseline": [], "only_candidate": []},
+                             "crds": {"kueue": {"touching": [], "other": []}},
+                             "configuration": {"defaults": [], "production": []}, "release_changes": []}}
+    text = rehearsal_markdown.render(report)
+    assert "v0.17.1 → kueue v0.18.3" in text and "1 of 2 test(s) differ" in text
+    assert text.index("t::moved") < text.index("t::same") and "**failed**: boom" in text
+
+
+def test_default_candidates_are_the_newest():
+    assert newest_candidate("kueue") == "v0.19.2" and newest_candidate("kuberay") == "v1.6.2"
+
+
+def test_validate_refuses_a_kueue_version_versions_yaml_does_not_list(capsys, monkeypatch):
+    from harness.core import versions
+    from harness.gate.validate import main
+
+    monkeypatch.delenv(versions.SELECT_ENV, raising=False)
+    assert main([str(versions.REPO_ROOT), "--kueue", "v0.1.0", "--list-rules"]) == 2
+    assert "neither the pin nor a candidate" in capsys.readouterr().err
