@@ -23,8 +23,6 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from jsonschema import Draft202012Validator
-
 from harness.gate import origin
 from harness.gate.findings import Finding
 from harness.gate.sources import SourceError, load_yaml, read_source
@@ -139,6 +137,8 @@ def load(root: Path, known_rules: set[str] | frozenset[str] = frozenset()) -> Ga
     except SourceError as err:  # yaml-syntax or file-read: Sources reports the same finding
         return replace(DEFAULTS, file=CONFIG_FILE, findings=(err.finding,))
     doc = {} if doc is None else doc
+    from jsonschema import Draft202012Validator  # a tenth of a second to import: only a repository with a config pays it
+
     errors = sorted(Draft202012Validator(schema()).iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         return replace(DEFAULTS, file=CONFIG_FILE, findings=tuple(
