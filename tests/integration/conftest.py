@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from harness.cluster import Names, backends
-from harness.core import timeouts
-from harness.k8s import Kube
+from harness.cluster import Names, add_nodes, backends, remove_nodes
+from harness.core import REPO_ROOT, timeouts
+from harness.k8s import POD, Kube
 from harness.kueue import Hook, InvariantChecker, Queues, Scenario, ScenarioRun, run_scenario
 from tests.static.test_gate_corpus import edit
 
@@ -60,10 +60,32 @@ def layout(queues):
 
 
 @pytest.fixture
-def scenario(layout, queues):
-    """scenario(scenarios.TEAM_QUEUES) applies its layout and runs it, every expectation awaited."""
+def nodes(kube, backend, queues, names):
+    """nodes(root, cluster): that cluster's pool nodes on the local plane; afterwards the test's
+    jobs and their pods go first (KWOK plays the kubelet that lets a bound pod go), then the nodes."""
+    if backend.name != "local":
+        pytest.skip(f"simulated (KWOK) nodes need the local backend; {backend.name} brings its own nodes")
+    added: list[str] = []
+
+    def add(root, cluster: str) -> list[str]:
+        added.extend(n for n in add_nodes(kube, root, cluster) if n not in added)
+        return added
+
+    yield add
+    queues.remove_jobs()
+    kube.wait_for(*POD, lambda items: not items or None, "the test's pods deleted", names.namespace, timeouts.DECISION)
+    remove_nodes(kube, added)
+
+
+@pytest.fixture
+def scenario(request, backend, layout, queues):
+    """scenario(scenarios.TEAM_QUEUES) applies its layout and runs it, every expectation awaited.
+    A scenario that names a cluster runs with that cluster's pool nodes on the local plane (its
+    pods are bound and become Running, the invariant checker requires it); kind has its own."""
     def run(sc: Scenario, hooks: list[Hook] = ()) -> ScenarioRun:
         layout(sc.layout)
+        if sc.cluster and backend.name == "local":
+            request.getfixturevalue("nodes")(REPO_ROOT, sc.cluster)
         return run_scenario(queues, sc, hooks)
 
     return run

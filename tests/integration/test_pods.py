@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from harness.cluster import add_nodes, remove_nodes
 from harness.core import REPO_ROOT, timeouts
 from harness.gate import build_directory, render_sample, validate_repository
 from harness.k8s import POD, condition, is_true
@@ -15,24 +14,6 @@ from tests.static.test_gate_corpus import edit
 pytestmark = pytest.mark.integration
 
 GPU_POOL_NODE = "aks-gpupool-"
-
-
-@pytest.fixture
-def nodes(kube, backend, queues, names):
-    """nodes(root, cluster): that cluster's pool nodes on the local plane; afterwards the test's
-    jobs and their pods go first (KWOK plays the kubelet that lets a bound pod go), then the nodes."""
-    if backend.name != "local":
-        pytest.skip(f"simulated (KWOK) nodes need the local backend; {backend.name} brings its own nodes")
-    added: list[str] = []
-
-    def add(root, cluster: str) -> list[str]:
-        added.extend(n for n in add_nodes(kube, root, cluster) if n not in added)
-        return added
-
-    yield add
-    queues.remove_jobs()
-    kube.wait_for(*POD, lambda items: not items or None, "the test's pods deleted", names.namespace, timeouts.DECISION)
-    remove_nodes(kube, added)
 
 
 def _job(sample: str, name: str, queue: str, **values) -> dict:
