@@ -125,14 +125,17 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
         areas[area].seconds += time.monotonic() - t
 
     def beside(area: str, fn, *args):
-        """`fn(*args)` on the pool (it waits mostly on a Go helper); its time counts for `area`."""
+        """`fn(*args)` on the pool (it waits mostly on a Go helper); `joined` takes its result."""
         def run():
             t = time.monotonic()
-            try:
-                return fn(*args)
-            finally:
-                timed(area, t)
+            return fn(*args), area, time.monotonic() - t
         return pool.submit(run)
+
+    def joined(future):
+        """The result of a `beside` call; its time is added to its area here, in this thread only."""
+        result, area, seconds = future.result()
+        areas[area].seconds += seconds
+        return result
 
     sources = Sources.load(root)
     checker.expect({(str(d.obj.get("apiVersion")), str(d.obj.get("kind"))) for d in sources.docs})
@@ -147,7 +150,7 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
     t_tf = time.monotonic()
     per_area["terraform"] += terraform_checks.wiring_findings(root, gate_config)
     timed("terraform", t_tf)
-    builds, clusters = rendering.result()
+    builds, clusters = joined(rendering)
     timings["render"] = time.monotonic() - t
 
     t = time.monotonic()
@@ -179,11 +182,11 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
     t_cap = time.monotonic()
     per_area["capacity"] += capacity.capacity_findings(root, clusters, sources, gate_config)
     timed("capacity", t_cap)
-    per_area["rules"] += warnings.result()
+    per_area["rules"] += joined(warnings)
     timings["rules"] = time.monotonic() - t
 
     t = time.monotonic()
-    per_area["schema"] += schema.result()
+    per_area["schema"] += joined(schema)
     timings["schema"] = time.monotonic() - t  # what was left to wait for once the rules were done
     timings["total"] = time.monotonic() - t0
 

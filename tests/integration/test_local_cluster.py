@@ -16,8 +16,9 @@ from kubernetes.client.rest import ApiException
 from harness import toolchain
 from harness.cluster import LocalCluster, running
 from harness.core import timeouts, versions
-from harness.k8s import (CLUSTER_QUEUE, CRD, LOCAL_QUEUE, NAMESPACE, RAYCLUSTER, RAYJOB, RESOURCE_FLAVOR, WORKLOAD, Kube,
+from harness.k8s import (CLUSTER_QUEUE, CRD, LOCAL_QUEUE, RAYCLUSTER, RAYJOB, WORKLOAD, Kube,
                          condition, crd_documents, is_true, list_objects, owned_by)
+from harness.testing import minimal_queue
 
 pytestmark = pytest.mark.integration
 
@@ -49,16 +50,7 @@ def smoke_kube(api) -> Kube:  # not `kube`: that name makes the integration conf
 def smoke_queue(smoke_kube):
     """Namespace, ResourceFlavor, ClusterQueue smoke-cq and LocalQueue smoke-lq, applied
     (idempotent, whichever test asks first) and Active; returns the Active ClusterQueue and LocalQueue."""
-    for obj in (
-        {"apiVersion": NAMESPACE.api_version, "kind": NAMESPACE.kind, "metadata": {"name": NS}},
-        {"apiVersion": RESOURCE_FLAVOR.api_version, "kind": RESOURCE_FLAVOR.kind, "metadata": {"name": "smoke-flavor"}},
-        {"apiVersion": CLUSTER_QUEUE.api_version, "kind": CLUSTER_QUEUE.kind, "metadata": {"name": "smoke-cq"},
-         "spec": {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu", "memory"], "flavors": [{
-             "name": "smoke-flavor",
-             "resources": [{"name": "cpu", "nominalQuota": "4"}, {"name": "memory", "nominalQuota": "8Gi"}]}]}]}},
-        {"apiVersion": LOCAL_QUEUE.api_version, "kind": LOCAL_QUEUE.kind, "metadata": {"name": "smoke-lq", "namespace": NS},
-         "spec": {"clusterQueue": "smoke-cq"}},
-    ):
+    for obj in minimal_queue("smoke", NS, "4", "8Gi"):
         smoke_kube.apply(obj)
     cq = smoke_kube.wait_for(*CLUSTER_QUEUE, lambda cqs: next((c for c in cqs if c["metadata"]["name"] == "smoke-cq"
                                                          and is_true(c, "Active")), None), "ClusterQueue smoke-cq Active=True")

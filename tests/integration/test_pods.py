@@ -135,7 +135,7 @@ def test_reclaim_with_pods_on_nodes(scenario, kube, queues, nodes, names):
     RayCluster as the job ends (the samples' ttlSecondsAfterFinished: 0), so the re-admitted job's
     GPU workers are placed. With the 300 s the samples had, they waited Pending for B's GPUs
     (found by this test; the gate's sample-ttl-holds-nodes warns of it now)."""
-    nodes(REPO_ROOT, "prod-eastus2")
+    assert scenarios.TEAM_QUEUES.cluster == "prod-eastus2"  # the scenario fixture adds its nodes (`nodes`: local only)
     seen = {}
 
     def after_reclaim(run):

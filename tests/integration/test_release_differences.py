@@ -12,7 +12,8 @@ from harness import toolchain
 from harness.cluster import kueue_effective_config, production_kueue_config
 from harness.core import parse_quantity, releases, versions
 from harness.gate.workloads import pod_sets
-from harness.k8s import CLUSTER_QUEUE, LOCAL_QUEUE, NAMESPACE, RAYJOB, RESOURCE_FLAVOR, WORKLOAD, Kube, owned_by
+from harness.k8s import CLUSTER_QUEUE, LOCAL_QUEUE, RAYJOB, WORKLOAD, Kube, owned_by
+from harness.testing import minimal_queue
 
 pytestmark = pytest.mark.integration
 
@@ -44,16 +45,7 @@ def test_effective_configuration_follows_the_version(tmp_path):
 
 @pytest.fixture
 def sidecar_queue(kube: Kube):
-    for obj in (
-        {"apiVersion": NAMESPACE.api_version, "kind": NAMESPACE.kind, "metadata": {"name": NS}},
-        {"apiVersion": RESOURCE_FLAVOR.api_version, "kind": RESOURCE_FLAVOR.kind, "metadata": {"name": "release-flavor"}},
-        {"apiVersion": CLUSTER_QUEUE.api_version, "kind": CLUSTER_QUEUE.kind, "metadata": {"name": "release-cq"},
-         "spec": {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu", "memory"], "flavors": [{
-             "name": "release-flavor",
-             "resources": [{"name": "cpu", "nominalQuota": "8"}, {"name": "memory", "nominalQuota": "16Gi"}]}]}]}},
-        {"apiVersion": LOCAL_QUEUE.api_version, "kind": LOCAL_QUEUE.kind, "metadata": {"name": "release-lq", "namespace": NS},
-         "spec": {"clusterQueue": "release-cq"}},
-    ):
+    for obj in minimal_queue("release", NS, "8", "16Gi"):
         kube.apply(obj)
     yield "release-lq"
     kube.delete(LOCAL_QUEUE.api_version, LOCAL_QUEUE.kind, "release-lq", NS)
