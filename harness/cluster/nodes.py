@@ -80,7 +80,7 @@ def node_objects(specs: list[NodeSpec]) -> list[dict]:
         # A node without GPUs has no nvidia.com/gpu at all (the device plugin registers it).
         capacity = {**{k: _quantity(k, v) for k, v in spec.capacity.items() if v}, "pods": pods}
         allocatable = {**{k: _quantity(k, v) for k, v in spec.allocatable.items() if v}, "pods": pods}
-        for i in range(spec.max_count):
+        for i in range(spec.first, spec.first + spec.max_count):
             name = node_name(spec.pool, i)
             labels = {**spec.labels, "kubernetes.io/hostname": name, "kubernetes.io/arch": "amd64", "type": "kwok"}
             nodes.append({

@@ -17,7 +17,7 @@ and tolerations let a pod onto a pool's nodes).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
 
@@ -67,6 +67,7 @@ class NodeSpec:
     max_count: int
     system: bool
     max_pods: int = 110
+    first: int = 0  # the instance number of its first node (a zonal pool's zones share one scale set)
 
 
 @dataclass
@@ -86,6 +87,10 @@ class Pool:
     count_origin: Origin | None = None  # where `count` is written (node_count, max_count or the count meta-argument)
     min_origin: Origin | None = None
     notes: list[tuple[str, int | None, str, str]] = field(default_factory=list)  # (file, line, message, fix) on its autoscaling settings
+    zones: tuple[str, ...] = ()  # availability zones written in Terraform ("1".."3"); () when Azure chooses
+    region: str | None = None    # the cluster's location
+    zone: str | None = None      # after by_zone: this group's topology.kubernetes.io/zone ("0": no zones)
+    first: int = 0               # after by_zone: the instance number of the group's first node
 
     @property
     def autoscaled(self) -> bool:
@@ -101,7 +106,8 @@ class Pool:
         return f"{self.count} x {self.vm_size}"
 
     def where(self) -> str:
-        return f"{self.file}:{self.line} {self.address} (pool {self.name}, {self.size()})"
+        zone = f", zone {self.zone}" if self.zone not in (None, "0") and len(self.zones) > 1 else ""
+        return f"{self.file}:{self.line} {self.address} (pool {self.name}{zone}, {self.size()})"
 
     def capacity(self, nodes: int | None = None) -> dict[str, Decimal]:
         """Hardware of `nodes` nodes (default: all, at max_count for an autoscaling pool)."""
@@ -120,7 +126,28 @@ class Pool:
     def node_spec(self) -> NodeSpec:
         return NodeSpec(self.name, self.vm_size, dict(self.labels), self.node_taints(),
                         self.sku.node_capacity() if self.sku else {}, self.node_allocatable(), self.min_nodes, self.count, self.system,
-                        self.max_pods)
+                        self.max_pods, self.first)
+
+
+def by_zone(pool: Pool) -> list[Pool]:
+    """The pool as the scheduler sees it: AKS labels every node with its region and zone
+    (topology.kubernetes.io/...; zone "<region>-<n>" on a zonal pool, "0" on one without zones) and
+    balances a zonal pool's nodes over its zones, so a pool over k zones is k groups of nodes (each
+    holding its share of node_count, min_count and max_count), each with its own zone label."""
+    zones = [f"{pool.region}-{z}" for z in pool.zones] if pool.zones and pool.region else ["0"]
+    share = lambda n, j: n // len(zones) + (1 if j < n % len(zones) else 0)  # noqa: E731
+    groups, first = [], 0
+    for j, zone in enumerate(zones):
+        count = share(pool.count, j)
+        if count == 0 and (groups or j < len(zones) - 1):
+            continue  # a zone the pool's few nodes do not reach (an empty pool stays one group)
+        labels = {**pool.labels, "topology.kubernetes.io/zone": zone, "failure-domain.beta.kubernetes.io/zone": zone}
+        if pool.region:
+            labels |= {"topology.kubernetes.io/region": pool.region, "failure-domain.beta.kubernetes.io/region": pool.region}
+        groups.append(replace(pool, labels=labels, count=count, zone=zone, first=first,
+                              min_count=None if pool.min_count is None else share(pool.min_count, j)))
+        first += count
+    return groups
 
 
 def _aks_labels(name: str, vm_size: str, system: bool, sku: Sku | None) -> dict[str, str]:
@@ -154,6 +181,22 @@ class _Builder:
         self.provider = provider_version(cfg)
         self.major = _major(self.provider)
         self.switch = next((k for k, m in AUTOSCALING_KEYS.items() if m == self.major), "auto_scaling_enabled")  # the pinned spelling
+        self.region = self.location()
+
+    def location(self) -> str | None:
+        """The cluster's region: its `location`, or (when that is a resource group's attribute, known
+        only after apply) the location that resource group is given."""
+        groups = {b.address: b for b in self.ev.of_type("azurerm_resource_group")}
+        for block in self.ev.of_type("azurerm_kubernetes_cluster"):
+            v = block.body.get("location")
+            for source in [block, *(groups[r] for r in (v.refs if v else ()) if r in groups)]:
+                try:
+                    value = self.value(source, source.body.get("location"), "location")
+                except TerraformError:
+                    continue
+                if isinstance(value, str):
+                    return value
+        return None
 
     @staticmethod
     def deciding_variable(v: Value | None, meta: bool = False) -> str | None:
@@ -203,10 +246,12 @@ class _Builder:
         sku = self.skus.get(vm_size)
         labels = {**{str(k): str(v) for k, v in as_map(get("node_labels")).items()}, **_aks_labels(name, vm_size, system, sku)}
         taints = [str(t) for t in as_list(get("node_taints"))]
+        zones = tuple(sorted(str(z) for z in as_list(get("zones"))))
         if system and get("only_critical_addons_enabled") is True:
             taints.append(SYSTEM_TAINT)
         address = block.address if block.keyed else f"{block.type}.{block.name}"
-        pool = Pool(name, address, block.file, block.line, vm_size, 0, max_pods, labels, taints, system, sku)
+        pool = Pool(name, address, block.file, block.line, vm_size, 0, max_pods, labels, taints, system, sku,
+                    zones=zones, region=self.region)
         key = next((k for k in AUTOSCALING_KEYS if k in body), None)
         self.check_spelling(pool, block, body, key)
         if key and get(key) is True:
@@ -271,7 +316,7 @@ def cluster_pools(cfg: TerraformConfig, tfvars: dict, tfvars_rel: str | None = N
         except TerraformError:
             if instances >= 1:
                 raise  # a pool left out may use settings that only apply when it exists
-    return pools
+    return [group for pool in pools for group in by_zone(pool)]
 
 
 def node_pools(root: Path, cluster: str) -> list[Pool]:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from harness.cluster import node_objects
 from harness.core import format_quantity, parse_quantity
 from harness.gate import capacity, cluster_nodes, flavor_capacities, node_pools, validate_repository
 from harness.gate import placement, terraform_checks
@@ -288,6 +289,32 @@ def test_cluster_nodes_is_the_pool_model_for_simulated_nodes():
     assert gpu.allocatable["cpu"] == Decimal("94.94") and gpu.capacity["nvidia.com/gpu"] == 8
     assert system.system and {"key": "CriticalAddonsOnly", "value": "true", "effect": "NoSchedule"} in system.taints
     assert nodes["cpupool"].max_count == 0  # cpu_node_count defaults to 0: the pool is modelled, with no nodes
+    assert gpu.labels["topology.kubernetes.io/zone"] == "0" and gpu.labels["topology.kubernetes.io/region"] == "eastus2"  # no zones
+
+
+def test_simulated_nodes_carry_the_zones_aks_gives_them(repo_copy: Path):
+    """AKS labels a zonal pool's nodes <region>-<zone>, spread over the pool's zones in turn, and a
+    pool without zones "0"; the region is the cluster's location (here the resource group's)."""
+    edit(repo_copy, PROD_TFVARS, "gpu_node_count = 1", 'gpu_node_count = 4\ngpu_zones = ["3", "1"]')
+    edit(repo_copy, PROD_TFVARS, 'location              = "eastus2"', 'location              = "swedencentral"')
+    zone = lambda n: (n["metadata"]["labels"]["topology.kubernetes.io/zone"], n["metadata"]["labels"]["topology.kubernetes.io/region"])  # noqa: E731
+    nodes = {n["metadata"]["name"]: zone(n) for n in node_objects(cluster_nodes(repo_copy, "prod-eastus2"))}
+    assert [v for k, v in sorted(nodes.items()) if "gpupool" in k] == [("swedencentral-1", "swedencentral")] * 2 + [("swedencentral-3", "swedencentral")] * 2
+    assert len(nodes) == 6  # 2 system nodes, 4 GPU nodes: every node named once
+    assert {v for k, v in nodes.items() if "system" in k} == {("0", "swedencentral")}
+
+
+def test_a_flavor_per_zone_counts_that_zones_nodes(repo_copy: Path):
+    """Flavors per zone (Kueue's documented pattern) against a zonal pool: the gate counts the nodes
+    AKS puts in that zone, the same nodes the local cluster simulates."""
+    edit(repo_copy, PROD_TFVARS, "gpu_node_count = 1", 'gpu_node_count = 2\ngpu_zones = ["1", "2"]')
+    edit(repo_copy, "base/resource-flavors.yaml", "accelerator: nvidia", "accelerator: nvidia\n    topology.kubernetes.io/zone: eastus2-2")
+    prod = lambda: [f for f in findings(repo_copy) if f.context == "cluster prod-eastus2"]  # noqa: E731  (dev-westus3 is in another region)
+    assert prod() == [], "\n".join(f.text() for f in prod())  # zone 2 has one node: 8 GPUs for the 8 of quota
+    edit(repo_copy, "base/resource-flavors.yaml", "zone: eastus2-2", "zone: eastus2-3")
+    hits = only(prod(), "capacity-flavor-labels")
+    assert "topology.kubernetes.io/zone=eastus2-1" in hits[0].message and "eastus2-3" in hits[0].message, hits[0].message
+    assert "listed in the pool's `zones`" in hits[0].hint
 
 
 def test_scheduler_matching_follows_kubernetes():
