@@ -19,11 +19,11 @@ from harness.cluster.backends import docker_problem
 from harness.cluster.isolation import Names
 from harness.cluster.kind_cluster import KindCluster, KindError, KindPlan, kind_plan, node_image, run_name
 from harness.cluster.local_cluster import ClusterError, LocalCluster
-from harness.cluster.nodes import add_nodes, node_objects, remove_nodes
+from harness.cluster.nodes import PoolNodes, add_nodes, node_objects, remove_nodes
 from harness.cluster.operators import kueue_effective_config, local_kueue_config, production_kueue_config
 from harness.cluster.processes import (Process, ProcessError, Startable, free_port, http_check, port_is_free, running,
                                        stop_in_reverse, wait_until)
 
-__all__ = ["ClusterError", "KindCluster", "KindError", "KindPlan", "LocalCluster", "Names", "Process", "ProcessError", "Startable", "add_nodes", "docker_problem",
+__all__ = ["ClusterError", "KindCluster", "KindError", "KindPlan", "LocalCluster", "Names", "PoolNodes", "Process", "ProcessError", "Startable", "add_nodes", "docker_problem",
            "free_port", "http_check", "kind_plan", "kueue_effective_config", "local_kueue_config", "node_objects", "port_is_free", "node_image", "production_kueue_config", "remove_nodes",
            "run_name", "running", "stop_in_reverse", "wait_until"]

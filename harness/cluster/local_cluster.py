@@ -56,6 +56,7 @@ class LocalCluster(Startable):
         self.kueue_config: dict = {}  # the Configuration Kueue runs with, once started
         self._api: client.ApiClient | None = None
         self._stopped = False
+        self._healthy: dict[str, Callable[[], object]] = {}  # kube-scheduler, kwok: their /healthz checks
 
     @property
     def kubeconfig(self) -> Path:
@@ -159,7 +160,8 @@ class LocalCluster(Startable):
             port = self.ports[name] = free_port()
             proc = self._spawn(start(port))
             try:
-                wait_until(healthy(port), self.start_timeout, f"{name} /healthz", [proc])
+                self._healthy[name] = healthy(port)
+                wait_until(self._healthy[name], self.start_timeout, f"{name} /healthz", [proc])
                 return proc
             except ProcessError:
                 if attempt == 3 or proc.alive() or "address already in use" not in proc.log_tail():
@@ -205,6 +207,16 @@ class LocalCluster(Startable):
         t = time.monotonic()
         proc.restart(kill=kill, while_down=while_down)
         self._wait_kuberay_ready(proc)
+        return time.monotonic() - t
+
+    def restart_node_component(self, name: str, *, kill: bool = True, while_down: Callable[[], object] | None = None) -> float:
+        """kube-scheduler or KWOK (the simulated kubelets) SIGKILLed (default) or stopped and started
+        again on its port; returns the seconds until its /healthz answers again."""
+        proc = self.process(name)
+        say("cluster", f"{'killing' if kill else 'stopping'} and restarting {name}")
+        t = time.monotonic()
+        proc.restart(kill=kill, while_down=while_down)
+        wait_until(self._healthy[name], self.start_timeout, f"{name} /healthz after the restart", [proc])
         return time.monotonic() - t
 
     def restart_apiserver(self, *, kill: bool = False) -> float:

@@ -21,7 +21,7 @@ from pathlib import Path
 from harness.cluster.processes import Process
 from harness.core import say, timeouts
 from harness.gate import NodeSpec, cluster_nodes
-from harness.k8s import is_true
+from harness.k8s import POD, is_true
 
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
@@ -118,3 +118,32 @@ def remove_nodes(kube, names: list[str]) -> None:
     """Deletes the Nodes (the pods bound to them are left to the caller's teardown)."""
     for name in names:
         kube.delete("v1", "Node", name)
+
+
+class PoolNodes:
+    """The simulated nodes one test or report run brings up, and their going: `add(root, cluster)`
+    creates that cluster's pool nodes not there yet and waits until they are Ready; `close()` waits
+    until no pod is left in `namespace` and deletes the nodes. The caller removes its jobs first:
+    KWOK plays the kubelet that lets a bound pod go, so the nodes must outlive the pods."""
+
+    def __init__(self, kube, namespace: str, timeout: float = timeouts.DECISION):
+        self.kube, self.namespace, self.timeout = kube, namespace, timeout
+        self.names: list[str] = []
+
+    def add(self, root: Path, cluster: str) -> list[str]:
+        self.names.extend(n for n in add_nodes(self.kube, root, cluster) if n not in self.names)
+        return list(self.names)
+
+    def close(self) -> None:
+        if not self.names:
+            return
+        self.kube.wait_for(*POD, lambda items: not items or None, f"the pods in namespace {self.namespace} deleted",
+                           self.namespace, self.timeout)
+        remove_nodes(self.kube, self.names)
+        self.names.clear()
+
+    def __enter__(self) -> "PoolNodes":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

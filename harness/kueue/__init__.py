@@ -5,11 +5,11 @@ scale scenario."""
 from harness.kueue import scenarios
 from harness.kueue.invariants import InvariantChecker
 from harness.kueue.queues import (CLUSTER_QUEUE, FOUR_GPUS, LOCAL_QUEUE, PRIORITY_LABEL, RAYCLUSTER, RAYJOB, WORKLOAD,
-                                  Queues, Size, flavor_usage, rayjob)
+                                  Queues, Size, flavor_usage, pods_running, rayjob)
 from harness.kueue.expectations import StepResult, short_reason
 from harness.kueue.results import finish_rayjob
 from harness.kueue.steps import ACTED, AFTER, BEFORE, Hook, Scenario, ScenarioRun, Step, StepRun, run_scenario
 
 __all__ = ["ACTED", "AFTER", "BEFORE", "CLUSTER_QUEUE", "FOUR_GPUS", "LOCAL_QUEUE", "PRIORITY_LABEL", "RAYCLUSTER", "RAYJOB",
            "WORKLOAD", "Hook", "InvariantChecker", "Queues", "Scenario", "ScenarioRun", "Size", "Step", "StepResult", "StepRun",
-           "finish_rayjob", "flavor_usage", "rayjob", "run_scenario", "scenarios", "short_reason"]
+           "finish_rayjob", "flavor_usage", "pods_running", "rayjob", "run_scenario", "scenarios", "short_reason"]

@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from harness.cluster import Names
 from harness.core import REPO_ROOT, timeouts
 from harness.gate import build_directory, render_sample
-from harness.k8s import (CLUSTER_QUEUE, LOCAL_QUEUE, NAMESPACE, RAYCLUSTER, RAYJOB, WORKLOAD, Kube, apply_order, condition,
+from harness.k8s import (CLUSTER_QUEUE, LOCAL_QUEUE, NAMESPACE, POD, RAYCLUSTER, RAYJOB, WORKLOAD, Kube, apply_order, condition,
                          is_true, owned_by)
 
 __all__ = ["CLUSTER_QUEUE", "FOUR_GPUS", "LOCAL_QUEUE", "PRIORITY_LABEL", "RAYCLUSTER", "RAYJOB", "WORKLOAD", "Queues", "Size",
-           "flavor_usage", "rayjob"]
+           "flavor_usage", "pods_running", "rayjob"]
 
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 
@@ -194,6 +194,15 @@ class Queues:
         return self.kube.wait_for(*RAYCLUSTER, check, f"RayClusters of {', '.join(job_names)}: {describe}", self.namespace,
                                   timeout or self.timeout)[0]
 
+    def wait_pods(self, job_name: str, test, describe: str, timeout: float | None = None) -> list[dict]:
+        """The pods of RayJob `job_name` (head, workers and submitter: KubeRay names them after the
+        RayJob) once `test(pods)` holds for them."""
+        def check(items):
+            mine = [p for p in items if p["metadata"]["name"].startswith(job_name + "-")]
+            return (mine,) if test(mine) else None  # a tuple: an empty list of pods is an answer too
+
+        return self.kube.wait_for(*POD, check, f"pods of {job_name}: {describe}", self.namespace, timeout or self.timeout)[0]
+
     def cluster_queue(self, name: str) -> dict:
         return self.kube.get(*CLUSTER_QUEUE, name=self.names.cq(name))
 
@@ -253,6 +262,11 @@ class Queues:
             state[name] = {"gpu": self.gpus(cq), "borrowed": self.gpus(cq, "borrowed"),
                            "admitted": status.get("admittedWorkloads") or 0, "pending": status.get("pendingWorkloads") or 0}
         return state
+
+
+def pods_running(pods: list[dict]) -> bool:
+    """A RayJob's head, workers and submitter all bound to a node and Ready (KWOK runs them)."""
+    return len(pods) >= 3 and all(p["spec"].get("nodeName") and is_true(p, "Ready") for p in pods)
 
 
 def flavor_usage(cq: dict, flavor: str, resource: str, field: str = "total") -> str:

@@ -16,10 +16,10 @@ from pathlib import Path
 
 from kubernetes import client
 
-from harness.cluster import Names, add_nodes, remove_nodes
+from harness.cluster import Names, PoolNodes
 from harness.core import parse_quantity, say, timeouts
 from harness.gate import RenderError, build_directory
-from harness.k8s import POD, Kube, WaitTimeout
+from harness.k8s import Kube, WaitTimeout
 from harness.kueue import AFTER, BEFORE, Hook, Queues, Scenario, ScenarioRun, StepResult, run_scenario, scenarios, short_reason
 from harness.report import ReportInputError
 from harness.report.recorder import Recorder, Recording
@@ -105,10 +105,10 @@ class ScenarioRunner:
                 (parse_quantity(r.get("nominalQuota", 0)) for g in cq["spec"].get("resourceGroups") or []
                  for f in g.get("flavors") or [] for r in f.get("resources") or [] if r.get("name") == GPU), Decimal(0)))
         recorder = Recorder(self.api_client, self.names, result.cluster_queues)
-        nodes: list[str] = []
+        nodes = PoolNodes(self.kube, self.names.namespace, self.timeout)
         try:
             if scenario.cluster and (root / "clusters" / scenario.cluster).is_dir():
-                nodes = add_nodes(self.kube, root, scenario.cluster)  # that ref's pools
+                nodes.add(root, scenario.cluster)  # that ref's pools
             self.queues.apply_objects(objs)
             recorder.start(self.timeout)
             try:
@@ -121,10 +121,7 @@ class ScenarioRunner:
         finally:
             recorder.stop()
             self.queues.teardown()
-            if nodes:
-                self.kube.wait_for(*POD, lambda items: not items or None, "the scenario's pods deleted",
-                                          self.names.namespace, self.timeout)
-                remove_nodes(self.kube, nodes)
+            nodes.close()
         return result
 
     def _recording_hooks(self, recorder: Recorder, result: ScenarioResult) -> list[Hook]:

@@ -1,6 +1,9 @@
 """Component restarts in the middle of team-queues' reclaim: Kueue SIGKILLed, the KubeRay operator
-restarted, kube-apiserver restarted (etcd kept). Each run is compared with what Kueue decides when
-nothing breaks, and the invariant checker follows the cluster through every restart.
+restarted, kube-apiserver restarted (etcd kept), kube-scheduler SIGKILLed, KWOK (the simulated
+kubelets) SIGKILLed. Each run is compared with what Kueue decides when nothing breaks, and the
+invariant checker follows the cluster through every restart. The runs have pods: the production
+cluster's pool nodes are on the plane, so every admitted job's pods must be bound (the checker's
+invariant) and a preempted job's pods must go.
 
 The scenario is the integration tests' (harness.kueue.scenarios.TEAM_QUEUES): team A borrows B's
 idle 4 GPUs with two 4-GPU RayJobs; team B submits one; Kueue reclaims by evicting one of A's jobs
@@ -11,8 +14,10 @@ from __future__ import annotations
 
 import pytest
 
+from harness.cluster import PoolNodes
+from harness.core import REPO_ROOT
 from harness.k8s import CLUSTER_QUEUE, LOCAL_QUEUE, PRIORITY_CLASS, RAYCLUSTER, RAYJOB, RESOURCE_FLAVOR, WORKLOAD
-from harness.kueue import ACTED, BEFORE, Hook, Queues, ScenarioRun, run_scenario, scenarios
+from harness.kueue import ACTED, AFTER, BEFORE, Hook, Queues, ScenarioRun, pods_running, run_scenario, scenarios
 
 pytestmark = pytest.mark.faults
 
@@ -21,9 +26,10 @@ A_JOBS = list(scenarios.TEAM_A_JOBS)
 
 
 @pytest.fixture
-def team_queues(queues):
-    """The layout on the cluster; every run starts from no jobs."""
+def team_queues(queues, kube):
+    """The layout on the cluster and the production cluster's pool nodes; every run starts from no jobs."""
     queues.apply_layout(TEAM_QUEUES.layout)
+    PoolNodes(kube, queues.namespace).add(REPO_ROOT, TEAM_QUEUES.cluster)  # the cluster is the test's own: no removal
     return queues
 
 
@@ -90,6 +96,61 @@ def test_apiserver_restart_between_borrow_and_reclaim(cluster, invariants, team_
     for name in ("kueue", "kuberay-operator", "kube-controller-manager", "etcd"):
         assert cluster.process(name).alive(), cluster.process(name).describe_failure("died across the apiserver restart")
     assert invariants.reconnects > reconnects, "the invariant checker's watches never saw the apiserver go away"
+
+
+def unbound(pods: list[dict]) -> bool:
+    return len(pods) >= 3 and not any(p["spec"].get("nodeName") for p in pods)
+
+
+def head_bound_not_started(pods: list[dict]) -> bool:
+    """The head bound by the scheduler, but no kubelet has started it (KWOK is down)."""
+    heads = [p for p in pods if "-head-" in p["metadata"]["name"]]
+    return bool(heads) and all(p["spec"].get("nodeName") and p.get("status", {}).get("phase") == "Pending" for p in heads)
+
+
+def bs_pods_run(when: str) -> Hook:
+    """Once the reclaim step's decisions are in: b-1's head, workers and submitter bound and Running."""
+    return Hook(AFTER, lambda run: run.queues.wait_pods("b-1", pods_running, f"bound and Running {when}"), step="reclaim")
+
+
+def test_scheduler_sigkill_during_reclaim_binds_bs_pods_once_back(cluster, invariants, team_queues):
+    """kube-scheduler SIGKILLed at the eviction and kept down until KubeRay has created b-1's pods:
+    they wait unbound; the restarted scheduler binds them within the checker's bound, and the run
+    ends as undisturbed."""
+    baseline = undisturbed(team_queues)
+    waited = []
+
+    def scheduler_down_until_bs_pods_wait(victim: str) -> None:
+        cluster.restart_node_component("kube-scheduler", while_down=lambda: waited.append(
+            team_queues.wait_pods("b-1", unbound, "created by KubeRay, unbound (no scheduler)")))
+
+    disturbed = run_scenario(team_queues, TEAM_QUEUES, [at_first_eviction(team_queues, scheduler_down_until_bs_pods_wait),
+                                                        bs_pods_run("after the scheduler's restart")])
+    assert waited and waited[0], "b-1's pods were never seen waiting for the scheduler"
+    assert states(disturbed) == states(baseline)
+    assert cluster.process("kube-scheduler").alive()
+
+
+def test_kwok_sigkill_during_reclaim_runs_bs_pods_once_back(cluster, invariants, team_queues):
+    """KWOK (every simulated kubelet) SIGKILLed at the eviction and kept down until the scheduler
+    has bound b-1's head: bound, but nothing starts it, and the victim's deleted pods linger (no
+    kubelet confirms them gone), holding the GPU node's GPUs against b-1's workers. The restarted
+    KWOK lets the victim's pods go and runs b-1's, the nodes stay Ready, and the run ends as
+    undisturbed."""
+    baseline = undisturbed(team_queues)
+    waited = []
+
+    def kwok_down_until_bs_pods_bound(victim: str) -> None:
+        cluster.restart_node_component("kwok", while_down=lambda: waited.append(
+            team_queues.wait_pods("b-1", head_bound_not_started, "head bound by the scheduler, not started (no kubelet)")))
+
+    disturbed = run_scenario(team_queues, TEAM_QUEUES, [at_first_eviction(team_queues, kwok_down_until_bs_pods_bound),
+                                                        bs_pods_run("once KWOK is back")])
+    assert waited and waited[0], "b-1's head was never seen bound and waiting for a kubelet"
+    assert states(disturbed) == states(baseline)
+    nodes = team_queues.kube.list("v1", "Node")
+    assert nodes and all(any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"]["conditions"]) for n in nodes), \
+        [(n["metadata"]["name"], n["status"].get("conditions")) for n in nodes]
 
 
 KINDS = [RESOURCE_FLAVOR, CLUSTER_QUEUE, LOCAL_QUEUE, PRIORITY_CLASS, WORKLOAD, RAYJOB, RAYCLUSTER]  # what etcd must keep

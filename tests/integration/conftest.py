@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from harness.cluster import Names, add_nodes, backends, remove_nodes
+from harness.cluster import Names, PoolNodes, backends
 from harness.core import REPO_ROOT, timeouts
-from harness.k8s import POD, Kube
+from harness.k8s import Kube
 from harness.kueue import Hook, InvariantChecker, Queues, Scenario, ScenarioRun, run_scenario
 from tests.static.test_gate_corpus import edit
 
@@ -65,16 +65,10 @@ def nodes(kube, backend, queues, names):
     jobs and their pods go first (KWOK plays the kubelet that lets a bound pod go), then the nodes."""
     if backend.name != "local":
         pytest.skip(f"simulated (KWOK) nodes need the local backend; {backend.name} brings its own nodes")
-    added: list[str] = []
-
-    def add(root, cluster: str) -> list[str]:
-        added.extend(n for n in add_nodes(kube, root, cluster) if n not in added)
-        return added
-
-    yield add
+    pool_nodes = PoolNodes(kube, names.namespace)
+    yield pool_nodes.add
     queues.remove_jobs()
-    kube.wait_for(*POD, lambda items: not items or None, "the test's pods deleted", names.namespace, timeouts.DECISION)
-    remove_nodes(kube, added)
+    pool_nodes.close()
 
 
 @pytest.fixture

@@ -7,8 +7,8 @@ import pytest
 
 from harness.core import REPO_ROOT, timeouts
 from harness.gate import build_directory, render_sample, validate_repository
-from harness.k8s import POD, condition, is_true
-from harness.kueue import AFTER, Hook, finish_rayjob, scenarios
+from harness.k8s import condition, is_true
+from harness.kueue import AFTER, Hook, finish_rayjob, pods_running, scenarios
 from tests.static.test_gate_corpus import edit
 
 pytestmark = pytest.mark.integration
@@ -20,24 +20,12 @@ def _job(sample: str, name: str, queue: str, **values) -> dict:
     return render_sample(sample, queue, {"JOB_NAME": name, **values})
 
 
-def _pods(kube, namespace: str, job: str, test, describe: str, timeout: float = timeouts.DECISION) -> list[dict]:
-    """The pods of RayJob `job` (head, workers and submitter, by name prefix) once `test(pods)` holds."""
-    def check(items):
-        mine = [p for p in items if p["metadata"]["name"].startswith(job + "-")]
-        return (mine,) if test(mine) else None  # a tuple: an empty list of pods is an answer too
-    return kube.wait_for(*POD, check, f"pods of {job}: {describe}", namespace, timeout)[0]
-
-
-def _running(pods: list[dict]) -> bool:
-    return len(pods) >= 3 and all(p["spec"].get("nodeName") and is_true(p, "Ready") for p in pods)
-
-
 def test_sample_runs_on_the_pools_and_its_end_admits_the_next(layout, queues, kube, nodes, names):
     nodes(REPO_ROOT, "prod-eastus2")
     layout("overlays/team-queues")
     queues.submit(_job("llm-training", "first", "team-a", NUM_WORKERS="4"))
     queues.wait_admitted("first")
-    pods = _pods(kube, names.namespace, "first", _running, "bound and Running")
+    pods = queues.wait_pods("first", pods_running, "bound and Running")
     workers = [p for p in pods if "-gpu-workers-" in p["metadata"]["name"]]
     assert workers and all(p["spec"]["nodeName"].startswith(GPU_POOL_NODE) for p in workers), \
         [(p["metadata"]["name"], p["spec"]["nodeName"]) for p in pods]
@@ -47,10 +35,10 @@ def test_sample_runs_on_the_pools_and_its_end_admits_the_next(layout, queues, ku
 
     finish_rayjob(kube, "first", names.namespace)
     queues.wait_workload("first", lambda wl: is_true(wl, "Finished"), "Finished (quota freed)")
-    _pods(kube, names.namespace, "first", lambda ps: not [p for p in ps if "-head-" in p["metadata"]["name"]],
-          "head and workers deleted with the RayCluster")
+    queues.wait_pods("first", lambda ps: not [p for p in ps if "-head-" in p["metadata"]["name"]],
+                      "head and workers deleted with the RayCluster")
     queues.wait_admitted("second")
-    _pods(kube, names.namespace, "second", _running, "bound and Running")
+    queues.wait_pods("second", pods_running, "bound and Running")
 
 
 def test_tainted_gpu_pool_without_toleration_pends_and_the_gate_names_the_flavor(repo_copy, layout, queues, kube, nodes, names, invariants):
@@ -63,7 +51,7 @@ def test_tainted_gpu_pool_without_toleration_pends_and_the_gate_names_the_flavor
     def unschedulable(pods):
         return (any("-gpu-workers-" in p["metadata"]["name"] for p in pods)
                 and all((condition(p, "PodScheduled") or {}).get("reason") == "Unschedulable" for p in pods))
-    pods = _pods(kube, names.namespace, "tainted", unschedulable, "head and GPU workers Unschedulable")
+    pods = queues.wait_pods("tainted", unschedulable, "head and GPU workers Unschedulable")
     worker = next(p for p in pods if "-gpu-workers-" in p["metadata"]["name"])
     assert "untolerated taint" in condition(worker, "PodScheduled")["message"], condition(worker, "PodScheduled")
 
@@ -77,7 +65,7 @@ def test_tainted_gpu_pool_without_toleration_pends_and_the_gate_names_the_flavor
 
     # Provoked on purpose: once the job is gone, only these violations may be set aside.
     queues.remove_jobs()
-    _pods(kube, names.namespace, "tainted", lambda ps: not ps, "deleted")
+    queues.wait_pods("tainted", lambda ps: not ps, "deleted")
     reported = invariants.take("of an admitted workload (ClusterQueue team-b-cq) not bound")
     assert reported and all("tainted-" in v for v in reported), reported
 
@@ -95,7 +83,7 @@ def test_tainted_gpu_pool_without_toleration_pends_and_the_gate_names_the_flavor
     queues.apply_objects(build_directory(repo_copy, "overlays/team-queues"))
     queues.submit(_job("batch-inference", "tolerated", "team-b"))
     queues.wait_admitted("tolerated")
-    pods = _pods(kube, names.namespace, "tolerated", _running, "bound and Running")
+    pods = queues.wait_pods("tolerated", pods_running, "bound and Running")
     on = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in pods}
     assert all(node.startswith(GPU_POOL_NODE) for pod, node in on.items() if "-gpu-workers-" in pod), on
     assert all(node.startswith("aks-cpupool-") for pod, node in on.items() if "-head-" in pod), on
@@ -114,7 +102,7 @@ def test_pod_bigger_than_any_node_is_admitted_by_quota_but_never_scheduled(two_g
     def worker_unschedulable(pods):
         return any("-gpu-workers-" in p["metadata"]["name"] and (condition(p, "PodScheduled") or {}).get("reason") == "Unschedulable"
                    for p in pods)
-    pods = _pods(kube, names.namespace, "two-gpus", worker_unschedulable, "GPU worker Unschedulable")
+    pods = queues.wait_pods("two-gpus", worker_unschedulable, "GPU worker Unschedulable")
     worker = next(p for p in pods if "-gpu-workers-" in p["metadata"]["name"])
     assert "Insufficient nvidia.com/gpu" in condition(worker, "PodScheduled")["message"], condition(worker, "PodScheduled")
     reported = invariants.wait_for_violation("two-gpus", timeouts.POD_BOUND + timeouts.DECISION)
@@ -124,7 +112,7 @@ def test_pod_bigger_than_any_node_is_admitted_by_quota_but_never_scheduled(two_g
     assert any(f.file == "workloads/aurora-finetune.yaml" and "nvidia.com/gpu 2" in f.message for f in findings), findings
 
     queues.remove_jobs()
-    _pods(kube, names.namespace, "two-gpus", lambda ps: not ps, "deleted")
+    queues.wait_pods("two-gpus", lambda ps: not ps, "deleted")
     assert invariants.take("two-gpus")
 
 
@@ -140,14 +128,14 @@ def test_reclaim_with_pods_on_nodes(scenario, kube, queues, nodes, names):
 
     def after_reclaim(run):
         victim = run.roles["victim"]
-        seen["victim"] = _pods(kube, names.namespace, victim, lambda ps: not [p for p in ps if "-head-" in p["metadata"]["name"]],
+        seen["victim"] = queues.wait_pods(victim, lambda ps: not [p for p in ps if "-head-" in p["metadata"]["name"]],
                                "the preempted job's head and workers gone")
         for job in (run.roles["survivor"], "b-1"):
-            seen[job] = _pods(kube, names.namespace, job, _running, "bound and Running")
+            seen[job] = queues.wait_pods(job, pods_running, "bound and Running")
 
     result = scenario(scenarios.TEAM_QUEUES, [Hook(AFTER, after_reclaim, step="reclaim")])
     victim = result.roles["victim"]
     assert seen["b-1"] and not [p for p in seen["victim"] if "-head-" in p["metadata"]["name"]]
     assert queues.job("b-1")["status"]["jobDeploymentStatus"] == "Complete"
-    _pods(kube, names.namespace, "b-1", lambda ps: not ps, "b-1's RayCluster deleted as the job ended")
-    _pods(kube, names.namespace, victim, _running, "the re-admitted job bound and Running")
+    queues.wait_pods("b-1", lambda ps: not ps, "b-1's RayCluster deleted as the job ended")
+    queues.wait_pods(victim, pods_running, "the re-admitted job bound and Running")
