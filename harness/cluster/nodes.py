@@ -123,7 +123,7 @@ def remove_nodes(kube, names: list[str]) -> None:
 class PoolNodes:
     """The simulated nodes one test or report run brings up, and their going: `add(root, cluster)`
     creates that cluster's pool nodes not there yet and waits until they are Ready; `close()` waits
-    until no pod is left in `namespace` and deletes the nodes. The caller removes its jobs first:
+    until no pod is left in `namespace` and deletes the nodes it created. The caller removes its jobs first:
     KWOK plays the kubelet that lets a bound pod go, so the nodes must outlive the pods."""
 
     def __init__(self, kube, namespace: str, timeout: float = timeouts.DECISION):
@@ -131,8 +131,13 @@ class PoolNodes:
         self.names: list[str] = []
 
     def add(self, root: Path, cluster: str) -> list[str]:
-        self.names.extend(n for n in add_nodes(self.kube, root, cluster) if n not in self.names)
-        return list(self.names)
+        """Adds the nodes `cluster`'s pools in `root` have and the plane has not (a pool grown in
+        Terraform adds its new nodes); returns all of the cluster's nodes. close() removes only
+        the nodes this PoolNodes created."""
+        there = {n["metadata"]["name"] for n in self.kube.list("v1", "Node")}
+        names = add_nodes(self.kube, root, cluster)
+        self.names.extend(n for n in names if n not in there and n not in self.names)
+        return names
 
     def close(self) -> None:
         if not self.names:

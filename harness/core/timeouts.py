@@ -25,6 +25,7 @@ SETTLE = 90.0         # Kueue has decided on every job of a report step, and not
 # The scenarios, the report and the tests that run the repository's scripts:
 FLUX_BOOTSTRAP = 180.0  # the first reconcile of every Kustomization on a fresh cluster
 SCALE_PER_JOB = 0.3   # added to LONG_DECISION per RayJob of the scale scenario
+SCALE_PER_JOB_RUN = 2.0  # ... and per RayJob run to its end (8 at a time: pods, result, Finished, the next admitted)
 SCRIPT = 120.0        # one of scripts/ run as a subprocess against a cluster
 REPORT_RUN = 900.0    # a whole `make report` run, both refs, on a running cluster
 DOCKER_PROBE = 30.0   # `docker info`: does a Docker engine answer (the kind backend)

@@ -39,6 +39,7 @@ ROOT_INTERVAL = "10m"
 FLEET_PATHS = ("base", "overlays", "components", "clusters", "flux", "workloads")
 
 SKU_COMPONENT = "components/gpu-sku/standard-nd96amsr-a100-v4/kustomization.yaml"  # the quotas clusters/local runs with
+NODES_OF = "prod-eastus2"  # the cluster whose Terraform pools (Standard_ND96amsr_A100_v4) back those quotas: the fleet's nodes
 
 FIELD_MANAGER = "kustomize-controller"  # the controllers' server-side apply manager name
 

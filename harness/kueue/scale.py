@@ -6,6 +6,10 @@ decision for the rest is what is asserted: with high-priority work waiting in bo
 team ends holding exactly its own 4 GPUs (B reclaims anything A borrowed first), only
 high-priority jobs are admitted, and every other Workload is pending with Kueue's reason.
 
+The jobs run with pods, on the production cluster's pool nodes (KWOK): then every job is run to its
+end (harness.kueue.drain: its pods Running, its result reported, its RayCluster deleted, its
+Workload Finished, the next admitted), eight at a time, until all N are Finished: 3 N pods.
+
 `python -m harness.kueue.scale --n 100` runs it on a fresh embedded cluster and prints the result as
 JSON (wall time, the harness's peak RSS and that of each component); `make bench-scale` runs it
 for several N.
@@ -25,9 +29,11 @@ from pathlib import Path
 
 from kubernetes import client
 
-from harness.cluster import LocalCluster
-from harness.core import HarnessError, say, timeouts
+from harness.cluster import LocalCluster, PoolNodes
+from harness.core import REPO_ROOT, HarnessError, say, timeouts
 from harness.k8s import WORKLOAD, Kube, condition, is_true
+from harness.kueue import scenarios
+from harness.kueue.drain import drain
 from harness.kueue.invariants import InvariantChecker
 from harness.kueue.queues import Queues, Size, rayjob
 
@@ -53,6 +59,10 @@ class ScaleResult:
     lost_events: list[str] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
     watched_workloads: int = 0
+    drain_s: float = 0.0      # from the decisions until every Workload is Finished
+    finished: int = 0         # Workloads Finished
+    pods: int = 0             # distinct pods created, bound and run
+    peak_pods: int = 0
     peak_rss_mb: dict[str, float] = field(default_factory=dict)  # harness and each component
     harness_cpu_s: float = 0.0  # this process only (watches, checks, waits), not the components
 
@@ -89,7 +99,8 @@ def run(cluster: LocalCluster, n: int, timeout: float | None = None) -> ScaleRes
     api = cluster.api_client()
     kube = Kube(api)
     queues = Queues(kube, timeout=timeout)
-    queues.apply_layout("overlays/team-queues")
+    queues.apply_layout(scenarios.TEAM_QUEUES.layout)
+    PoolNodes(kube, queues.namespace).add(REPO_ROOT, scenarios.TEAM_QUEUES.cluster)  # the cluster is the run's own
     checker_api = cluster.api_client()  # its own connections: the watches run in their own threads
     checker = InvariantChecker(checker_api).start()
     try:
@@ -110,7 +121,6 @@ def run(cluster: LocalCluster, n: int, timeout: float | None = None) -> ScaleRes
                 and c["status"].get("admittedWorkloads", 0) + c["status"].get("pendingWorkloads", 0) == per_team[t],
                 "holds its own 4 GPUs and counts every Workload", timeout)
         result.decide_s = time.monotonic() - t0 - result.submit_s
-        result.wall_s = time.monotonic() - t0
         workloads = kube.list(*WORKLOAD, namespace=queues.namespace)
         for team in TEAMS:
             cq = queues.cluster_queue(CQ_OF[team])
@@ -120,6 +130,10 @@ def run(cluster: LocalCluster, n: int, timeout: float | None = None) -> ScaleRes
             result.borrowed[CQ_OF[team]] = queues.gpus(cq, "borrowed")
         top = max(w["spec"].get("priority") or 0 for w in workloads)
         result.admitted_low = sum(1 for w in workloads if is_true(w, "Admitted") and (w["spec"].get("priority") or 0) < top)
+        say("scale", f"decided in {result.decide_s:.1f}s; running all {n} jobs to their ends, 8 at a time")
+        drained = drain(api, kube, queues.namespace, n, timeouts.LONG_DECISION + timeouts.SCALE_PER_JOB_RUN * n)
+        result.drain_s, result.finished, result.pods, result.peak_pods = drained.seconds, drained.finished, drained.pods, drained.peak_pods
+        result.wall_s = time.monotonic() - t0
         result.lost_events = checker.lost_events()
     finally:
         checker.stop()

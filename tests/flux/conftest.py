@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.gitops.flux import KUSTOMIZATION, Fleet, FluxError
+from harness.cluster import PoolNodes
+from harness.core import REPO_ROOT
+from harness.gitops.flux import KUSTOMIZATION, NODES_OF, Fleet, FluxError
 from harness.kueue.invariants import InvariantChecker
 from harness.k8s.client import Kube
 from harness.cluster.local_cluster import ClusterError, LocalCluster
@@ -48,6 +50,8 @@ def flux_run(request, tmp_path_factory):
         timeline = Timeline(cluster.api_client(), [KUSTOMIZATION, CLUSTER_QUEUE, LOCAL_QUEUE, RESOURCE_FLAVOR, NAMESPACE]).start()
         seed = fleet.bootstrap()
         fleet.wait_ready(seed, timeout=timeouts.FLUX_BOOTSTRAP)
+        # The pools behind clusters/local's quotas: the jobs Flux's queues admit run their pods there.
+        PoolNodes(fleet.kube, Queues(fleet.kube).namespace).add(REPO_ROOT, NODES_OF)
     except (ProcessError, ClusterError, FluxError) as err:
         _teardown(cluster, fleet, timeline)
         pytest.fail(f"Flux on the local cluster did not come up: {err}", pytrace=False)

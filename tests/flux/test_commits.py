@@ -8,10 +8,14 @@ import durationpy
 import pytest
 import yaml
 
-from harness.gitops.flux import KUSTOMIZATION, NAMESPACE, applied_revision, set_whole_pool_quota
+from harness.cluster import PoolNodes
+from harness.gitops.flux import KUSTOMIZATION, NAMESPACE, NODES_OF, applied_revision, set_whole_pool_quota
 from harness.core import timeouts
 from harness.k8s import CLUSTER_QUEUE, LOCAL_QUEUE, WORKLOAD, condition, is_true
-from harness.kueue import rayjob
+from harness.kueue import pods_running, rayjob
+from tests.static.test_gate_corpus import edit
+
+PROD_TFVARS = "terraform/clusters/prod-eastus2.tfvars"
 
 pytestmark = pytest.mark.flux
 
@@ -24,18 +28,32 @@ def _counts(cq: dict) -> tuple[int, int]:
     return status.get("admittedWorkloads", 0), status.get("pendingWorkloads", 0)
 
 
-def test_quota_commit_reaches_kueue_within_the_interval(run, queues):
+def test_quota_commit_reaches_kueue_within_the_interval(run, queues, repo_copy):
     """Two llm-training jobs (68 CPU, 528Gi each) do not fit the 96 CPU / 768Gi pool: one waits.
-    A commit that raises the pool's quota is picked up by source-controller, applied by
-    kustomize-controller, and Kueue admits the waiting job, all within the queues interval."""
+    The pool grows in Terraform first (gpu_node_count = 2: the second Standard_ND96amsr_A100_v4
+    node `terraform apply` would add), then a commit that raises the queue's quota is picked up
+    by source-controller, applied by kustomize-controller, and Kueue admits the waiting job, all
+    within the queues interval; its pods are placed beside the first job's."""
     fleet, kube = run.fleet, run.kube
+    edit(repo_copy, PROD_TFVARS, "gpu_node_count = 1", "gpu_node_count = 2")
+    grown = PoolNodes(kube, queues.namespace)
+    try:
+        _quota_commit(fleet, kube, queues, grown, repo_copy)
+    finally:
+        queues.remove_jobs()  # the pods go before the node they run on
+        grown.close()
+
+
+def _quota_commit(fleet, kube, queues, grown, repo_copy):
     interval = durationpy.from_str(kube.get(*KUSTOMIZATION, name="queues", namespace=NAMESPACE)["spec"]["interval"]).total_seconds()
     queues.submit(rayjob("llm-training", "train-1", "default"))
     queues.wait_admitted("train-1")
     queues.submit(rayjob("llm-training", "train-2", "default"))
     queues.wait_pending("train-2")
     queues.wait_cluster_queue("cluster-queue", lambda c: _counts(c) == (1, 1), "1 admitted, 1 pending")
+    queues.wait_pods("train-1", pods_running, "bound and Running on the pool's node")
 
+    assert len([n for n in grown.add(repo_copy, NODES_OF) if "gpupool" in n]) == 2 and len(grown.names) == 1, grown.names
     set_whole_pool_quota(fleet.wc, "160", "1200Gi")
     pushed = time.monotonic()
     rev = fleet.push("single-queue: the pool grows to 160 CPU, 1200Gi")
@@ -50,6 +68,8 @@ def test_quota_commit_reaches_kueue_within_the_interval(run, queues):
     assert not any(m.get("manager") not in ("kustomize-controller", "kueue")
                    for m in cq["metadata"]["managedFields"]), "something besides Flux and Kueue wrote the ClusterQueue"
     assert applied_revision(ks) == rev
+    pods = queues.wait_pods("train-2", pods_running, "bound and Running on the grown pool")
+    assert {p["spec"]["nodeName"] for p in pods} & set(grown.names), "train-2 fits only with the new node's CPU"
 
 
 def test_commit_breaking_a_cel_rule_changes_nothing(run, queues):
