@@ -73,7 +73,8 @@ SAMPLE_CPU_FIRST = Scenario(
           expect=[Admitted("llm-1")]),  # 68 CPU: 48 guaranteed + 20 borrowed
      Step("second", "team A submits llm-2 (the same)", [Submit("llm-training", "llm-2", "team-a")],
           expect=[Pending("llm-2", "insufficient unused quota for cpu in flavor {default}", should="wait for CPU")],
-          details=[Usage("team-a-cq", cpu_borrowed="20", gpus="4", borrowed="0")])])
+          details=[Usage("team-a-cq", cpu_borrowed="20", gpus="4", borrowed="0")])],
+    cluster=PRODUCTION)
 
 # Team B uses its whole share, so team A has nothing to borrow and must choose within itself.
 B_BUSY = Step("b-busy", "team B submits b-busy (4 GPU): its whole share", [Submit("batch-inference", "b-busy", "team-b", FOUR_GPUS)],
@@ -92,25 +93,29 @@ HIGH_PREEMPTS_LOW = Scenario(
     "a-high preempts a-low (InClusterQueue) and is admitted; team B within its guarantee keeps running",
     [B_BUSY, _team_a_submits("low", [Admitted("a-low")]),
      _team_a_submits("high", [Preempted(("a-low",), "InClusterQueue"), Admitted("a-high"),
-                              Kept("b-busy", "keep running (team B within its guarantee is never preempted by A)")])])
+                              Kept("b-busy", "keep running (team B within its guarantee is never preempted by A)")])],
+    cluster=PRODUCTION)
 
 LOW_NEVER_PREEMPTS_HIGH = Scenario(
     "low-never-preempts-high", "high vs low priority in one team: low never preempts high", "overlays/team-queues", TEAMS,
     "a-low waits; a-high keeps running",
-    [B_BUSY, _team_a_submits("high", [Admitted("a-high")]), _team_a_submits("low", [Pending("a-low"), Kept("a-high")])])
+    [B_BUSY, _team_a_submits("high", [Admitted("a-high")]), _team_a_submits("low", [Pending("a-low"), Kept("a-high")])],
+    cluster=PRODUCTION)
 
 NO_LOCAL_QUEUE = Scenario(
     "no-local-queue", "queue label names no LocalQueue", "overlays/team-queues", TEAMS,
     "the Workload stays pending: LocalQueue team-c doesn't exist",
     [Step("submit", "submit lost to team-c, which has no LocalQueue", [Submit("batch-inference", "lost", "team-c")],
-          expect=[Pending("lost", "LocalQueue team-c doesn't exist", should="wait for its LocalQueue")])])
+          expect=[Pending("lost", "LocalQueue team-c doesn't exist", should="wait for its LocalQueue")])],
+    cluster=PRODUCTION)
 
 KEEPS_CLUSTER_REJECTED = Scenario(
     "keeps-cluster-rejected", "shutdownAfterJobFinishes: false", "overlays/team-queues", TEAMS,
     "Kueue's RayJob webhook rejects it",
     [Step("submit", "submit keeps-cluster with shutdownAfterJobFinishes: false",
           [Submit("batch-inference", "keeps-cluster", "team-a", spec={"shutdownAfterJobFinishes": False}, refused=True)],
-          expect=[Rejected("keeps-cluster", "a kueue managed job should delete the cluster after finishing")])])
+          expect=[Rejected("keeps-cluster", "a kueue managed job should delete the cluster after finishing")])],
+    cluster=PRODUCTION)
 
 TOO_BIG = Scenario(
     "too-big", "more GPUs than the queue can ever hold", "overlays/team-queues", TEAMS,
@@ -118,7 +123,8 @@ TOO_BIG = Scenario(
     # 10 GPUs: more than team A's 4 guaranteed + 4 borrowable.
     [Step("submit", "team A submits too-big (10 GPU)",
           [Submit("llm-training", "too-big", "team-a", Size(workers=10, worker_cpu="4", worker_memory="32Gi"))],
-          expect=[Pending("too-big", "insufficient quota for nvidia.com/gpu in flavor {gpu}", should="never be admitted")])])
+          expect=[Pending("too-big", "insufficient quota for nvidia.com/gpu in flavor {gpu}", should="never be admitted")])],
+    cluster=PRODUCTION)
 
 SCENARIOS = [SINGLE_QUEUE, TEAM_QUEUES, SAMPLE_CPU_FIRST, HIGH_PREEMPTS_LOW, LOW_NEVER_PREEMPTS_HIGH, NO_LOCAL_QUEUE,
              KEEPS_CLUSTER_REJECTED, TOO_BIG]

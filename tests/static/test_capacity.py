@@ -395,3 +395,19 @@ def test_broken_capacity_fails_with_its_rule(repo_copy, case, rule, file, marker
 def test_every_capacity_rule_has_a_case():
     covered = {c[1] for c in CASES} | {"capacity-terraform", "capacity-unknown-sku", "capacity-flavor-labels"}  # tested above
     assert covered == set(capacity.RULES)
+
+
+def test_every_scenario_runs_on_nodes_that_hold_its_quota():
+    """Every behavioural scenario names the cluster whose pool nodes its pods run on, and those
+    nodes hold the GPUs its layout's ClusterQueues promise (else the scenario's admitted jobs
+    would stay Pending and the checker's bound-pod invariant fail for the wrong reason)."""
+    from harness.gate import build_directory
+    from harness.kueue.scenarios import SCENARIOS
+
+    for sc in SCENARIOS:
+        assert sc.cluster, f"scenario {sc.name} names no cluster: its pods would have no nodes"
+        quota = sum((parse_quantity(r["nominalQuota"]) for o in build_directory(REPO_ROOT, sc.layout) if o["kind"] == "ClusterQueue"
+                     for g in o["spec"]["resourceGroups"] for f in g["flavors"] for r in f["resources"] if r["name"] == "nvidia.com/gpu"),
+                    Decimal(0))
+        gpus = sum((n.allocatable.get("nvidia.com/gpu", 0) * n.max_count for n in cluster_nodes(REPO_ROOT, sc.cluster)), Decimal(0))
+        assert quota > 0 and gpus >= quota, f"scenario {sc.name}: {sc.layout} promises {quota} GPUs, {sc.cluster}'s nodes hold {gpus}"
