@@ -7,9 +7,11 @@ instead of comparing versions themselves.
 
 Each entry names the release note (CHANGELOG-0.18.md / CHANGELOG-0.19.md of kubernetes-sigs/kueue,
 the ray-project/kuberay v1.6.2 release notes) it comes from, and `repository` says what this
-repository must change when it upgrades past it ("" when nothing). `checked_by` names the test
-or rehearsal step that confirms or refutes the entry by running the real component; an entry
-nobody runs says so.
+repository must change when it upgrades past it ("" when nothing). `tests` are the pytest node
+ids (`tests/<path>.py::<function>`) that confirm or refute the entry by running the real component
+on each version, `step` the rehearsal step that does (the candidate build, the Configuration
+defaults, the CRD comparison); an entry with neither is known from the release notes only, and
+`checked_by` says so.
 """
 from __future__ import annotations
 
@@ -30,7 +32,15 @@ class Change:
     area: str        # build | flag | config-default | accounting | admission | crd | behaviour
     note: str        # the release note, with its pull request / issue
     repository: str  # what this repository must change on upgrade ("" when nothing)
-    checked_by: str  # the test / rehearsal step that runs it ("release notes only" when none)
+    tests: tuple[str, ...] = ()  # pytest node ids that run it on each version
+    step: str = ""               # the rehearsal step that runs it
+    why_unchecked: str = ""      # with neither: why nothing runs it
+
+    @property
+    def checked_by(self) -> str:
+        """What runs it, for people: the tests and the rehearsal step, or "release notes only"."""
+        parts = [*self.tests, *([self.step] if self.step else [])]
+        return "; ".join(parts) if parts else "release notes only" + (f" ({self.why_unchecked})" if self.why_unchecked else "")
 
 
 CHANGES: tuple[Change, ...] = (
@@ -40,60 +50,60 @@ CHANGES: tuple[Change, ...] = (
            "(500m CPU / 200Mi, KubeRay's defaults) is counted on the head PodSet (kueue#12726)",
            "none for workloads/ (K8sJobMode, whose submitter Job was already counted); a SidecarMode RayJob "
            "needs 500m CPU / 200Mi more quota. The gate follows it: scripts/validate --kueue VERSION",
-           "tests/integration/test_release_differences.py::test_sidecar_submitter_accounting_follows_the_version"),
+           tests=("tests/integration/test_release_differences.py::test_sidecar_submitter_accounting_follows_the_version",)),
     Change("kueue", "v0.18.0", "autoscaler-sidecar-counted", "accounting",
            "enableInTreeAutoscaling: the Ray autoscaler sidecar is counted against quota (kueue#12454, #12405)",
            "none: every sample sets enableInTreeAutoscaling: false",
-           "release notes only (no sample autoscales)"),
+           why_unchecked="no sample autoscales"),
     Change("kueue", "v0.18.0", "finish-orphaned-workloads-fixed", "config-default",
            "FinishOrphanedWorkloads Beta, on by default again, with the fix for finishing just-created "
            "Workloads while a cache lags (kueue#10901, #11296)",
            "the `featureGates: {FinishOrphanedWorkloads: false}` workaround in "
            "flux/infrastructure/controllers/kueue.yaml can go once tests/faults/test_restarts.py passes "
            "on the new version with it removed (tests/static/test_versions.py requires it before 0.17.3 only)",
-           "tests/faults/test_restarts.py (with the workaround still set: the fix itself is not exercised)"),
+           tests=("tests/faults/test_restarts.py::test_apiserver_restart_between_borrow_and_reclaim",),
+           step="the fault suite, with the workaround still set: the fix itself is not exercised"),
     Change("kueue", "v0.18.0", "visibility-server-port-flag-removed", "flag",
            "--visibility-server-port removed; visibilityServer.bindPort in the Configuration instead (#11309)",
            "none: neither the HelmRelease nor the embedded Kueue passes the flag",
-           "the rehearsal's Kueue start (unknown flags make Kueue exit)"),
+           step="the rehearsal's Kueue start (unknown flags make Kueue exit)"),
     Change("kueue", "v0.18.0", "events-v1", "behaviour",
            "Kueue records events through events.k8s.io/v1 (#10971)",
-           "none: the harness reads Workload conditions, not Events",
-           "release notes only"),
+           "none: the harness reads Workload conditions, not Events", why_unchecked="nothing here reads Kueue's Events"),
     # -- Kueue 0.19 (CHANGELOG-0.19.md) ---------------------------------------------------------------
     Change("kueue", "v0.19.0", "requires-kubernetes-module", "build",
            "go.mod requires k8s.io/kubernetes v1.36.0 (the scheduler library), whose staging modules are "
            "required at v0.0.0: a wrapper module must `replace k8s.io/X v0.0.0 => k8s.io/X v0.36.0` each",
            "none (the harness's wrapper module adds the replaces: harness/toolchain/builds.py)",
-           "the candidate build (`make rehearse KUEUE=v0.19.2`)"),
+           step="the candidate build (`make rehearse KUEUE=v0.19.2`)"),
     Change("kueue", "v0.19.0", "wait-for-pods-ready-default", "config-default",
            "waitForPodsReady is on by default with a 30 min timeout, blockAdmission false (#11855; "
            "DisableWaitForPodsReady gate, #13107)",
            "the production Configuration sets no waitForPodsReady: after the upgrade an admitted RayJob "
            "whose pods are not Ready in 30 min is evicted and requeued. Set waitForPodsReady explicitly in "
            "flux/infrastructure/controllers/kueue.yaml to keep today's behaviour, or accept it",
-           "the rehearsal's Configuration defaults (the Kueue binary's `Configuration loaded` line) and "
-           "tests/integration/test_release_differences.py::test_effective_configuration_follows_the_version"),
+           tests=("tests/integration/test_release_differences.py::test_effective_configuration_follows_the_version",),
+           step="the rehearsal's Configuration defaults (the Kueue binary's `Configuration loaded` line)"),
     Change("kueue", "v0.19.0", "client-qps-raised", "config-default",
            "default clientConnection QPS/burst raised (300/500)",
-           "none", "the rehearsal's Configuration defaults"),
+           "none", step="the rehearsal's Configuration defaults"),
     Change("kueue", "v0.19.0", "queue-name-removal-rejected", "admission",
            "removing the kueue.x-k8s.io/queue-name label from a Ray job is rejected (#14666)",
-           "none: the repository never removes it", "release notes only"),
+           "none: the repository never removes it", why_unchecked="no test removes the label"),
     Change("kueue", "v0.19.0", "validation-failed-releases-quota", "behaviour",
            "RayJobs stuck in ValidationFailed release their quota (#14192; kueue#13413)",
-           "none", "release notes only"),
+           "none", why_unchecked="no sample is one KubeRay fails validation on"),
     Change("kueue", "v0.19.0", "v1beta2-storage", "crd",
            "v1beta2 is the storage version; v1beta1 served but deprecated",
            "none: every Kueue object here is kueue.x-k8s.io/v1beta2 (versions.yaml kueue.api)",
-           "the rehearsal's CRD comparison"),
+           step="the rehearsal's CRD comparison"),
     # -- KubeRay 1.6.2 (release notes) ----------------------------------------------------------------
     Change("kuberay", "v1.6.2", "gcs-ft-finalizer-timeout", "behaviour",
            "a stuck GCS fault-tolerance finalizer is force-removed after 5 minutes (ray.io/gcs-ft-deletion-timeout)",
-           "none: no sample enables GCS fault tolerance", "release notes only"),
+           "none: no sample enables GCS fault tolerance", why_unchecked="no sample enables GCS fault tolerance"),
     Change("kuberay", "v1.6.2", "submitter-failure-target", "behaviour",
            "a submitter Job with the FailureTarget condition counts as failed",
-           "none", "release notes only"),
+           "none", why_unchecked="no submitter runs Ray here, so none fails"),
 )
 
 

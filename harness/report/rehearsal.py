@@ -19,7 +19,6 @@ import argparse
 import hashlib
 import json
 import os
-import re
 import subprocess
 import sys
 import time
@@ -194,9 +193,11 @@ def compare_tests(base: dict[str, dict], cand: dict[str, dict]) -> list[dict]:
     return tests
 
 
-def _test_ids(text: str) -> list[str]:
-    """"tests/integration/test_x.py::test_y" in a release change's checked_by -> JUnit's "tests.integration.test_x::test_y"."""
-    return [f"{path.replace('/', '.')}::{func}" for path, func in re.findall(r"(tests/[\w/]+)\.py::(\w+)", text)]
+def junit_id(node_id: str) -> str:
+    """A pytest node id ("tests/integration/test_x.py::test_y") as junit_outcomes keys it
+    (JUnit's classname "tests.integration.test_x", then "::test_y")."""
+    path, _, func = node_id.partition("::")
+    return f"{path.removesuffix('.py').replace('/', '.')}::{func}"
 
 
 def compare(base: dict, cand: dict, out: Path) -> dict:
@@ -222,7 +223,7 @@ def compare(base: dict, cand: dict, out: Path) -> dict:
         "release_changes": [{"component": c.component, "since": c.since, "key": c.key, "area": c.area, "note": c.note,
                              "repository": c.repository, "checked_by": c.checked_by,
                              "ran": [{"test": ref, "baseline": by_id[ref]["baseline"]["outcome"], "candidate": by_id[ref]["candidate"]["outcome"]}
-                                     for ref in _test_ids(c.checked_by) if ref in by_id]} for c in changes],
+                                     for ref in map(junit_id, c.tests) if ref in by_id]} for c in changes],
     }
 
 

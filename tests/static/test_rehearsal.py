@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from harness.report import rehearsal_markdown
-from harness.report.rehearsal import compare_tests, junit_outcomes, newest_candidate
+from harness.core import releases
+from harness.report.rehearsal import compare_tests, junit_id, junit_outcomes, newest_candidate
 from harness.report.upgrade_diff import config_changes, flatten_schema, object_paths, schema_changes
 
 pytestmark = pytest.mark.static
@@ -23,6 +24,9 @@ def test_junit_outcomes_read_each_test(tmp_path):
     assert out["tests.integration.test_a::test_bad"] == {"outcome": "failed", "message": "assert 1 == 2"}
     assert out["tests.integration.test_a::test_skip"]["outcome"] == "skipped"
     assert junit_outcomes(tmp_path / "missing.xml") == {}
+    # A release change's tests are found under the ids junit_outcomes gives them.
+    assert junit_id("tests/integration/test_a.py::test_bad") in out
+    assert all(junit_id(t).startswith("tests.") and "/" not in junit_id(t) for c in releases.CHANGES for t in c.tests)
 
 
 def test_differences_come_first_and_a_skip_is_not_a_pass():
