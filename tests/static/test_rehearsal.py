@@ -2,10 +2,13 @@
 comparison, and the report's order (differences first)."""
 from __future__ import annotations
 
-import pytest
+import json
 
-from harness.report import rehearsal_markdown
-from harness.core import releases
+import pytest
+import yaml
+
+from harness.report import rehearsal_markdown, rehearsal_plan
+from harness.core import releases, versions
 from harness.report.rehearsal import compare_tests, junit_id, junit_outcomes, newest_candidate
 from harness.report.upgrade_diff import config_changes, flatten_schema, object_paths, schema_changes
 
@@ -83,3 +86,44 @@ def test_validate_refuses_a_kueue_version_versions_yaml_does_not_list(capsys, mo
     monkeypatch.delenv(versions.SELECT_ENV, raising=False)
     assert main([str(versions.REPO_ROOT), "--kueue", "v0.1.0", "--list-rules"]) == 2
     assert "neither the pin nor a candidate" in capsys.readouterr().err
+
+
+def _versions(kueue="v0.17.1", kueue_candidates=("v0.18.3", "v0.19.2"), kuberay="v1.6.1", kuberay_candidates=("v1.6.2",)):
+    return {"kueue": {"version": kueue, "candidates": [{"version": v, "chart": v[1:]} for v in kueue_candidates]},
+            "kuberay": {"version": kuberay, "candidates": [{"version": v, "chart": v[1:]} for v in kuberay_candidates]}}
+
+
+def test_a_pull_request_rehearses_what_it_changes_in_versions_yaml():
+    base = _versions()
+    assert rehearsal_plan.pull_request(base, _versions()) == []  # a comment or another tool's pin: nothing to rehearse
+    # A promotion is rehearsed from the base, where the old pin is still production and the new one a candidate.
+    promoted = _versions(kueue="v0.18.3", kueue_candidates=("v0.19.2",))
+    assert rehearsal_plan.pull_request(base, promoted) == [{"ref": "base", "kueue": "v0.18.3", "kuberay": "v1.6.1"}]
+    both = _versions(kueue="v0.18.3", kueue_candidates=("v0.19.2",), kuberay="v1.6.2", kuberay_candidates=())
+    assert rehearsal_plan.pull_request(base, both) == [{"ref": "base", "kueue": "v0.18.3", "kuberay": "v1.6.2"}]
+    # An added candidate alone, against the pins, from the head.
+    added = _versions(kueue_candidates=("v0.18.3", "v0.19.2", "v0.19.3"))
+    assert rehearsal_plan.pull_request(base, added) == [{"ref": "head", "kueue": "v0.19.3", "kuberay": "v1.6.1"}]
+    added_ray = _versions(kuberay_candidates=("v1.6.2", "v1.7.0"))
+    assert rehearsal_plan.pull_request(base, added_ray) == [{"ref": "head", "kueue": "v0.17.1", "kuberay": "v1.7.0"}]
+
+
+def test_a_pin_that_was_never_a_candidate_is_refused_with_the_way_forward(tmp_path, capsys):
+    with pytest.raises(rehearsal_plan.PlanError, match="add it as a candidate first"):
+        rehearsal_plan.pull_request(_versions(), _versions(kueue="v0.20.0"))
+    old, new = tmp_path / "old.yaml", tmp_path / "new.yaml"
+    old.write_text(yaml.safe_dump(_versions()))
+    new.write_text(yaml.safe_dump(_versions(kueue="v0.20.0")))
+    assert rehearsal_plan.main(["--base", str(old), "--head", str(new)]) == 2
+    assert "v0.20.0" in capsys.readouterr().err
+    new.write_text("kueue: [")
+    assert rehearsal_plan.main(["--base", str(old), "--head", str(new)]) == 2
+    assert "cannot read versions.yaml" in capsys.readouterr().err
+
+
+def test_the_schedule_rehearses_every_kueue_candidate_with_the_newest_kuberay(capsys):
+    assert rehearsal_plan.main([]) == 0
+    matrix = json.loads(capsys.readouterr().out.removeprefix("matrix="))
+    assert matrix["include"] == [{"ref": "head", "kueue": c["version"], "kuberay": newest_candidate("kuberay")}
+                                 for c in versions.candidates("kueue")]
+    assert rehearsal_plan.main(["--kueue", "v9.9.9"]) == 2  # not in versions.yaml

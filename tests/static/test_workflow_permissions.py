@@ -124,3 +124,19 @@ def test_failed_tests_are_annotated():
     extras = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["test"]
     assert any(re.match(r"pytest-github-actions-annotate-failures\b", d) for d in extras), extras
     assert re.search(r"^pytest-github-actions-annotate-failures==\S+ \\$", (REPO_ROOT / "locks/dev.txt").read_text(), re.M)
+
+
+def test_rehearsal_runs_on_pull_requests_that_change_versions_read_only():
+    """A pull request changing versions.yaml rehearses what it changes (harness/report/rehearsal_plan.py),
+    with the read-only token it gets on forks too: nothing posts, the reports are artefacts."""
+    doc = _load("rehearsal.yml")
+    assert doc["on"]["pull_request"] == {"paths": ["versions.yaml"]}, doc["on"]
+    assert "pull_request_target" not in doc["on"] and {"schedule", "workflow_dispatch"} <= set(doc["on"])
+    assert doc.get("permissions") == {"contents": "read"}
+    for job, j in doc["jobs"].items():
+        assert not _writes(j), f"rehearsal/{job}: write permission {sorted(_writes(j))}"
+        assert not [_action(s) for s in j.get("steps", []) if _action(s) in NEEDS], f"rehearsal/{job} posts"
+    plan = " ".join(s.get("run", "") for s in doc["jobs"]["candidates"]["steps"])
+    assert "harness.report.rehearsal_plan --base" in plan and "harness.report.rehearsal_plan --kueue" in plan, plan
+    checkout = doc["jobs"]["rehearse"]["steps"][0]
+    assert _action(checkout) == "actions/checkout" and "matrix.ref == 'base'" in checkout["with"]["ref"], checkout
