@@ -123,6 +123,11 @@ def change(component: str, key: str) -> Change:
     raise ReleaseError(f"no release change {component}/{key} in harness/core/releases.py")
 
 
+def listed(component: str, key: str) -> bool:
+    """Whether `component` has a change `key` at all (has() refuses a key it does not know)."""
+    return any(c.component == component and c.key == key for c in CHANGES)
+
+
 def has(component: str, key: str, version: str) -> bool:
     """Whether `version` of `component` has the change `key` (it is at or past the release that made it)."""
     return parse(version) >= parse(change(component, key).since)

@@ -113,7 +113,7 @@ class GoTool:
         lines = ["module local.invalid/toolbuild", "", "go 1.25.0", "", f"require {mod} {version}", ""]
         if mod == "k8s.io/kubernetes":
             lines += _staging_replaces(version, only_v0=False)
-        elif self.pin in releases.SELECTABLE_COMPONENTS and releases.has(self.pin, "requires-kubernetes-module", version):
+        elif releases.listed(self.pin, "requires-kubernetes-module") and releases.has(self.pin, "requires-kubernetes-module", version):
             lines += _staging_replaces(_required_version(mod, version, "k8s.io/kubernetes"))
         if self.inherit_replaces:
             lines += _module_replaces(mod, version)

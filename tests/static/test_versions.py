@@ -225,3 +225,21 @@ def test_gate_accounting_follows_the_kueue_version():
     new = dict((n, r) for n, _, r in workload_pod_sets(job, "v0.18.3"))
     assert str(old["head"]["cpu"]) == "1" and "memory" not in old["head"], old
     assert new["head"]["cpu"] == Decimal("1.5") and "submitter" not in new, new
+
+
+@pytest.mark.parametrize("component", versions.SELECTABLE)
+def test_every_selectable_version_gets_its_wrapper_module(component, tmp_path, monkeypatch):
+    """The go.mod a cold cache writes for each pin and candidate (a recipe asking releases.py about
+    a change another component has must not stop the build); `go mod tidy` itself is not run."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(tools, "_run", lambda *a, **k: None)
+    monkeypatch.setattr(tools, "_required_version", lambda mod, version, dep: "v1.36.0")
+    monkeypatch.setattr(tools, "_staging_replaces", lambda kube: ["replace k8s.io/api v0.0.0 => k8s.io/api v0.36.0"])
+    for version in [versions.pinned(component), *(c["version"] for c in versions.candidates(component))]:
+        monkeypatch.setenv(versions.SELECT_ENV, f"{component}={version}")
+        versions._parsed.cache_clear()
+        gomod = (tools.tool(component)._wrapper_module() / "go.mod").read_text()
+        assert f"require {versions.entry(component)['module']} {version}" in gomod, gomod
+        staging = releases.listed(component, "requires-kubernetes-module") and releases.has(component, "requires-kubernetes-module", version)
+        assert ("replace k8s.io/api v0.0.0 =>" in gomod) == staging, gomod
+    versions._parsed.cache_clear()
