@@ -4,8 +4,11 @@ cluster's Terraform node pools.
 kube-scheduler (the same k8s.io/kubernetes build as kube-apiserver) binds pods; KWOK
 (sigs.k8s.io/kwok) plays the kubelet of every node annotated `kwok.x-k8s.io/node: fake`, with
 its own ready-made stages from the pinned module (`kustomize/stage`): node-initialize and
-node-heartbeat-with-lease (nodes Ready, leases renewed, so the node-lifecycle controller lifts
-the `not-ready` taint), pod-ready (a bound pod becomes Running and Ready) and pod-delete (a deleted
+node-heartbeat-with-lease (nodes Ready, so the node-lifecycle controller lifts the `not-ready`
+taint; that stage refreshes a node's status only every 10-20 minutes and relies on KWOK renewing
+the node's Lease, which `--node-lease-duration-seconds` turns on: without it every node turns
+NotReady after the controller's 50 s grace period, the controller marks its pods not Ready, and
+KWOK, whose pod stages only act on Pending pods, never makes them Ready again), pod-ready (a bound pod becomes Running and Ready) and pod-delete (a deleted
 pod goes away). pod-complete is left out on purpose: a RayJob's submitter would succeed without
 Ray ever running the job, and KubeRay would then fail the RayJob ("Ray job not found"); the job's
 result is the one thing the harness supplies instead (`harness.kueue.finish_rayjob`).
@@ -31,6 +34,7 @@ KWOK_STAGES = (
     "pod/fast/pod-ready.yaml",
     "pod/fast/pod-delete.yaml",
 )
+NODE_LEASE_SECONDS = 40  # kwokctl's and the kubelet's default; KWOK renews at a quarter of it
 POD_CIDR = "10.0.0.0/16"  # KWOK's default /24 holds ~254 pods; the scale runs create thousands
 
 
@@ -52,7 +56,7 @@ def kwok_process(binary: Path, kwok_src: Path, kubeconfig: Path, port: int, log_
     return Process("kwok", [
         binary, f"--kubeconfig={kubeconfig}",
         f"--manage-nodes-with-annotation-selector={KWOK_ANNOTATION}=fake",
-        f"--cidr={POD_CIDR}", "--node-ip=10.0.0.1",
+        f"--cidr={POD_CIDR}", "--node-ip=10.0.0.1", f"--node-lease-duration-seconds={NODE_LEASE_SECONDS}",
         f"--server-address=127.0.0.1:{port}",
         *[f"--config={s}" for s in stages],
     ], log_dir, cwd=workdir).start()

@@ -12,7 +12,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from harness.k8s import POD, WORKLOAD, ListWatch, WaitTimeout, is_true
+from harness.k8s import POD, WORKLOAD, ListWatch, WaitTimeout, condition, is_true
 from harness.kueue.results import finish_rayjob
 
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"  # the submitter Job's pods; KubeRay names that Job after the RayJob
@@ -40,6 +40,13 @@ def job_and_role(pod: dict) -> tuple[str, str] | None:
     return None
 
 
+def _how(pod: dict) -> str:
+    """A pod as the last state seen names it: its phase, node and Ready condition."""
+    ready = condition(pod, "Ready") or {}
+    return (f"{(pod.get('status') or {}).get('phase', '?')} on {pod['spec'].get('nodeName') or 'no node'}, "
+            f"Ready={ready.get('status', '?')}" + (f" ({ready['reason']})" if ready.get("reason") else ""))
+
+
 def running(pod: dict) -> bool:
     return bool(pod["spec"].get("nodeName")) and is_true(pod, "Ready")
 
@@ -49,7 +56,7 @@ class _Follower:
 
     def __init__(self, kube, namespace: str, n: int, reporters: int):
         self.kube, self.namespace, self.n = kube, namespace, n
-        self.pods: dict[str, dict[str, tuple[str, bool]]] = {}  # job -> pod uid -> (role, running)
+        self.pods: dict[str, dict[str, tuple[str, bool, str]]] = {}  # job -> pod uid -> (role, running, how it is)
         self.seen: set[str] = set()
         self.live = 0
         self.out = Drained()
@@ -74,8 +81,8 @@ class _Follower:
             self.seen.add(uid)
             self.live += 1
             self.out.peak_pods = max(self.out.peak_pods, self.live)
-        mine[uid] = (role, running(pod))
-        if job not in self.reported and {r for r, ok in mine.values() if ok} >= ROLES:
+        mine[uid] = (role, running(pod), _how(pod))
+        if job not in self.reported and {r for r, ok, _ in mine.values() if ok} >= ROLES:
             self.reported.add(job)
             self.pool.submit(self._report, job)
 
@@ -91,9 +98,11 @@ class _Follower:
             self.finished.add(wl["metadata"]["name"])
 
     def state(self) -> str:
-        running_jobs = sum(1 for job, pods in self.pods.items() if job not in self.reported and pods)
+        waiting = sorted(job for job, pods in self.pods.items() if job not in self.reported and pods)
+        shown = "; ".join(f"{job}: " + ", ".join(f"{role} {how}" for role, _, how in sorted(self.pods[job].values()))
+                          for job in waiting[:3])
         return (f"{len(self.finished)} of {self.n} Workloads Finished, {len(self.reported)} results reported, "
-                f"{self.live} pods now ({running_jobs} jobs with pods, not all Running yet)"
+                f"{self.live} pods now ({len(waiting)} jobs with pods, not all Running yet" + (f": {shown}" if shown else "") + ")"
                 + (f"; errors: {self.errors[-3:]}" if self.errors else ""))
 
 

@@ -12,7 +12,11 @@ It follows RayJobs, Workloads and ClusterQueues with watches and, on every event
      `pod_bound` seconds, else the violation names the pod and the scheduler's PodScheduled
      message; the pods of a suspended (preempted, evicted) RayJob are gone within `pod_bound`
      seconds of the checker seeing it suspended. A ticker re-checks once a second, because these
-     two are about time passing, not about an event.
+     two are about time passing, not about an event;
+  6. nodes stay Ready: a Node once seen Ready whose Ready condition turns False or Unknown (its
+     kubelet, KWOK's simulated one here, stopped heartbeating) is reported with the condition's
+     message; the node-lifecycle controller would mark its pods not Ready and, beyond the grace
+     period, evict them, so every later pod outcome would be an artefact. A deleted Node is not.
 The watches (harness.k8s.ListWatch) survive component restarts: a broken stream (the apiserver
 went away) is listed again and followed from there; `reconnects` counts how often that happened.
 A suspected violation of (1) is confirmed against fresh reads before it is recorded, because
@@ -44,6 +48,7 @@ class InvariantChecker:
         self._clock = clock
         self._first_seen: dict[str, float] = {}  # pod uid -> when the checker first saw it unbound
         self._suspended_since: dict[str, float] = {}  # RayJob uid -> when the checker first saw it suspended
+        self._ready_nodes: set[str] = set()  # Node uids seen Ready
         self.state: dict[str, dict[tuple, dict]] = {k: {} for k in KINDS}
         self.violations: list[str] = []
         self.events = 0
@@ -149,6 +154,8 @@ class InvariantChecker:
             self.events += 1
             if etype == "DELETED" and kind == WORKLOAD.kind:
                 self._forget(obj)
+            if etype == "DELETED" and kind == NODE.kind:
+                self._ready_nodes.discard(obj["metadata"].get("uid"))
             if etype == "DELETED" and kind in (POD.kind, RAYJOB.kind):
                 self._first_seen.pop(obj["metadata"].get("uid"), None)
                 self._suspended_since.pop(obj["metadata"].get("uid"), None)
@@ -184,6 +191,16 @@ class InvariantChecker:
         self._check_quota()
         self._check_admitted_once()
         self._check_pods()
+        self._check_nodes()
+
+    def _check_nodes(self) -> None:
+        for (_, name), node in (self.state.get("Node") or {}).items():
+            uid, ready = node["metadata"].get("uid"), condition(node, "Ready") or {}
+            if ready.get("status") == "True":
+                self._ready_nodes.add(uid)
+            elif uid in self._ready_nodes:
+                self._violate(f"node {name} went from Ready to Ready={ready.get('status')} "
+                              f"({ready.get('reason')}: {ready.get('message')}): its kubelet stopped heartbeating")
 
     def _check_pods(self) -> None:
         if not self.state.get("Node"):

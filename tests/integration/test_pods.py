@@ -139,3 +139,22 @@ def test_reclaim_with_pods_on_nodes(scenario, kube, queues, nodes, names):
     assert queues.job("b-1")["status"]["jobDeploymentStatus"] == "Complete"
     queues.wait_pods("b-1", lambda ps: not ps, "b-1's RayCluster deleted as the job ended")
     queues.wait_pods(victim, pods_running, "the re-admitted job bound and Running")
+
+
+def test_kwok_renews_every_nodes_lease_as_a_kubelet_does(kube, nodes):
+    """Without renewed Leases the node-lifecycle controller turns every node NotReady after its
+    grace period (50 s) and marks the pods on it not Ready, which KWOK never undoes: a long run's
+    jobs would never finish (the invariant checker reports such a node)."""
+    names = set(nodes(REPO_ROOT, "prod-eastus2"))
+
+    def renewals(items: list[dict]) -> dict[str, str]:
+        return {i["metadata"]["name"]: (i.get("spec") or {}).get("renewTime") for i in items
+                if i["metadata"]["name"] in names and (i.get("spec") or {}).get("holderIdentity")}  # KWOK's own identity
+
+    first = kube.wait_for("coordination.k8s.io/v1", "Lease", lambda items: (r := renewals(items)).keys() == names and r,
+                          "a Lease held (by KWOK) for every node", "kube-node-lease", timeouts.NODES_READY)
+    renewed = kube.wait_for("coordination.k8s.io/v1", "Lease",
+                            lambda items: all(t and t != first[n] for n, t in renewals(items).items()) and renewals(items).keys() == names,
+                            "every node's Lease renewed (KWOK renews at a quarter of the 40 s lease)", "kube-node-lease", 30)
+    assert renewed
+    assert all(is_true(n, "Ready") for n in kube.list("v1", "Node") if n["metadata"]["name"] in names)

@@ -157,3 +157,21 @@ def test_finished_workload_no_longer_holds_quota():
 
     assert checker([cq], [wl("first", finished=True), wl("second", finished=False)]) == []
     assert checker([cq], [wl("first", finished=False), wl("second", finished=False)])  # 136 > 96: caught
+
+
+def _node(ready: str, message: str = "") -> dict:
+    return {"metadata": {"name": "aks-gpupool-00000000-vmss000000", "uid": "node-uid"},
+            "status": {"conditions": [{"type": "Ready", "status": ready, "reason": "NodeStatusUnknown" if ready != "True" else "KubeletReady",
+                                       "message": message}]}}
+
+
+def test_a_node_that_stops_heartbeating_is_reported():
+    checker = InvariantChecker(api_client=None)
+    checker.state["Node"] = {(None, "aks-gpupool-00000000-vmss000000"): _node("Unknown")}
+    assert checker.check() == []  # never Ready yet: KWOK has not initialised it, not a violation
+    checker.state["Node"] = {(None, "aks-gpupool-00000000-vmss000000"): _node("True")}
+    assert checker.check() == []
+    checker.state["Node"] = {(None, "aks-gpupool-00000000-vmss000000"): _node("Unknown", "Kubelet stopped posting node status.")}
+    violations = checker.check()
+    assert len(violations) == 1 and "aks-gpupool-00000000-vmss000000" in violations[0], violations
+    assert "Kubelet stopped posting node status." in violations[0], violations
