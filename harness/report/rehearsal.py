@@ -5,7 +5,8 @@ build/rehearsal/report.md + report.json say what differs:
 1. the candidate tools are built (cached per version, like the pins);
 2. the static gate runs on both (`scripts/validate --kueue V --kuberay V`: the candidate's CRD
    schemas and quota accounting);
-3. the test suites (behavioural by default; `--suites integration,flux,faults`) run on both, each
+3. Kueue's decision at every step of the report's scenarios (harness.report.step_decisions);
+   the test suites (behavioural by default; `--suites integration,flux,faults`) run on both, each
    pytest run told its versions through $RAY_KUEUE_VERSIONS (harness.core.versions);
 4. the CRD schema changes that touch fields this repository sets, Kueue's Configuration as both
    binaries fill it in, and the release changes (harness.core.releases) with what the repository
@@ -28,7 +29,7 @@ from pathlib import Path
 from harness.cluster import kueue_effective_config, production_kueue_config
 from harness.core import HarnessError, REPO_ROOT, atomic_write, releases, say, versions
 from harness.gate import render_repository, render_sample, sample_names
-from harness.report import rehearsal_markdown
+from harness.report import rehearsal_markdown, step_decisions
 from harness.report.upgrade_diff import config_changes, crd_changes
 from harness.toolchain import tool
 
@@ -149,6 +150,10 @@ def rehearse_side(label: str, choice: dict[str, str], suites: list[str], out: Pa
                      "--kueue", choice["kueue"], "--kuberay", choice["kuberay"]], choice, side / "validate.log")
     result["timings"]["gate"], result["exit_codes"]["gate"] = secs, rc
     result["gate"] = _gate_findings(gate_json)
+    decisions = side / "scenarios.json"
+    rc, secs = _run([*_main_of("harness.report.step_decisions"), "--out", str(decisions), "--label", label], choice, side / "scenarios.log")
+    result["timings"]["scenarios"], result["exit_codes"]["scenarios"] = secs, rc
+    result["scenarios"] = json.loads(decisions.read_text()) if rc == 0 and decisions.exists() else []
     for suite in suites:
         junit = side / f"{suite}.junit.xml"
         rc, secs = _run([py, "-m", "pytest", "-p", "no:cacheprovider", "-m", SUITES[suite], "-q", f"--junitxml={junit}"],
@@ -216,6 +221,7 @@ def compare(base: dict, cand: dict, out: Path) -> dict:
     by_id = {t["test"]: t for t in tests}
     return {
         "tests": tests,
+        "scenario_steps": step_decisions.compare(base.get("scenarios") or [], cand.get("scenarios") or []),
         "gate": {"only_baseline": [base_gate[k] for k in sorted(set(base_gate) - set(cand_gate))],
                  "only_candidate": [cand_gate[k] for k in sorted(set(cand_gate) - set(base_gate))]},
         "crds": {c: {"touching": [x for x in v if x["touches"]], "other": [x for x in v if not x["touches"]]} for c, v in crds.items()},

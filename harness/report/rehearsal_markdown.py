@@ -35,7 +35,7 @@ def render(report: dict) -> str:
     for label, side in (("baseline", base), ("candidate", cand)):
         if side.get("reused"):
             lines.insert(-2, f"The {label} side is reused from a run of {side['finished']} (same checkout, versions and suites).\n")
-    for step in ("tools", "gate", *report["suites"]):
+    for step in ("tools", "gate", "scenarios", *report["suites"]):
         lines.append(f"| {step} | {base['timings'].get(step, 0):.0f}s (exit {base['exit_codes'].get(step)}) | "
                      f"{cand['timings'].get(step, 0):.0f}s (exit {cand['exit_codes'].get(step)}) |")
     lines += ["", "## Tests: differences first", ""]
@@ -46,6 +46,19 @@ def render(report: dict) -> str:
         for t in tests:
             mark = "⚠ " if t["differs"] else ""
             lines.append(f"| {t['suite']} | {mark}`{t['test']}` | {_outcome(t['baseline'])} | {_outcome(t['candidate'])} |")
+    lines += ["", "## Kueue's decisions per scenario step: differences first", "",
+              "The report's scenarios (harness.report.step_decisions) on each side: per LocalQueue the jobs admitted or "
+              "pending and why, who was preempted and why, the GPUs each ClusterQueue holds.", ""]
+    steps = cmp.get("scenario_steps") or []
+    if not steps:
+        lines.append("No scenario ran.")
+    else:
+        lines += ["| scenario | step | baseline | candidate |", "|---|---|---|---|"]
+        for r in steps:
+            mark = "⚠ " if r["differs"] else ""
+            cells = ["<br>".join(o).replace("|", "\\|") if o is not None else "(not reached)" for o in (r["baseline"], r["candidate"])]
+            lines.append(f"| {r['scenario']} | {mark}{r['step']} | {cells[0]} | {cells[1]} |" if r["differs"]
+                         else f"| {r['scenario']} | {r['step']} | {cells[0]} | same |")
     lines += ["", "## Static gate", ""]
     for side, items in (("candidate only", cmp["gate"]["only_candidate"]), ("baseline only", cmp["gate"]["only_baseline"])):
         lines.append(f"**{side}:** " + ("none" if not items else ""))

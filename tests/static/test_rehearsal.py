@@ -7,7 +7,7 @@ import json
 import pytest
 import yaml
 
-from harness.report import rehearsal_markdown, rehearsal_plan
+from harness.report import rehearsal_markdown, rehearsal_plan, step_decisions
 from harness.core import releases, versions
 from harness.report.rehearsal import compare_tests, junit_id, junit_outcomes, newest_candidate
 from harness.report.upgrade_diff import config_changes, flatten_schema, object_paths, schema_changes
@@ -127,3 +127,22 @@ def test_the_schedule_rehearses_every_kueue_candidate_with_the_newest_kuberay(ca
     assert matrix["include"] == [{"ref": "head", "kueue": c["version"], "kuberay": newest_candidate("kuberay")}
                                  for c in versions.candidates("kueue")]
     assert rehearsal_plan.main(["--kueue", "v9.9.9"]) == 2  # not in versions.yaml
+
+
+def test_scenario_steps_compare_step_by_step_with_differences_first():
+    def run(*outcomes):
+        return [{"scenario": "team-queues", "verdict": "holds",
+                 "steps": [{"title": f"step {i}", "outcome": o} for i, o in enumerate(outcomes)]}]
+    base = run(["a: 2 admitted"], ["a: 1 admitted, 1 pending (insufficient quota)"], ["b: 1 admitted"])
+    cand = run(["a: 2 admitted"], ["a: 2 admitted"])  # the candidate stopped a step earlier
+    rows = step_decisions.compare(base, cand)
+    assert [(r["step"], r["differs"]) for r in rows] == [("step 1", True), ("step 2", True), ("step 0", False)]
+    assert rows[1]["candidate"] is None
+    md = rehearsal_markdown.render({"baseline": {"versions": {}, "timings": {}, "exit_codes": {}},
+                                    "candidate": {"versions": {}, "timings": {}, "exit_codes": {}}, "suites": [], "seconds": 1,
+                                    "comparison": {"tests": [], "scenario_steps": rows, "gate": {"only_candidate": [], "only_baseline": []},
+                                                   "crds": {}, "configuration": {"defaults": [], "production": []}, "release_changes": []}})
+    section = md.split("## Kueue's decisions per scenario step")[1].split("##")[0]
+    lines = [line for line in section.splitlines() if line.startswith("| team-queues")]
+    assert "⚠ step 1" in lines[0] and "1 pending (insufficient quota)" in lines[0] and "(not reached)" in lines[1], section
+    assert lines[2].endswith("| same |"), section
