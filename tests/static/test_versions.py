@@ -237,9 +237,7 @@ def test_every_selectable_version_gets_its_wrapper_module(component, tmp_path, m
     monkeypatch.setattr(tools, "_staging_replaces", lambda kube: ["replace k8s.io/api v0.0.0 => k8s.io/api v0.36.0"])
     for version in [versions.pinned(component), *(c["version"] for c in versions.candidates(component))]:
         monkeypatch.setenv(versions.SELECT_ENV, f"{component}={version}")
-        versions._parsed.cache_clear()
         gomod = (tools.tool(component)._wrapper_module() / "go.mod").read_text()
         assert f"require {versions.entry(component)['module']} {version}" in gomod, gomod
         staging = releases.listed(component, "requires-kubernetes-module") and releases.has(component, "requires-kubernetes-module", version)
         assert ("replace k8s.io/api v0.0.0 =>" in gomod) == staging, gomod
-    versions._parsed.cache_clear()
