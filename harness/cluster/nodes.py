@@ -8,8 +8,8 @@ node-heartbeat-with-lease (nodes Ready, so the node-lifecycle controller lifts t
 taint; that stage refreshes a node's status only every 10-20 minutes and relies on KWOK renewing
 the node's Lease, which `--node-lease-duration-seconds` turns on: without it every node turns
 NotReady after the controller's 50 s grace period, the controller marks its pods not Ready, and
-KWOK, whose pod stages only act on Pending pods, never makes them Ready again), pod-ready (a bound pod becomes Running and Ready) and pod-delete (a deleted
-pod goes away). pod-complete is left out on purpose: a RayJob's submitter would succeed without
+KWOK, whose pod stages only act on Pending pods, never makes them Ready again), pod-ready (a
+bound pod becomes Running and Ready) and pod-delete (a deleted pod goes away). pod-complete is left out on purpose: a RayJob's submitter would succeed without
 Ray ever running the job, and KubeRay would then fail the RayJob ("Ray job not found"); the job's
 result is the one thing the harness supplies instead (`harness.kueue.finish_rayjob`).
 

@@ -120,30 +120,9 @@ def build(args: argparse.Namespace) -> Path:
             for side, root in trees.items():
                 gate[side] = validate_repository(root).findings
 
-        results = {}
-        cluster, logs, ok = None, None, False
-        try:
-            if args.kubeconfig:
-                api = _api_client(Path(args.kubeconfig))
-            else:
-                from harness.cluster import LocalCluster
-
-                logs = Path(tempfile.mkdtemp(prefix="report-cluster-logs-"))  # kept if anything goes wrong
-                cluster = LocalCluster(tmp / "cluster", log_dir=logs)
-                cluster.start()
-                api = cluster.api_client()
-            runner = scenarios.ScenarioRunner(api, Names(args.namespace, args.prefix), timeout=args.timeout)
-            for side, root in trees.items():  # one ref at a time: its layouts, its runs, all deleted again
-                for sc in selected:
-                    results[(sc.name, side)] = runner.run(sc, root, side)
-            ok = all(not r.error for r in results.values())
-        finally:
-            if cluster:
-                cluster.stop()
-            if logs and ok:
-                shutil.rmtree(logs, ignore_errors=True)
-            elif logs:
-                say("report", f"component logs kept in {logs}")
+        api = _api_client(Path(args.kubeconfig)) if args.kubeconfig else None
+        results = scenarios.run_all([(sc, root, side) for side, root in trees.items() for sc in selected],  # one ref at a time
+                                    tmp / "cluster", api, Names(args.namespace, args.prefix), args.timeout)
 
         out.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))  # same filesystem: one rename

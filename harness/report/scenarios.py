@@ -10,6 +10,8 @@ are left out of the outcome because Kueue may preempt either of them.
 """
 from __future__ import annotations
 
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -24,7 +26,8 @@ from harness.kueue import AFTER, BEFORE, Hook, Queues, Scenario, ScenarioRun, St
 from harness.report import ReportInputError
 from harness.report.recorder import Recorder, Recording
 
-__all__ = ["SCENARIOS", "Scenario", "ScenarioResult", "ScenarioRunner", "StepResult", "by_name", "render_layout", "short_reason"]
+__all__ = ["SCENARIOS", "Scenario", "ScenarioResult", "ScenarioRunner", "StepResult", "by_name", "render_layout", "run_all",
+           "short_reason"]
 
 GPU = "nvidia.com/gpu"
 SCENARIOS = [scenarios.SINGLE_QUEUE, scenarios.TEAM_QUEUES]  # the report's, in the report's order
@@ -157,3 +160,31 @@ class ScenarioRunner:
             [e.job for e in events if e.kind == "admitted"],
             [(e.job, e.reason) for e in events if e.kind in ("preempted", "evicted")],
             usage)
+
+
+def run_all(runs: list[tuple[Scenario, Path, str]], workdir: Path, api_client: client.ApiClient | None = None,
+            names: Names | None = None, timeout: float = timeouts.SETTLE) -> dict[tuple[str, str], ScenarioResult]:
+    """Runs each (scenario, tree, ref) in order, one ref's runs after the other, on `api_client`'s
+    cluster, or on an embedded cluster started in `workdir` when there is none. That cluster's
+    component logs are kept (and where is said) when a run did not finish. Keyed (scenario, ref)."""
+    results: dict[tuple[str, str], ScenarioResult] = {}
+    cluster, logs = None, None
+    try:
+        if api_client is None:
+            from harness.cluster import LocalCluster
+
+            logs = Path(tempfile.mkdtemp(prefix="scenario-cluster-logs-"))
+            cluster = LocalCluster(workdir, log_dir=logs)
+            cluster.start()
+            api_client = cluster.api_client()
+        runner = ScenarioRunner(api_client, names, timeout=timeout)
+        for scenario, root, ref in runs:
+            results[(scenario.name, ref)] = runner.run(scenario, root, ref)
+    finally:
+        if cluster:
+            cluster.stop()
+        if logs and len(results) == len(runs) and not any(r.error for r in results.values()):
+            shutil.rmtree(logs, ignore_errors=True)
+        elif logs:
+            say("report", f"component logs kept in {logs}")
+    return results

@@ -15,39 +15,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 import tempfile
 from pathlib import Path
 
-from harness.core import REPO_ROOT, HarnessError, atomic_write, say, timeouts
+from harness.core import REPO_ROOT, HarnessError, atomic_write, timeouts
 
 
 def run(root: Path, label: str) -> list[dict]:
     """Every report scenario on a fresh embedded cluster; per scenario its verdict and each step's outcome."""
-    from harness.cluster import LocalCluster
-    from harness.report.scenarios import SCENARIOS, ScenarioRunner
+    from harness.report.scenarios import SCENARIOS, run_all
 
-    out = []
-    logs = Path(tempfile.mkdtemp(prefix="step-decisions-logs-"))  # kept when a run does not finish
     with tempfile.TemporaryDirectory(prefix="step-decisions-") as tmp:
-        cluster = LocalCluster(Path(tmp) / "cluster", log_dir=logs)
-        try:
-            cluster.start()
-            api = cluster.api_client()
-            runner = ScenarioRunner(api, timeout=timeouts.SETTLE)
-            for scenario in SCENARIOS:
-                r = runner.run(scenario, root, label)
-                out.append({"scenario": r.scenario, "layout": r.layout, "verdict": r.verdict(), "failures": r.failures,
-                            "error": r.error, "steps": [{"title": s.title, "outcome": s.outcome()} for s in r.steps]})
-            api.close()
-        finally:
-            cluster.stop()
-    if all(not r["error"] for r in out) and len(out) == len(SCENARIOS):
-        shutil.rmtree(logs, ignore_errors=True)
-    else:
-        say("rehearse", f"component logs of the scenario runs kept in {logs}")
-    return out
+        results = run_all([(scenario, root, label) for scenario in SCENARIOS], Path(tmp) / "cluster", timeout=timeouts.SETTLE)
+    return [{"scenario": r.scenario, "layout": r.layout, "verdict": r.verdict(), "failures": r.failures,
+             "error": r.error, "steps": [{"title": s.title, "outcome": s.outcome()} for s in r.steps]} for r in results.values()]
 
 
 def compare(base: list[dict], cand: list[dict]) -> list[dict]:
