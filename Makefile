@@ -5,7 +5,7 @@ PYTEST := $(PY) -m pytest
 BACKEND ?= local
 REPORTS := build/reports
 
-.PHONY: setup tools validate test test-static test-integration test-flux test-faults ci cluster report rehearse bench-validate bench-cluster bench-flux bench-scale lock clean
+.PHONY: setup tools validate test test-static test-integration test-flux test-faults ci cluster report rehearse bench-validate bench-cluster bench-flux bench-scale bench-rehearse lock clean
 
 setup:
 	@scripts/bootstrap
@@ -57,9 +57,11 @@ report: tools
 # Never part of `make test`: only this target builds candidate versions.
 KUEUE ?=
 KUBERAY ?=
+# Both sides run at once, each on clusters of its own; JOBS=1 runs them one after the other.
 SUITES ?= integration
+JOBS ?= 2
 rehearse: tools
-	@$(PY) -m harness.report.rehearsal $(if $(KUEUE),--kueue $(KUEUE)) $(if $(KUBERAY),--kuberay $(KUBERAY)) --suites $(SUITES) --out build/rehearsal $(if $(FRESH),--fresh)
+	@$(PY) -m harness.report.rehearsal $(if $(KUEUE),--kueue $(KUEUE)) $(if $(KUBERAY),--kuberay $(KUBERAY)) --suites $(SUITES) --out build/rehearsal $(if $(FRESH),--fresh) --jobs $(JOBS)
 
 bench-validate: setup
 	@$(PY) -m harness.bench validate
@@ -72,6 +74,9 @@ bench-flux: tools
 
 bench-scale: tools
 	@$(PY) -m harness.bench scale
+
+bench-rehearse: tools
+	@$(PY) -m harness.bench rehearse
 
 # Rewrites locks/ from pyproject.toml after a dependency change (versions already pinned stay;
 # `make lock UPGRADE=1` moves every pin to the newest allowed). Not part of set-up: the

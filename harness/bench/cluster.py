@@ -26,7 +26,8 @@ def _start_once() -> float:
             cluster.stop()
 
 
-def _suite(backend: str) -> float:
+def suite_seconds(backend: str = "local") -> float:
+    """Wall time of the behavioural suite (`pytest -m integration`) on `backend`; it must pass."""
     t = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "pytest", "-m", "integration", f"--backend={backend}", "-q", "-p", "no:cacheprovider"],
                           cwd=REPO_ROOT, capture_output=True, text=True)
@@ -40,8 +41,8 @@ def bench_cluster(runs: int) -> None:
     tools.ensure(*tools.CLUSTER_TOOLS)  # builds are not part of the start time
     starts = [_start_once() for _ in range(runs)]
     start = statistics.median(starts)
-    suite = _suite("local")
+    suite = suite_seconds("local")
     print(f"local: start median {start:.2f}s over {runs} runs ({', '.join(f'{s:.2f}' for s in starts)}); behavioural suite {suite:.1f}s")
     problem = docker_problem()
-    print(f"kind:  n/a ({problem})" if problem else f"kind:  behavioural suite {_suite('kind'):.1f}s (cluster start included)")
+    print(f"kind:  n/a ({problem})" if problem else f"kind:  behavioural suite {suite_seconds('kind'):.1f}s (cluster start included)")
     print(f"start_s={start:.2f} suite_s={suite:.1f}")

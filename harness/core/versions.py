@@ -91,6 +91,19 @@ def candidates(name: str) -> list[dict]:
     return list(entry(name).get("candidates") or [])
 
 
+def newest_candidate(name: str) -> str | None:
+    """The newest of the component's candidates (what `make rehearse` rehearses by default), or None."""
+    from harness.core.releases import parse  # releases imports nothing of this module
+
+    listed = [c["version"] for c in candidates(name)]
+    return max(listed, key=parse) if listed else None
+
+
+def selection_text(choice: dict[str, str]) -> str:
+    """{"kueue": "v0.18.3", "kuberay": "v1.6.2"} -> "kuberay=v1.6.2,kueue=v0.18.3" ($RAY_KUEUE_VERSIONS)."""
+    return ",".join(f"{k}={v}" for k, v in sorted(choice.items()))
+
+
 def parse_selection(text: str) -> dict[str, str]:
     """"kueue=v0.18.3,kuberay=v1.6.2" -> {"kueue": "v0.18.3", ...}, checked against versions.yaml."""
     out: dict[str, str] = {}

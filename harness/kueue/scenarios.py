@@ -47,14 +47,14 @@ TEAM_QUEUES = Scenario(
     [Step("borrow", "team A submits a-1 and a-2 (4 GPU, 34 CPU each) while B idles",
           [Submit("llm-training", "a-1", "team-a", FOUR_GPUS), Submit("llm-training", "a-2", "team-a", FOUR_GPUS)],
           expect=[Admitted("a-1", BORROWING), Admitted("a-2", BORROWING), Borrows("team-a-cq")],
-          details=[Usage("team-a-cq", gpus="8", borrowed="4", admitted=2), RayClusters(TEAM_A_JOBS, 2)]),
+          details=[Usage("team-a-cq", gpus="8", borrowed="4", admitted=2, pending=0), RayClusters(TEAM_A_JOBS, 2)]),
      # Kueue reclaims B's lent GPUs by evicting one of A's workloads (either: both are equal and
      # were admitted within the same second), suspends that RayJob and admits B.
      Step("reclaim", "team B submits b-1 (4 GPU, 34 CPU)", [Submit("batch-inference", "b-1", "team-b", FOUR_GPUS)],
           expect=[Preempted(TEAM_A_JOBS, "InCohortReclamation", of="team A's jobs", roles=("victim", "survivor")),
                   Admitted("b-1", "be admitted on team B's guaranteed GPUs")],
           details=[Kept("survivor", "keep running (A's workload within its guarantee)"),
-                   Usage("team-b-cq", gpus="4", borrowed="0", admitted=1),
+                   Usage("team-b-cq", gpus="4", borrowed="0", admitted=1, pending=0),
                    # Both busy: each team holds exactly its 4, nobody borrows; A's evicted job waits.
                    Pending("victim"),
                    Usage("team-a-cq", gpus="4", borrowed="0", admitted=1, pending=1),
@@ -81,11 +81,11 @@ B_BUSY = Step("b-busy", "team B submits b-busy (4 GPU): its whole share", [Submi
               expect=[Admitted("b-busy")])
 
 
-def _team_a_submits(priority: str, expect: list) -> Step:
+def _team_a_submits(priority: str, expect: list, details: list = ()) -> Step:
     """Step `priority`: team A submits a-<priority> (4 GPU) with that WorkloadPriorityClass."""
     job = f"a-{priority}"
     return Step(priority, f"team A submits {job} (priority {priority})",
-                [Submit("llm-training", job, "team-a", FOUR_GPUS, priority)], expect=expect)
+                [Submit("llm-training", job, "team-a", FOUR_GPUS, priority)], expect=expect, details=list(details))
 
 
 HIGH_PREEMPTS_LOW = Scenario(
@@ -93,7 +93,8 @@ HIGH_PREEMPTS_LOW = Scenario(
     "a-high preempts a-low (InClusterQueue) and is admitted; team B within its guarantee keeps running",
     [B_BUSY, _team_a_submits("low", [Admitted("a-low")]),
      _team_a_submits("high", [Preempted(("a-low",), "InClusterQueue"), Admitted("a-high"),
-                              Kept("b-busy", "keep running (team B within its guarantee is never preempted by A)")])],
+                              Kept("b-busy", "keep running (team B within its guarantee is never preempted by A)")],
+                     details=[Suspended("a-low")])],  # the state's "suspended" is read once KubeRay is done
     cluster=PRODUCTION)
 
 LOW_NEVER_PREEMPTS_HIGH = Scenario(

@@ -8,6 +8,9 @@ build/rehearsal/report.md + report.json say what differs:
 3. Kueue's decision at every step of the report's scenarios (harness.report.step_decisions);
    the test suites (behavioural by default; `--suites integration,flux,faults`) run on both, each
    pytest run told its versions through $RAY_KUEUE_VERSIONS (harness.core.versions);
+   the two sides run at the same time (`--jobs 2`, the default), each on clusters of its own
+   (their ports, data and temporary directories are disjoint: harness.cluster.isolation), since
+   most of a side's time is waiting on controllers rather than using a core;
 4. the CRD schema changes that touch fields this repository sets, Kueue's Configuration as both
    binaries fill it in, and the release changes (harness.core.releases) with what the repository
    must do about them.
@@ -22,8 +25,11 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from harness.cluster import kueue_effective_config, production_kueue_config
@@ -43,23 +49,26 @@ class RehearsalError(HarnessError, RuntimeError):
 
 
 def newest_candidate(component: str) -> str:
-    listed = [c["version"] for c in versions.candidates(component)]
-    if not listed:
+    newest = versions.newest_candidate(component)
+    if newest is None:
         raise RehearsalError(f"versions.yaml {component}: no candidates to rehearse")
-    return max(listed, key=releases.parse)
+    return newest
 
 
-def selection_text(choice: dict[str, str]) -> str:
-    return ",".join(f"{k}={v}" for k, v in sorted(choice.items()))
+selection_text = versions.selection_text
 
 
 def _env(choice: dict[str, str]) -> dict[str, str]:
     return {**os.environ, versions.SELECT_ENV: selection_text(choice)}
 
 
-def _run(cmd: list[str], choice: dict[str, str], log: Path) -> tuple[int, float]:
-    """Runs a step in a child process with the versions selected; its output goes to `log` and the terminal."""
-    say("rehearse", f"[{selection_text(choice)}] {' '.join(cmd)}")
+_TERMINAL = threading.Lock()  # two sides print at once: whole lines, each marked with its side
+
+
+def _run(cmd: list[str], choice: dict[str, str], log: Path, label: str = "") -> tuple[int, float]:
+    """Runs a step in a child process with the versions selected; its output goes to `log` and,
+    each line marked with the side, to the terminal."""
+    say("rehearse", f"[{label or selection_text(choice)}] {' '.join(cmd)}")
     log.parent.mkdir(parents=True, exist_ok=True)
     t = time.monotonic()
     with log.open("w") as fh:
@@ -67,7 +76,9 @@ def _run(cmd: list[str], choice: dict[str, str], log: Path) -> tuple[int, float]
         assert proc.stdout is not None
         for line in proc.stdout:
             fh.write(line)
-            sys.stdout.write(line)
+            with _TERMINAL:
+                sys.stdout.write(f"[{label}] {line}" if label else line)
+                sys.stdout.flush()
         rc = proc.wait()
     return rc, time.monotonic() - t
 
@@ -141,28 +152,48 @@ def rehearse_side(label: str, choice: dict[str, str], suites: list[str], out: Pa
     side.mkdir(parents=True, exist_ok=True)
     groups = ["--group", "cluster"] + (["--group", "flux"] if "flux" in suites else [])
     result: dict = {"versions": choice, "timings": {}, "suites": {}, "exit_codes": {}}
-    rc, secs = _run([*_main_of("harness.toolchain.builds"), *groups], choice, side / "tools.log")
+    rc, secs = _run([*_main_of("harness.toolchain.builds"), *groups], choice, side / "tools.log", label)
     result["timings"]["tools"], result["exit_codes"]["tools"] = secs, rc
     if rc != 0:
         raise RehearsalError(f"{label}: building the tools for {selection_text(choice)} failed; see {side / 'tools.log'}")
     gate_json = side / "validate.json"
     rc, secs = _run([*_main_of("harness.gate.validate"), ".", "--quiet", "--json", str(gate_json),
-                     "--kueue", choice["kueue"], "--kuberay", choice["kuberay"]], choice, side / "validate.log")
+                     "--kueue", choice["kueue"], "--kuberay", choice["kuberay"]], choice, side / "validate.log", label)
     result["timings"]["gate"], result["exit_codes"]["gate"] = secs, rc
     result["gate"] = _gate_findings(gate_json)
     decisions = side / "scenarios.json"
-    rc, secs = _run([*_main_of("harness.report.step_decisions"), "--out", str(decisions), "--label", label], choice, side / "scenarios.log")
+    rc, secs = _run([*_main_of("harness.report.step_decisions"), "--out", str(decisions), "--label", label], choice,
+                    side / "scenarios.log", label)
     result["timings"]["scenarios"], result["exit_codes"]["scenarios"] = secs, rc
     result["scenarios"] = json.loads(decisions.read_text()) if rc == 0 and decisions.exists() else []
     for suite in suites:
         junit = side / f"{suite}.junit.xml"
-        rc, secs = _run([py, "-m", "pytest", "-p", "no:cacheprovider", "-m", SUITES[suite], "-q", f"--junitxml={junit}"],
-                        choice, side / f"{suite}.log")
+        # Its own --basetemp: two sides' pytest runs never share (or clean up) each other's directories.
+        with tempfile.TemporaryDirectory(prefix=f"rehearse-{label}-{suite}-") as basetemp:
+            rc, secs = _run([py, "-m", "pytest", "-p", "no:cacheprovider", "-m", SUITES[suite], "-q", f"--junitxml={junit}",
+                             f"--basetemp={basetemp}"], choice, side / f"{suite}.log", label)
         result["timings"][suite], result["exit_codes"][suite] = secs, rc
         result["suites"][suite] = junit_outcomes(junit)
     result["key"], result["finished"] = key, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     atomic_write(side / "result.json", json.dumps(result, indent=1) + "\n")
     return result
+
+
+def run_sides(choices: dict[str, dict[str, str]], suites: list[str], out: Path, *, fresh: bool = False,
+              jobs: int = 2) -> dict[str, dict]:
+    """Each side's results: saved ones reused (same key), the others run, `jobs` at a time."""
+    sides: dict[str, dict] = {}
+    for label, choice in choices.items():
+        saved = None if fresh else saved_side(label, choice, suites, out)
+        if saved:
+            say("rehearse", f"{label}: reusing {out / label / 'result.json'} of {saved['finished']} "
+                            f"(same checkout, versions and suites; --fresh runs it again)")
+            sides[label] = {**saved, "reused": True}
+    todo = [label for label in choices if label not in sides]
+    with ThreadPoolExecutor(max(1, min(jobs, len(todo)))) as pool:
+        running = {label: pool.submit(rehearse_side, label, choices[label], suites, out) for label in todo}
+        sides.update({label: future.result() for label, future in running.items()})
+    return {label: sides[label] for label in choices}
 
 
 def _binary(choice: dict[str, str]) -> Path:
@@ -240,6 +271,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--suites", default="integration", help=f"comma-separated, of {', '.join(SUITES)} (default: integration)")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "build" / "rehearsal")
     parser.add_argument("--fresh", action="store_true", help="run both sides even when saved results for this checkout exist")
+    parser.add_argument("--jobs", type=int, choices=(1, 2), default=2,
+                        help="sides run at once (default 2: both, each on clusters of its own; 1: one after the other)")
     args = parser.parse_args(argv)
     args.out = args.out.resolve()
     try:
@@ -251,14 +284,7 @@ def main(argv: list[str] | None = None) -> int:
         versions.parse_selection(selection_text(cand))  # a version versions.yaml does not list is refused here
         base = {c: versions.pinned(c) for c in cand}
         t = time.monotonic()
-        sides = {}
-        for label, choice in (("candidate", cand), ("baseline", base)):
-            saved = None if args.fresh else saved_side(label, choice, suites, args.out)
-            if saved:
-                say("rehearse", f"{label}: reusing {args.out / label / 'result.json'} of {saved['finished']} "
-                                f"(same checkout, versions and suites; --fresh runs it again)")
-                saved["reused"] = True
-            sides[label] = saved or rehearse_side(label, choice, suites, args.out)
+        sides = run_sides({"candidate": cand, "baseline": base}, suites, args.out, fresh=args.fresh, jobs=args.jobs)
         report = {"baseline": sides["baseline"], "candidate": sides["candidate"], "suites": suites,
                   "comparison": compare(sides["baseline"], sides["candidate"], args.out)}
         report["seconds"] = time.monotonic() - t

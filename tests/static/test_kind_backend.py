@@ -6,6 +6,7 @@ import dataclasses
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -129,7 +130,7 @@ def test_ci_kind_job_builds_the_kind_tools_through_the_harness():
     job = yaml.safe_load((REPO_ROOT / ".github/workflows/pull-request.yml").read_text())["jobs"]["kind"]
     runs = [s.get("run", "") for s in job["steps"]]
     build = next(i for i, r in enumerate(runs) if r.startswith("scripts/build-tools"))
-    test = next(i for i, r in enumerate(runs) if "--backend=kind" in r)
+    test = next(i for i, r in enumerate(runs) if "-m integration --backend=kind" in r)
     assert build < test and "--group kind" in runs[build], runs
     env = job["steps"][test].get("env") or {}
     assert env.get("RAY_KUEUE_REQUIRE_BACKEND") == "1", "the kind job must fail, not skip, when kind cannot start"
@@ -137,17 +138,27 @@ def test_ci_kind_job_builds_the_kind_tools_through_the_harness():
     assert not re.search(r"kind-action|releases/download|dl\.k8s\.io|KIND_VERSION|KUBECTL_VERSION", text), text
 
 
+@pytest.mark.kind
 def test_cached_builds_report_the_pinned_versions(tmp_path):
-    """Where kind and kubectl are built (`scripts/build-tools --group kind`, the CI kind job;
+    """Where kind and kubectl are built (`--backend=kind`: the CI kind job builds them first;
     KindCluster.create checks kubectl again before it creates a cluster)."""
+    tools.ensure("kind", "kubectl")  # cached: a no-op after `scripts/build-tools --group kind`
     plan = kind_plan(tmp_path)
-    missing = [t for t in ("kind", "kubectl") if not tools.tool(t).is_cached()]
-    if missing:
-        pytest.skip(f"{', '.join(missing)} not built: built only for --backend=kind (scripts/build-tools --group kind)")
     out = subprocess.run([str(plan.kind), "version"], capture_output=True, text=True, check=True, timeout=30).stdout
     assert out.startswith(f"kind {versions.module('kind')[1]} "), out
     KindCluster(plan).check_kubectl()  # raises unless `kubectl version --client` says the pinned version
     assert plan.kubectl_version == versions.module("kubernetes")[1]
+
+
+def test_the_kind_build_check_runs_only_with_the_kind_backend():
+    """Deselected (never skipped) on the default path, which never builds kind or kubectl; the CI
+    kind job selects it with --backend=kind."""
+    args = ["-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q", "tests/static/test_kind_backend.py"]
+    default = subprocess.run([sys.executable, *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    kind = subprocess.run([sys.executable, *args, "--backend=kind"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    name = "test_cached_builds_report_the_pinned_versions"
+    assert name not in default.stdout and "1 deselected" in default.stdout, default.stdout[-1500:]
+    assert name in kind.stdout, kind.stdout[-1500:]
 
 
 FAKE_KIND = """#!/bin/sh

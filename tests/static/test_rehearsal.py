@@ -3,6 +3,7 @@ comparison, and the report's order (differences first)."""
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 import yaml
@@ -146,3 +147,32 @@ def test_scenario_steps_compare_step_by_step_with_differences_first():
     lines = [line for line in section.splitlines() if line.startswith("| team-queues")]
     assert "⚠ step 1" in lines[0] and "1 pending (insufficient quota)" in lines[0] and "(not reached)" in lines[1], section
     assert lines[2].endswith("| same |"), section
+
+
+def test_both_sides_run_at_once_and_a_saved_side_is_reused(monkeypatch, tmp_path):
+    """--jobs 2: the two sides run concurrently (a barrier only both can pass); a side whose key
+    matches a saved run is reused and not run; --jobs 1 runs them one after the other."""
+    from harness.report import rehearsal
+
+    choices = {"candidate": {"kueue": "v2"}, "baseline": {"kueue": "v1"}}
+    barrier, ran = threading.Barrier(2, timeout=20), []
+
+    def side(label, choice, suites, out):
+        ran.append(label)
+        barrier.wait()  # BrokenBarrierError after 20 s unless the other side runs at the same time
+        return {"label": label}
+
+    monkeypatch.setattr(rehearsal, "rehearse_side", side)
+    monkeypatch.setattr(rehearsal, "saved_side", lambda label, choice, suites, out: None)
+    assert rehearsal.run_sides(choices, ["integration"], tmp_path, jobs=2) == {"candidate": {"label": "candidate"},
+                                                                                "baseline": {"label": "baseline"}}
+    monkeypatch.setattr(rehearsal, "saved_side", lambda label, *_: {"finished": "then", "label": "saved"} if label == "baseline" else None)
+    ran.clear()
+    monkeypatch.setattr(rehearsal, "rehearse_side", lambda label, *_: ran.append(label) or {"label": label})
+    sides = rehearsal.run_sides(choices, ["integration"], tmp_path, jobs=2)
+    assert ran == ["candidate"] and sides["baseline"] == {"finished": "then", "label": "saved", "reused": True}
+    alone = threading.Barrier(2, timeout=1)  # passed only by two sides at once
+    monkeypatch.setattr(rehearsal, "saved_side", lambda *_: None)
+    monkeypatch.setattr(rehearsal, "rehearse_side", lambda label, *_: alone.wait())
+    with pytest.raises(threading.BrokenBarrierError):  # one at a time: the first side waits alone
+        rehearsal.run_sides(choices, ["integration"], tmp_path, jobs=1)
