@@ -2,32 +2,41 @@
 against `make test`'s behavioural part (`pytest -m integration` on the pins), measured in the same
 run; last line `ratio=<rehearsal / behavioural part>` (issue 17's target: at most 2).
 
-The tools of both sides are built before anything is timed. The rehearsal runs with --fresh into a
-temporary directory, so neither side is reused from an earlier run.
+The tools of both sides are built before anything is timed. The rehearsal runs with --fresh into
+build/bench-rehearse/ (its report kept for a look), so neither side is reused from an earlier run;
+a rehearsal whose suites did not pass on both sides is no measurement, and the benchmark stops.
 """
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 from harness.bench.cluster import suite_seconds
 from harness.core import REPO_ROOT, versions
 
 
+OUT = REPO_ROOT / "build" / "bench-rehearse"
+
+
 def _rehearsal_seconds(kueue: str, kuberay: str, jobs: int) -> float:
-    with tempfile.TemporaryDirectory(prefix="bench-rehearse-") as tmp:
-        cmd = [sys.executable, "-m", "harness.report.rehearsal", "--kueue", kueue, "--kuberay", kuberay, "--fresh",
-               "--jobs", str(jobs), "--out", str(Path(tmp) / "out")]
-        t = time.perf_counter()
-        proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True)
-        wall = time.perf_counter() - t
+    shutil.rmtree(OUT, ignore_errors=True)
+    cmd = [sys.executable, "-m", "harness.report.rehearsal", "--kueue", kueue, "--kuberay", kuberay, "--fresh",
+           "--jobs", str(jobs), "--out", str(OUT)]
+    t = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True)
+    wall = time.perf_counter() - t
     if proc.returncode != 0:
         raise SystemExit(f"bench-rehearse: the rehearsal failed ({proc.returncode}):\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+    report = json.loads((OUT / "report.json").read_text())
+    failed = {f"{side}.{step}": rc for side in ("baseline", "candidate") for step, rc in report[side]["exit_codes"].items()
+              if rc != 0 and step != "gate"}  # the gate's 1 is findings, which the report compares
+    if failed:
+        raise SystemExit(f"bench-rehearse: steps of the rehearsal did not pass: {failed}; see {OUT}/*/*.log")
     return wall
 
 

@@ -58,21 +58,26 @@ def newest_candidate(component: str) -> str:
 selection_text = versions.selection_text
 
 
-def _env(choice: dict[str, str]) -> dict[str, str]:
-    return {**os.environ, versions.SELECT_ENV: selection_text(choice)}
+# Two sides at once share two cores: the bound on each of Kueue's decisions is raised as for
+# tests/harness/test_parallel_runs.py (a bound, not a wait: a passing run is not slowed).
+CONCURRENT_ENV = {"RAY_KUEUE_WAIT": "180"}
+
+
+def _env(choice: dict[str, str], extra: dict[str, str]) -> dict[str, str]:
+    return {**extra, **os.environ, versions.SELECT_ENV: selection_text(choice)}  # the caller's own settings win
 
 
 _TERMINAL = threading.Lock()  # two sides print at once: whole lines, each marked with its side
 
 
-def _run(cmd: list[str], choice: dict[str, str], log: Path, label: str = "") -> tuple[int, float]:
+def _run(cmd: list[str], choice: dict[str, str], log: Path, label: str = "", extra_env: dict[str, str] | None = None) -> tuple[int, float]:
     """Runs a step in a child process with the versions selected; its output goes to `log` and,
     each line marked with the side, to the terminal."""
     say("rehearse", f"[{label or selection_text(choice)}] {' '.join(cmd)}")
     log.parent.mkdir(parents=True, exist_ok=True)
     t = time.monotonic()
     with log.open("w") as fh:
-        proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=_env(choice), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=_env(choice, extra_env or {}), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         assert proc.stdout is not None
         for line in proc.stdout:
             fh.write(line)
@@ -143,27 +148,27 @@ def saved_side(label: str, choice: dict[str, str], suites: list[str], out: Path)
     return saved if saved.get("key") == tree_key(choice, suites) else None
 
 
-def rehearse_side(label: str, choice: dict[str, str], suites: list[str], out: Path) -> dict:
+def rehearse_side(label: str, choice: dict[str, str], suites: list[str], out: Path, extra_env: dict[str, str] | None = None) -> dict:
     """One side of the rehearsal (the pins, or the candidates): tools, gate, suites; saved as
-    <out>/<label>/result.json with its tree_key."""
+    <out>/<label>/result.json with its tree_key. `extra_env`: defaults for its steps' environment."""
     side = out / label
     key = tree_key(choice, suites)
     py = sys.executable
     side.mkdir(parents=True, exist_ok=True)
     groups = ["--group", "cluster"] + (["--group", "flux"] if "flux" in suites else [])
     result: dict = {"versions": choice, "timings": {}, "suites": {}, "exit_codes": {}}
-    rc, secs = _run([*_main_of("harness.toolchain.builds"), *groups], choice, side / "tools.log", label)
+    rc, secs = _run([*_main_of("harness.toolchain.builds"), *groups], choice, side / "tools.log", label, extra_env)
     result["timings"]["tools"], result["exit_codes"]["tools"] = secs, rc
     if rc != 0:
         raise RehearsalError(f"{label}: building the tools for {selection_text(choice)} failed; see {side / 'tools.log'}")
     gate_json = side / "validate.json"
     rc, secs = _run([*_main_of("harness.gate.validate"), ".", "--quiet", "--json", str(gate_json),
-                     "--kueue", choice["kueue"], "--kuberay", choice["kuberay"]], choice, side / "validate.log", label)
+                     "--kueue", choice["kueue"], "--kuberay", choice["kuberay"]], choice, side / "validate.log", label, extra_env)
     result["timings"]["gate"], result["exit_codes"]["gate"] = secs, rc
     result["gate"] = _gate_findings(gate_json)
     decisions = side / "scenarios.json"
     rc, secs = _run([*_main_of("harness.report.step_decisions"), "--out", str(decisions), "--label", label], choice,
-                    side / "scenarios.log", label)
+                    side / "scenarios.log", label, extra_env)
     result["timings"]["scenarios"], result["exit_codes"]["scenarios"] = secs, rc
     result["scenarios"] = json.loads(decisions.read_text()) if rc == 0 and decisions.exists() else []
     for suite in suites:
@@ -171,7 +176,7 @@ def rehearse_side(label: str, choice: dict[str, str], suites: list[str], out: Pa
         # Its own --basetemp: two sides' pytest runs never share (or clean up) each other's directories.
         with tempfile.TemporaryDirectory(prefix=f"rehearse-{label}-{suite}-") as basetemp:
             rc, secs = _run([py, "-m", "pytest", "-p", "no:cacheprovider", "-m", SUITES[suite], "-q", f"--junitxml={junit}",
-                             f"--basetemp={basetemp}"], choice, side / f"{suite}.log", label)
+                             f"--basetemp={basetemp}"], choice, side / f"{suite}.log", label, extra_env)
         result["timings"][suite], result["exit_codes"][suite] = secs, rc
         result["suites"][suite] = junit_outcomes(junit)
     result["key"], result["finished"] = key, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -190,8 +195,10 @@ def run_sides(choices: dict[str, dict[str, str]], suites: list[str], out: Path, 
                             f"(same checkout, versions and suites; --fresh runs it again)")
             sides[label] = {**saved, "reused": True}
     todo = [label for label in choices if label not in sides]
-    with ThreadPoolExecutor(max(1, min(jobs, len(todo)))) as pool:
-        running = {label: pool.submit(rehearse_side, label, choices[label], suites, out) for label in todo}
+    at_once = max(1, min(jobs, len(todo)))
+    with ThreadPoolExecutor(at_once) as pool:
+        running = {label: pool.submit(rehearse_side, label, choices[label], suites, out, CONCURRENT_ENV if at_once > 1 else {})
+                   for label in todo}
         sides.update({label: future.result() for label, future in running.items()})
     return {label: sides[label] for label in choices}
 

@@ -157,7 +157,8 @@ def test_both_sides_run_at_once_and_a_saved_side_is_reused(monkeypatch, tmp_path
     choices = {"candidate": {"kueue": "v2"}, "baseline": {"kueue": "v1"}}
     barrier, ran = threading.Barrier(2, timeout=20), []
 
-    def side(label, choice, suites, out):
+    def side(label, choice, suites, out, extra_env):
+        assert extra_env == rehearsal.CONCURRENT_ENV  # the decision bound raised for two sides at once
         ran.append(label)
         barrier.wait()  # BrokenBarrierError after 20 s unless the other side runs at the same time
         return {"label": label}
