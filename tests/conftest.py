@@ -22,13 +22,20 @@ def pytest_addoption(parser):
 
 
 @pytest.fixture
-def fresh_cluster(request, tmp_path):
+def kueue_config():
+    """The Kueue Configuration of fresh_cluster: None, the production HelmRelease's; a test
+    parametrizes it (`@pytest.mark.parametrize("kueue_config", [...])`) to run another."""
+    return None
+
+
+@pytest.fixture
+def fresh_cluster(request, tmp_path, kueue_config):
     """A LocalCluster of the test's own (faults break it, scale loads it); teardown proves that
     nothing of it is left running or bound."""
     from harness.cluster import ClusterError, LocalCluster, ProcessError
 
     capture = request.config.pluginmanager.getplugin("capturemanager")
-    c = LocalCluster(tmp_path / "cluster")
+    c = LocalCluster(tmp_path / "cluster", kueue_config=kueue_config)
     try:
         with capture.global_and_fixture_disabled():  # start-up progress reaches the terminal
             c.start()

@@ -60,9 +60,11 @@ CHANGES: tuple[Change, ...] = (
            "Workloads while a cache lags (kueue#10901, #11296)",
            "the `featureGates: {FinishOrphanedWorkloads: false}` workaround in "
            "flux/infrastructure/controllers/kueue.yaml can go once tests/faults/test_restarts.py passes "
-           "on the new version with it removed (tests/static/test_versions.py requires it before 0.17.3 only)",
+           "on the new version, where it runs with the workaround removed (tests/static/test_versions.py "
+           "requires it before 0.17.3 only)",
            tests=("tests/faults/test_restarts.py::test_apiserver_restart_between_borrow_and_reclaim",),
-           step="the fault suite, with the workaround still set: the fix itself is not exercised"),
+           step="the fault suite (SUITES=...,faults): from 0.18 every fault test runs Kueue without the "
+                "workaround, FinishOrphanedWorkloads on as Kueue ships it; a pass there is the evidence it can go"),
     Change("kueue", "v0.18.0", "visibility-server-port-flag-removed", "flag",
            "--visibility-server-port removed; visibilityServer.bindPort in the Configuration instead (#11309)",
            "none: neither the HelmRelease nor the embedded Kueue passes the flag",

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.cluster import PoolNodes
-from harness.core import REPO_ROOT
+from harness.cluster import PoolNodes, production_kueue_config
+from harness.core import REPO_ROOT, releases, versions
 from harness.k8s import CLUSTER_QUEUE, LOCAL_QUEUE, PRIORITY_CLASS, RAYCLUSTER, RAYJOB, RESOURCE_FLAVOR, WORKLOAD
 from harness.kueue import ACTED, AFTER, BEFORE, Hook, Queues, ScenarioRun, pods_running, run_scenario, scenarios
 
@@ -23,6 +23,26 @@ pytestmark = pytest.mark.faults
 
 TEAM_QUEUES = scenarios.TEAM_QUEUES
 A_JOBS = list(scenarios.TEAM_A_JOBS)
+
+KUEUE = versions.module("kueue")[1]  # the running Kueue (a candidate under `make rehearse`)
+
+
+def configuration_as_upgraded() -> dict | None:
+    """The Kueue Configuration the fault tests run with: the production HelmRelease's
+    (None) while the running Kueue lacks the fix of kueue#10901; from 0.18 (kueue#11296), the same
+    without the `FinishOrphanedWorkloads: false` workaround, so that the rehearsal of a candidate
+    tells whether the workaround can go (harness.core.releases: finish-orphaned-workloads-fixed)."""
+    if not releases.has("kueue", "finish-orphaned-workloads-fixed", KUEUE):
+        return None
+    config = production_kueue_config()
+    gates = {k: v for k, v in (config.get("featureGates") or {}).items() if k != "FinishOrphanedWorkloads"}
+    return {**{k: v for k, v in config.items() if k != "featureGates"}, **({"featureGates": gates} if gates else {})}
+
+
+@pytest.fixture
+def kueue_config():
+    """Every fault test here runs Kueue as the upgrade would configure it (tests/conftest.py fresh_cluster)."""
+    return configuration_as_upgraded()
 
 
 @pytest.fixture
@@ -87,6 +107,13 @@ def test_kuberay_restart_while_suspending_still_suspends_and_releases_quota(clus
 
 
 def test_apiserver_restart_between_borrow_and_reclaim(cluster, invariants, team_queues):
+    """An AKS control-plane upgrade restarts kube-apiserver. Below Kueue 0.18 with the production
+    workaround; from 0.18 with FinishOrphanedWorkloads as Kueue ships it (on, fixed)."""
+    gates = cluster.kueue_config.get("featureGates") or {}
+    if releases.has("kueue", "finish-orphaned-workloads-fixed", KUEUE):
+        assert "FinishOrphanedWorkloads" not in gates, gates  # Kueue's own default: on, with the fix
+    else:
+        assert gates.get("FinishOrphanedWorkloads") is False, gates  # the workaround (kueue#10901)
     baseline = undisturbed(team_queues)
     reconnects = invariants.reconnects
 
