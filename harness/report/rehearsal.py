@@ -148,19 +148,28 @@ def saved_side(label: str, choice: dict[str, str], suites: list[str], out: Path)
     return saved if saved.get("key") == tree_key(choice, suites) else None
 
 
-def rehearse_side(label: str, choice: dict[str, str], suites: list[str], out: Path, extra_env: dict[str, str] | None = None) -> dict:
-    """One side of the rehearsal (the pins, or the candidates): tools, gate, suites; saved as
-    <out>/<label>/result.json with its tree_key. `extra_env`: defaults for its steps' environment."""
+def build_tools(label: str, choice: dict[str, str], suites: list[str], out: Path) -> float:
+    """A side's tools (cached per version; the first build of a candidate takes minutes): the seconds it took."""
+    side = out / label
+    groups = ["--group", "cluster"] + (["--group", "flux"] if "flux" in suites else [])
+    rc, secs = _run([*_main_of("harness.toolchain.builds"), *groups], choice, side / "tools.log", label)
+    if rc != 0:
+        raise RehearsalError(f"{label}: building the tools for {selection_text(choice)} failed; see {side / 'tools.log'}")
+    return secs
+
+
+def rehearse_side(label: str, choice: dict[str, str], suites: list[str], out: Path, extra_env: dict[str, str] | None = None,
+                  tools_seconds: float | None = None) -> dict:
+    """One side of the rehearsal (the pins, or the candidates): tools (unless built already, in
+    `tools_seconds`), gate, suites; saved as <out>/<label>/result.json with its tree_key.
+    `extra_env`: defaults for its steps' environment."""
     side = out / label
     key = tree_key(choice, suites)
     py = sys.executable
     side.mkdir(parents=True, exist_ok=True)
-    groups = ["--group", "cluster"] + (["--group", "flux"] if "flux" in suites else [])
     result: dict = {"versions": choice, "timings": {}, "suites": {}, "exit_codes": {}}
-    rc, secs = _run([*_main_of("harness.toolchain.builds"), *groups], choice, side / "tools.log", label, extra_env)
-    result["timings"]["tools"], result["exit_codes"]["tools"] = secs, rc
-    if rc != 0:
-        raise RehearsalError(f"{label}: building the tools for {selection_text(choice)} failed; see {side / 'tools.log'}")
+    secs = build_tools(label, choice, suites, out) if tools_seconds is None else tools_seconds
+    result["timings"]["tools"], result["exit_codes"]["tools"] = secs, 0
     gate_json = side / "validate.json"
     rc, secs = _run([*_main_of("harness.gate.validate"), ".", "--quiet", "--json", str(gate_json),
                      "--kueue", choice["kueue"], "--kuberay", choice["kuberay"]], choice, side / "validate.log", label, extra_env)
@@ -196,9 +205,12 @@ def run_sides(choices: dict[str, dict[str, str]], suites: list[str], out: Path, 
             sides[label] = {**saved, "reused": True}
     todo = [label for label in choices if label not in sides]
     at_once = max(1, min(jobs, len(todo)))
+    # Builds first, one side after the other: a candidate's first build (minutes on both cores)
+    # must not run beside the other side's tests.
+    built = {label: build_tools(label, choices[label], suites, out) for label in todo} if at_once > 1 else {}
     with ThreadPoolExecutor(at_once) as pool:
-        running = {label: pool.submit(rehearse_side, label, choices[label], suites, out, CONCURRENT_ENV if at_once > 1 else {})
-                   for label in todo}
+        running = {label: pool.submit(rehearse_side, label, choices[label], suites, out, CONCURRENT_ENV if at_once > 1 else {},
+                                      built.get(label)) for label in todo}
         sides.update({label: future.result() for label, future in running.items()})
     return {label: sides[label] for label in choices}
 

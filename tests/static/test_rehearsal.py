@@ -155,10 +155,12 @@ def test_both_sides_run_at_once_and_a_saved_side_is_reused(monkeypatch, tmp_path
     from harness.report import rehearsal
 
     choices = {"candidate": {"kueue": "v2"}, "baseline": {"kueue": "v1"}}
-    barrier, ran = threading.Barrier(2, timeout=20), []
+    barrier, ran, built = threading.Barrier(2, timeout=20), [], []
+    monkeypatch.setattr(rehearsal, "build_tools", lambda label, *_: built.append(label) or 1.5)
 
-    def side(label, choice, suites, out, extra_env):
+    def side(label, choice, suites, out, extra_env, tools_seconds):
         assert extra_env == rehearsal.CONCURRENT_ENV  # the decision bound raised for two sides at once
+        assert tools_seconds == 1.5 and built == ["candidate", "baseline"]  # both built before either side runs
         ran.append(label)
         barrier.wait()  # BrokenBarrierError after 20 s unless the other side runs at the same time
         return {"label": label}
