@@ -54,7 +54,8 @@ CHANGES: tuple[Change, ...] = (
     Change("kueue", "v0.18.0", "autoscaler-sidecar-counted", "accounting",
            "enableInTreeAutoscaling: the Ray autoscaler sidecar is counted against quota (kueue#12454, #12405)",
            "none: every sample sets enableInTreeAutoscaling: false",
-           why_unchecked="no sample autoscales"),
+           why_unchecked="no sample autoscales, and Kueue's webhook refuses enableInTreeAutoscaling unless workload "
+                         "slicing (ElasticJobsViaWorkloadSlices) is on, which the production Configuration leaves off"),
     Change("kueue", "v0.18.0", "finish-orphaned-workloads-fixed", "config-default",
            "FinishOrphanedWorkloads Beta, on by default again, with the fix for finishing just-created "
            "Workloads while a cache lags (kueue#10901, #11296)",
@@ -91,7 +92,8 @@ CHANGES: tuple[Change, ...] = (
            "none", step="the rehearsal's Configuration defaults"),
     Change("kueue", "v0.19.0", "queue-name-removal-rejected", "admission",
            "removing the kueue.x-k8s.io/queue-name label from a Ray job is rejected (#14666)",
-           "none: the repository never removes it", why_unchecked="no test removes the label"),
+           "none: the repository never removes it (a running job's label is now immutable)",
+           tests=("tests/integration/test_release_differences.py::test_removing_the_queue_name_from_a_running_rayjob_follows_the_version",)),
     Change("kueue", "v0.19.0", "validation-failed-releases-quota", "behaviour",
            "RayJobs stuck in ValidationFailed release their quota (#14192; kueue#13413)",
            "none", why_unchecked="no sample is one KubeRay fails validation on"),

@@ -7,6 +7,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
+from kubernetes.dynamic.exceptions import DynamicApiError
 
 from harness import toolchain
 from harness.cluster import kueue_effective_config, production_kueue_config
@@ -44,7 +45,7 @@ def test_effective_configuration_follows_the_version(tmp_path):
 
 
 @pytest.fixture
-def sidecar_queue(kube: Kube):
+def release_queue(kube: Kube):
     for obj in minimal_queue("release", NS, "8", "16Gi"):
         kube.apply(obj)
     yield "release-lq"
@@ -75,10 +76,10 @@ def _requests(podset: dict) -> dict[str, Decimal]:
     return total
 
 
-def test_sidecar_submitter_accounting_follows_the_version(kube, sidecar_queue):
+def test_sidecar_submitter_accounting_follows_the_version(kube, release_queue):
     """SidecarMode: 0.18 counts the injected submitter (500m / 200Mi) on the head PodSet (kueue#12726),
     0.17 does not; the gate's accounting (harness.gate.workloads.pod_sets) says the same for the version."""
-    job = _sidecar_rayjob(sidecar_queue)
+    job = _sidecar_rayjob(release_queue)
     uid = kube.create(job)["metadata"]["uid"]
     try:
         wl = kube.wait_for(*WORKLOAD, lambda wls: next(iter(owned_by(wls, uid)), None), "the Workload of RayJob sidecar", NS)
@@ -90,6 +91,35 @@ def test_sidecar_submitter_accounting_follows_the_version(kube, sidecar_queue):
         assert head == expected, f"Kueue {KUEUE} head PodSet requests {head}; expected {expected} (submitter counted: {counted})"
         gate = dict((name, req) for name, _, req in pod_sets(job, KUEUE))
         assert gate["head"] == head, f"the gate charges {gate['head']} for the head, Kueue {KUEUE} {head}"
+    finally:
+        kube.delete(RAYJOB.api_version, RAYJOB.kind, "sidecar", NS)
+        kube.wait_for(*WORKLOAD, lambda wls: not owned_by(wls, uid) or None, "the Workload of RayJob sidecar gone", NS)
+
+
+def test_removing_the_queue_name_from_a_running_rayjob_follows_the_version(kube, release_queue):
+    """Removing the kueue.x-k8s.io/queue-name label from an admitted (running) RayJob, which takes it
+    out of Kueue's hands while it holds quota: from 0.19 Kueue's webhook validates that update and
+    rejects it (the label is immutable while the job runs; ValidateRayAndSparkJobUpdates, kueue#14666);
+    before, the webhook skipped every update of a RayJob without the label, and it was accepted."""
+    job = _sidecar_rayjob(release_queue)
+    uid = kube.create(job)["metadata"]["uid"]
+    try:
+        kube.wait_for(*RAYJOB, lambda jobs: next((j for j in jobs if j["metadata"]["uid"] == uid and not j["spec"].get("suspend")), None),
+                      "RayJob sidecar admitted (unsuspended by Kueue)", NS)
+        rayjobs = kube.dyn.resources.get(api_version=RAYJOB.api_version, kind=RAYJOB.kind)
+        patch = {"metadata": {"labels": {"kueue.x-k8s.io/queue-name": None}}}
+        try:
+            rayjobs.patch(name="sidecar", namespace=NS, body=patch, content_type="application/merge-patch+json")
+            refused = None
+        except DynamicApiError as err:
+            refused = err
+        if releases.has("kueue", "queue-name-removal-rejected", KUEUE):
+            assert refused is not None, f"Kueue {KUEUE} let the queue-name label go from a running RayJob"
+            assert refused.status in (400, 403, 422) and "queue-name" in str(refused.body), refused.body
+            assert (kube.get(RAYJOB.api_version, RAYJOB.kind, "sidecar", NS)["metadata"].get("labels") or {}).get(
+                "kueue.x-k8s.io/queue-name") == release_queue
+        else:
+            assert refused is None, f"Kueue {KUEUE} refused the label's removal: {refused.body}"
     finally:
         kube.delete(RAYJOB.api_version, RAYJOB.kind, "sidecar", NS)
         kube.wait_for(*WORKLOAD, lambda wls: not owned_by(wls, uid) or None, "the Workload of RayJob sidecar gone", NS)
