@@ -1,7 +1,9 @@
 """The invariant checker that runs beside every behavioural test.
 
 It follows RayJobs, Workloads and ClusterQueues with watches and, on every event, checks:
-  1. no RayJob is unsuspended without an admitted Workload;
+  1. no RayJob is unsuspended without an admitted Workload (but one KubeRay refused,
+     jobDeploymentStatus ValidationFailed: it runs nothing, and Kueue 0.19 releases its quota
+     before it suspends it, kueue#14192);
   2. per ClusterQueue, flavor and resource: quota held by its Workloads <= nominalQuota + borrowingLimit;
   3. per cohort, flavor and resource: quota held in total <= the sum of nominal quotas;
   4. no workload admitted twice: at most one admitted Workload per RayJob, and a Workload is
@@ -39,6 +41,7 @@ WATCHED = (RAYJOB, WORKLOAD, CLUSTER_QUEUE, POD, NODE)  # every namespace
 CQ_LABEL = "kueue.x-k8s.io/cluster-queue-name"  # on every pod of an admitted workload
 RAY_CLUSTER_LABEL = "ray.io/cluster"
 KINDS = tuple(t.kind for t in WATCHED)
+REFUSED = "ValidationFailed"  # KubeRay's jobDeploymentStatus for a RayJob whose spec it refuses
 
 
 class InvariantChecker:
@@ -272,6 +275,8 @@ class InvariantChecker:
             return False
         if job is None or job["spec"].get("suspend") or job["metadata"]["uid"] != uid:
             return False  # deleted or suspended meanwhile
+        if (job.get("status") or {}).get("jobDeploymentStatus") == REFUSED:
+            return False  # KubeRay refused its spec: nothing of it runs
         return not any(is_true(w, "Admitted") for w in owned_by(wls, uid))
 
     def _usage(self) -> dict[tuple, Decimal]:

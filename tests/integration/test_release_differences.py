@@ -13,7 +13,7 @@ from harness import toolchain
 from harness.cluster import kueue_effective_config, production_kueue_config
 from harness.core import parse_quantity, releases, versions
 from harness.gate.workloads import pod_sets
-from harness.k8s import CLUSTER_QUEUE, LOCAL_QUEUE, RAYJOB, WORKLOAD, Kube, owned_by
+from harness.k8s import CLUSTER_QUEUE, LOCAL_QUEUE, RAYJOB, WORKLOAD, Kube, condition, is_true, owned_by
 from harness.testing import minimal_queue
 
 pytestmark = pytest.mark.integration
@@ -123,3 +123,40 @@ def test_removing_the_queue_name_from_a_running_rayjob_follows_the_version(kube,
     finally:
         kube.delete(RAYJOB.api_version, RAYJOB.kind, "sidecar", NS)
         kube.wait_for(*WORKLOAD, lambda wls: not owned_by(wls, uid) or None, "the Workload of RayJob sidecar gone", NS)
+
+
+def test_quota_of_a_rayjob_kuberay_refuses_follows_the_version(kube, release_queue):
+    """A running RayJob that KubeRay then refuses (an update gives its SidecarMode a submitterConfig,
+    which Kueue's webhook accepts: jobDeploymentStatus ValidationFailed, the job can never run):
+    Kueue 0.19 releases its quota (QuotaReserved=False, reason OnHold; kueue#14192); before, its
+    Workload stays admitted and holds the quota."""
+    job = _sidecar_rayjob(release_queue)
+    job["metadata"]["name"] = "refused"
+    uid = kube.create(job)["metadata"]["uid"]
+    try:
+        kube.wait_for(*WORKLOAD, lambda wls: next((w for w in owned_by(wls, uid) if is_true(w, "QuotaReserved")), None),
+                      "its Workload admitted", NS)
+        rayjobs = kube.dyn.resources.get(api_version=RAYJOB.api_version, kind=RAYJOB.kind)
+        # KubeRay: "Currently, SidecarMode doesn't support SubmitterConfig"
+        rayjobs.patch(name="refused", namespace=NS, body={"spec": {"submitterConfig": {"backoffLimit": 1}}},
+                      content_type="application/merge-patch+json")
+        kube.wait_for(*RAYJOB, lambda jobs: next((j for j in jobs if j["metadata"]["uid"] == uid and (j.get("status") or {}).get(
+            "jobDeploymentStatus") == "ValidationFailed"), None), "RayJob refused: jobDeploymentStatus ValidationFailed", NS)
+
+        def on_hold(w: dict) -> bool:
+            reserved = condition(w, "QuotaReserved") or {}
+            return reserved.get("status") == "False" and reserved.get("reason") == "OnHold"
+
+        if releases.has("kueue", "validation-failed-releases-quota", KUEUE):
+            kube.wait_for(*WORKLOAD, lambda wls: next((w for w in owned_by(wls, uid) if on_hold(w)), None),
+                          "its Workload on hold (QuotaReserved=False, reason OnHold)", NS)
+        else:
+            kube.wait_for(*RAYJOB, lambda jobs: next((j for j in jobs if j["metadata"]["uid"] == uid and
+                                                      (j.get("status") or {}).get("jobDeploymentStatus") == "ValidationFailed"), None),
+                          "the refusal seen again", NS)
+            wl = next(iter(owned_by(kube.list(*WORKLOAD, namespace=NS), uid)), None)
+            assert wl is not None and is_true(wl, "QuotaReserved") and not is_true(wl, "Finished"), (
+                f"Kueue {KUEUE} should keep the refused job's quota reserved: {wl and wl['status'].get('conditions')}")
+    finally:
+        kube.delete(RAYJOB.api_version, RAYJOB.kind, "refused", NS)
+        kube.wait_for(*WORKLOAD, lambda wls: not owned_by(wls, uid) or None, "the Workload of RayJob refused gone", NS)

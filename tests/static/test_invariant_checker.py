@@ -175,3 +175,22 @@ def test_a_node_that_stops_heartbeating_is_reported():
     violations = checker.check()
     assert len(violations) == 1 and "aks-gpupool-00000000-vmss000000" in violations[0], violations
     assert "Kubelet stopped posting node status." in violations[0], violations
+
+
+@pytest.mark.parametrize("deployment, reported", [("Running", True), ("ValidationFailed", False)])
+def test_unsuspended_rayjob_without_admission_unless_kuberay_refused_it(monkeypatch, deployment, reported):
+    """Invariant 1 on a fresh read: an unsuspended RayJob whose Workload is not admitted is reported,
+    unless KubeRay refused its spec (ValidationFailed: nothing runs; Kueue 0.19 releases the quota first)."""
+    from harness.kueue import invariants
+
+    job = {"metadata": {"name": "job", "namespace": "ray", "uid": "j"}, "spec": {"suspend": False},
+           "status": {"jobDeploymentStatus": deployment}}
+    wl = workload("job-wl", "team-a-cq", 4, reserved=False)
+    wl["metadata"]["ownerReferences"] = [{"uid": "j"}]
+    monkeypatch.setattr(invariants, "get_object", lambda api, rtype, name, ns: job)
+    monkeypatch.setattr(invariants, "list_objects", lambda api, rtype, ns: {"items": [wl]})
+    c = InvariantChecker(client.ApiClient())
+    c.state = {"ClusterQueue": {(None, "team-a-cq"): cq("team-a-cq", 4)}, "Workload": {("ray", "job-wl"): wl},
+               "RayJob": {("ray", "job"): job}}
+    found = [v for v in c.check() if "unsuspended" in v]
+    assert bool(found) == reported, found
