@@ -72,7 +72,9 @@ CHANGES: tuple[Change, ...] = (
            step="the rehearsal's Kueue start (unknown flags make Kueue exit)"),
     Change("kueue", "v0.18.0", "events-v1", "behaviour",
            "Kueue records events through events.k8s.io/v1 (#10971)",
-           "none: the harness reads Workload conditions, not Events", why_unchecked="nothing here reads Kueue's Events"),
+           "none: the harness reads Workload conditions, not Events (a tool that reads Kueue's Events "
+           "through core/v1 still sees them; from 0.18 they carry an `action`)",
+           tests=("tests/integration/test_release_differences.py::test_kueue_events_follow_the_version",)),
     # -- Kueue 0.19 (CHANGELOG-0.19.md) ---------------------------------------------------------------
     Change("kueue", "v0.19.0", "requires-kubernetes-module", "build",
            "go.mod requires k8s.io/kubernetes v1.36.0 (the scheduler library), whose staging modules are "

@@ -160,3 +160,26 @@ def test_quota_of_a_rayjob_kuberay_refuses_follows_the_version(kube, release_que
     finally:
         kube.delete(RAYJOB.api_version, RAYJOB.kind, "refused", NS)
         kube.wait_for(*WORKLOAD, lambda wls: not owned_by(wls, uid) or None, "the Workload of RayJob refused gone", NS)
+
+
+def test_kueue_events_follow_the_version(kube, release_queue):
+    """Kueue records its events on a Workload through events.k8s.io/v1 from 0.18 (kueue#10971):
+    they carry the `action` and `reportingController` that API requires; before, through the core
+    v1 recorder, without an action."""
+    job = _sidecar_rayjob(release_queue)
+    job["metadata"]["name"] = "events"
+    uid = kube.create(job)["metadata"]["uid"]
+    try:
+        wl = kube.wait_for(*WORKLOAD, lambda wls: next((w for w in owned_by(wls, uid) if is_true(w, "QuotaReserved")), None),
+                           "its Workload admitted", NS)
+        wl_uid = wl["metadata"]["uid"]
+        events = kube.wait_for("events.k8s.io/v1", "Event", lambda evs: [e for e in evs if (e.get("regarding") or {}).get("uid") == wl_uid] or None,
+                               "Kueue's events on the Workload", NS)
+        how = sorted({(e.get("reason"), e.get("action") or "", e.get("reportingController") or "") for e in events})
+        if releases.has("kueue", "events-v1", KUEUE):
+            assert all(action and controller for _, action, controller in how), f"Kueue {KUEUE}: events without action: {how}"
+        else:
+            assert not any(action for _, action, _ in how), f"Kueue {KUEUE}: events with an action: {how}"
+    finally:
+        kube.delete(RAYJOB.api_version, RAYJOB.kind, "events", NS)
+        kube.wait_for(*WORKLOAD, lambda wls: not owned_by(wls, uid) or None, "the Workload of RayJob events gone", NS)
