@@ -44,8 +44,11 @@ def test_effective_configuration_follows_the_version(tmp_path):
         assert qps == (20, 30), qps
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def release_queue(kube: Kube):
+    """One queue for the module's tests (each removes its own RayJob): a ClusterQueue deleted at one
+    test's end and applied again at the next one's start may still be terminating, and Kueue then
+    finds none ("ClusterQueue release-cq doesn't exist")."""
     for obj in minimal_queue("release", NS, "8", "16Gi"):
         kube.apply(obj)
     yield "release-lq"
