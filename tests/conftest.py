@@ -23,8 +23,8 @@ def pytest_addoption(parser):
 
 @pytest.fixture
 def kueue_config():
-    """The Kueue Configuration of fresh_cluster: None, the production HelmRelease's; a test
-    parametrizes it (`@pytest.mark.parametrize("kueue_config", [...])`) to run another."""
+    """The Kueue Configuration of fresh_cluster: None, the production HelmRelease's; a test module
+    overrides this fixture to run another (tests/faults/test_restarts.py: as the upgrade would)."""
     return None
 
 

@@ -51,6 +51,12 @@ class Kube:
         kwargs = {"query_params": params} if params else {}
         return res.create(body=obj, namespace=ns, **kwargs).to_dict()
 
+    def merge_patch(self, api_version: str, kind: str, name: str, namespace: str | None, body: dict) -> dict:
+        """A JSON merge patch of the object (a user's edit: admission webhooks see it as an update;
+        a None value removes the key)."""
+        return self.resource(api_version, kind).patch(body=body, name=name, namespace=namespace,
+                                                      content_type="application/merge-patch+json").to_dict()
+
     def patch_status(self, api_version: str, kind: str, name: str, namespace: str | None, status: dict) -> dict:
         """Merge-patches the status subresource (what a controller writes, not a user)."""
         res = self.resource(api_version, kind)

@@ -9,7 +9,7 @@ build/rehearsal/report.md + report.json say what differs:
    the test suites (behavioural by default; `--suites integration,flux,faults`) run on both, each
    pytest run told its versions through $RAY_KUEUE_VERSIONS (harness.core.versions);
    the two sides run at the same time (`--jobs 2`, the default), each on clusters of its own
-   (their ports, data and temporary directories are disjoint: harness.cluster.isolation), since
+   (their ports, data and temporary directories are disjoint: tests/harness/test_parallel_runs.py), since
    most of a side's time is waiting on controllers rather than using a core;
 4. the CRD schema changes that touch fields this repository sets, Kueue's Configuration as both
    binaries fill it in, and the release changes (harness.core.releases) with what the repository
@@ -55,16 +55,13 @@ def newest_candidate(component: str) -> str:
     return newest
 
 
-selection_text = versions.selection_text
-
-
 # Two sides at once share two cores: the bound on each of Kueue's decisions is raised as for
 # tests/harness/test_parallel_runs.py (a bound, not a wait: a passing run is not slowed).
 CONCURRENT_ENV = {"RAY_KUEUE_WAIT": "180"}
 
 
 def _env(choice: dict[str, str], extra: dict[str, str]) -> dict[str, str]:
-    return {**extra, **os.environ, versions.SELECT_ENV: selection_text(choice)}  # the caller's own settings win
+    return {**extra, **os.environ, versions.SELECT_ENV: versions.selection_text(choice)}  # the caller's own settings win
 
 
 _TERMINAL = threading.Lock()  # two sides print at once: whole lines, each marked with its side
@@ -73,7 +70,7 @@ _TERMINAL = threading.Lock()  # two sides print at once: whole lines, each marke
 def _run(cmd: list[str], choice: dict[str, str], log: Path, label: str = "", extra_env: dict[str, str] | None = None) -> tuple[int, float]:
     """Runs a step in a child process with the versions selected; its output goes to `log` and,
     each line marked with the side, to the terminal."""
-    say("rehearse", f"[{label or selection_text(choice)}] {' '.join(cmd)}")
+    say("rehearse", f"[{label or versions.selection_text(choice)}] {' '.join(cmd)}")
     log.parent.mkdir(parents=True, exist_ok=True)
     t = time.monotonic()
     with log.open("w") as fh:
@@ -154,7 +151,7 @@ def build_tools(label: str, choice: dict[str, str], suites: list[str], out: Path
     groups = ["--group", "cluster"] + (["--group", "flux"] if "flux" in suites else [])
     rc, secs = _run([*_main_of("harness.toolchain.builds"), *groups], choice, side / "tools.log", label)
     if rc != 0:
-        raise RehearsalError(f"{label}: building the tools for {selection_text(choice)} failed; see {side / 'tools.log'}")
+        raise RehearsalError(f"{label}: building the tools for {versions.selection_text(choice)} failed; see {side / 'tools.log'}")
     return secs
 
 
@@ -217,7 +214,7 @@ def run_sides(choices: dict[str, dict[str, str]], suites: list[str], out: Path, 
 
 def _binary(choice: dict[str, str]) -> Path:
     previous = os.environ.get(versions.SELECT_ENV)
-    os.environ[versions.SELECT_ENV] = selection_text(choice)
+    os.environ[versions.SELECT_ENV] = versions.selection_text(choice)
     try:
         return tool("kueue").path()
     finally:
@@ -300,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             raise RehearsalError(f"unknown suite(s) {unknown}; known: {', '.join(SUITES)}")
         cand = {"kueue": args.kueue or newest_candidate("kueue"), "kuberay": args.kuberay or newest_candidate("kuberay")}
-        versions.parse_selection(selection_text(cand))  # a version versions.yaml does not list is refused here
+        versions.parse_selection(versions.selection_text(cand))  # a version versions.yaml does not list is refused here
         base = {c: versions.pinned(c) for c in cand}
         t = time.monotonic()
         sides = run_sides({"candidate": cand, "baseline": base}, suites, args.out, fresh=args.fresh, jobs=args.jobs)

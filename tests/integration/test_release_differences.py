@@ -71,6 +71,31 @@ def _sidecar_rayjob(queue: str) -> dict:
                                                               "template": pod("ray-worker")}]}}}
 
 
+@pytest.fixture
+def submitted(kube: Kube, release_queue):
+    """submitted(name, **spec) creates the release queue's RayJob `name` (spec fields replaced) and
+    returns its uid; every RayJob it created is deleted after the test, its Workload awaited gone."""
+    made: list[tuple[str, str]] = []
+
+    def submit(name: str, **spec) -> str:
+        job = _sidecar_rayjob(release_queue)
+        job["metadata"]["name"] = name
+        job["spec"].update(spec)
+        made.append((name, kube.create(job)["metadata"]["uid"]))
+        return made[-1][1]
+
+    yield submit
+    for name, uid in made:
+        kube.delete(RAYJOB.api_version, RAYJOB.kind, name, NS)
+        kube.wait_for(*WORKLOAD, lambda wls, uid=uid: not owned_by(wls, uid) or None, f"the Workload of RayJob {name} gone", NS)
+
+
+def _admitted(kube: Kube, uid: str) -> dict:
+    """The RayJob's Workload once Kueue has reserved quota for it."""
+    return kube.wait_for(*WORKLOAD, lambda wls: next((w for w in owned_by(wls, uid) if is_true(w, "QuotaReserved")), None),
+                         "its Workload admitted (QuotaReserved)", NS)
+
+
 def _requests(podset: dict) -> dict[str, Decimal]:
     total: dict[str, Decimal] = {}
     for c in podset["template"]["spec"]["containers"]:
@@ -79,110 +104,76 @@ def _requests(podset: dict) -> dict[str, Decimal]:
     return total
 
 
-def test_sidecar_submitter_accounting_follows_the_version(kube, release_queue):
+def test_sidecar_submitter_accounting_follows_the_version(kube, release_queue, submitted):
     """SidecarMode: 0.18 counts the injected submitter (500m / 200Mi) on the head PodSet (kueue#12726),
     0.17 does not; the gate's accounting (harness.gate.workloads.pod_sets) says the same for the version."""
-    job = _sidecar_rayjob(release_queue)
-    uid = kube.create(job)["metadata"]["uid"]
-    try:
-        wl = kube.wait_for(*WORKLOAD, lambda wls: next(iter(owned_by(wls, uid)), None), "the Workload of RayJob sidecar", NS)
-        sets = {ps["name"]: ps for ps in wl["spec"]["podSets"]}
-        assert "submitter" not in sets, list(sets)  # SidecarMode has no submitter Job
-        head = _requests(sets["head"])
-        counted = releases.has("kueue", "sidecar-submitter-counted", KUEUE)
-        expected = {"cpu": parse_quantity("1500m" if counted else "1"), "memory": parse_quantity("1Gi") + (parse_quantity("200Mi") if counted else 0)}
-        assert head == expected, f"Kueue {KUEUE} head PodSet requests {head}; expected {expected} (submitter counted: {counted})"
-        gate = dict((name, req) for name, _, req in pod_sets(job, KUEUE))
-        assert gate["head"] == head, f"the gate charges {gate['head']} for the head, Kueue {KUEUE} {head}"
-    finally:
-        kube.delete(RAYJOB.api_version, RAYJOB.kind, "sidecar", NS)
-        kube.wait_for(*WORKLOAD, lambda wls: not owned_by(wls, uid) or None, "the Workload of RayJob sidecar gone", NS)
+    uid = submitted("sidecar")
+    wl = kube.wait_for(*WORKLOAD, lambda wls: next(iter(owned_by(wls, uid)), None), "the Workload of RayJob sidecar", NS)
+    sets = {ps["name"]: ps for ps in wl["spec"]["podSets"]}
+    assert "submitter" not in sets, list(sets)  # SidecarMode has no submitter Job
+    head = _requests(sets["head"])
+    counted = releases.has("kueue", "sidecar-submitter-counted", KUEUE)
+    expected = {"cpu": parse_quantity("1500m" if counted else "1"), "memory": parse_quantity("1Gi") + (parse_quantity("200Mi") if counted else 0)}
+    assert head == expected, f"Kueue {KUEUE} head PodSet requests {head}; expected {expected} (submitter counted: {counted})"
+    gate = dict((name, req) for name, _, req in pod_sets(_sidecar_rayjob(release_queue), KUEUE))
+    assert gate["head"] == head, f"the gate charges {gate['head']} for the head, Kueue {KUEUE} {head}"
 
 
-def test_removing_the_queue_name_from_a_running_rayjob_follows_the_version(kube, release_queue):
+def test_removing_the_queue_name_from_a_running_rayjob_follows_the_version(kube, release_queue, submitted):
     """Removing the kueue.x-k8s.io/queue-name label from an admitted (running) RayJob, which takes it
     out of Kueue's hands while it holds quota: from 0.19 Kueue's webhook validates that update and
     rejects it (the label is immutable while the job runs; ValidateRayAndSparkJobUpdates, kueue#14666);
     before, the webhook skipped every update of a RayJob without the label, and it was accepted."""
-    job = _sidecar_rayjob(release_queue)
-    uid = kube.create(job)["metadata"]["uid"]
+    uid = submitted("relabelled")
+    kube.wait_for(*RAYJOB, lambda jobs: next((j for j in jobs if j["metadata"]["uid"] == uid and not j["spec"].get("suspend")), None),
+                  "RayJob relabelled admitted (unsuspended by Kueue)", NS)
     try:
-        kube.wait_for(*RAYJOB, lambda jobs: next((j for j in jobs if j["metadata"]["uid"] == uid and not j["spec"].get("suspend")), None),
-                      "RayJob sidecar admitted (unsuspended by Kueue)", NS)
-        rayjobs = kube.dyn.resources.get(api_version=RAYJOB.api_version, kind=RAYJOB.kind)
-        patch = {"metadata": {"labels": {"kueue.x-k8s.io/queue-name": None}}}
-        try:
-            rayjobs.patch(name="sidecar", namespace=NS, body=patch, content_type="application/merge-patch+json")
-            refused = None
-        except DynamicApiError as err:
-            refused = err
-        if releases.has("kueue", "queue-name-removal-rejected", KUEUE):
-            assert refused is not None, f"Kueue {KUEUE} let the queue-name label go from a running RayJob"
-            assert refused.status in (400, 403, 422) and "queue-name" in str(refused.body), refused.body
-            assert (kube.get(RAYJOB.api_version, RAYJOB.kind, "sidecar", NS)["metadata"].get("labels") or {}).get(
-                "kueue.x-k8s.io/queue-name") == release_queue
-        else:
-            assert refused is None, f"Kueue {KUEUE} refused the label's removal: {refused.body}"
-    finally:
-        kube.delete(RAYJOB.api_version, RAYJOB.kind, "sidecar", NS)
-        kube.wait_for(*WORKLOAD, lambda wls: not owned_by(wls, uid) or None, "the Workload of RayJob sidecar gone", NS)
+        kube.merge_patch(RAYJOB.api_version, RAYJOB.kind, "relabelled", NS, {"metadata": {"labels": {"kueue.x-k8s.io/queue-name": None}}})
+        refused = None
+    except DynamicApiError as err:
+        refused = err
+    if releases.has("kueue", "queue-name-removal-rejected", KUEUE):
+        assert refused is not None, f"Kueue {KUEUE} let the queue-name label go from a running RayJob"
+        assert refused.status in (400, 403, 422) and "queue-name" in str(refused.body), refused.body
+        labels = kube.get(RAYJOB.api_version, RAYJOB.kind, "relabelled", NS)["metadata"].get("labels") or {}
+        assert labels.get("kueue.x-k8s.io/queue-name") == release_queue, labels
+    else:
+        assert refused is None, f"Kueue {KUEUE} refused the label's removal: {refused.body}"
 
 
-def test_quota_of_a_rayjob_kuberay_refuses_follows_the_version(kube, release_queue):
+def test_quota_of_a_rayjob_kuberay_refuses_follows_the_version(kube, submitted):
     """A running RayJob that KubeRay then refuses (an update gives its SidecarMode a submitterConfig,
     which Kueue's webhook accepts: jobDeploymentStatus ValidationFailed, the job can never run):
     Kueue 0.19 releases its quota (QuotaReserved=False, reason OnHold; kueue#14192); before, its
     Workload stays admitted and holds the quota."""
-    job = _sidecar_rayjob(release_queue)
-    job["metadata"]["name"] = "refused"
-    uid = kube.create(job)["metadata"]["uid"]
-    try:
-        kube.wait_for(*WORKLOAD, lambda wls: next((w for w in owned_by(wls, uid) if is_true(w, "QuotaReserved")), None),
-                      "its Workload admitted", NS)
-        rayjobs = kube.dyn.resources.get(api_version=RAYJOB.api_version, kind=RAYJOB.kind)
-        # KubeRay: "Currently, SidecarMode doesn't support SubmitterConfig"
-        rayjobs.patch(name="refused", namespace=NS, body={"spec": {"submitterConfig": {"backoffLimit": 1}}},
-                      content_type="application/merge-patch+json")
-        kube.wait_for(*RAYJOB, lambda jobs: next((j for j in jobs if j["metadata"]["uid"] == uid and (j.get("status") or {}).get(
-            "jobDeploymentStatus") == "ValidationFailed"), None), "RayJob refused: jobDeploymentStatus ValidationFailed", NS)
+    uid = submitted("refused")
+    _admitted(kube, uid)
+    # KubeRay: "Currently, SidecarMode doesn't support SubmitterConfig"
+    kube.merge_patch(RAYJOB.api_version, RAYJOB.kind, "refused", NS, {"spec": {"submitterConfig": {"backoffLimit": 1}}})
+    kube.wait_for(*RAYJOB, lambda jobs: next((j for j in jobs if j["metadata"]["uid"] == uid and (j.get("status") or {}).get(
+        "jobDeploymentStatus") == "ValidationFailed"), None), "RayJob refused: jobDeploymentStatus ValidationFailed", NS)
 
-        def on_hold(w: dict) -> bool:
-            reserved = condition(w, "QuotaReserved") or {}
-            return reserved.get("status") == "False" and reserved.get("reason") == "OnHold"
+    def on_hold(w: dict) -> bool:
+        reserved = condition(w, "QuotaReserved") or {}
+        return reserved.get("status") == "False" and reserved.get("reason") == "OnHold"
 
-        if releases.has("kueue", "validation-failed-releases-quota", KUEUE):
-            kube.wait_for(*WORKLOAD, lambda wls: next((w for w in owned_by(wls, uid) if on_hold(w)), None),
-                          "its Workload on hold (QuotaReserved=False, reason OnHold)", NS)
-        else:
-            kube.wait_for(*RAYJOB, lambda jobs: next((j for j in jobs if j["metadata"]["uid"] == uid and
-                                                      (j.get("status") or {}).get("jobDeploymentStatus") == "ValidationFailed"), None),
-                          "the refusal seen again", NS)
-            wl = next(iter(owned_by(kube.list(*WORKLOAD, namespace=NS), uid)), None)
-            assert wl is not None and is_true(wl, "QuotaReserved") and not is_true(wl, "Finished"), (
-                f"Kueue {KUEUE} should keep the refused job's quota reserved: {wl and wl['status'].get('conditions')}")
-    finally:
-        kube.delete(RAYJOB.api_version, RAYJOB.kind, "refused", NS)
-        kube.wait_for(*WORKLOAD, lambda wls: not owned_by(wls, uid) or None, "the Workload of RayJob refused gone", NS)
+    if releases.has("kueue", "validation-failed-releases-quota", KUEUE):
+        kube.wait_for(*WORKLOAD, lambda wls: next((w for w in owned_by(wls, uid) if on_hold(w)), None),
+                      "its Workload on hold (QuotaReserved=False, reason OnHold)", NS)
+    else:
+        wl = next(iter(owned_by(kube.list(*WORKLOAD, namespace=NS), uid)), None)
+        assert wl is not None and is_true(wl, "QuotaReserved") and not is_true(wl, "Finished"), (
+            f"Kueue {KUEUE} should keep the refused job's quota reserved: {wl and wl['status'].get('conditions')}")
 
 
-def test_kueue_events_follow_the_version(kube, release_queue):
+def test_kueue_events_follow_the_version(kube, submitted):
     """Kueue records its events on a Workload through events.k8s.io/v1 from 0.18 (kueue#10971):
-    they carry the `action` and `reportingController` that API requires; before, through the core
-    v1 recorder, without an action."""
-    job = _sidecar_rayjob(release_queue)
-    job["metadata"]["name"] = "events"
-    uid = kube.create(job)["metadata"]["uid"]
-    try:
-        wl = kube.wait_for(*WORKLOAD, lambda wls: next((w for w in owned_by(wls, uid) if is_true(w, "QuotaReserved")), None),
-                           "its Workload admitted", NS)
-        wl_uid = wl["metadata"]["uid"]
-        events = kube.wait_for("events.k8s.io/v1", "Event", lambda evs: [e for e in evs if (e.get("regarding") or {}).get("uid") == wl_uid] or None,
-                               "Kueue's events on the Workload", NS)
-        how = sorted({(e.get("reason"), e.get("action") or "", e.get("reportingController") or "") for e in events})
-        if releases.has("kueue", "events-v1", KUEUE):
-            assert all(action and controller for _, action, controller in how), f"Kueue {KUEUE}: events without action: {how}"
-        else:
-            assert not any(action for _, action, _ in how), f"Kueue {KUEUE}: events with an action: {how}"
-    finally:
-        kube.delete(RAYJOB.api_version, RAYJOB.kind, "events", NS)
-        kube.wait_for(*WORKLOAD, lambda wls: not owned_by(wls, uid) or None, "the Workload of RayJob events gone", NS)
+    they carry the `action` that API requires; before, through the core v1 recorder, without one."""
+    wl_uid = _admitted(kube, submitted("events"))["metadata"]["uid"]
+    events = kube.wait_for("events.k8s.io/v1", "Event", lambda evs: [e for e in evs if (e.get("regarding") or {}).get("uid") == wl_uid] or None,
+                           "Kueue's events on the Workload", NS)
+    how = sorted({(e.get("reason"), e.get("action") or "", e.get("reportingController") or "") for e in events})
+    if releases.has("kueue", "events-v1", KUEUE):
+        assert all(action and controller for _, action, controller in how), f"Kueue {KUEUE}: events without action: {how}"
+    else:
+        assert not any(action for _, action, _ in how), f"Kueue {KUEUE}: events with an action: {how}"
