@@ -12,7 +12,7 @@ from kubernetes.dynamic.exceptions import NotFoundError
 
 from harness.core import timeouts
 from harness.k8s.kinds import ResourceType
-from harness.k8s.watch import wait_for
+from harness.k8s.watch import summary, wait_for
 
 FIELD_MANAGER = "ray-on-aks-harness"
 
@@ -95,12 +95,13 @@ class Kube:
         namespace: str | None = None,
         timeout: float = timeouts.DECISION,
         label_selector: str | None = None,
+        show: Callable[[dict], str] = summary,
     ):
         """Waits until predicate(current objects of this kind) is truthy and returns its value
         (harness.k8s.watch.wait_for: list, then watch; each event re-evaluates the predicate
-        against the up-to-date set of objects; WaitTimeout carries the last state seen)."""
+        against the up-to-date set of objects; WaitTimeout carries `show` of the last state seen)."""
         return wait_for(self.api_client, self.resource_type(api_version, kind), predicate, describe,
-                        namespace=namespace, timeout=timeout, label_selector=label_selector)
+                        namespace=namespace, timeout=timeout, label_selector=label_selector, show=show)
 
 
 def apply_order(objs: list[dict]) -> list[dict]:

@@ -1,0 +1,79 @@
+"""The gate's inactive-queue rules (harness/gate/queue_activity.py) against the real Kueue: each
+case of tests/static/test_queue_activity.py, which the gate reports, is applied to the embedded
+control plane, and Kueue must give the reason the gate names. A ClusterQueue must settle at
+Active=False with that reason in its message; for a cohort cycle, where Kueue keeps the queue
+Active, a Workload submitted to it must be refused admission as "... is inactive". The same
+shapes complete (which the gate passes) must leave the queue Active."""
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from harness.k8s import CLUSTER_QUEUE, LOCAL_QUEUE, WORKLOAD, Kube, condition
+from tests.static.test_queue_activity import CASES, COMPLETE, objects_text
+
+pytestmark = pytest.mark.integration
+
+
+def _show(obj: dict) -> str:
+    conditions = [(c.get("type"), c.get("status"), c.get("reason"), c.get("message")) for c in (obj.get("status") or {}).get("conditions") or []]
+    return f"{obj['kind']} {obj['metadata']['name']}: {conditions}"
+
+
+def _active(kube: Kube, name: str, status: str, says: str = "") -> None:
+    """Waits until ClusterQueue `name`'s Active condition has `status` and its message `says`."""
+    def settled(cqs):
+        active = next((condition(c, "Active") or {} for c in cqs if c["metadata"]["name"] == name), {})
+        return active.get("status") == status and says in (active.get("message") or "")
+
+    kube.wait_for(*CLUSTER_QUEUE, settled, f"ClusterQueue {name} Active={status}" + (f": '{says}'" if says else ""), show=_show)
+
+
+@pytest.fixture
+def create(kube: Kube):
+    """create(objects) creates them, what a ClusterQueue names first (a Workload that Kueue tries
+    before a cohort cycle is complete is refused for its quota instead, and keeps that message);
+    everything created is deleted after the test."""
+    made: list[dict] = []
+
+    def create_all(objects: list[dict]) -> None:
+        for obj in sorted(objects, key=lambda d: {"Cohort": 0, "ClusterQueue": 2, "LocalQueue": 3, "Workload": 4}.get(d["kind"], 1)):
+            made.append(kube.create(obj))
+
+    yield create_all
+    for obj in reversed(made):
+        kube.delete(obj["apiVersion"], obj["kind"], obj["metadata"]["name"], obj["metadata"].get("namespace"))
+
+
+def _objects(text: str, prefix: str) -> list[dict]:
+    return [d for d in yaml.safe_load_all(objects_text(text, prefix)) if d]
+
+
+@pytest.mark.parametrize("case,rule,severity,where,objects,kueue_says", CASES, ids=[c[0] for c in CASES])
+def test_kueue_keeps_the_queue_inactive_for_the_reason_the_gate_names(kube: Kube, names, create, case, rule, severity, where, objects,
+                                                                       kueue_says):
+    prefix = f"{names.prefix}gate-{case}-"
+    if kueue_says != "is inactive":
+        create(_objects(objects, prefix))
+        _active(kube, f"{prefix}cq", "False", kueue_says)
+        return
+    # A cohort cycle: the queue stays Active (once Kueue has seen its cohorts), and the scheduler leaves it out.
+    kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": names.namespace}})
+    create(_objects(objects, prefix) + [{"apiVersion": LOCAL_QUEUE.api_version, "kind": "LocalQueue",
+                                         "metadata": {"name": f"{prefix}lq", "namespace": names.namespace},
+                                         "spec": {"clusterQueue": f"{prefix}cq"}}])
+    _active(kube, f"{prefix}cq", "True")
+    pod = {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}
+    create([{"apiVersion": WORKLOAD.api_version, "kind": "Workload", "metadata": {"name": f"{prefix}wl", "namespace": names.namespace},
+             "spec": {"queueName": f"{prefix}lq", "podSets": [{"name": "main", "count": 1, "template": {"spec": pod}}]}}])
+    wl = kube.wait_for(*WORKLOAD, lambda wls: next((w for w in wls if w["metadata"]["name"] == f"{prefix}wl" and kueue_says in
+                                                     ((condition(w, "QuotaReserved") or {}).get("message") or "")), None),
+                       f"Workload {prefix}wl pending with '{kueue_says}'", names.namespace, show=_show)
+    assert (condition(wl, "QuotaReserved") or {}).get("status") == "False", _show(wl)
+
+
+def test_complete_topology_and_cohort_tree_keep_the_queue_active(kube: Kube, names, create):
+    """The control: the same shapes complete, which the gate passes, leave the ClusterQueue Active."""
+    prefix = f"{names.prefix}gate-complete-"
+    create(_objects(COMPLETE, prefix))
+    _active(kube, f"{prefix}cq", "True")
