@@ -17,6 +17,7 @@ from harness.core import parse_quantity
 
 from harness.gate import config, workloads
 from harness.gate.findings import Finding
+from harness.gate.origin import line_at
 from harness.gate.render import Build, ClusterRender, is_flux_kustomization
 from harness.gate.sources import SourceError, Sources, as_list, as_map, as_maps, load_yaml, name_key, resource_id
 
@@ -230,8 +231,9 @@ def _cycles(graph: dict) -> list[list]:
 
 
 # -- Sample workloads ------------------------------------------------------------------------------
-def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list[Finding], list[tuple[str, dict]]]:
-    """Checks clusters/<name>/samples.yaml against the cluster's queues; returns (sample, RayJob) pairs too."""
+def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list[Finding], list[tuple[str, dict, int | None]]]:
+    """Checks clusters/<name>/samples.yaml against the cluster's queues; returns (sample, RayJob,
+    samples.yaml line of its entry) for every entry that renders too."""
     out, rendered = [], []
     samples_file = ctx.config.samples_file(cluster.name)
     path = root / samples_file
@@ -247,21 +249,24 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
     objects = [o for _, o in cluster.applied()]
     lqs = {(as_map(o.get("metadata")).get("namespace"), o["metadata"]["name"]): o for o in objects if o.get("kind") == "LocalQueue"}
     cqs = {o["metadata"]["name"]: o for o in objects if o.get("kind") == "ClusterQueue"}
-    for entry in entries:
+    for i, entry in enumerate(entries):
         e = entry if isinstance(entry, dict) else {}
         where = f"cluster {cluster.name}, sample {e.get('sample')} on {e.get('queue')}"
+        # A sample's findings point at its entry (what is submitted where, with which vars); a
+        # value written in the workload file, at that file's line.
+        entry_line = line_at(root, samples_file, None, [i])
         try:
             sample, job = workloads.render_entry(entry, root)
         except workloads.WorkloadError as err:
-            out.append(Finding(samples_file, None, f"sample/{e.get('sample')}", "sample-render", str(err),
+            out.append(Finding(samples_file, entry_line, f"sample/{e.get('sample')}", "sample-render", str(err),
                                "each entry needs `sample` (a file in workloads/) and `queue`; pass every ${VAR} in `vars`", where))
             continue
-        rendered.append((sample, job))
+        rendered.append((sample, job, entry_line))
         wfile = f"workloads/{sample}.yaml"
         spec = as_map(job.get("spec"))
         if spec.get("suspend") is not True:
-            out.append(Finding(wfile, None, resource_id(job), "sample-suspend", "spec.suspend is not true: the RayJob would start before Kueue admits it",
-                               "set spec.suspend: true; Kueue unsuspends it on admission", where))
+            out.append(ctx.finding(job, None, "sample-suspend", "spec.suspend is not true: the RayJob would start before Kueue admits it",
+                                   "set spec.suspend: true; Kueue unsuspends it on admission", file=wfile, context=where, field="spec.suspend"))
         ttl = spec.get("ttlSecondsAfterFinished")
         if spec.get("shutdownAfterJobFinishes") is True and isinstance(ttl, int) and ttl > 0:
             # Kueue marks the Workload Finished when the RayJob ends and admits the next job at once;
@@ -277,13 +282,16 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
         lq = lqs.get((name_key(ns), name_key(qname)))
         if lq is None:
             have = ", ".join(sorted(n for (lns, n) in lqs if lns == ns)) or "none"
-            out.append(Finding(wfile, None, resource_id(job), "sample-queue",
-                               f"label {QUEUE_LABEL}={qname!r}: no such LocalQueue in namespace {ns} on this cluster (have: {have})",
-                               "submit to one of the cluster's LocalQueues (samples.yaml `queue`)", where))
+            text = (f"label {QUEUE_LABEL}={qname!r}: no such LocalQueue in namespace {ns} on this cluster (have: {have})",
+                    "submit to one of the cluster's LocalQueues (samples.yaml `queue`)")
+            if "queue" in e:  # the entry's queue fills the label
+                out.append(Finding(samples_file, line_at(root, samples_file, None, [i, "queue"]), resource_id(job), "sample-queue", *text, where))
+            else:
+                out.append(ctx.finding(job, None, "sample-queue", *text, file=wfile, context=where, field=f"metadata.labels.{QUEUE_LABEL}"))
             continue
         cq = cqs.get(name_key(as_map(lq.get("spec")).get("clusterQueue")))
         if cq:
-            out += _fit(job, cq, cqs, wfile, where)
+            out += _fit(job, cq, cqs, samples_file, entry_line, wfile, where)
     return out, rendered
 
 
@@ -318,7 +326,8 @@ def _peer_lendable(peer: dict, flavor: str, resource: str) -> Decimal:
     return Decimal(0)
 
 
-def _fit(job: dict, cq: dict, cqs: dict, wfile: str, where: str) -> list[Finding]:
+def _fit(job: dict, cq: dict, cqs: dict, samples_file: str, line: int | None, wfile: str, where: str) -> list[Finding]:
+    """At the sample's samples.yaml entry: the job as rendered from `wfile` with the entry's vars."""
     out = []
     need: dict[str, Decimal] = defaultdict(Decimal)
     for _name, count, requests in workloads.pod_sets(job):
@@ -329,11 +338,11 @@ def _fit(job: dict, cq: dict, cqs: dict, wfile: str, where: str) -> list[Finding
         if qty == 0:
             continue
         if res not in capacity:
-            out.append(Finding(wfile, None, resource_id(job), "sample-fits",
-                               f"requests {qty} {res}, which ClusterQueue {cq['metadata']['name']} does not cover: Kueue never admits it",
+            out.append(Finding(samples_file, line, resource_id(job), "sample-fits",
+                               f"{wfile} requests {qty} {res}, which ClusterQueue {cq['metadata']['name']} does not cover: Kueue never admits it",
                                f"add {res} to a resource group of {cq['metadata']['name']}, or drop the request", where))
         elif qty > capacity[res]:
-            out.append(Finding(wfile, None, resource_id(job), "sample-fits",
-                               f"needs {qty} {res} in total but ClusterQueue {cq['metadata']['name']} can give at most {capacity[res]} (nominal + borrowing): it would pend forever",
+            out.append(Finding(samples_file, line, resource_id(job), "sample-fits",
+                               f"{wfile} as submitted needs {qty} {res} in total but ClusterQueue {cq['metadata']['name']} can give at most {capacity[res]} (nominal + borrowing): it would pend forever",
                                "shrink the job (fewer workers, smaller pods) or raise the quota through the cluster's gpu-sku component", where))
     return out

@@ -1,7 +1,7 @@
 """Queue configurations under which a sample can never be admitted although every object is
 valid: Kueue creates the Workload and it pends forever (or is never created at all).
 
-Per sample of clusters/<name>/samples.yaml (the (sample, RayJob) pairs of rules.sample_rules),
+Per sample of clusters/<name>/samples.yaml (what rules.sample_rules rendered, with its entry line),
 each finding points at the sample's entry line and names the queue object's file:line:
 - the ClusterQueue's namespaceSelector does not select the LocalQueue's namespace (evaluated
   against the rendered Namespace's labels plus kubernetes.io/metadata.name, which the apiserver
@@ -23,12 +23,12 @@ from pathlib import Path
 
 import yaml
 
-from harness.gate import matching, workloads
+from harness.gate import matching
 from harness.gate.cluster_refs import ClusterIndex, pod_spec_refs, pod_templates, size_problems
 from harness.gate.origin import compose, dotted, line_at, node_at, step
 from harness.gate.findings import Finding
 from harness.gate.render import ClusterRender
-from harness.gate.sources import SourceError, as_list, as_map, as_maps, name_key, parse_yaml, read_source, resource_id
+from harness.gate.sources import as_list, as_map, as_maps, name_key, parse_yaml, resource_id
 
 RULES = {
     "queue-namespace-selector": "a sample's ClusterQueue selects the namespace of its LocalQueue (namespaceSelector against the Namespace's labels)",
@@ -61,25 +61,6 @@ def selector_verdict(selector: dict, labels: dict[str, str]) -> tuple[bool, str]
             values = as_list(expr.get("values"))
             return False, f"matchExpressions {expr.get('key')} {expr.get('operator')}{' ' + str(values) if values else ''}"
     return False, "the selector"
-
-
-def sample_lines(root: Path, samples_file: str, samples: list[tuple[str, dict]]) -> list[int | None]:
-    """The samples.yaml line of each rendered sample: rules.sample_rules renders the entries in
-    order and keeps those that render, so the n-th pair is the n-th entry that renders."""
-    try:
-        text = read_source(root / samples_file, root)
-        docs, entries = compose(text), parse_yaml(text)
-    except (SourceError, yaml.YAMLError, RecursionError):
-        return [None] * len(samples)
-    nodes = docs[0] if docs else None
-    lines = []
-    for node, entry in zip(nodes.value if isinstance(nodes, yaml.SequenceNode) else [], entries if isinstance(entries, list) else []):
-        try:
-            workloads.render_entry(entry, root)
-        except workloads.WorkloadError:
-            continue
-        lines.append(node.start_mark.line + 1)
-    return (lines + [None] * len(samples))[:len(samples)]
 
 
 def _where(ctx, root: Path, build, obj: dict, path: list | None = None) -> str:
@@ -230,14 +211,15 @@ def _kueue_integrations(ctx, root: Path, index: ClusterIndex) -> list[Finding]:
     return out
 
 
-def admission_rules(ctx, root: Path, cluster: ClusterRender, samples: list[tuple[str, dict]]) -> list[Finding]:
-    """Never-admittable samples and queues of one cluster (`ctx`: rules.Context; `samples`: rules.sample_rules' pairs)."""
+def admission_rules(ctx, root: Path, cluster: ClusterRender, samples: list[tuple[str, dict, int | None]]) -> list[Finding]:
+    """Never-admittable samples and queues of one cluster (`ctx`: rules.Context; `samples`: what
+    rules.sample_rules rendered, with the samples.yaml line of each entry)."""
     index = ClusterIndex.build(root, cluster)
     samples_file = ctx.config.samples_file(cluster.name)
     out = _kueue_integrations(ctx, root, index)
     if not index.complete:
         return out  # a layer did not render (kustomize-build says why): what it would apply is unknown
     out += _unreachable(ctx, index)
-    for line, (sample, job) in zip(sample_lines(root, samples_file, samples), samples):
+    for sample, job, line in samples:
         out += _sample_rules(ctx, root, index, samples_file, line, sample, job)
     return out

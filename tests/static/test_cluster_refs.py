@@ -10,7 +10,9 @@ import pytest
 
 from harness.gate.cluster_refs import MAX_DATA_BYTES, ClusterIndex, size_problems
 from harness.gate.render import Build, ClusterRender, substitution_sources
-from harness.gate.sample_admission import sample_lines, selector_verdict
+from harness.gate import config, rules
+from harness.gate.sample_admission import selector_verdict
+from harness.gate.sources import Sources
 from harness.gate.validate import validate_repository
 
 pytestmark = pytest.mark.static
@@ -48,19 +50,20 @@ def test_selectors_kueue_refuses_are_invalid(expr):
         selector_verdict({"matchExpressions": [expr]}, NS)
 
 
-def test_sample_lines_follow_the_entries_that_rendered(tmp_path):
+def test_rendered_samples_carry_the_line_of_their_entry(tmp_path):
     (tmp_path / "workloads").mkdir()
     (tmp_path / "workloads" / "job.yaml").write_text("apiVersion: ray.io/v1\nkind: RayJob\nmetadata:\n  name: ${JOB_NAME}\n"
                                                     "  labels: {kueue.x-k8s.io/queue-name: ${QUEUE_NAME}}\n")
-    (tmp_path / "samples.yaml").write_text("# samples\n- sample: job\n  queue: q\n- sample: job\n  vars: oops\n  queue: q\n"
+    (tmp_path / "clusters" / "c").mkdir(parents=True)
+    (tmp_path / "clusters" / "c" / "samples.yaml").write_text("# samples\n- sample: job\n  queue: q\n- sample: job\n  vars: oops\n  queue: q\n"
                                            "- sample: job\n  queue: q\n- {sample: nope, queue: q}\n- {sample: job, queue: r}\n")
-    # the second and fourth entries do not render (vars not a mapping, no such sample): rules.sample_rules drops them
-    assert sample_lines(tmp_path, "samples.yaml", [("job", {})] * 3) == [2, 7, 10]
-
-
-def test_sample_lines_without_a_readable_file(tmp_path):
-    (tmp_path / "samples.yaml").write_text("- sample: [oops\n")
-    assert sample_lines(tmp_path, "samples.yaml", [("a", {})]) == [None]
+    ctx = rules.Context(Sources.load(tmp_path), config.DEFAULTS)
+    cluster = ClusterRender("c", Build("clusters/c", "clusters/c"))
+    found, rendered = rules.sample_rules(ctx, tmp_path, cluster)
+    # the second and fourth entries do not render (vars not a mapping, no such sample): reported at their lines
+    assert [(sample, line) for sample, _, line in rendered] == [("job", 2), ("job", 7), ("job", 10)]
+    assert sorted((f.rule, f.file, f.line) for f in found if f.rule == "sample-render") == [
+        ("sample-render", "clusters/c/samples.yaml", 4), ("sample-render", "clusters/c/samples.yaml", 9)]
 
 
 def _rules(obj: dict) -> list[str]:

@@ -24,7 +24,7 @@ VALIDATE = REPO_ROOT / "scripts" / "validate"
 EXAMPLES = REPO_ROOT / "docs" / "example-gate-report"
 SCHEMA = json.loads((REPO_ROOT / "harness" / "schemas-for-data" / "validate.schema.json").read_text())
 TEAM_B = "overlays/team-queues/team-b.yaml"
-# The broken variant the examples were written from: two errors (one without a line) and two warnings.
+# The broken variant the examples were written from: two errors and two warnings.
 EDITS = {TEAM_B: [("clusterQueue: team-b-cq", "clusterQueue: nope"), ("cohortName: shared-cohort", "cohortName: other-cohort")]}
 COMMAND = re.compile(r"^::(?P<command>error|warning) (?P<props>[^:]*)::(?P<message>.*)$")
 

@@ -33,7 +33,7 @@ def assert_finding(proc, report, rule: str, file: str, line: int | None = None):
 
 
 def test_unclosed_quote_in_cluster_kustomization(repo_copy, tmp_path):
-    # Findings without a line (cluster-overlay, sample-queue) sorted against ones with a line.
+    # Findings without a line (cluster-overlay) sorted against ones with a line.
     k = repo_copy / "clusters/dev-westus3/kustomization.yaml"
     k.write_text(k.read_text().replace("  - queues.yaml", '  - "queues.yaml'))
     proc = run(repo_copy, "--json", tmp_path / "f.json")
