@@ -146,6 +146,21 @@ class ClusterIndex:
     def of_kind(self, kind: str) -> list[tuple[Build, dict]]:
         return [(b, o) for b, o in self.objects if o.get("kind") == kind]
 
+    def chart_of(self, hr: dict) -> str | None:
+        """The chart a HelmRelease installs: spec.chart.spec.chart, or the last segment of the URL
+        of the source its chartRef names (the HelmRelease's own name when that source has no URL)."""
+        spec = as_map(hr.get("spec"))
+        chart = as_map(as_map(spec.get("chart")).get("spec")).get("chart")
+        if chart:
+            return str(chart)
+        ref = as_map(spec.get("chartRef"))
+        if not ref:
+            return None
+        ns = as_map(hr.get("metadata")).get("namespace")
+        source = self.named.get((name_key(ref.get("kind")), name_key(ref.get("namespace", ns)), name_key(ref.get("name"))))
+        url = str(as_map(source[1].get("spec")).get("url", "")) if source else ""
+        return url.rstrip("/").rsplit("/", 1)[-1] if url else as_map(hr.get("metadata")).get("name")
+
 
 # -- References -----------------------------------------------------------------------------------
 def _optional_ref(path: list, ref, default_kind: str | None = None) -> list[tuple[list, str, object]]:

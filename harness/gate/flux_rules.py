@@ -2,6 +2,8 @@
 or helm-controller would only report on AKS, as a Kustomization or HelmRelease stuck not Ready."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from harness.gate.findings import Finding
 from harness.gate.render import ClusterRender, is_flux_kustomization
 from harness.gate.sources import as_map, name_key
@@ -9,13 +11,17 @@ from harness.gate.sources import as_map, name_key
 RULES = {
     "flux-source-ref": "every Flux Kustomization's sourceRef and HelmRelease's chart source names a source of the cluster",
     "flux-prune": "the Flux Kustomization that applies the queues prunes (the layout switch relies on it)",
+    "flux-suspended": "(warning) no Flux Kustomization, HelmRelease or source of a cluster is committed with spec.suspend: true; "
+                      "Flux would not apply what the commit changes in it",
 }
+
 SOURCE_API = "source.toolkit.fluxcd.io"
 SOURCE_KINDS = {"GitRepository", "OCIRepository", "Bucket", "HelmRepository", "HelmChart"}
 # What `flux bootstrap` or the AKS Flux extension (configuration flux-system) creates on the
 # cluster, outside the repository: the GitRepository every layer's sourceRef names.
 BOOTSTRAP_SOURCES = {("GitRepository", "flux-system", "flux-system")}
 QUEUE_KINDS = {"ClusterQueue", "LocalQueue"}
+SUSPENDABLE_APIS = ("kustomize.toolkit.fluxcd.io/", "helm.toolkit.fluxcd.io/", SOURCE_API + "/")
 
 
 def flux_rules(ctx, cluster: ClusterRender) -> list[Finding]:
@@ -47,6 +53,14 @@ def flux_rules(ctx, cluster: ClusterRender) -> list[Finding]:
                                    f"applies {' and '.join(k + 's' for k in queues)} without prune: true, so switching the overlay "
                                    "would leave the old queues admitting",
                                    "set spec.prune: true on this Kustomization", cluster=cluster.name))
+    for build, obj in ((b, o) for b in builds for o in b.objects):
+        if str(obj.get("apiVersion", "")).startswith(SUSPENDABLE_APIS) and as_map(obj.get("spec")).get("suspend") is True:
+            found = ctx.finding(obj, build, "flux-suspended",
+                                f"spec.suspend is true: Flux does not reconcile this {obj.get('kind')} on cluster {cluster.name}, so what "
+                                "this commit changes in it never reaches the cluster (and layers that dependOn it wait)",
+                                "remove spec.suspend (suspend on the cluster with `flux suspend` for maintenance, not in Git)",
+                                cluster=cluster.name, field="spec.suspend")
+            out.append(replace(found, severity="warning"))
     return out
 
 

@@ -160,21 +160,10 @@ def _unreachable(ctx, index: ClusterIndex) -> list[Finding]:
     return out
 
 
-def _is_kueue(index: ClusterIndex, hr: dict) -> bool:
-    spec = as_map(hr.get("spec"))
-    if as_map(as_map(spec.get("chart")).get("spec")).get("chart") == "kueue":
-        return True
-    ref = as_map(spec.get("chartRef"))
-    ns = as_map(hr.get("metadata")).get("namespace")
-    source = index.named.get((name_key(ref.get("kind")), name_key(ref.get("namespace", ns)), name_key(ref.get("name"))))
-    url = str(as_map(source[1].get("spec")).get("url", "")) if source else ""
-    return url.rstrip("/").rsplit("/", 1)[-1] == "kueue" or (not url and as_map(hr.get("metadata")).get("name") == "kueue")
-
-
 def _kueue_integrations(ctx, root: Path, index: ClusterIndex) -> list[Finding]:
     out = []
     for build, hr in index.of_kind("HelmRelease"):
-        if not _is_kueue(index, hr):
+        if index.chart_of(hr) != "kueue":
             continue
         config_text = as_map(as_map(as_map(hr.get("spec")).get("values")).get("managerConfig")).get("controllerManagerConfigYaml")
         if config_text is None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.gate import capacity, config
-from harness.gate import cluster_refs, kustomize_warnings, queue_activity, sample_admission
+from harness.gate import cluster_refs, kustomize_warnings, queue_activity, sample_admission, served_apis
 from harness.gate import flux_rules, matching
 from harness.gate import rules
 from harness.gate import schema_check
@@ -51,6 +51,7 @@ RULE_SOURCES = {
     "harness/gate/cluster_refs.py (references and sizes in each cluster's rendered set)": cluster_refs.RULES,
     "harness/gate/sample_admission.py (samples that could never be admitted)": sample_admission.RULES,
     "harness/gate/queue_activity.py (ClusterQueues Kueue would keep inactive)": queue_activity.RULES,
+    "harness/gate/served_apis.py (the Kueue and KubeRay APIs each cluster installs)": served_apis.RULES,
     "harness/gate/kustomize_warnings.py (warnings)": kustomize_warnings.RULES,
     "harness/gate/capacity.py (quota and pods vs the Terraform node pools)": capacity.RULES,
     "harness/gate/terraform_checks.py (Terraform wiring)": terraform_checks.RULES,
@@ -167,6 +168,7 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
         per_area["rules"] += rules.kueue_rules(ctx, b, b.objects)
         validated += [(b, o, None) for o in b.objects]
     pinned = version_rules.pins(root)
+    installed = served_apis.installed_somewhere(root, clusters, pinned)
     for c in clusters:
         per_area["rules"] += rules.cluster_rules(ctx, root, c)
         per_area["rules"] += flux_rules.flux_rules(ctx, c)
@@ -174,7 +176,7 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
         sample_findings, samples = rules.sample_rules(ctx, root, c)
         per_area["rules"] += sample_findings
         per_area["rules"] += cluster_refs.cluster_ref_rules(ctx, root, c) + sample_admission.admission_rules(ctx, root, c, samples)
-        per_area["rules"] += queue_activity.queue_activity_rules(ctx, root, c)
+        per_area["rules"] += queue_activity.queue_activity_rules(ctx, root, c) + served_apis.served_api_rules(ctx, root, c, samples, pinned, installed)
         validated += [(fb, o, None) for fb in c.flux for o in fb.objects]
         validated += [(f"cluster {c.name}: {gate_config.samples}", s, f"{WORKLOADS_DIR}/{name}.yaml") for name, s, _ in samples]
         example = gate_config.variables_file(c.name)

@@ -138,3 +138,13 @@ def test_a_dangling_localqueue_is_reported_once(repo_copy):
     team_b.write_text(team_b.read_text().replace("clusterQueue: team-b-cq", "clusterQueue: nope"))
     rules = {f.rule for f in validate_repository(repo_copy).findings}
     assert "localqueue-clusterqueue" in rules and "clusterqueue-unreachable" not in rules
+
+
+def test_kueue_chart_with_crds_skip_still_serves_its_api(repo_copy):
+    """The Kueue chart renders its CRDs as templates (charts/kueue/templates/crd), so
+    install.crds: Skip does not leave them out, unlike KubeRay's crds/ directory (corpus case
+    kuberay-crds-skipped)."""
+    kueue = repo_copy / "flux/infrastructure/controllers/kueue.yaml"
+    kueue.write_text(kueue.read_text().replace("crds: CreateReplace", "crds: Skip"))
+    report = validate_repository(repo_copy)
+    assert not [f for f in report.findings if f.rule == "api-not-served"], [f.text() for f in report.findings]

@@ -160,6 +160,14 @@ CORPUS = [
     ("clusterqueue-unreachable", "clusterqueue-unreachable", TEAM_B,
      lambda r: edit(r, TEAM_B, "clusterQueue: team-b-cq", "clusterQueue: team-a-cq"), 1, "warning"),
     ("kueue-without-rayjob", "kueue-rayjob-integration", KUEUE, lambda r: edit(r, KUEUE, "            - ray.io/rayjob\n", ""), 67),
+    # APIs a cluster uses but does not install, while the repository installs them elsewhere (served_apis.py).
+    ("cluster-without-kuberay", "api-not-served", f"{DEV}/samples.yaml",
+     lambda r: edit(r, f"{DEV}/kustomization.yaml", "  - infrastructure.yaml\n", ""), 3),
+    ("cluster-without-kueue", "api-not-served", "base/resource-flavors.yaml",
+     lambda r: edit(r, f"{DEV}/kustomization.yaml", "  - infrastructure.yaml\n", ""), 4),
+    ("kuberay-crds-skipped", "api-not-served", KUBERAY, lambda r: edit(r, KUBERAY, "crds: CreateReplace", "crds: Skip"), 32),
+    ("suspended-layer", "flux-suspended", f"{PROD}/queues.yaml", lambda r: edit(r, f"{PROD}/queues.yaml", "  prune: true", "  prune: true\n  suspend: true"),
+     16, "warning"),
     ("kueue-default-integrations", "kueue-rayjob-integration", KUEUE,
      lambda r: edit(r, KUEUE, "        integrations:\n          frameworks:\n            - batch/job\n            - pod\n            - ray.io/rayjob\n", ""), 54),
     # Terraform, read by Terraform's loader and evaluator (tools/tfeval): its errors at the line it names.

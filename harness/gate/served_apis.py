@@ -1,0 +1,100 @@
+"""The Kueue and KubeRay APIs a cluster uses must be served by what the cluster installs.
+
+Kueue's and KubeRay's CRDs reach an AKS cluster through their HelmReleases (the MCR charts of
+versions.yaml) or as CRDs in a layer. The KubeRay chart keeps its CRDs in Helm's crds/ directory,
+which helm-controller leaves out under `install.crds: Skip`; the Kueue chart renders its CRDs as
+templates (charts/kueue/templates/crd), which every install applies. A cluster whose set applies
+kueue.x-k8s.io or ray.io objects, or whose samples submit RayJobs, without that is broken on AKS:
+kustomize-controller's dry-run fails with "no matches for kind" and the layer applies nothing,
+and every `kubectl create` of a sample is refused. Reported once per cluster and API group, at
+the first object of the group (or the first sample entry, when only samples use it).
+
+Only where the repository installs the component on some cluster: a fork that installs Kueue or
+KubeRay outside Flux (Terraform, the platform team) installs it on none, and gets no finding.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.gate.cluster_refs import ClusterIndex, finding_at
+from harness.gate.findings import Finding
+from harness.gate.render import ClusterRender
+from harness.gate.sources import as_map
+
+RULES = {
+    "api-not-served": "every kueue.x-k8s.io and ray.io object a cluster applies, and every sample it submits, has its CRD on the "
+                      "cluster: a HelmRelease of the Kueue / KubeRay chart (KubeRay's without install.crds: Skip), or the CRD itself",
+}
+# API group -> (the versions.yaml component whose chart installs its CRDs, whether they are in the
+# chart's crds/ directory, which install.crds: Skip leaves out).
+PROVIDERS = {"kueue.x-k8s.io": ("kueue", False), "ray.io": ("kuberay", True)}
+
+
+def _group(obj: dict) -> str:
+    api = str(obj.get("apiVersion", ""))
+    return api.split("/", 1)[0] if "/" in api else ""
+
+
+def _crd_served(index: ClusterIndex, group: str) -> bool:
+    return any(str(as_map(crd.get("spec")).get("group")) == group for _, crd in index.of_kind("CustomResourceDefinition"))
+
+
+def _installs_crds(hr: dict, crds_dir: bool) -> bool:
+    return not crds_dir or as_map(as_map(hr.get("spec")).get("install")).get("crds") != "Skip"
+
+
+def _chart(pinned: dict | None, component: str) -> str | None:
+    return as_map(as_map(pinned).get(component)).get("chart")
+
+
+def installed_somewhere(root: Path, clusters: list[ClusterRender], pinned: dict | None) -> set[str]:
+    """The API groups of PROVIDERS that the repository installs on at least one cluster (its chart's
+    HelmRelease or a CRD of the group); `pinned`: versions.yaml."""
+    found = set()
+    for cluster in clusters:
+        index = ClusterIndex.build(root, cluster)
+        for group, (component, _) in PROVIDERS.items():
+            if _crd_served(index, group) or any(index.chart_of(hr) == _chart(pinned, component) for _, hr in index.of_kind("HelmRelease")):
+                found.add(group)
+    return found
+
+
+def served_api_rules(ctx, root: Path, cluster: ClusterRender, samples: list[tuple[str, dict, int | None]], pinned: dict | None,
+                     installed: set[str]) -> list[Finding]:
+    """`samples`: what rules.sample_rules rendered (sample, RayJob, samples.yaml line); `pinned`:
+    versions.yaml; `installed`: installed_somewhere() of the repository's clusters."""
+    index = ClusterIndex.build(root, cluster)
+    if not index.complete:  # a layer did not render: what it installs is unknown
+        return []
+    out = []
+    for group, (component, crds_dir) in PROVIDERS.items():
+        if group not in installed:
+            continue  # installed outside the repository, if at all: nothing to compare with
+        chart = _chart(pinned, component)
+        users = [(b, o) for b, o in index.objects if _group(o) == group]
+        submitted = [(sample, line) for sample, job, line in samples if _group(job) == group]
+        releases = [(b, hr) for b, hr in index.of_kind("HelmRelease") if index.chart_of(hr) == chart]
+        if not (users or submitted) or _crd_served(index, group) or any(_installs_crds(hr, crds_dir) for _, hr in releases):
+            continue
+        what = [f"{o.get('kind')}/{as_map(o.get('metadata')).get('name')}" for _, o in users[:3]] + [f"sample {s}" for s, _ in submitted[:3]]
+        more = len(users) + len(submitted) - len(what)
+        effects = (["kustomize-controller refuses the layers that apply them (no matches for kind)"] if users else []) + \
+                  (["the samples cannot be created"] if submitted else [])
+        uses = f"cluster {cluster.name} uses {group} ({', '.join(what)}{f' and {more} more' if more > 0 else ''})"
+        if releases:  # the chart is installed without its CRDs: the cause is written there
+            build, hr = releases[0]
+            out.append(finding_at(ctx, root, hr, build, ["spec", "install", "crds"], "api-not-served",
+                                  f"install.crds is Skip, so the {chart} chart's CRDs are not installed, but {uses}: {' and '.join(effects)}",
+                                  "set spec.install.crds (and spec.upgrade.crds) to CreateReplace", cluster=cluster.name))
+            continue
+        message = (f"{uses}, but nothing it installs serves that API (no HelmRelease of chart {chart or component}, no {group} "
+                   f"CustomResourceDefinition): {' and '.join(effects)}")
+        hint = (f"add the {component} HelmRelease to the cluster's infrastructure layer, as the repository's other clusters have "
+                "it, or stop applying and submitting these objects on this cluster")
+        if users:
+            build, obj = users[0]
+            out.append(finding_at(ctx, root, obj, build, ["apiVersion"], "api-not-served", message, hint, cluster=cluster.name))
+        else:
+            out.append(Finding(ctx.config.samples_file(cluster.name), submitted[0][1], f"sample/{submitted[0][0]}", "api-not-served",
+                               message, hint, f"cluster {cluster.name}"))
+    return out
