@@ -8,6 +8,7 @@ Every rule returns Findings; `RULES` documents each id with the fix it suggests.
 """
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import replace
 from decimal import Decimal
@@ -17,6 +18,7 @@ from harness.core import parse_quantity
 
 from harness.gate import config, workloads
 from harness.gate.findings import Finding
+from harness.gate.kustomize_warnings import reachable
 from harness.gate.origin import line_at
 from harness.gate.render import Build, ClusterRender, is_flux_kustomization
 from harness.gate.sources import SourceError, Sources, as_list, as_map, as_maps, load_yaml, name_key, resource_id
@@ -56,6 +58,7 @@ class Context:
     def __init__(self, sources: Sources, gate_config: config.GateConfig = config.DEFAULTS):
         self.sources = sources
         self.config = gate_config
+        self.failed_dirs: set[str] = set()  # directories whose plain build fails (set once rendered)
 
     def finding(self, obj: dict, build: Build | None, rule: str, message: str, hint: str,
                 file: str | None = None, cluster: str | None = None, context: str | None = None,
@@ -70,6 +73,40 @@ class Context:
         src, line = self.sources.locate(obj, (file,) if file else prefer, field=field)
         ctx = context if context is not None else (build.id if build else (f"cluster {cluster}" if cluster else ""))
         return Finding(src, line, resource_id(obj), rule, message, hint, ctx)
+
+
+    def cause_of(self, directory: str, flux: bool = False) -> str | None:
+        """What makes a kustomize build of `directory` fail, when it is reported on its own: a file
+        with a YAML error, or another kustomization directory whose own build fails, among those
+        the build reads (the directories it reaches; for a Flux Kustomization's build, `flux`, the
+        plain build of its own path too). Its own finding then stands for this one."""
+        root = self.sources.root.resolve()
+        dirs = reachable(root / directory)
+        broken = self.sources.broken_files()
+        found = next((f for f in sorted(broken) if (root / f).parent.resolve() in dirs or f.startswith(directory.rstrip("/") + "/")), None)
+        return found or next((d for d in sorted(self.failed_dirs) if (flux or d != directory) and (root / d).resolve() in dirs), None)
+
+
+REFERENCE_LISTS = ("resources", "components", "bases", "crds", "patchesStrategicMerge")
+
+
+def build_error(root: Path, build: Build) -> Finding:
+    """A plain directory that does not build: at the entry of its kustomization.yaml that kustomize
+    names first ("... from 'ENTRY'"), when it is one of its reference lists."""
+    file = f"{build.dir}/kustomization.yaml"
+    line = None
+    named = re.search(r"from '([^']+)'", build.error)
+    try:
+        doc = load_yaml(root / file, root) if named else None
+    except SourceError:
+        doc = None
+    for key in REFERENCE_LISTS if isinstance(doc, dict) else ():
+        entries = as_list(doc.get(key))
+        if named.group(1) in entries:
+            line = line_at(root, file, None, [key, entries.index(named.group(1))])
+            break
+    return Finding(file, line, "", "kustomize-build", build.error.strip(),
+                   f"run `kustomize build {build.dir}` and fix the reference or patch it names", build.id)
 
 
 def _qty(value) -> Decimal | None:
@@ -172,7 +209,7 @@ def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Find
         ks = build.flux_kustomization or {}
         ns = as_map(ks.get("metadata")).get("namespace", "flux-system")
         me = (ns, ks["metadata"]["name"])
-        if build.error:
+        if build.error and not ctx.cause_of(build.dir, flux=True):  # else that cause's own finding stands for it
             rule = "flux-path" if "not found" in build.error or "escapes" in build.error else "kustomize-build"
             out.append(ctx.finding(ks, build, rule, f"spec.path {as_map(ks.get('spec')).get('path')!r}: {build.error}",
                                    "point spec.path at a directory of this repository that builds with kustomize"))
@@ -247,6 +284,7 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
         return [Finding(samples_file, None, "", "sample-render", f"is a {type(entries).__name__}, not a list of samples",
                         f"make {ctx.config.samples} a list of entries `- sample: NAME` / `queue: LQ` / `vars: {...}`", f"cluster {cluster.name}")], rendered
     objects = [o for _, o in cluster.applied()]
+    complete = not cluster.entry.error and not any(b.error for b in cluster.flux)
     lqs = {(as_map(o.get("metadata")).get("namespace"), o["metadata"]["name"]): o for o in objects if o.get("kind") == "LocalQueue"}
     cqs = {o["metadata"]["name"]: o for o in objects if o.get("kind") == "ClusterQueue"}
     for i, entry in enumerate(entries):
@@ -261,8 +299,10 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
             out.append(Finding(samples_file, entry_line, f"sample/{e.get('sample')}", "sample-render", str(err),
                                "each entry needs `sample` (a file in workloads/) and `queue`; pass every ${VAR} in `vars`", where))
             continue
-        rendered.append((sample, job, entry_line))
         wfile = f"workloads/{sample}.yaml"
+        if wfile in ctx.sources.broken_files():
+            continue  # its YAML error is the finding; what PyYAML made of the file is not what kubectl would submit
+        rendered.append((sample, job, entry_line))
         spec = as_map(job.get("spec"))
         if spec.get("suspend") is not True:
             out.append(ctx.finding(job, None, "sample-suspend", "spec.suspend is not true: the RayJob would start before Kueue admits it",
@@ -277,6 +317,8 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
                                 "set spec.ttlSecondsAfterFinished: 0 (keep logs outside the cluster), or leave headroom in the pools for it",
                                 file=wfile, context=where, field="spec.ttlSecondsAfterFinished")
             out.append(replace(found, severity="warning"))
+        if not complete:
+            continue  # a layer did not render (its own finding says why): the cluster's queues are unknown
         ns = as_map(job.get("metadata")).get("namespace", "default")
         qname = as_map(as_map(job.get("metadata")).get("labels")).get(QUEUE_LABEL)
         lq = lqs.get((name_key(ns), name_key(qname)))

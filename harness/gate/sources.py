@@ -31,6 +31,17 @@ class _LineLoader(SafeLoader):
 
 
 def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode):
+    # kustomize, kubectl and Flux read YAML with go-yaml, which refuses a key written twice in
+    # one mapping; PyYAML would keep the last value silently.
+    seen: dict = {}
+    for key_node, _ in node.value:
+        if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+            key = loader.construct_object(key_node)
+            if isinstance(key, (str, int, float, bool)) and key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} is written twice in one mapping (first at line {seen[key]}); kustomize, kubectl "
+                    "and Flux refuse the file", key_node.start_mark)
+            seen[key] = key_node.start_mark.line + 1
     mapping = loader.construct_mapping(node, deep=True)
     mapping["__line__"] = node.start_mark.line + 1
     return mapping
@@ -167,6 +178,9 @@ YAML_HINT = ("fix the YAML syntax (indentation, quoting, a missing ':'); "
              "`python -c 'import yaml,sys; list(yaml.safe_load_all(open(sys.argv[1])))' FILE` shows the error")
 
 
+DUPLICATE_HINT = "keep one of the two keys (delete the line of the one that is not meant)"
+
+
 def _rel(path: Path, root: Path | None) -> str:
     """`path` relative to `root` when it lies inside (a symlink is named, not its target)."""
     if root is None:
@@ -201,8 +215,9 @@ def _parse(rel: str, text: str, loader):
         return loader(text)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
-        raise SourceError(Finding(rel, mark.line + 1 if mark else None, "", "yaml-syntax",
-                                  f"not valid YAML: {getattr(err, 'problem', None) or err}", YAML_HINT)) from None
+        problem = getattr(err, "problem", None) or err
+        hint = DUPLICATE_HINT if "written twice" in str(problem) else YAML_HINT
+        raise SourceError(Finding(rel, mark.line + 1 if mark else None, "", "yaml-syntax", f"not valid YAML: {problem}", hint)) from None
     except RecursionError:
         raise SourceError(Finding(rel, None, "", "yaml-syntax", "not valid YAML: nested too deeply", YAML_HINT)) from None
 

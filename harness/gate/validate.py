@@ -156,14 +156,14 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
     timings["render"] = time.monotonic() - t
 
     t = time.monotonic()
+    ctx.failed_dirs = {b.dir for b in builds if b.error}
     warnings = beside("rules", kustomize_warnings.kustomize_warnings, ctx, root, builds, clusters, session)
     validated: list[tuple[object, dict, str | None]] = []  # (build or label, object, source file) for schema checks
     for b in builds:
         if b.error:
-            # A YAML syntax error in the directory is the cause; report it once.
-            if not any(f.startswith(b.dir + "/") for f in sources.broken_files()):
-                per_area["render"].append(Finding(f"{b.dir}/kustomization.yaml", None, "", "kustomize-build", b.error.strip(),
-                                                  f"run `kustomize build {b.dir}` and fix the reference or patch it names", b.id))
+            # A YAML error in a file it reads, or a directory it includes that fails on its own, is the cause: reported once.
+            if not ctx.cause_of(b.dir):
+                per_area["render"].append(rules.build_error(root, b))
             continue
         per_area["rules"] += rules.kueue_rules(ctx, b, b.objects)
         validated += [(b, o, None) for o in b.objects]

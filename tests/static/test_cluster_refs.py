@@ -53,7 +53,7 @@ def test_selectors_kueue_refuses_are_invalid(expr):
 def test_rendered_samples_carry_the_line_of_their_entry(tmp_path):
     (tmp_path / "workloads").mkdir()
     (tmp_path / "workloads" / "job.yaml").write_text("apiVersion: ray.io/v1\nkind: RayJob\nmetadata:\n  name: ${JOB_NAME}\n"
-                                                    "  labels: {kueue.x-k8s.io/queue-name: ${QUEUE_NAME}}\n")
+                                                    "  labels:\n    kueue.x-k8s.io/queue-name: ${QUEUE_NAME}\n")
     (tmp_path / "clusters" / "c").mkdir(parents=True)
     (tmp_path / "clusters" / "c" / "samples.yaml").write_text("# samples\n- sample: job\n  queue: q\n- sample: job\n  vars: oops\n  queue: q\n"
                                            "- sample: job\n  queue: q\n- {sample: nope, queue: q}\n- {sample: job, queue: r}\n")

@@ -12,6 +12,7 @@ import subprocess
 import pytest
 
 from harness.core.versions import REPO_ROOT
+from harness.gate.validate import validate_repository
 
 pytestmark = pytest.mark.static
 VALIDATE = REPO_ROOT / "scripts" / "validate"
@@ -114,3 +115,27 @@ def test_an_internal_error_is_exit_2_in_one_line(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert "internal error" in err and "KeyError" in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
+
+
+# -- One cause, one finding ---------------------------------------------------------------------
+# A broken input breaks every build that reads it; the finding is where it is written, and the
+# builds, layers and samples it takes down are not reported again.
+ONE_CAUSE = [
+    ("duplicate key in an overlay", "overlays/team-queues/team-a.yaml", "  queueingStrategy: BestEffortFIFO\n",
+     "  queueingStrategy: BestEffortFIFO\n  queueingStrategy: StrictFIFO\n", "yaml-syntax", 12),
+    ("duplicate key in a sample", "workloads/aurora-finetune.yaml", "    enableInTreeAutoscaling: false\n",
+     "    enableInTreeAutoscaling: false\n    enableInTreeAutoscaling: true\n", "yaml-syntax", 39),
+    ("missing resource file", "overlays/team-queues/kustomization.yaml", "  - team-a.yaml", "  - team-z.yaml", "kustomize-build", 7),
+    ("missing component", "overlays/single-queue/kustomization.yaml", "components/gpu-sku/", "components/gpu-skus/", "kustomize-build", None),
+]
+
+
+@pytest.mark.parametrize("case,rel,old,new,rule,line", ONE_CAUSE, ids=[c[0] for c in ONE_CAUSE])
+def test_one_cause_is_one_finding_at_its_line(repo_copy, case, rel, old, new, rule, line):
+    path = repo_copy / rel
+    assert old in path.read_text(), f"stale case: {old!r} not in {rel}"
+    path.write_text(path.read_text().replace(old, new, 1))
+    errors = [f for f in validate_repository(repo_copy).findings if f.is_error]
+    assert [(f.rule, f.file) for f in errors] == [(rule, rel)], "\n".join(f.text() for f in errors)
+    assert line is None or errors[0].line == line, errors[0].text()
+    assert "fluxbuild-" not in errors[0].message and str(repo_copy) not in errors[0].message, errors[0].message

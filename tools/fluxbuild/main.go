@@ -96,7 +96,10 @@ func main() {
 		}
 		results := make([]result, 0, len(req.Jobs))
 		for _, j := range req.Jobs {
-			results = append(results, run(work, j))
+			r := run(work, j)
+			// Errors name the private copy; the caller's reader knows the repository's paths.
+			r.Error = strings.ReplaceAll(strings.ReplaceAll(r.Error, work+string(filepath.Separator), ""), work, ".")
+			results = append(results, r)
 		}
 		if err := out.Encode(results); err != nil {
 			fatal("%v", err)
