@@ -40,6 +40,7 @@ from pathlib import Path
 from harness.core import format_quantity, parse_quantity
 from harness.gate import placement, podsets
 from harness.gate.findings import Finding
+from harness.gate.gpu_driver import gpu_driver_findings
 from harness.gate.placement import Problem
 from harness.gate.pools import Pool, cluster_pools, taint_text
 from harness.gate.render import ClusterRender
@@ -172,6 +173,7 @@ def _cluster_findings(root: Path, cfg: TerraformConfig, sources: Sources, cluste
                         "give pool settings values known before apply (variables, locals, literals, functions of them); counts are whole numbers", ctx)]
 
     out = [Finding(file, line, p.address, "capacity-autoscaling", message, hint, ctx) for p in pools for file, line, message, hint in p.notes]
+    out += gpu_driver_findings(root, cluster, pools, ctx)
     for p in pools:
         if p.sku is None:
             out.append(Finding(rel, None, f"cluster/{cluster.name}", "capacity-unknown-sku",

@@ -411,3 +411,22 @@ def test_every_scenario_runs_on_nodes_that_hold_its_quota():
                     Decimal(0))
         gpus = sum((n.allocatable.get("nvidia.com/gpu", 0) * n.max_count for n in cluster_nodes(REPO_ROOT, sc.cluster)), Decimal(0))
         assert quota > 0 and gpus >= quota, f"scenario {sc.name}: {sc.layout} promises {quota} GPUs, {sc.cluster}'s nodes hold {gpus}"
+
+
+def test_gpu_driver_none_with_the_gpu_operator_is_clean(repo_copy: Path):
+    """Bring-your-own driver (gpu_driver = "None") is the documented AKS path for the NVIDIA GPU
+    Operator: with its HelmRelease in the cluster's infrastructure layer, no finding."""
+    tfvars = repo_copy / "terraform/clusters/prod-eastus2.tfvars"
+    tfvars.write_text(tfvars.read_text() + 'gpu_driver = "None"\n')
+    controllers = repo_copy / "flux/infrastructure/controllers"
+    (controllers / "gpu-operator.yaml").write_text(
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: gpu-operator\n---\n"
+        "apiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmRepository\nmetadata:\n  name: nvidia\n  namespace: gpu-operator\n"
+        "spec:\n  interval: 24h\n  url: https://helm.ngc.nvidia.com/nvidia\n---\n"
+        "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: gpu-operator\n  namespace: gpu-operator\n"
+        "spec:\n  interval: 12h\n  chart:\n    spec:\n      chart: gpu-operator\n      version: v25.3.0\n"
+        "      sourceRef:\n        kind: HelmRepository\n        name: nvidia\n  values:\n    driver:\n      enabled: true\n")
+    k = controllers / "kustomization.yaml"
+    k.write_text(k.read_text() + "  - gpu-operator.yaml\n")
+    report = validate_repository(repo_copy)
+    assert not [f for f in report.findings if f.rule == "capacity-gpu-driver" or f.is_error], [f.text() for f in report.findings]

@@ -170,6 +170,8 @@ CORPUS = [
      16, "warning"),
     ("kueue-default-integrations", "kueue-rayjob-integration", KUEUE,
      lambda r: edit(r, KUEUE, "        integrations:\n          frameworks:\n            - batch/job\n            - pod\n            - ray.io/rayjob\n", ""), 54),
+    ("gpu-driver-none", "capacity-gpu-driver", "terraform/clusters/prod-eastus2.tfvars",
+     lambda r: edit(r, "terraform/clusters/prod-eastus2.tfvars", 'gpu_sku_label  = "a100"', 'gpu_sku_label  = "a100"\ngpu_driver     = "None"'), 14),
     # Terraform, read by Terraform's loader and evaluator (tools/tfeval): its errors at the line it names.
     ("tf-undeclared-variable", "terraform-expression", "terraform/node_pools.tf",
      lambda r: edit(r, "terraform/node_pools.tf", "  max_pods                = var.max_pods\n", "  max_pods                = var.max_pod\n"), 21),
