@@ -70,7 +70,7 @@ class FlavorCapacity:
     """The nominal quotas declared against one flavor and resource, and the pools its pods can land on."""
     flavor: str
     resource: str
-    quotas: list[tuple[dict, Decimal]] = field(default_factory=list)  # (ClusterQueue, nominal quota)
+    quotas: list[tuple[dict, Decimal]] = field(default_factory=list)  # (ClusterQueue or Cohort, nominal quota)
     pools: list[Pool] = field(default_factory=list)  # reachable pools of a known SKU with nodes
     empty: list[Pool] = field(default_factory=list)  # reachable pools with 0 nodes
     via: dict[str, set[str]] = field(default_factory=dict)  # pool address -> partner flavors ("alone")
@@ -100,7 +100,9 @@ def flavor_capacities(objects: list[dict], pools: list[Pool]) -> list[FlavorCapa
 
 def _capacities(objects: list[dict], pools: list[Pool], reach: dict) -> list[FlavorCapacity]:
     declared: dict[tuple[str, str], list[tuple[dict, Decimal]]] = {}
-    for cq in (o for o in objects if o.get("kind") == "ClusterQueue"):
+    # A Cohort's own resourceGroups (kueue.x-k8s.io/v1beta2) are quota its ClusterQueues borrow,
+    # admitted against the same nodes: counted like a ClusterQueue's.
+    for cq in (o for o in objects if o.get("kind") in ("ClusterQueue", "Cohort")):
         for g in as_maps(as_map(cq.get("spec")).get("resourceGroups")):
             for f in as_maps(g.get("flavors")):
                 for r in as_maps(f.get("resources")):
@@ -252,7 +254,7 @@ class _Check:
 
     def _quota_problem(self, subset: list[FlavorCapacity], res: str, total: Decimal, cap: Decimal, pools: list[Pool], causes: frozenset) -> Problem:
         quotas = [(cq, q) for fc in subset for cq, q in fc.quotas]
-        per_queue = ", ".join(f"ClusterQueue {cq['metadata']['name']} {format_quantity(res, q)}" for cq, q in quotas)
+        per_queue = ", ".join(f"{cq['kind']} {cq['metadata']['name']} {format_quantity(res, q)}" for cq, q in quotas)
         via = subset[0].via if len(subset) == 1 else {}
 
         def with_(p: Pool) -> str:
@@ -266,7 +268,7 @@ class _Check:
         for cq in {id(cq): cq for cq, _ in quotas}.values():
             file, line = self.locate(cq)
             findings.append(Finding(file, line, resource_id(cq), "capacity-quota",
-                                    f"cluster {self.cluster.name}: ClusterQueue {cq['metadata']['name']} {who} {res}: declared nominal quota "
+                                    f"cluster {self.cluster.name}: {cq['kind']} {cq['metadata']['name']} {who} {res}: declared nominal quota "
                                     f"{format_quantity(res, total)} in total ({per_queue}) exceeds the real capacity{scaled} "
                                     f"{format_quantity(res, cap)} of {whose} ({pools_text}; tfvars {self.rel}); admitted workloads would pend forever",
                                     f"use the components/gpu-sku/<sku> component that matches gpu_vm_size in {self.rel} "

@@ -287,6 +287,7 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
     complete = not cluster.entry.error and not any(b.error for b in cluster.flux)
     lqs = {(as_map(o.get("metadata")).get("namespace"), o["metadata"]["name"]): o for o in objects if o.get("kind") == "LocalQueue"}
     cqs = {o["metadata"]["name"]: o for o in objects if o.get("kind") == "ClusterQueue"}
+    lenders = [*cqs.values(), *(o for o in objects if o.get("kind") == "Cohort")]  # what a ClusterQueue may borrow from
     for i, entry in enumerate(entries):
         e = entry if isinstance(entry, dict) else {}
         where = f"cluster {cluster.name}, sample {e.get('sample')} on {e.get('queue')}"
@@ -333,16 +334,18 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
             continue
         cq = cqs.get(name_key(as_map(lq.get("spec")).get("clusterQueue")))
         if cq:
-            out += _fit(job, cq, cqs, samples_file, entry_line, wfile, where)
+            out += _fit(job, cq, lenders, samples_file, entry_line, wfile, where)
     return out, rendered
 
 
-def _capacity(cq: dict, cqs: dict[str, dict]) -> dict[str, Decimal]:
+def _capacity(cq: dict, cqs: list[dict]) -> dict[str, Decimal]:
     """Most one workload can get per resource from this ClusterQueue: the best flavor's nominal
-    quota plus what it may borrow (bounded by what the rest of the cohort has)."""
+    quota plus what it may borrow (bounded by what the rest of the cohort has, the Cohort's own
+    resourceGroups included; a parent Cohort's are not counted)."""
     spec = as_map(cq.get("spec"))
     cohort = spec.get("cohortName")
-    peers = [c for c in cqs.values() if cohort and as_map(c.get("spec")).get("cohortName") == cohort and c is not cq]
+    peers = [c for c in cqs if cohort and c is not cq and (as_map(c.get("spec")).get("cohortName") == cohort
+                                                                     or (c.get("kind") == "Cohort" and c["metadata"]["name"] == cohort))]
     best: dict[str, Decimal] = {}
     for group in as_maps(spec.get("resourceGroups")):
         for flavor in as_maps(group.get("flavors")):
@@ -368,7 +371,7 @@ def _peer_lendable(peer: dict, flavor: str, resource: str) -> Decimal:
     return Decimal(0)
 
 
-def _fit(job: dict, cq: dict, cqs: dict, samples_file: str, line: int | None, wfile: str, where: str) -> list[Finding]:
+def _fit(job: dict, cq: dict, cqs: list[dict], samples_file: str, line: int | None, wfile: str, where: str) -> list[Finding]:
     """At the sample's samples.yaml entry: the job as rendered from `wfile` with the entry's vars."""
     out = []
     need: dict[str, Decimal] = defaultdict(Decimal)

@@ -20,3 +20,9 @@ def is_true(obj: dict | None, ctype: str) -> bool:
 def is_false(obj: dict | None, ctype: str) -> bool:
     """Explicitly False (a missing condition is neither True nor False)."""
     return (condition(obj, ctype) or {}).get("status") == "False"
+
+
+def describe_conditions(obj: dict) -> str:
+    """`Kind name: [(type, status, reason, message), ...]`, what a wait shows of an object it gave up on."""
+    found = [(c.get("type"), c.get("status"), c.get("reason"), c.get("message")) for c in conditions(obj)]
+    return f"{obj.get('kind')} {(obj.get('metadata') or {}).get('name')}: {found}"

@@ -1,11 +1,13 @@
 """The invariant checker that runs beside every behavioural test.
 
-It follows RayJobs, Workloads and ClusterQueues with watches and, on every event, checks:
+It follows RayJobs, Workloads, ClusterQueues and Cohorts (and Pods and Nodes) with watches and, on every event, checks:
   1. no RayJob is unsuspended without an admitted Workload (but one KubeRay refused,
      jobDeploymentStatus ValidationFailed: it runs nothing, and Kueue 0.19 releases its quota
      before it suspends it, kueue#14192);
   2. per ClusterQueue, flavor and resource: quota held by its Workloads <= nominalQuota + borrowingLimit;
-  3. per cohort, flavor and resource: quota held in total <= the sum of nominal quotas;
+  3. per cohort, flavor and resource: quota held in total <= the sum of nominal quotas (its
+     ClusterQueues' and the Cohort object's own resourceGroups; a Cohort with a parent may borrow
+     from above it and is not bounded here);
   4. no workload admitted twice: at most one admitted Workload per RayJob, and a Workload is
      admitted again only after an eviction (admissions <= 1 + the evictions Kueue counts in
      status.schedulingStats);
@@ -34,10 +36,10 @@ from decimal import Decimal
 from kubernetes import client
 
 from harness.core import parse_quantity, timeouts
-from harness.k8s import (CLUSTER_QUEUE, NODE, POD, RAYJOB, WORKLOAD, ListWatch, condition, get_object, is_true, list_objects,
+from harness.k8s import (CLUSTER_QUEUE, COHORT, NODE, POD, RAYJOB, WORKLOAD, ListWatch, condition, get_object, is_true, list_objects,
                          owned_by)
 
-WATCHED = (RAYJOB, WORKLOAD, CLUSTER_QUEUE, POD, NODE)  # every namespace
+WATCHED = (RAYJOB, WORKLOAD, CLUSTER_QUEUE, COHORT, POD, NODE)  # every namespace
 CQ_LABEL = "kueue.x-k8s.io/cluster-queue-name"  # on every pod of an admitted workload
 RAY_CLUSTER_LABEL = "ray.io/cluster"
 KINDS = tuple(t.kind for t in WATCHED)
@@ -326,6 +328,15 @@ class InvariantChecker:
                         limits[(name, f["name"], r["name"])] = (nominal, borrow)
                         if cohort_of[name]:
                             cohort_nominal[(cohort_of[name], f["name"], r["name"])] += nominal
+        unbounded = set()
+        for (_, name), cohort in (self.state.get("Cohort") or {}).items():
+            spec = cohort.get("spec") or {}
+            if spec.get("parentName"):
+                unbounded.add(name)
+            for group in spec.get("resourceGroups") or []:
+                for f in group.get("flavors") or []:
+                    for r in f.get("resources") or []:
+                        cohort_nominal[(name, f["name"], r["name"])] += parse_quantity(r.get("nominalQuota", 0))
         cohort_usage: dict[tuple, Decimal] = defaultdict(Decimal)
         for (cq, flavor, resource), used in self._usage().items():
             if cq not in cohort_of:
@@ -338,5 +349,5 @@ class InvariantChecker:
             if cohort:
                 cohort_usage[(cohort, flavor, resource)] += used
         for key, used in cohort_usage.items():
-            if used > cohort_nominal[key]:
+            if used > cohort_nominal[key] and key[0] not in unbounded:
                 self._violate(f"cohort {key[0]} holds {used} {key[2]} of flavor {key[1]}, above its nominal total {cohort_nominal[key]}")

@@ -112,3 +112,20 @@ def two_gpu_worker(repo_copy):
         edit(repo_copy, "workloads/aurora-finetune.yaml", 'nvidia.com/gpu: "1"}', 'nvidia.com/gpu: "2"}')
     return repo_copy
 
+
+
+@pytest.fixture
+def create(kube: Kube):
+    """create(objects) creates them, what a ClusterQueue names first (Cohorts, then flavors, checks
+    and configs, then ClusterQueues, LocalQueues, Workloads: Kueue judges a Workload on what it has
+    seen, and keeps that verdict's message); everything created is deleted after the test."""
+    made: list[dict] = []
+    order = {"Cohort": 0, "ClusterQueue": 2, "LocalQueue": 3, "Workload": 4}
+
+    def create_all(objects: list[dict]) -> None:
+        for obj in sorted(objects, key=lambda d: order.get(d["kind"], 1)):
+            made.append(kube.create(obj))
+
+    yield create_all
+    for obj in reversed(made):
+        kube.delete(obj["apiVersion"], obj["kind"], obj["metadata"]["name"], obj["metadata"].get("namespace"))

@@ -9,15 +9,10 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from harness.k8s import CLUSTER_QUEUE, LOCAL_QUEUE, WORKLOAD, Kube, condition
+from harness.k8s import CLUSTER_QUEUE, LOCAL_QUEUE, WORKLOAD, Kube, condition, describe_conditions
 from tests.static.test_queue_activity import CASES, COMPLETE, objects_text
 
 pytestmark = pytest.mark.integration
-
-
-def _show(obj: dict) -> str:
-    conditions = [(c.get("type"), c.get("status"), c.get("reason"), c.get("message")) for c in (obj.get("status") or {}).get("conditions") or []]
-    return f"{obj['kind']} {obj['metadata']['name']}: {conditions}"
 
 
 def _active(kube: Kube, name: str, status: str, says: str = "") -> None:
@@ -26,23 +21,7 @@ def _active(kube: Kube, name: str, status: str, says: str = "") -> None:
         active = next((condition(c, "Active") or {} for c in cqs if c["metadata"]["name"] == name), {})
         return active.get("status") == status and says in (active.get("message") or "")
 
-    kube.wait_for(*CLUSTER_QUEUE, settled, f"ClusterQueue {name} Active={status}" + (f": '{says}'" if says else ""), show=_show)
-
-
-@pytest.fixture
-def create(kube: Kube):
-    """create(objects) creates them, what a ClusterQueue names first (a Workload that Kueue tries
-    before a cohort cycle is complete is refused for its quota instead, and keeps that message);
-    everything created is deleted after the test."""
-    made: list[dict] = []
-
-    def create_all(objects: list[dict]) -> None:
-        for obj in sorted(objects, key=lambda d: {"Cohort": 0, "ClusterQueue": 2, "LocalQueue": 3, "Workload": 4}.get(d["kind"], 1)):
-            made.append(kube.create(obj))
-
-    yield create_all
-    for obj in reversed(made):
-        kube.delete(obj["apiVersion"], obj["kind"], obj["metadata"]["name"], obj["metadata"].get("namespace"))
+    kube.wait_for(*CLUSTER_QUEUE, settled, f"ClusterQueue {name} Active={status}" + (f": '{says}'" if says else ""), show=describe_conditions)
 
 
 def _objects(text: str, prefix: str) -> list[dict]:
@@ -68,8 +47,8 @@ def test_kueue_keeps_the_queue_inactive_for_the_reason_the_gate_names(kube: Kube
              "spec": {"queueName": f"{prefix}lq", "podSets": [{"name": "main", "count": 1, "template": {"spec": pod}}]}}])
     wl = kube.wait_for(*WORKLOAD, lambda wls: next((w for w in wls if w["metadata"]["name"] == f"{prefix}wl" and kueue_says in
                                                      ((condition(w, "QuotaReserved") or {}).get("message") or "")), None),
-                       f"Workload {prefix}wl pending with '{kueue_says}'", names.namespace, show=_show)
-    assert (condition(wl, "QuotaReserved") or {}).get("status") == "False", _show(wl)
+                       f"Workload {prefix}wl pending with '{kueue_says}'", names.namespace, show=describe_conditions)
+    assert (condition(wl, "QuotaReserved") or {}).get("status") == "False", describe_conditions(wl)
 
 
 def test_complete_topology_and_cohort_tree_keep_the_queue_active(kube: Kube, names, create):

@@ -27,11 +27,18 @@ def workload(name, queue, gpus, reserved=True):
                            {"name": "workers", "flavors": {"nvidia.com/gpu": "gpu"}, "resourceUsage": {"nvidia.com/gpu": str(gpus)}}]}}}
 
 
-def checker(cqs, wls):
+def checker(cqs, wls, cohorts=()):
     c = InvariantChecker(client.ApiClient())  # never started: the checks run on the state given here
     c.state = {"ClusterQueue": {(None, q["metadata"]["name"]): q for q in cqs},
-               "Workload": {("ray", w["metadata"]["name"]): w for w in wls}, "RayJob": {}}
+               "Workload": {("ray", w["metadata"]["name"]): w for w in wls}, "RayJob": {},
+               "Cohort": {(None, co["metadata"]["name"]): co for co in cohorts}}
     return c.check()
+
+
+def cohort(name, gpus, parent=None):
+    spec = {"resourceGroups": [{"coveredResources": ["nvidia.com/gpu"], "flavors": [
+        {"name": "gpu", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": str(gpus)}]}]}]}
+    return {"metadata": {"name": name}, "spec": {**spec, **({"parentName": parent} if parent else {})}}
 
 
 def test_within_limits_is_quiet():
@@ -46,6 +53,16 @@ def test_above_nominal_plus_borrowing_is_reported():
 def test_cohort_above_its_nominal_total_is_reported():
     found = checker([cq("a", 4, 8), cq("b", 4, 8)], [workload("w1", "a", 6), workload("w2", "b", 4)])
     assert any("cohort shared-cohort holds 10" in v for v in found), found
+
+
+def test_a_cohorts_own_quota_counts_and_is_still_a_bound():
+    """A Cohort's resourceGroups add to what its queues may hold in total, and no more."""
+    cqs = [cq("a", 4, 8), cq("b", 4, 8)]
+    wls = [workload("w1", "a", 6), workload("w2", "b", 4)]
+    assert checker(cqs, wls, [cohort("shared-cohort", 2)]) == []
+    found = checker(cqs, wls + [workload("w3", "b", 1)], [cohort("shared-cohort", 2)])
+    assert any("cohort shared-cohort holds 11" in v for v in found), found
+    assert checker(cqs, wls + [workload("w3", "b", 1)], [cohort("shared-cohort", 2, parent="org")]) == []  # may borrow from org
 
 
 def test_queue_without_cohort_cannot_exceed_nominal():
