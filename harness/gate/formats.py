@@ -13,8 +13,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TextIO
 
-from junit_xml import TestCase, TestSuite, to_xml_report_string
-
 from harness.core import HarnessError
 from harness.gate.findings import Finding
 
@@ -77,6 +75,8 @@ def to_json(findings: list[Finding]) -> str:
 def to_junit(findings: list[Finding], checks: list[str]) -> str:
     """One test case per check that ran; a check with errors fails with all of its findings, one
     with only warnings passes and carries them as its output."""
+    from junit_xml import TestCase, TestSuite, to_xml_report_string  # xml.dom: only a JUnit report pays its import
+
     by_rule: dict[str, list[Finding]] = {}
     for f in findings:
         by_rule.setdefault(f.rule, []).append(f)

@@ -14,7 +14,6 @@ Exit 0 when clean (warnings are printed and do not fail), 1 with findings of sev
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import os
 import sys
 import time
@@ -247,10 +246,23 @@ def _schema_findings(ctx: rules.Context, checker: schema_check.Checker,
 
 
 def harness_version() -> str:
+    import importlib.metadata  # a tenth of the start-up: only --version and SARIF need it
+
     try:
         return importlib.metadata.version("aks-ray-kueue-harness")
     except importlib.metadata.PackageNotFoundError:  # a source tree on sys.path, not installed
         return "0+unknown"
+
+
+class _VersionAction(argparse.Action):
+    """--version, its text computed only when asked for."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        sys.stdout.write(version_text())
+        parser.exit()
 
 
 def version_text() -> str:
@@ -320,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="write a JUnit XML report here (--format junit=FILE)")
     parser.add_argument("--quiet", action="store_true", help="print only findings and the summary line")
     parser.add_argument("--list-rules", action="store_true", help="print every rule as the README's markdown table and exit")
-    parser.add_argument("--version", action="version", version=version_text(),
+    parser.add_argument("--version", action=_VersionAction,
                         help="print the harness version and the pinned Kubernetes, Kueue and KubeRay, and exit")
     parser.add_argument("--kueue", metavar="VERSION", help="validate as Kueue VERSION would (a pin or candidate in versions.yaml): "
                         "its CRD schemas and its quota accounting, e.g. --kueue v0.18.3")
