@@ -118,6 +118,18 @@ def _capacities(objects: list[dict], pools: list[Pool], reach: dict) -> list[Fla
     return out
 
 
+def _quota_field(holder: dict, subset: list[FlavorCapacity], res: str) -> str | None:
+    """The field path of the first nominalQuota of `res` that `holder` (a ClusterQueue or Cohort)
+    declares on a flavor of `subset`, so the finding names the line that writes it (a component's patch)."""
+    names = {fc.flavor for fc in subset}
+    for gi, g in enumerate(as_maps(as_map(holder.get("spec")).get("resourceGroups"))):
+        for fi, f in enumerate(as_maps(g.get("flavors"))):
+            for ri, r in enumerate(as_maps(f.get("resources"))):
+                if name_key(f.get("name")) in names and r.get("name") == res and "nominalQuota" in r:
+                    return f"spec.resourceGroups[{gi}].flavors[{fi}].resources[{ri}].nominalQuota"
+    return None
+
+
 def _q(value) -> Decimal | None:
     try:
         return parse_quantity(value)
@@ -199,9 +211,9 @@ class _Check:
         self.reach = placement.flavor_reach(self.objects, pools)
         self.capacities = _capacities(self.objects, pools, self.reach)
 
-    def locate(self, obj: dict) -> tuple[str, int | None]:
+    def locate(self, obj: dict, field: str | None = None) -> tuple[str, int | None]:
         return self.sources.locate(obj, (f"{self.config.clusters}/{self.cluster.name}/", *(o + "/" for o in self.config.queue_overlays),
-                                         "overlays/", "base/", "components/"))
+                                         "overlays/", "base/", "components/"), field=field)
 
     def findings(self) -> list[Finding]:
         used = sorted({n for cq in self.cqs for _, names in placement.groups_of(cq) for n in names} & set(self.flavors))
@@ -266,7 +278,7 @@ class _Check:
         whose = "the pools the flavor's pods can land on" if len(subset) == 1 else "the pools these flavors share"
         findings = []
         for cq in {id(cq): cq for cq, _ in quotas}.values():
-            file, line = self.locate(cq)
+            file, line = self.locate(cq, _quota_field(cq, subset, res))
             findings.append(Finding(file, line, resource_id(cq), "capacity-quota",
                                     f"cluster {self.cluster.name}: {cq['kind']} {cq['metadata']['name']} {who} {res}: declared nominal quota "
                                     f"{format_quantity(res, total)} in total ({per_queue}) exceeds the real capacity{scaled} "

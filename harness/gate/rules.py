@@ -268,21 +268,23 @@ def _cycles(graph: dict) -> list[list]:
 
 
 # -- Sample workloads ------------------------------------------------------------------------------
-def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list[Finding], list[tuple[str, dict, int | None]]]:
+def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list[Finding], list[tuple[str, dict, int | None]], list[tuple[str, Finding]]]:
     """Checks clusters/<name>/samples.yaml against the cluster's queues; returns (sample, RayJob,
-    samples.yaml line of its entry) for every entry that renders too."""
-    out, rendered = [], []
+    samples.yaml line of its entry) for every entry that renders too, and the sample-fits findings
+    apart, each with the ClusterQueue it presumes (resource id): one the apiserver or Kueue's
+    webhook rejects is the cause, and the caller drops them then."""
+    out, rendered, fits = [], [], []
     samples_file = ctx.config.samples_file(cluster.name)
     path = root / samples_file
     if not path.exists():
-        return out, rendered
+        return out, rendered, fits
     try:
         entries = load_yaml(path, root) or []
     except SourceError as err:
-        return [err.finding], rendered
+        return [err.finding], rendered, fits
     if not isinstance(entries, list):
         return [Finding(samples_file, None, "", "sample-render", f"is a {type(entries).__name__}, not a list of samples",
-                        f"make {ctx.config.samples} a list of entries `- sample: NAME` / `queue: LQ` / `vars: {...}`", f"cluster {cluster.name}")], rendered
+                        f"make {ctx.config.samples} a list of entries `- sample: NAME` / `queue: LQ` / `vars: {...}`", f"cluster {cluster.name}")], rendered, fits
     objects = [o for _, o in cluster.applied()]
     complete = not cluster.entry.error and not any(b.error for b in cluster.flux)
     lqs = {(as_map(o.get("metadata")).get("namespace"), o["metadata"]["name"]): o for o in objects if o.get("kind") == "LocalQueue"}
@@ -334,8 +336,8 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
             continue
         cq = cqs.get(name_key(as_map(lq.get("spec")).get("clusterQueue")))
         if cq:
-            out += _fit(job, cq, lenders, samples_file, entry_line, wfile, where)
-    return out, rendered
+            fits += [(resource_id(cq), f) for f in _fit(job, cq, lenders, samples_file, entry_line, wfile, where)]
+    return out, rendered, fits
 
 
 def _capacity(cq: dict, cqs: list[dict]) -> dict[str, Decimal]:

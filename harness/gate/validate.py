@@ -167,14 +167,16 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
             continue
         per_area["rules"] += rules.kueue_rules(ctx, b, b.objects)
         validated += [(b, o, None) for o in b.objects]
+    presuming: list[tuple[str, Finding]] = []  # (resource id of an object the finding presumes accepted, finding)
     pinned = version_rules.pins(root)
     installed = served_apis.installed_somewhere(root, clusters, pinned)
     for c in clusters:
         per_area["rules"] += rules.cluster_rules(ctx, root, c)
         per_area["rules"] += flux_rules.flux_rules(ctx, c)
         per_area["rules"] += version_rules.version_rules(ctx, root, c, pinned)
-        sample_findings, samples = rules.sample_rules(ctx, root, c)
+        sample_findings, samples, fits = rules.sample_rules(ctx, root, c)
         per_area["rules"] += sample_findings
+        presuming += fits
         per_area["rules"] += cluster_refs.cluster_ref_rules(ctx, root, c) + sample_admission.admission_rules(ctx, root, c, samples)
         per_area["rules"] += queue_activity.queue_activity_rules(ctx, root, c) + served_apis.served_api_rules(ctx, root, c, samples, pinned, installed)
         validated += [(fb, o, None) for fb in c.flux for o in fb.objects]
@@ -191,6 +193,11 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
 
     t = time.monotonic()
     per_area["schema"] += joined(schema)
+    # An object the apiserver or Kueue's webhook rejects never reaches Kueue: what follows from its
+    # values (a quota, a sample measured against it) is not reported beside the rejection.
+    rejected = {f.resource for f in per_area["schema"] if f.rule in ("api-validation", "kueue-webhook")}
+    per_area["rules"] += [f for rid, f in presuming if rid not in rejected]
+    per_area["capacity"] = [f for f in per_area["capacity"] if not (f.rule == "capacity-quota" and f.resource in rejected)]
     timings["schema"] = time.monotonic() - t  # what was left to wait for once the rules were done
     timings["total"] = time.monotonic() - t0
 

@@ -100,7 +100,7 @@ def test_quota_above_capacity(repo_copy: Path):
     assert "declared nominal quota 10" in msg and "ClusterQueue team-a-cq 5, ClusterQueue team-b-cq 5" in msg
     assert "real capacity 8" in msg and "pool gpupool, 1 x Standard_ND96amsr_A100_v4" in msg
     assert {f.resource for f in hits} == {"ClusterQueue/team-a-cq", "ClusterQueue/team-b-cq"}
-    assert hits[0].file.startswith("overlays/team-queues/")
+    assert {(f.file, f.line) for f in hits} == {(ND96, 24)}, "at the component patch line that writes the GPU quota"
 
 
 def test_flavor_label_mismatch(repo_copy: Path):
@@ -361,10 +361,11 @@ CASES = [
     ("max-count-without-autoscaling", "capacity-autoscaling", "terraform/node_pools.tf", ("max_count", 0),
      lambda r: edit(r, "terraform/node_pools.tf", "  node_count              = var.gpu_node_count\n",
                     "  node_count              = var.gpu_node_count\n  max_count               = 3\n")),
-    ("autoscaling-quota-above-max", "capacity-quota", "overlays/team-queues/team-a.yaml", ("apiVersion:", 0),
+    # A quota is reported at the component patch line that writes it.
+    ("autoscaling-quota-above-max", "capacity-quota", ND96, ('resources/0/nominalQuota, value: "4"}', 0),
      lambda r: (autoscale_gpu_pool(r, 1, 2), edit(r, PROD_TFVARS, '"Standard_ND96amsr_A100_v4"', '"Standard_NC24ads_A100_v4"'))),
     ("autoscaling-scale-up", "capacity-scale-up", "terraform/node_pools.tf", ("min_count", 0), lambda r: autoscale_gpu_pool(r, 0, 1)),
-    ("two-flavors-claim-one-pool", "capacity-quota", "overlays/team-queues/team-b.yaml", ("apiVersion:", 0),
+    ("two-flavors-claim-one-pool", "capacity-quota", ND96, ('value: "60"}', 0),
      lambda r: (append(r, "base/resource-flavors.yaml", "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: default-b\nspec: {}\n"),
                 edit(r, "overlays/team-queues/team-b.yaml", "        - name: default\n", "        - name: default-b\n"),
                 edit(r, ND96, 'flavors/0/resources/0/nominalQuota, value: "48"}', 'flavors/0/resources/0/nominalQuota, value: "60"}'))),

@@ -59,7 +59,7 @@ def test_rendered_samples_carry_the_line_of_their_entry(tmp_path):
                                            "- sample: job\n  queue: q\n- {sample: nope, queue: q}\n- {sample: job, queue: r}\n")
     ctx = rules.Context(Sources.load(tmp_path), config.DEFAULTS)
     cluster = ClusterRender("c", Build("clusters/c", "clusters/c"))
-    found, rendered = rules.sample_rules(ctx, tmp_path, cluster)
+    found, rendered, _ = rules.sample_rules(ctx, tmp_path, cluster)
     # the second and fourth entries do not render (vars not a mapping, no such sample): reported at their lines
     assert [(sample, line) for sample, _, line in rendered] == [("job", 2), ("job", 7), ("job", 10)]
     assert sorted((f.rule, f.file, f.line) for f in found if f.rule == "sample-render") == [

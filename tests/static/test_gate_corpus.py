@@ -173,7 +173,7 @@ CORPUS = [
     ("cohort-quota-over-capacity", "capacity-quota", TEAM_A,
      lambda r: append(r, TEAM_A, "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata:\n  name: shared-cohort\nspec:\n"
                                "  resourceGroups:\n    - coveredResources: [nvidia.com/gpu]\n      flavors:\n        - name: gpu\n"
-                               "          resources:\n            - {name: nvidia.com/gpu, nominalQuota: \"64\"}\n"), 42),
+                               "          resources:\n            - {name: nvidia.com/gpu, nominalQuota: \"64\"}\n"), 52),
     ("gpu-driver-none", "capacity-gpu-driver", "terraform/clusters/prod-eastus2.tfvars",
      lambda r: edit(r, "terraform/clusters/prod-eastus2.tfvars", 'gpu_sku_label  = "a100"', 'gpu_sku_label  = "a100"\ngpu_driver     = "None"'), 14),
     # Terraform, read by Terraform's loader and evaluator (tools/tfeval): its errors at the line it names.

@@ -120,6 +120,7 @@ def test_an_internal_error_is_exit_2_in_one_line(tmp_path, monkeypatch, capsys):
 # -- One cause, one finding ---------------------------------------------------------------------
 # A broken input breaks every build that reads it; the finding is where it is written, and the
 # builds, layers and samples it takes down are not reported again.
+ND96 = "components/gpu-sku/standard-nd96amsr-a100-v4/kustomization.yaml"
 ONE_CAUSE = [
     ("duplicate key in an overlay", "overlays/team-queues/team-a.yaml", "  queueingStrategy: BestEffortFIFO\n",
      "  queueingStrategy: BestEffortFIFO\n  queueingStrategy: StrictFIFO\n", "yaml-syntax", 12),
@@ -127,6 +128,10 @@ ONE_CAUSE = [
      "    enableInTreeAutoscaling: false\n    enableInTreeAutoscaling: true\n", "yaml-syntax", 39),
     ("missing resource file", "overlays/team-queues/kustomization.yaml", "  - team-a.yaml", "  - team-z.yaml", "kustomize-build", 7),
     ("missing component", "overlays/single-queue/kustomization.yaml", "components/gpu-sku/", "components/gpu-skus/", "kustomize-build", None),
+    # The webhook rejects both team queues at the patch line; the samples measured against them are not reported.
+    ("negative quota in the component", ND96, 'resources/0/nominalQuota, value: "4"', 'resources/0/nominalQuota, value: "-4"', "kueue-webhook", 24),
+    ("quota above the nodes in the component", ND96, 'resources/0/nominalQuota, value: "4"', 'resources/0/nominalQuota, value: "6"',
+     "capacity-quota", 24),
 ]
 
 
@@ -136,6 +141,6 @@ def test_one_cause_is_one_finding_at_its_line(repo_copy, case, rel, old, new, ru
     assert old in path.read_text(), f"stale case: {old!r} not in {rel}"
     path.write_text(path.read_text().replace(old, new, 1))
     errors = [f for f in validate_repository(repo_copy).findings if f.is_error]
-    assert [(f.rule, f.file) for f in errors] == [(rule, rel)], "\n".join(f.text() for f in errors)
-    assert line is None or errors[0].line == line, errors[0].text()
+    assert {(f.rule, f.file) for f in errors} == {(rule, rel)}, "\n".join(f.text() for f in errors)
+    assert line is None or {f.line for f in errors} == {line}, "\n".join(f.text() for f in errors)
     assert "fluxbuild-" not in errors[0].message and str(repo_copy) not in errors[0].message, errors[0].message
