@@ -2,7 +2,8 @@
 
 tools/kubecheck runs the pinned kube-apiserver's own code for custom resources (strict decoding,
 pruning, defaulting, the OpenAPI schema, x-kubernetes-validations CEL rules, metadata) and Kueue's
-validating webhooks at the pinned version, and kubeconform's validator on the offline schemas for
+validating webhooks at the pinned version, then KubeRay's own RayJob validation (what its controller
+checks before it acts), and kubeconform's validator on the offline schemas for
 built-in kinds (`harness.gate.schemas`). It is started before rendering (`Checker.start`) so that it
 loads the CRDs while fluxbuild renders, and is handed the objects once they are known.
 """
@@ -25,6 +26,7 @@ STAGE_RULES = {
     "schema": "schema",  # built-in kinds: kubeconform, strict
     "validation": "api-validation",  # the apiserver's validation of a custom resource (schema, CEL, metadata)
     "webhook": "kueue-webhook",  # Kueue's validating webhook
+    "controller": "kuberay-validation",  # what KubeRay's RayJob controller validates before it acts
 }
 
 

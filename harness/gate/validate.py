@@ -39,12 +39,14 @@ from harness.core import HarnessError, versions
 SCHEMA_RULES = {
     "api-validation": "every custom resource passes the apiserver's own create validation (OpenAPI schema, x-kubernetes-validations CEL rules, metadata), offline",
     "kueue-webhook": "every Kueue object and RayJob passes Kueue's validating webhook (its own code at the pinned version), offline",
+    "kuberay-validation": "every RayJob passes what the pinned KubeRay operator validates before it acts (its own functions); "
+                          "else the RayJob is marked ValidationFailed and never runs",
 }
 # Every rule id the gate can report, by the module that checks it (the README's table is this).
 RULE_SOURCES = {
     "harness/gate/config.py (the gate's configuration, .ray-kueue-gate.yaml)": config.RULES,
     "harness/gate/sources.py, rules.py (files, rendering, Kueue objects, clusters, samples)": rules.RULES,
-    "tools/kubecheck (the apiserver's and Kueue's own validation)": SCHEMA_RULES,
+    "tools/kubecheck (the apiserver's, Kueue's and KubeRay's own validation)": SCHEMA_RULES,
     "harness/gate/flux_rules.py (Flux wiring)": flux_rules.RULES,
     "harness/gate/version_rules.py (versions.yaml drift)": version_rules.RULES,
     "harness/gate/cluster_refs.py (references and sizes in each cluster's rendered set)": cluster_refs.RULES,
@@ -228,12 +230,14 @@ SCHEMA_HINTS = {
     "schema": "fix the field named in the message; unknown fields are errors (check spelling and nesting against the CRD)",
     "api-validation": "change the value at the field named so that the rule quoted in the message holds (the apiserver rejects the object)",
     "kueue-webhook": "change the value at the field named; Kueue's admission webhook rejects the object as it stands",
+    "kuberay-validation": "change the RayJob as the message says; KubeRay's controller refuses it (jobDeploymentStatus ValidationFailed)",
 }
 SCHEMA_WHAT = {
     "schema-unknown-kind": "is not served by Kubernetes 1.35 or the pinned CRDs",
     "schema": "fails strict schema validation",
     "api-validation": "is rejected by the apiserver's validation",
     "kueue-webhook": "is rejected by Kueue's validating webhook",
+    "kuberay-validation": "is refused by KubeRay's RayJob controller",
 }
 
 

@@ -86,6 +86,8 @@ CORPUS = [
      lambda r: edit(r, "workloads/batch-inference.yaml", "suspend: true", "suspend: false"), 13),
     ("shutdown-false", "kueue-webhook", "workloads/aurora-finetune.yaml",
      lambda r: edit(r, "workloads/aurora-finetune.yaml", "shutdownAfterJobFinishes: true", "shutdownAfterJobFinishes: false"), 14),
+    ("kuberay-refuses-replicas", "kuberay-validation", "workloads/llm-training.yaml",
+     lambda r: edit(r, "workloads/llm-training.yaml", "maxReplicas: ${NUM_WORKERS}", "maxReplicas: 1"), 5),
     ("wrong-queue-label", "sample-queue", f"{PROD}/samples.yaml",
      lambda r: edit(r, f"{PROD}/samples.yaml", "queue: team-b", "queue: default"), 11),
     ("workload-larger-than-queue", "sample-fits", f"{PROD}/samples.yaml",

@@ -209,7 +209,8 @@ func (c *crdVersion) build() error {
 	return c.err
 }
 
-// check runs an object through the apiserver's create path for this CRD, then Kueue's webhook.
+// check runs an object through the apiserver's create path for this CRD, then Kueue's webhook,
+// then what KubeRay's controller validates before it acts on a RayJob.
 func (c *crdVersion) check(ctx context.Context, obj map[string]interface{}) result {
 	if err := c.build(); err != nil {
 		fail("%v", err)
@@ -235,6 +236,9 @@ func (c *crdVersion) check(ctx context.Context, obj map[string]interface{}) resu
 	}
 	if errs := webhookErrors(ctx, u); len(errs) > 0 {
 		return result{Stage: "webhook", Errors: errs}
+	}
+	if errs := controllerErrors(u); len(errs) > 0 {
+		return result{Stage: "controller", Errors: errs}
 	}
 	return result{}
 }

@@ -19,7 +19,8 @@
 // line with the [apiVersion, kind] pairs the caller expects, whose validators are built while the
 // caller is still rendering, then a JSON list of the objects. Output: one result
 // per input object, in order: {"stage": "", "errors": [...]} where stage is "" (accepted),
-// "unknown" (a kind the cluster would not serve), "decode", "schema", "validation" or "webhook".
+// "unknown" (a kind the cluster would not serve), "decode", "schema", "validation", "webhook" or
+// "controller" (KubeRay's RayJob controller refuses it: kuberay.go).
 package main
 
 import (

@@ -1,0 +1,46 @@
+"""The gate's kuberay-validation rule (tools/kubecheck: KubeRay's own RayJob validation at the
+pinned version) against the real KubeRay operator: a sample RayJob the gate says KubeRay refuses
+is marked jobDeploymentStatus ValidationFailed on the embedded control plane, and the unchanged
+sample, which the gate passes, is not. Submitted without a queue label and suspended, so only
+KubeRay acts on them."""
+from __future__ import annotations
+
+import pytest
+
+from harness.gate import render_sample
+from harness.gate.schema_check import validate
+from harness.k8s import RAYJOB, Kube
+
+pytestmark = pytest.mark.integration
+
+CASES = [
+    ("valid", lambda job: None, None),
+    ("min-above-max", lambda job: job["spec"]["rayClusterSpec"]["workerGroupSpecs"][0].update(minReplicas=2, maxReplicas=1),
+     "minReplicas 2 greater than maxReplicas 1"),
+    ("negative-ttl", lambda job: job["spec"].update(ttlSecondsAfterFinished=-5), "TTLSecondsAfterFinished must be a non-negative integer"),
+]
+
+
+@pytest.mark.parametrize("case,change,refusal", CASES, ids=[c[0] for c in CASES])
+def test_gate_and_kuberay_agree_on_what_kuberay_refuses(kube: Kube, names, create, case, change, refusal):
+    job = render_sample("aurora-finetune", "none")
+    job["metadata"].update(name=f"{names.prefix}kuberay-{case}", namespace=names.namespace)
+    job["metadata"]["labels"].pop("kueue.x-k8s.io/queue-name")
+    change(job)
+    (problem,) = validate([job])
+    if refusal is None:
+        assert problem is None, problem
+    else:
+        assert problem is not None and problem.rule == "kuberay-validation", problem
+        assert refusal in problem.errors[0]["message"], problem
+
+    kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": names.namespace}})
+    create([job])
+    name = job["metadata"]["name"]
+
+    def decided(jobs):
+        status = next(((j.get("status") or {}).get("jobDeploymentStatus") for j in jobs if j["metadata"]["name"] == name), None)
+        return status or None  # KubeRay has acted on it
+
+    status = kube.wait_for(*RAYJOB, decided, f"KubeRay's verdict on RayJob {name}", names.namespace)
+    assert (status == "ValidationFailed") == (refusal is not None), f"{case}: KubeRay says {status}, the gate says {problem}"
