@@ -17,6 +17,7 @@ annotation appears on no rendered object matched nothing.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -66,6 +67,21 @@ def references(directory: Path) -> tuple[set[Path], set[Path]]:
         except (OSError, RuntimeError):
             continue  # the build reports it
     return files, dirs
+
+
+def build_error(root: Path, build: Build) -> Finding:
+    """A plain directory that does not build (kustomize-build): at the entry of its
+    kustomization.yaml that kustomize names first ("... from 'ENTRY'"), when it lists one."""
+    file, line = f"{build.dir}/{KUSTOMIZATION}", None
+    named = re.search(r"from '([^']+)'", build.error)
+    doc = _doc(root / build.dir) if named else {}
+    for key in PATH_LISTS:
+        entries = as_list(doc.get(key))
+        if named.group(1) in entries:
+            line = line_at(root, file, None, [key, entries.index(named.group(1))])
+            break
+    return Finding(file, line, "", "kustomize-build", build.error.strip(),
+                   f"run `kustomize build {build.dir}` and fix the reference or patch it names", build.id)
 
 
 def reachable(start: Path, seen: set[Path] | None = None) -> set[Path]:

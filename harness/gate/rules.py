@@ -8,7 +8,6 @@ Every rule returns Findings; `RULES` documents each id with the fix it suggests.
 """
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from dataclasses import replace
 from decimal import Decimal
@@ -85,28 +84,6 @@ class Context:
         broken = self.sources.broken_files()
         found = next((f for f in sorted(broken) if (root / f).parent.resolve() in dirs or f.startswith(directory.rstrip("/") + "/")), None)
         return found or next((d for d in sorted(self.failed_dirs) if (flux or d != directory) and (root / d).resolve() in dirs), None)
-
-
-REFERENCE_LISTS = ("resources", "components", "bases", "crds", "patchesStrategicMerge")
-
-
-def build_error(root: Path, build: Build) -> Finding:
-    """A plain directory that does not build: at the entry of its kustomization.yaml that kustomize
-    names first ("... from 'ENTRY'"), when it is one of its reference lists."""
-    file = f"{build.dir}/kustomization.yaml"
-    line = None
-    named = re.search(r"from '([^']+)'", build.error)
-    try:
-        doc = load_yaml(root / file, root) if named else None
-    except SourceError:
-        doc = None
-    for key in REFERENCE_LISTS if isinstance(doc, dict) else ():
-        entries = as_list(doc.get(key))
-        if named.group(1) in entries:
-            line = line_at(root, file, None, [key, entries.index(named.group(1))])
-            break
-    return Finding(file, line, "", "kustomize-build", build.error.strip(),
-                   f"run `kustomize build {build.dir}` and fix the reference or patch it names", build.id)
 
 
 def _qty(value) -> Decimal | None:
@@ -329,7 +306,12 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
             have = ", ".join(sorted(n for (lns, n) in lqs if lns == ns)) or "none"
             text = (f"label {QUEUE_LABEL}={qname!r}: no such LocalQueue in namespace {ns} on this cluster (have: {have})",
                     "submit to one of the cluster's LocalQueues (samples.yaml `queue`)")
-            if "queue" in e:  # the entry's queue fills the label
+            elsewhere = sorted(lns for (lns, n) in lqs if n == qname and lns != ns)
+            if elsewhere:  # the queue exists, in another namespace: the job's namespace is what is wrong
+                out.append(ctx.finding(job, None, "sample-queue", f"{text[0]}; it is in namespace {', '.join(map(str, elsewhere))}",
+                                       f"submit the sample in namespace {elsewhere[0]} (metadata.namespace of {wfile})",
+                                       file=wfile, context=where, field="metadata.namespace"))
+            elif "queue" in e:  # the entry's queue fills the label
                 out.append(Finding(samples_file, line_at(root, samples_file, None, [i, "queue"]), resource_id(job), "sample-queue", *text, where))
             else:
                 out.append(ctx.finding(job, None, "sample-queue", *text, file=wfile, context=where, field=f"metadata.labels.{QUEUE_LABEL}"))

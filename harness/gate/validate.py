@@ -165,7 +165,7 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
         if b.error:
             # A YAML error in a file it reads, or a directory it includes that fails on its own, is the cause: reported once.
             if not ctx.cause_of(b.dir):
-                per_area["render"].append(rules.build_error(root, b))
+                per_area["render"].append(kustomize_warnings.build_error(root, b))
             continue
         per_area["rules"] += rules.kueue_rules(ctx, b, b.objects)
         validated += [(b, o, None) for o in b.objects]

@@ -90,6 +90,8 @@ CORPUS = [
      lambda r: edit(r, "workloads/llm-training.yaml", "maxReplicas: ${NUM_WORKERS}", "maxReplicas: 1"), 5),
     ("wrong-queue-label", "sample-queue", f"{PROD}/samples.yaml",
      lambda r: edit(r, f"{PROD}/samples.yaml", "queue: team-b", "queue: default"), 11),
+    ("sample-in-another-namespace", "sample-queue", "workloads/batch-inference.yaml",
+     lambda r: edit(r, "workloads/batch-inference.yaml", "  namespace: ray", "  namespace: default"), 9),
     ("workload-larger-than-queue", "sample-fits", f"{PROD}/samples.yaml",
      lambda r: edit(r, f"{PROD}/samples.yaml", 'NUM_WORKERS: "4"', 'NUM_WORKERS: "9"'), 7),
     ("workload-larger-than-small-sku", "sample-fits", f"{DEV}/samples.yaml",
