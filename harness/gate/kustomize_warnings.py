@@ -75,7 +75,7 @@ def build_error(root: Path, build: Build) -> Finding:
     file, line = f"{build.dir}/{KUSTOMIZATION}", None
     named = re.search(r"from '([^']+)'", build.error)
     doc = _doc(root / build.dir) if named else {}
-    for key in PATH_LISTS:
+    for key in PATH_LISTS if named else ():
         entries = as_list(doc.get(key))
         if named.group(1) in entries:
             line = line_at(root, file, None, [key, entries.index(named.group(1))])
