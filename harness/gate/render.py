@@ -3,17 +3,19 @@
 Plain kustomize directories are built as `kustomize build` would; each cluster's Flux entry
 point is built, and every Flux Kustomization it yields is rendered as kustomize-controller
 renders it (generator, secure build, postBuild substitution), all through the fluxbuild
-helper so the library code is kustomize-controller's own. All builds of a round run in one
-process, which keeps the gate fast.
+helper (tools/fluxbuild, the gate's one Go process) so the library code is kustomize-controller's
+own.
 """
 from __future__ import annotations
 
+import itertools
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness import toolchain as tools
 from harness.core import HarnessError
 from harness.gate.config import DEFAULTS, GateConfig
+from harness.gate.helper import helper
 from harness.gate.sources import SKIP_DIRS, SourceError, kustomization_dirs, load_yaml, load_yaml_all
 
 FLUX_KS_API = "kustomize.toolkit.fluxcd.io"
@@ -61,30 +63,38 @@ class RenderError(HarnessError, RuntimeError):
 
 
 class FluxBuild:
-    """One fluxbuild process for a whole rendering (every round of nested Flux Kustomizations and
-    the patch probe): the repository is copied once, and one request line gets one answer line."""
+    """One rendering session in the gate's Go helper (every round of nested Flux Kustomizations and
+    the patch probe): the repository is copied once per session, and dropped when it ends."""
+
+    _sessions = itertools.count(1)
 
     def __init__(self, root: Path):
         self.root = root
-        self._helper = tools.LineProcess("fluxbuild", lambda: [str(tools.ensure("fluxbuild")["fluxbuild"].path())],
-                                         RenderError)
+        self._session = f"{os.getpid()}-{next(self._sessions)}"
+        self._used = False
 
     def __enter__(self) -> "FluxBuild":
         return self
 
     def __exit__(self, *exc) -> None:
-        self._helper.close()
+        if self._used:
+            try:
+                helper().call("release", RenderError, session=self._session)
+            except RenderError:
+                pass  # the helper is gone, and its copies with it
 
     def start(self) -> "FluxBuild":
-        """Starts the process ahead of the first request."""
-        self._helper.start()
+        """Starts the helper ahead of the first request."""
+        helper().start()
         return self
 
     def run(self, jobs: list[dict], root: Path | None = None) -> dict[str, dict]:
         """The results of `jobs` built in `root` (default: the session's), by job id."""
         if not jobs:
             return {}
-        answer = self._helper.request({"root": str(root or self.root), "skip_dirs": sorted(SKIP_DIRS), "jobs": jobs})
+        self._used = True
+        answer = helper().call("render", RenderError, session=self._session, root=str(root or self.root),
+                               skip_dirs=sorted(SKIP_DIRS), jobs=jobs)
         return {r["id"]: r for r in answer}
 
 

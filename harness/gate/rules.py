@@ -2,7 +2,7 @@
 
 What one object's validation decides (quantities, coveredResources, borrowing limits without a
 cohort, shutdownAfterJobFinishes) is left to the apiserver's and Kueue's own code in
-tools/kubecheck (`api-validation`, `kueue-webhook`), so each problem is reported once, by them.
+tools/fluxbuild's check (`api-validation`, `kueue-webhook`), so each problem is reported once, by them.
 
 Every rule returns Findings; `RULES` documents each id with the fix it suggests.
 """

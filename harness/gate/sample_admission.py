@@ -13,7 +13,7 @@ each finding points at the sample's entry line and names the queue object's file
 Per cluster: a ClusterQueue no LocalQueue points at (warning), and a Kueue HelmRelease whose
 manager configuration leaves out the ray.io/rayjob integration (Kueue ignores every RayJob).
 
-Label selectors are evaluated by apimachinery's own LabelSelectorAsSelector in tools/kubecheck
+Label selectors are evaluated by apimachinery's own LabelSelectorAsSelector in tools/fluxbuild
 (harness.gate.matching), which also refuses what the apiserver refuses.
 """
 from __future__ import annotations

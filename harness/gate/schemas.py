@@ -48,7 +48,7 @@ from harness.toolchain import module_dir
 
 STAMP = ".complete"
 INDEX = "_index.json"  # filename -> {"apiVersion", "kind", "source"}; cannot clash with a schema name
-CRDS = "crds.json"  # every pinned CRD, as a JSON list, for tools/kubecheck (apiserver validation)
+CRDS = "crds.json"  # every pinned CRD, as a JSON list, for tools/fluxbuild's check (apiserver validation)
 
 KUBERNETES = "kubernetes"
 # pin key -> CRD directory inside the module, and the kinds that must be there (a moved path fails

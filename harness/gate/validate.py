@@ -46,7 +46,7 @@ SCHEMA_RULES = {
 RULE_SOURCES = {
     "harness/gate/config.py (the gate's configuration, .ray-kueue-gate.yaml)": config.RULES,
     "harness/gate/sources.py, rules.py (files, rendering, Kueue objects, clusters, samples)": rules.RULES,
-    "tools/kubecheck (the apiserver's, Kueue's and KubeRay's own validation)": SCHEMA_RULES,
+    "tools/fluxbuild check.go (the apiserver's, Kueue's and KubeRay's own validation)": SCHEMA_RULES,
     "harness/gate/flux_rules.py (Flux wiring)": flux_rules.RULES,
     "harness/gate/version_rules.py (versions.yaml drift)": version_rules.RULES,
     "harness/gate/cluster_refs.py (references and sizes in each cluster's rendered set)": cluster_refs.RULES,
@@ -108,9 +108,9 @@ def validate_repository(root: Path) -> Report:
         Area("terraform", "Terraform wiring"),
         Area("schema", "apiserver + Kueue webhook validation (1.35, pinned CRDs)"),
     )}
-    # One kubecheck process (it loads the CRDs while the rest runs), one fluxbuild process (every
-    # render round and the patch probe), the placement matcher and tools/tfeval per run, all started first so that
-    # their start-up overlaps; the patch probe and the schema checks then run beside the Python rules.
+    # The gate's one Go process (tools/fluxbuild: every render round and the patch probe, the checks,
+    # the placement questions; it loads the CRDs while the rest runs) and tools/tfeval, both started
+    # first so that their start-up overlaps; the patch probe and the checks then run beside the Python rules.
     checker = schema_check.Checker(tuple(gate_config.crd_files(root))).start()
     try:
         with FluxBuild(root).start() as session, ThreadPoolExecutor(2, thread_name_prefix="gate") as pool:
@@ -324,7 +324,7 @@ def _output(spec: str) -> formats.Output:
 def select_versions(**chosen: str | None) -> None:
     """--kueue/--kuberay: the version selection of harness.core.versions ($RAY_KUEUE_VERSIONS) for
     this process, so schemas and accounting follow it. Kueue's own webhook validation (rule
-    kueue-webhook, tools/kubecheck) stays the pinned Kueue's code: it is linked into kubecheck."""
+    kueue-webhook, tools/fluxbuild) stays the pinned Kueue's code: it is linked into that helper."""
     merged = {**versions.selection(), **{k: v for k, v in chosen.items() if v}}
     text = ",".join(f"{k}={v}" for k, v in merged.items())
     versions.parse_selection(text)  # refuses what versions.yaml does not list

@@ -235,10 +235,10 @@ TOOLS: dict[str, GoTool] = {
         GoTool("kustomize", "kustomize", {"kustomize": "sigs.k8s.io/kustomize/kustomize/v5"}, ("-s", "-w")),
         GoTool("kubeconform", "kubeconform", {"kubeconform": "github.com/yannh/kubeconform/cmd/kubeconform"}, ("-s", "-w")),
         GoTool("actionlint", "actionlint", {"actionlint": "github.com/rhysd/actionlint/cmd/actionlint"}, ("-s", "-w")),
+        # The gate's one Go process: kustomize-controller's renderer and the apiserver's, Kueue's and
+        # KubeRay's validation code at the pinned versions (its go.mod requires them;
+        # tests/static/test_versions.py checks it against versions.yaml).
         GoTool("fluxbuild", "", {"fluxbuild": "."}, ("-s", "-w"), local_source="tools/fluxbuild"),
-        # The apiserver's and Kueue's validation code at the pinned versions (its go.mod requires
-        # them; tests/static/test_versions.py checks it against versions.yaml).
-        GoTool("kubecheck", "", {"kubecheck": "."}, ("-s", "-w"), local_source="tools/kubecheck"),
         # Terraform's loader, evaluator and functions (tflint's copy of them) over terraform/; its
         # go.mod pins are versions.yaml's `tfeval` (tests/static/test_versions.py).
         GoTool("tfeval", "", {"tfeval": "."}, ("-s", "-w"), local_source="tools/tfeval"),
@@ -275,7 +275,7 @@ TOOLS: dict[str, GoTool] = {
 }
 
 # What each purpose needs; the offline gate must not wait for a Kubernetes build.
-STATIC_TOOLS = ("kustomize", "kubeconform", "fluxbuild", "kubecheck", "tfeval", "actionlint")
+STATIC_TOOLS = ("kustomize", "kubeconform", "fluxbuild", "tfeval", "actionlint")
 CLUSTER_TOOLS = ("kube", "etcd", "kueue", "kuberay", "kube-scheduler", "kwok")
 FLUX_TOOLS = ("source-controller", "kustomize-controller")  # the Flux end-to-end tests, beside CLUSTER_TOOLS
 KIND_TOOLS = ("kind", "kubectl", "kustomize")  # the kind backend (--backend=kind)

@@ -1,12 +1,13 @@
-"""A Go helper that answers one JSON line per JSON request line (fluxbuild serve, kubecheck,
-kubecheck match): started once per run, its stderr kept in a file (never a pipe nobody reads while
-the helper blocks), and its failure raised with the tail of what it printed."""
+"""Go helpers that answer JSON request lines (tools/tfeval one at a time; tools/fluxbuild, the gate's
+render/check/match helper, concurrently): started once per run, their stderr kept in a file (never a
+pipe nobody reads while the helper blocks), and their failure raised with the tail of what they printed."""
 from __future__ import annotations
 
 import json
 import subprocess
 import tempfile
 import threading
+from concurrent.futures import Future
 from typing import Any, Callable
 
 from harness.core import HarnessError
@@ -91,3 +92,90 @@ class LineProcess:
         self._stderr.seek(0)
         reason = how or (f"failed (exit {proc.returncode})" if proc is not None else "failed")
         raise self._error(f"{self.what} {reason}: {self._stderr.read().strip()[-4000:]}")
+
+
+class RequestProcess:
+    """A Go helper that answers requests concurrently: each request line carries an `id`, and its
+    answer line, {"id", "answer"} or {"id", "error"}, may come back in any order. One reader thread
+    hands each answer to the caller waiting for it; a helper that exits fails every waiting caller
+    with the tail of its stderr, and the next request starts it again."""
+
+    def __init__(self, what: str, argv: Callable[[], list[str]]):
+        self.what, self._argv = what, argv
+        self._proc: subprocess.Popen | None = None
+        self._stderr = None
+        self._lock = threading.Lock()
+        self._pending: dict[int, tuple[Future, type[HarnessError]]] = {}
+        self._next_id = 0
+
+    def start(self) -> "RequestProcess":
+        """Starts the helper unless it runs (idempotent)."""
+        with self._lock:
+            self._start_locked()
+        return self
+
+    def _start_locked(self) -> subprocess.Popen:
+        if self._proc is None or self._proc.poll() is not None:
+            self._stderr = tempfile.TemporaryFile(mode="w+")
+            self._proc = subprocess.Popen(self._argv(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                          stderr=self._stderr, text=True)
+            self._pending = {}  # this process's waiting callers, by request id
+            threading.Thread(target=self._read, args=(self._proc, self._stderr, self._pending), daemon=True,
+                             name=f"{self.what}-answers").start()
+        return self._proc
+
+    def submit(self, op: str, error: type[HarnessError], **fields: Any) -> Future:
+        """Sends one request; its answer (or `error`) comes through the returned future."""
+        future: Future = Future()
+        with self._lock:
+            proc = self._start_locked()
+            self._next_id += 1
+            self._pending[self._next_id] = (future, error)
+            try:
+                proc.stdin.write(json.dumps({"id": self._next_id, "op": op, **fields}, default=str) + "\n")
+                proc.stdin.flush()
+            except (BrokenPipeError, ValueError):
+                pass  # it exited: the reader fails this request with the helper's stderr
+        return future
+
+    def call(self, op: str, error: type[HarnessError], **fields: Any) -> Any:
+        """One request and its answer."""
+        return self.submit(op, error, **fields).result()
+
+    def _read(self, proc: subprocess.Popen, stderr, pending: dict) -> None:
+        for line in proc.stdout:
+            try:
+                reply = json.loads(line)
+                with self._lock:
+                    future, error = pending.pop(reply["id"])
+            except (ValueError, KeyError, TypeError):
+                continue  # not an answer line; a caller waiting for one is failed at exit
+            if reply.get("error"):
+                future.set_exception(error(f"{self.what}: {reply['error']}"))
+            else:
+                future.set_result(reply.get("answer"))
+        proc.wait()
+        stderr.seek(0)
+        tail = stderr.read().strip()[-4000:]
+        with self._lock:
+            waiting = list(pending.values())
+            pending.clear()
+            if self._proc is proc:
+                self._proc = None
+        for future, error in waiting:
+            future.set_exception(error(f"{self.what} failed (exit {proc.returncode}): {tail}"))
+
+    def close(self) -> None:
+        """Ends the helper once it has answered what it was asked."""
+        with self._lock:
+            proc, self._proc = self._proc, None
+        if proc is not None:
+            try:
+                proc.stdin.close()
+            except BrokenPipeError:
+                pass
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()

@@ -1,4 +1,4 @@
-"""The gate's kuberay-validation rule (tools/kubecheck: KubeRay's own RayJob validation at the
+"""The gate's kuberay-validation rule (tools/fluxbuild: KubeRay's own RayJob validation at the
 pinned version) against the real KubeRay operator: a sample RayJob the gate says KubeRay refuses
 is marked jobDeploymentStatus ValidationFailed on the embedded control plane, and the unchanged
 sample, which the gate passes, is not. Submitted without a queue label and suspended, so only

@@ -1,4 +1,4 @@
-"""The gate's offline validation (tools/kubecheck: the apiserver's and Kueue's own code) against
+"""The gate's offline validation (tools/fluxbuild: the apiserver's and Kueue's own code) against
 server-side dry-run on the embedded control plane: for every broken variant of
 tests/static/test_gate_apiserver.py, each object the change touches gets the same verdict from
 both (accepted, or rejected at the same field paths with the same messages)."""

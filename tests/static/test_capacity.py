@@ -318,7 +318,7 @@ def test_a_flavor_per_zone_counts_that_zones_nodes(repo_copy: Path):
 
 
 def test_scheduler_matching_follows_kubernetes():
-    """The answers of component-helpers (through tools/kubecheck), as the scheduler gives them."""
+    """The answers of component-helpers (through tools/fluxbuild), as the scheduler gives them."""
     taint = {"key": "sku", "value": "gpu", "effect": "NoSchedule"}
     tolerates = lambda tol, t=taint, comparison=False: untolerated([t], [tol], comparison) is None  # noqa: E731
     assert tolerates({"key": "sku", "operator": "Exists"})

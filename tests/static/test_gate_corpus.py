@@ -60,7 +60,7 @@ CORPUS = [
     ("old-kueue-api", "kueue-api-version", "base/resource-flavors.yaml",
      lambda r: edit(r, "base/resource-flavors.yaml", "apiVersion: kueue.x-k8s.io/v1beta2", "apiVersion: kueue.x-k8s.io/v1beta1")),
     ("typo-field", "schema", TEAM_B, lambda r: edit(r, TEAM_B, "queueingStrategy:", "queueingStrategyy:")),
-    # Checked by the apiserver's own validation (tools/kubecheck), at the component's patch line that wrote it.
+    # Checked by the apiserver's own validation (tools/fluxbuild), at the component's patch line that wrote it.
     ("bad-quantity", "api-validation", ND96, lambda r: edit(r, ND96, 'nominalQuota, value: "96"}', 'nominalQuota, value: "96 cores"}'), 13),
     ("dangling-localqueue", "localqueue-clusterqueue", TEAM_B, lambda r: edit(r, TEAM_B, "clusterQueue: team-b-cq", "clusterQueue: team-c-cq")),
     ("missing-flavor", "clusterqueue-flavor", SINGLE, lambda r: edit(r, SINGLE, "- name: gpu\n", "- name: gpu-h100\n")),

@@ -124,14 +124,14 @@ def test_every_chart_and_image_tag_is_the_chart_dependency():
 
 @pytest.mark.parametrize("component, group", [("kueue", "Kueue"), ("kuberay", "KubeRay")])
 def test_groups_tie_chart_and_module(component, group):
-    """The chart (production), the Go module (version, and tools/kubecheck's require) are one group."""
+    """The chart (production), the Go module (version, and tools/fluxbuild's require) are one group."""
     assert {_chart(component), PINS[component]["module"]} <= _group(group)
-    gomod = (REPO_ROOT / "tools/kubecheck/go.mod").read_text()
+    gomod = (REPO_ROOT / "tools/fluxbuild/go.mod").read_text()
     assert re.search(rf"^\s*{re.escape(PINS[component]['module'])} {re.escape(PINS[component]['version'])}$", gomod, re.M)
 
 
-def test_kubernetes_group_holds_the_staging_modules_kubecheck_links():
-    gomod = (REPO_ROOT / "tools/kubecheck/go.mod").read_text()
+def test_kubernetes_group_holds_the_staging_modules_fluxbuild_links():
+    gomod = (REPO_ROOT / "tools/fluxbuild/go.mod").read_text()
     staging = set(re.findall(r"^\s*(k8s\.io/[\w-]+) v0\.\d+\.\d+$", gomod, re.M)) - {"k8s.io/klog", "k8s.io/utils", "k8s.io/kube-openapi"}
     assert {"k8s.io/api", "k8s.io/apiserver"} <= staging
     assert staging | {"k8s.io/kubernetes"} <= _group("Kubernetes")

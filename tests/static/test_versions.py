@@ -97,17 +97,36 @@ def test_fluxbuild_uses_kustomize_controllers_library_version():
     assert pattern.search(ours).group(1) == pattern.search(controller_mod).group(1)
 
 
-def test_kubecheck_links_the_pinned_apiserver_kueue_and_kuberay():
-    """tools/kubecheck validates with the apiserver's and Kueue's code: the versions it links are
-    the pinned ones (go.mod read by `go mod edit -json`, the Go tool's own reader)."""
-    gomod = versions.REPO_ROOT / "tools/kubecheck/go.mod"
-    out = subprocess.run(["go", "mod", "edit", "-json", str(gomod)], capture_output=True, text=True, check=True).stdout
-    required = {r["Path"]: r["Version"] for r in json.loads(out)["Require"]}
+def _gomod(rel: str) -> dict:
+    """A go.mod as the Go tool reads it (`go mod edit -json`)."""
+    out = subprocess.run(["go", "mod", "edit", "-json", str(versions.REPO_ROOT / rel)], capture_output=True, text=True, check=True).stdout
+    return json.loads(out)
+
+
+def test_fluxbuild_links_the_pinned_apiserver_kueue_and_kuberay():
+    """tools/fluxbuild also validates with the apiserver's, Kueue's and KubeRay's code: the versions it
+    links (a `replace` wins over a `require`) are the pinned ones."""
+    gomod = _gomod("tools/fluxbuild/go.mod")
+    linked = {r["Path"]: r["Version"] for r in gomod["Require"]}
+    linked |= {r["Old"]["Path"]: r["New"]["Version"] for r in gomod.get("Replace") or [] if not r["Old"].get("Version")}
     staging = versions.staging_version(versions.module("kubernetes")[1])
-    expected = {versions.module(pin)[0]: versions.module(pin)[1] for pin in ("kueue", "kuberay")}
+    expected = {versions.module(pin)[0]: versions.module(pin)[1] for pin in ("kueue", "kuberay", "kubeconform")}
     expected |= {f"k8s.io/{m}": staging for m in ("apiextensions-apiserver", "apiserver", "apimachinery", "api", "client-go")}
-    expected[versions.module("kubeconform")[0]] = versions.module("kubeconform")[1]
-    assert {m: required.get(m) for m in expected} == expected
+    assert {m: linked.get(m) for m in expected} == expected
+
+
+def test_fluxbuild_replaces_are_the_recorded_skew():
+    """Rendering and checking share one process, so tools/fluxbuild/go.mod moves kustomize-controller's
+    library onto the pinned Kubernetes line and Kueue's controller-runtime: exactly what versions.yaml's
+    `fluxbuild.replace` records (with its `skew`), and controller-runtime is the one the pinned Kueue requires."""
+    gomod = _gomod("tools/fluxbuild/go.mod")
+    replaces = {r["Old"]["Path"]: r["New"]["Version"] for r in gomod.get("Replace") or []}
+    assert replaces == versions.entry("fluxbuild")["replace"]
+    mod, version = versions.module("kueue")
+    kueue = json.loads(subprocess.run(["go", "mod", "edit", "-json", tools.module_info(mod, version)["GoMod"]],
+                                      capture_output=True, text=True, check=True).stdout)
+    wanted = {r["Path"]: r["Version"] for r in kueue["Require"]}["sigs.k8s.io/controller-runtime"]
+    assert replaces["sigs.k8s.io/controller-runtime"] == wanted
 
 
 def test_tfeval_links_the_pinned_terraform_evaluator():

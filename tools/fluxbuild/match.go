@@ -1,10 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
-	"io"
-
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -17,8 +13,7 @@ import (
 // the functions kube-scheduler's TaintToleration and NodeAffinity plugins, Kueue's flavor
 // assigner and the apiserver's label selectors use (component-helpers, apimachinery).
 //
-// `kubecheck match` reads one JSON array of queries per line and answers each line with one
-// JSON array of answers, in order:
+// A "match" request's "queries" are answered with one answer each, in order:
 //
 //	{"untolerated": {"taints": [Taint], "tolerations": [Toleration], "comparison": bool}}
 //	    -> {"taint": Taint or null}   the first NoSchedule/NoExecute taint nothing tolerates
@@ -77,29 +72,4 @@ func answerQuery(q query) answer {
 		return answer{Match: sel.Matches(labels.Set(q.Selector.Labels))}
 	}
 	return answer{Error: "empty query"}
-}
-
-func serveMatch(in io.Reader, out io.Writer) {
-	reader := bufio.NewReader(in)
-	enc := json.NewEncoder(out)
-	for {
-		line, err := reader.ReadBytes('\n')
-		if len(line) == 0 && err == io.EOF {
-			return
-		}
-		if err != nil && err != io.EOF {
-			fail("reading queries: %v", err)
-		}
-		var queries []query
-		if err := json.Unmarshal(line, &queries); err != nil {
-			fail("reading queries: %v", err)
-		}
-		answers := make([]answer, len(queries))
-		for i, q := range queries {
-			answers[i] = answerQuery(q)
-		}
-		if err := enc.Encode(answers); err != nil {
-			fail("%v", err)
-		}
-	}
 }

@@ -22,15 +22,15 @@ func newBuiltinValidator(schemaDir, k8sVersion string) (*builtinValidator, error
 	return &builtinValidator{v: v}, nil
 }
 
-func (b *builtinValidator) check(obj map[string]interface{}) result {
+func (b *builtinValidator) check(obj map[string]interface{}) checkResult {
 	data, err := json.Marshal(obj)
 	if err != nil {
-		return result{Stage: "schema", Errors: []fieldError{{Type: "InternalError", Detail: err.Error(), Message: err.Error()}}}
+		return checkResult{Stage: "schema", Errors: []fieldError{{Type: "InternalError", Detail: err.Error(), Message: err.Error()}}}
 	}
 	res := b.v.ValidateResource(resource.Resource{Path: "object.json", Bytes: data})
 	switch res.Status {
 	case validator.Valid, validator.Skipped, validator.Empty:
-		return result{}
+		return checkResult{}
 	case validator.Invalid:
 		var errs []fieldError
 		for _, e := range res.ValidationErrors {
@@ -44,7 +44,7 @@ func (b *builtinValidator) check(obj map[string]interface{}) result {
 		if len(errs) == 0 && res.Err != nil {
 			errs = append(errs, fieldError{Type: "FieldValueInvalid", Detail: res.Err.Error(), Message: res.Err.Error()})
 		}
-		return result{Stage: "schema", Errors: errs}
+		return checkResult{Stage: "schema", Errors: errs}
 	default:
 		msg := "validation error"
 		if res.Err != nil {
@@ -54,6 +54,6 @@ func (b *builtinValidator) check(obj map[string]interface{}) result {
 		if strings.Contains(msg, "could not find schema") {
 			stage = "unknown"
 		}
-		return result{Stage: stage, Errors: []fieldError{{Type: "FieldValueInvalid", Detail: msg, Message: msg}}}
+		return checkResult{Stage: stage, Errors: []fieldError{{Type: "FieldValueInvalid", Detail: msg, Message: msg}}}
 	}
 }

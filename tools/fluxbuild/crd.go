@@ -41,7 +41,7 @@ type crdVersion struct {
 }
 
 // crdSource is one CRD of crds.json, decoded in full only when one of its versions is used: the
-// typed decoding of every pinned CRD's schema is most of kubecheck's start-up.
+// typed decoding of every pinned CRD's schema is most of the check's start-up.
 type crdSource struct {
 	raw  json.RawMessage
 	once sync.Once
@@ -211,9 +211,9 @@ func (c *crdVersion) build() error {
 
 // check runs an object through the apiserver's create path for this CRD, then Kueue's webhook,
 // then what KubeRay's controller validates before it acts on a RayJob.
-func (c *crdVersion) check(ctx context.Context, obj map[string]interface{}) result {
+func (c *crdVersion) check(ctx context.Context, obj map[string]interface{}) checkResult {
 	if err := c.build(); err != nil {
-		fail("%v", err)
+		failRequest("%v", err)
 	}
 	u := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(obj)}
 	if unknown := c.decode(u); len(unknown) > 0 {
@@ -222,7 +222,7 @@ func (c *crdVersion) check(ctx context.Context, obj map[string]interface{}) resu
 			msg := fmt.Sprintf("unknown field %q", p)
 			errs = append(errs, fieldError{Field: p, Type: "FieldValueUnknown", Detail: msg, Message: "strict decoding error: " + msg})
 		}
-		return result{Stage: "decode", Errors: errs}
+		return checkResult{Stage: "decode", Errors: errs}
 	}
 	structuraldefaulting.Default(u.Object, c.structural)
 	ns := u.GetNamespace()
@@ -232,15 +232,15 @@ func (c *crdVersion) check(ctx context.Context, obj map[string]interface{}) resu
 	}
 	rest.FillObjectMetaSystemFields(u)
 	if err := rest.BeforeCreate(c.strategy, genericapirequest.WithNamespace(ctx, ns), u); err != nil {
-		return result{Stage: "validation", Errors: statusErrors(err)}
+		return checkResult{Stage: "validation", Errors: statusErrors(err)}
 	}
 	if errs := webhookErrors(ctx, u); len(errs) > 0 {
-		return result{Stage: "webhook", Errors: errs}
+		return checkResult{Stage: "webhook", Errors: errs}
 	}
 	if errs := controllerErrors(u); len(errs) > 0 {
-		return result{Stage: "controller", Errors: errs}
+		return checkResult{Stage: "controller", Errors: errs}
 	}
-	return result{}
+	return checkResult{}
 }
 
 // decode is the apiserver's unstructuredSchemaCoercer with strict field validation: the unknown

@@ -1,0 +1,350 @@
+// Rendering: kustomize overlays and Flux Kustomizations offline, with the same library code
+// kustomize-controller runs (github.com/fluxcd/pkg/kustomize): the generator that merges
+// spec.patches/images/components/targetNamespace into the kustomization, the secure build with
+// LoadRestrictionsNone, and postBuild variable substitution.
+//
+// A render request {"session", "root", "skip_dirs", "jobs": [{"id", "dir"}, {"id", "kustomization",
+// "sources"}]} names directories that hold no configuration (harness/gate/sources.py SKIP_DIRS) and
+// the ConfigMaps/Secrets that substituteFrom may name ("sources"). Its answer has one result per job
+// with the rendered objects or the error kustomize-controller would report, plus the variables that
+// strict substitution finds undefined. The tree is copied once per session and root.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/fluxcd/pkg/kustomize"
+	securefs "github.com/fluxcd/pkg/kustomize/filesys"
+	"github.com/fluxcd/pkg/sourceignore"
+	"github.com/fluxcd/pkg/sourceignore/gitignore"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/resmap"
+	kustypes "sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	sigsyaml "sigs.k8s.io/yaml"
+)
+
+type job struct {
+	ID            string                   `json:"id"`
+	Dir           string                   `json:"dir,omitempty"`
+	Kustomization map[string]interface{}   `json:"kustomization,omitempty"`
+	Sources       []map[string]interface{} `json:"sources,omitempty"`
+}
+
+type result struct {
+	ID        string                   `json:"id"`
+	Objects   []map[string]interface{} `json:"objects"`
+	Error     string                   `json:"error,omitempty"`
+	Undefined []string                 `json:"undefined,omitempty"`
+}
+
+var (
+	rendering sync.Mutex               // kustomize keeps process-global state: one render at a time
+	copies    = map[[2]string]string{} // (session, root) -> the private copy builds run in
+)
+
+func render(session, root string, skipDirs []string, jobs []job) []result {
+	rendering.Lock()
+	defer rendering.Unlock()
+	key := [2]string{session, root}
+	work, ok := copies[key]
+	if !ok {
+		var err error
+		if work, err = copyRoot(root, skipDirs); err != nil {
+			failRequest("%v", err)
+		}
+		copies[key] = work
+	}
+	results := make([]result, 0, len(jobs))
+	for _, j := range jobs {
+		r := run(work, j)
+		// Errors name the private copy; the caller's reader knows the repository's paths.
+		r.Error = strings.ReplaceAll(strings.ReplaceAll(r.Error, work+string(filepath.Separator), ""), work, ".")
+		results = append(results, r)
+	}
+	return results
+}
+
+// release removes a session's copies.
+func release(session string) {
+	rendering.Lock()
+	defer rendering.Unlock()
+	for key, dir := range copies {
+		if key[0] == session {
+			os.RemoveAll(dir)
+			delete(copies, key)
+		}
+	}
+}
+
+// removeCopies is the clean-up on exit (best effort: a failing render may hold the lock).
+func removeCopies() {
+	for _, dir := range copies {
+		os.RemoveAll(dir)
+	}
+}
+
+// copyRoot makes the private copy kustomize-controller builds in: the generator writes a
+// kustomization.yaml into the directory, and the checkout must stay untouched.
+func copyRoot(root string, skipDirs []string) (string, error) {
+	work, err := os.MkdirTemp("", "fluxbuild-")
+	if err != nil {
+		return "", err
+	}
+	skip := make(map[string]bool, len(skipDirs))
+	for _, name := range skipDirs {
+		skip[name] = true
+	}
+	if err := copyTree(root, work, skip); err != nil {
+		os.RemoveAll(work)
+		return "", fmt.Errorf("copying %s: %v", root, err)
+	}
+	return work, nil
+}
+
+func run(root string, j job) result {
+	r := result{ID: j.ID, Objects: []map[string]interface{}{}}
+	if j.Kustomization == nil {
+		// A plain directory is built as `kustomize build --load-restrictor=LoadRestrictionsNone`
+		// does. fluxcd's Build would reload the embedded OpenAPI schema on every call, which is
+		// most of its cost and only matters for Flux Kustomizations.
+		opts := krusty.MakeDefaultOptions()
+		opts.LoadRestrictions = kustypes.LoadRestrictionsNone
+		resources, err := krusty.MakeKustomizer(opts).Run(filesys.MakeFsOnDisk(), filepath.Join(root, j.Dir))
+		if err != nil {
+			r.Error = err.Error()
+			return r
+		}
+		r.Objects, r.Error = toMaps(resources)
+		return r
+	}
+	ks := unstructured.Unstructured{Object: j.Kustomization}
+	path, _, _ := unstructured.NestedString(ks.Object, "spec", "path")
+	dir, err := securePath(root, path)
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	if _, err := os.Stat(dir); err != nil {
+		r.Error = fmt.Sprintf("kustomization path not found: %s", path)
+		return r
+	}
+	action, err := kustomize.NewGenerator(root, ks).WriteFile(dir)
+	if err != nil {
+		r.Error = fmt.Sprintf("kustomize create failed: %v", err)
+		return r
+	}
+	defer kustomize.CleanDirectory(dir, action)
+	resources, err := secureBuild(root, dir)
+	if err != nil {
+		r.Error = fmt.Sprintf("kustomize build failed: %v", err)
+		return r
+	}
+	kubeClient, err := sourcesClient(j.Sources, ks.GetNamespace())
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	ctx := context.Background()
+	undefined := map[string]bool{}
+	for _, res := range resources.Resources() {
+		// Strict substitution is off by default in kustomize-controller; run it on a copy only
+		// to learn which variables are referenced but never defined.
+		if _, err := kustomize.SubstituteVariables(ctx, kubeClient, ks, res.DeepCopy(), kustomize.SubstituteWithStrict(true)); err != nil {
+			undefined[err.Error()] = true
+		}
+		out, err := kustomize.SubstituteVariables(ctx, kubeClient, ks, res)
+		if err != nil {
+			r.Error = fmt.Sprintf("post build failed for '%s': %v", res.CurId().String(), err)
+			return r
+		}
+		if out != nil {
+			if _, err := resources.Replace(out); err != nil {
+				r.Error = err.Error()
+				return r
+			}
+		}
+	}
+	for msg := range undefined {
+		r.Undefined = append(r.Undefined, msg)
+	}
+	r.Objects, r.Error = toMaps(resources)
+	return r
+}
+
+// customOpenAPI records that a build loaded a kustomization's own `openapi:` schema into
+// kustomize's process-global OpenAPI state, so the next build must start from a reset.
+var customOpenAPI = false
+
+// secureBuild is kustomize.SecureBuild (secure FS rooted at the source, LoadRestrictionsNone,
+// builtin plugins only) without its reload of the builtin OpenAPI schema on every call, which
+// costs ~0.2 s. kustomize-controller needs that reset because a kustomization's `openapi:`
+// field changes global state; here the reset runs only after such a build, which gives the
+// same result as resetting every time.
+func secureBuild(root, dir string) (res resmap.ResMap, err error) {
+	if customOpenAPI {
+		customOpenAPI = false
+		res, err = kustomize.SecureBuild(root, dir, false)
+	} else {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("recovered from kustomize build panic: %v", r)
+			}
+		}()
+		fs, ferr := securefs.MakeFsOnDiskSecure(root)
+		if ferr != nil {
+			return nil, ferr
+		}
+		opts := &krusty.Options{LoadRestrictions: kustypes.LoadRestrictionsNone, PluginConfig: kustypes.DisabledPluginConfig()}
+		res, err = krusty.MakeKustomizer(opts).Run(fs, dir)
+	}
+	if usesOpenAPI(dir) {
+		customOpenAPI = true
+	}
+	return res, err
+}
+
+func usesOpenAPI(dir string) bool {
+	data, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	if err != nil {
+		return true // unknown: be safe and reset before the next build
+	}
+	var k kustypes.Kustomization
+	if err := sigsyaml.Unmarshal(data, &k); err != nil {
+		return true
+	}
+	return len(k.OpenAPI) > 0
+}
+
+// copyTree copies src to dst as source-controller packs a GitRepository artifact: without what
+// the default and VCS patterns and the .sourceignore files exclude (fluxcd/pkg/sourceignore, the
+// same matcher), and without the directories named in skip, which hold no configuration (a
+// virtualenv, build output) and which copying would make the slowest part of the run.
+func copyTree(src, dst string, skip map[string]bool) error {
+	// .sourceignore files are read as the walk reaches their directory (each applies below its
+	// own directory, by its domain), so nothing ignored or skipped is ever opened.
+	var patterns []gitignore.Pattern
+	ignored := sourceignore.NewDefaultMatcher(patterns, nil)
+	return filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		target := filepath.Join(dst, rel)
+		var parts []string
+		if rel != "." {
+			parts = strings.Split(filepath.ToSlash(rel), "/")
+			if (d.IsDir() && skip[d.Name()]) || ignored.Match(parts, d.IsDir()) {
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+		}
+		if d.IsDir() {
+			if found, err := sourceignore.ReadIgnoreFile(filepath.Join(path, sourceignore.IgnoreFile), parts); err != nil {
+				return fmt.Errorf("reading %s: %v", filepath.Join(rel, sourceignore.IgnoreFile), err)
+			} else if len(found) > 0 {
+				patterns = append(patterns, found...)
+				ignored = sourceignore.NewDefaultMatcher(patterns, nil)
+			}
+			return os.MkdirAll(target, 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o644)
+	})
+}
+
+// securePath resolves a Flux spec.path inside root, refusing paths that escape it.
+func securePath(root, path string) (string, error) {
+	clean := filepath.Join(root, filepath.Clean("/"+path))
+	if !strings.HasPrefix(clean, filepath.Clean(root)) {
+		return "", fmt.Errorf("path %q escapes the source root", path)
+	}
+	return clean, nil
+}
+
+// sources answers kustomize-controller's Get of the ConfigMaps and Secrets that
+// postBuild.substituteFrom names, from the offline stand-ins the caller sends (a NotFound error
+// for any other, as the apiserver gives). Only Get is used by SubstituteVariables; the embedded
+// nil client.Client makes any other call fail loudly instead of answering wrongly.
+type sources struct {
+	client.Client
+	configMaps map[types.NamespacedName]*corev1.ConfigMap
+	secrets    map[types.NamespacedName]*corev1.Secret
+}
+
+func (s *sources) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	switch out := obj.(type) {
+	case *corev1.ConfigMap:
+		if cm, ok := s.configMaps[key]; ok {
+			*out = *cm.DeepCopy()
+			return nil
+		}
+		return apierrors.NewNotFound(corev1.Resource("configmaps"), key.Name)
+	case *corev1.Secret:
+		if secret, ok := s.secrets[key]; ok {
+			*out = *secret.DeepCopy()
+			return nil
+		}
+		return apierrors.NewNotFound(corev1.Resource("secrets"), key.Name)
+	}
+	return fmt.Errorf("fluxbuild: no offline stand-in for %T %s", obj, key)
+}
+
+func sourcesClient(items []map[string]interface{}, namespace string) (client.Client, error) {
+	s := &sources{configMaps: map[types.NamespacedName]*corev1.ConfigMap{}, secrets: map[types.NamespacedName]*corev1.Secret{}}
+	for _, item := range items {
+		u := &unstructured.Unstructured{Object: item}
+		if u.GetNamespace() == "" {
+			u.SetNamespace(namespace)
+		}
+		key := types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}
+		var err error
+		switch u.GetKind() {
+		case "ConfigMap":
+			cm := &corev1.ConfigMap{}
+			err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, cm)
+			s.configMaps[key] = cm
+		case "Secret":
+			secret := &corev1.Secret{}
+			err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, secret)
+			s.secrets[key] = secret
+		default:
+			return nil, fmt.Errorf("substitution source %s/%s: kind must be ConfigMap or Secret", u.GetKind(), u.GetName())
+		}
+		if err != nil {
+			return nil, fmt.Errorf("substitution source %s/%s: %v", u.GetKind(), u.GetName(), err)
+		}
+	}
+	return s, nil
+}
+
+func toMaps(resources resmap.ResMap) ([]map[string]interface{}, string) {
+	out := make([]map[string]interface{}, 0, resources.Size())
+	for _, res := range resources.Resources() {
+		m, err := res.Map()
+		if err != nil {
+			return nil, err.Error()
+		}
+		out = append(out, m)
+	}
+	return out, ""
+}
