@@ -1,0 +1,87 @@
+"""The gate's one Go process (tools/fluxbuild: render, check, match; harness.gate.helper) and the
+request protocol it speaks (harness.toolchain.RequestProcess): concurrent requests get their own
+answers, a refused request does not end the process, and a helper that dies fails every caller
+waiting on it with what it printed, never leaving one waiting."""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from harness import toolchain as tools
+from harness.core import HarnessError
+from harness.core.versions import REPO_ROOT
+from harness.gate import schema_check
+from harness.gate.helper import helper
+from harness.gate.matching import MatchError, selector_matches
+from harness.gate.render import FluxBuild, RenderError
+from harness.gate.schema_check import CheckError
+
+pytestmark = pytest.mark.static
+
+BROKEN_CQ = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cq"},
+             "spec": {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [{"name": "default", "resources": [
+                 {"name": "cpu", "nominalQuota": "4", "lendingLimit": "8"}]}]}]}}
+
+
+def test_render_check_and_match_run_concurrently_in_one_process():
+    """Requests from several threads at once, of every kind, each answered with its own result."""
+    checker = schema_check.Checker().start()
+
+    def render(i):
+        with FluxBuild(REPO_ROOT) as fb:
+            return fb.run([{"id": f"job{i}", "dir": "overlays/team-queues"}])[f"job{i}"]
+
+    with ThreadPoolExecutor(6) as pool:
+        renders = [pool.submit(render, i) for i in range(3)]
+        checks = [pool.submit(checker.check, [BROKEN_CQ]) for _ in range(3)]
+        matches = [pool.submit(selector_matches, {"matchLabels": {"team": t}}, {"team": "a"}) for t in ("a", "b")]
+        rendered = [f.result() for f in renders]
+        checked = [f.result() for f in checks]
+        matched = [f.result()[0] for f in matches]
+    assert all(not r.get("error") and any(o["kind"] == "ClusterQueue" for o in r["objects"]) for r in rendered)
+    assert all(c[0] is not None and c[0].rule == "kueue-webhook" and "lendingLimit" in c[0].errors[0]["field"] for c in checked), checked
+    assert matched == [True, False]
+    assert helper()._proc is not None and helper()._proc.poll() is None, "one long-lived helper serves them all"
+
+
+def test_a_refused_request_is_an_error_of_its_caller_and_the_helper_goes_on():
+    with pytest.raises(MatchError, match='unknown op "nonsense"'):
+        helper().call("nonsense", MatchError)
+    with pytest.raises(CheckError, match="needs schema_dir"):
+        helper().call("check", CheckError, objects=[])
+    with FluxBuild(REPO_ROOT) as fb:
+        assert not fb.run([{"id": "a", "dir": "base"}])["a"].get("error")
+
+
+def test_a_render_outside_any_checkout_is_a_render_error(tmp_path):
+    with FluxBuild(tmp_path / "missing") as fb, pytest.raises(RenderError, match="missing"):
+        fb.run([{"id": "a", "dir": "base"}])
+
+
+class _Boom(HarnessError, RuntimeError):
+    pass
+
+
+def test_a_helper_that_dies_fails_every_waiting_caller_with_its_stderr():
+    proc = tools.RequestProcess("fake", lambda: ["bash", "-c", "read -r line; sleep 0.2; echo 'boom: bad input' >&2; exit 3"])
+    try:
+        futures = [proc.submit("render", _Boom) for _ in range(3)]
+        for f in futures:
+            with pytest.raises(_Boom, match=r"fake failed \(exit 3\): boom: bad input"):
+                f.result(timeout=30)
+        # The next request starts it again (and fails the same way): nobody is left waiting.
+        with pytest.raises(_Boom, match="exit 3"):
+            proc.submit("render", _Boom).result(timeout=30)
+    finally:
+        proc.close()
+
+
+def test_answers_that_are_not_the_protocol_are_not_taken_for_an_answer():
+    """A stray line on the helper's stdout (a library printing) is skipped; the real answer still arrives."""
+    script = 'read -r line; echo "not json"; echo \'{"id": 7}\'; echo \'{"id": 1, "answer": [42]}\'; read -r rest'
+    proc = tools.RequestProcess("fake", lambda: ["bash", "-c", script])
+    try:
+        assert proc.submit("x", _Boom).result(timeout=30) == [42]
+    finally:
+        proc.close()
