@@ -61,8 +61,8 @@ VERSIONS_FILE = REPO_ROOT / "versions.yaml"
 
 @functools.lru_cache(maxsize=None)
 def pins() -> dict:
-    with VERSIONS_FILE.open() as fh:
-        return yaml.safe_load(fh)
+    with VERSIONS_FILE.open() as fh:  # libyaml's loader where PyYAML has it: read on every gate start
+        return yaml.load(fh, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 def entry(name: str) -> dict:

@@ -77,11 +77,8 @@ class FluxBuild:
         return self
 
     def __exit__(self, *exc) -> None:
-        if self._used:
-            try:
-                helper().call("release", RenderError, session=self._session)
-            except RenderError:
-                pass  # the helper is gone, and its copies with it
+        if self._used:  # not waited for: the helper removes the copies while the caller goes on
+            helper().submit("release", RenderError, session=self._session)
 
     def start(self) -> "FluxBuild":
         """Starts the helper ahead of the first request."""

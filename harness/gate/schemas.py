@@ -48,7 +48,10 @@ from harness.toolchain import module_dir
 
 STAMP = ".complete"
 INDEX = "_index.json"  # filename -> {"apiVersion", "kind", "source"}; cannot clash with a schema name
-CRDS = "crds.json"  # every pinned CRD, as a JSON list, for tools/fluxbuild's check (apiserver validation)
+# Every pinned (and configured) CRD for tools/fluxbuild's check (apiserver validation), one JSON file
+# each, listed in order with its group, kind and served versions in crds/index.json: the check reads
+# only the CRDs of the kinds it meets.
+CRDS = "crds"
 
 KUBERNETES = "kubernetes"
 # pin key -> CRD directory inside the module, and the kinds that must be there (a moved path fails
@@ -248,12 +251,24 @@ def _generate(target: Path, extra_crds: tuple[Path, ...] = ()) -> None:
         for name, schema in outputs.items():
             (staging / name).write_text(json.dumps(schema, separators=(",", ":")))
         (staging / INDEX).write_text(json.dumps(dict(sorted(index.items())), indent=1) + "\n")
-        (staging / CRDS).write_text(json.dumps([crd for _, docs in parsed for crd in docs], separators=(",", ":"), default=str))
+        _write_crds(staging / CRDS, [crd for _, docs in parsed for crd in docs])
         (staging / STAMP).write_text(f"{pins}\n")
         publish_dir(staging, target)  # replaces a half-written directory without a stamp
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     say("schemas", f"{len(builtin)} built-in and {len(crds)} custom resource schemas ready in {time.monotonic() - started:.1f}s")
+
+
+def _write_crds(directory: Path, crds: list[dict]) -> None:
+    directory.mkdir()
+    entries = []
+    for i, crd in enumerate(crds):
+        spec = crd.get("spec") if isinstance(crd.get("spec"), dict) else {}
+        names = spec.get("names") if isinstance(spec.get("names"), dict) else {}
+        served = [str(v.get("name")) for v in spec.get("versions") or [] if isinstance(v, dict) and v.get("served")]
+        entries.append({"group": str(spec.get("group", "")), "kind": str(names.get("kind", "")), "served": served, "file": f"{i}.json"})
+        (directory / f"{i}.json").write_text(json.dumps(crd, separators=(",", ":"), default=str))
+    (directory / "index.json").write_text(json.dumps(entries, indent=1) + "\n")
 
 
 def index() -> dict[str, dict]:

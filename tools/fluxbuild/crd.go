@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -40,10 +41,10 @@ type crdVersion struct {
 	strategy   rest.RESTCreateStrategy
 }
 
-// crdSource is one CRD of crds.json, decoded in full only when one of its versions is used: the
-// typed decoding of every pinned CRD's schema is most of the check's start-up.
+// crdSource is one CRD of the schema directory's crds/, read and decoded in full only when one of its
+// versions is used: the typed decoding of a CRD's schema is most of what building its validator costs.
 type crdSource struct {
-	raw  json.RawMessage
+	path string
 	once sync.Once
 	crd  *apiextensionsv1.CustomResourceDefinition
 	err  error
@@ -51,24 +52,23 @@ type crdSource struct {
 
 func (s *crdSource) decode() (*apiextensionsv1.CustomResourceDefinition, error) {
 	s.once.Do(func() {
+		data, err := os.ReadFile(s.path)
+		if err != nil {
+			s.err = err
+			return
+		}
 		s.crd = &apiextensionsv1.CustomResourceDefinition{}
-		s.err = json.Unmarshal(s.raw, s.crd)
+		s.err = json.Unmarshal(data, s.crd)
 	})
 	return s.crd, s.err
 }
 
-// crdHead is what loading needs of a CRD: its group, kind and served versions.
-type crdHead struct {
-	Spec struct {
-		Group string `json:"group"`
-		Names struct {
-			Kind string `json:"kind"`
-		} `json:"names"`
-		Versions []struct {
-			Name   string `json:"name"`
-			Served bool   `json:"served"`
-		} `json:"versions"`
-	} `json:"spec"`
+// crdEntry is one line of crds/index.json (harness/gate/schemas.py): what loading needs of a CRD.
+type crdEntry struct {
+	Group  string   `json:"group"`
+	Kind   string   `json:"kind"`
+	Served []string `json:"served"`
+	File   string   `json:"file"`
 }
 
 type crdSet struct {
@@ -77,30 +77,23 @@ type crdSet struct {
 	groups map[string]bool
 }
 
-func loadCRDs(path string) (*crdSet, error) {
-	data, err := os.ReadFile(path)
+func loadCRDs(dir string) (*crdSet, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "index.json"))
 	if err != nil {
 		return nil, fmt.Errorf("reading CRDs: %v", err)
 	}
-	var raws []json.RawMessage
-	if err := json.Unmarshal(data, &raws); err != nil {
-		return nil, fmt.Errorf("reading CRDs from %s: %v", path, err)
+	var entries []crdEntry
+	if err := json.Unmarshal(data, &entries); err != nil {
+		return nil, fmt.Errorf("reading CRDs from %s: %v", dir, err)
 	}
 	set := &crdSet{byGVK: map[schema.GroupVersionKind]*crdVersion{}, served: map[schema.GroupKind][]string{}, groups: map[string]bool{}}
-	for _, raw := range raws {
-		var head crdHead
-		if err := json.Unmarshal(raw, &head); err != nil {
-			return nil, fmt.Errorf("reading CRDs from %s: %v", path, err)
-		}
-		source := &crdSource{raw: raw}
-		set.groups[head.Spec.Group] = true
-		gk := schema.GroupKind{Group: head.Spec.Group, Kind: head.Spec.Names.Kind}
-		for _, v := range head.Spec.Versions {
-			if !v.Served {
-				continue
-			}
-			set.served[gk] = append(set.served[gk], v.Name)
-			set.byGVK[gk.WithVersion(v.Name)] = &crdVersion{source: source, name: v.Name}
+	for _, e := range entries {
+		source := &crdSource{path: filepath.Join(dir, e.File)}
+		set.groups[e.Group] = true
+		gk := schema.GroupKind{Group: e.Group, Kind: e.Kind}
+		for _, v := range e.Served {
+			set.served[gk] = append(set.served[gk], v)
+			set.byGVK[gk.WithVersion(v)] = &crdVersion{source: source, name: v}
 		}
 	}
 	return set, nil
