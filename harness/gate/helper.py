@@ -17,5 +17,7 @@ def helper() -> tools.RequestProcess:
     with _LOCK:
         if _HELPER is None:
             _HELPER = tools.RequestProcess("fluxbuild", lambda: [str(tools.ensure("fluxbuild")["fluxbuild"].path())])
-            atexit.register(_HELPER.close)
+            # At exit it is not waited for: once its stdin closes it removes its copies and exits on its
+            # own, and tearing down its memory would otherwise add to every gate run.
+            atexit.register(_HELPER.close, wait=False)
         return _HELPER

@@ -165,8 +165,9 @@ class RequestProcess:
         for future, error in waiting:
             future.set_exception(error(f"{self.what} failed (exit {proc.returncode}): {tail}"))
 
-    def close(self) -> None:
-        """Ends the helper once it has answered what it was asked."""
+    def close(self, wait: bool = True) -> None:
+        """Ends the helper once it has answered what it was asked: its stdin closes, and it exits when
+        done (`wait=False`: without waiting for that, at the caller's exit)."""
         with self._lock:
             proc, self._proc = self._proc, None
         if proc is not None:
@@ -174,6 +175,8 @@ class RequestProcess:
                 proc.stdin.close()
             except BrokenPipeError:
                 pass
+            if not wait:
+                return
             try:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
