@@ -53,34 +53,9 @@ class LineProcess:
                 self._fail()
             return json.loads(line)
 
-    def finish(self, payload: Any) -> Any:
-        """The last request: stdin is closed after it and the whole output is the answer."""
-        self.start()
-        proc, self._proc = self._proc, None
-        try:
-            out, _ = proc.communicate(json.dumps(payload, default=str))
-        except BrokenPipeError:  # it exited early; its stderr says why
-            out = ""
-            proc.wait()
-        if proc.returncode != 0:
-            self._fail(proc)
-        try:
-            return json.loads(out)
-        except json.JSONDecodeError:
-            self._fail(proc, "gave no JSON answer")
-
     def close(self) -> None:
-        if self._proc is not None:
-            proc, self._proc = self._proc, None
-            try:
-                proc.stdin.close()
-            except BrokenPipeError:
-                pass
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        proc, self._proc = self._proc, None
+        _end(proc)
 
     def _fail(self, proc: subprocess.Popen | None = None, how: str | None = None):
         proc = proc or self._proc
@@ -170,15 +145,20 @@ class RequestProcess:
         done (`wait=False`: without waiting for that, at the caller's exit)."""
         with self._lock:
             proc, self._proc = self._proc, None
-        if proc is not None:
-            try:
-                proc.stdin.close()
-            except BrokenPipeError:
-                pass
-            if not wait:
-                return
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        _end(proc, wait)
+
+
+def _end(proc: subprocess.Popen | None, wait: bool = True) -> None:
+    """Closes a helper's stdin, its signal to finish and exit; waits for that (killing it after 10 s) if asked."""
+    if proc is None:
+        return
+    try:
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass
+    if wait:
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

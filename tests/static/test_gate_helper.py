@@ -85,3 +85,23 @@ def test_answers_that_are_not_the_protocol_are_not_taken_for_an_answer():
         assert proc.submit("x", _Boom).result(timeout=30) == [42]
     finally:
         proc.close()
+
+
+def test_a_caller_gone_before_its_answer_leaves_no_copy_behind(tmp_path):
+    """The gate's CLI exits without waiting for the helper; a render whose answer nobody reads anymore
+    still ends with the helper removing its copy of the repository (TMPDIR here)."""
+    import json
+    import os
+    import subprocess
+
+    binary = str(tools.ensure("fluxbuild")["fluxbuild"].path())
+    proc = subprocess.Popen([binary], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "TMPDIR": str(tmp_path)})
+    proc.stdout.close()  # the caller is gone: nobody reads the answers
+    request = {"id": 1, "op": "render", "session": "s", "root": str(REPO_ROOT), "skip_dirs": [".git", ".venv"],
+               "jobs": [{"id": "a", "dir": "overlays/team-queues"}]}
+    proc.stdin.write((json.dumps(request) + "\n").encode())
+    proc.stdin.close()
+    assert proc.wait(timeout=60) == 2, proc.stderr.read()
+    assert b"broken pipe" in proc.stderr.read()
+    assert list(tmp_path.iterdir()) == [], "the helper left its copy behind"

@@ -24,8 +24,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"runtime/debug"
 	"sync"
+	"syscall"
 )
 
 type request struct {
@@ -61,6 +63,9 @@ func main() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
 	}
+	// A caller that exits without waiting for its last answers (the gate's CLI does) makes writing them
+	// fail with EPIPE instead of killing the process before it removes its copies.
+	signal.Ignore(syscall.SIGPIPE)
 	in := bufio.NewReaderSize(os.Stdin, 1<<20)
 	enc := json.NewEncoder(os.Stdout)
 	var (
