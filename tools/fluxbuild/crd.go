@@ -183,21 +183,16 @@ func (c *crdVersion) build() error {
 			c.err = err
 			return
 		}
-		var statusValidator apiservervalidation.SchemaValidator
+		// No status validator: the apiserver uses it only on updates of the status subresource
+		// (ValidateStatusUpdate), never on create.
 		var status *apiextensionsinternal.CustomResourceSubresourceStatus
 		if c.version.Subresources != nil && c.version.Subresources.Status != nil {
 			status = &apiextensionsinternal.CustomResourceSubresourceStatus{}
-			if st, ok := internal.OpenAPIV3Schema.Properties["status"]; ok {
-				if statusValidator, _, err = apiservervalidation.NewSchemaValidator(&st); err != nil {
-					c.err = err
-					return
-				}
-			}
 		}
 		kind := schema.GroupVersionKind{Group: c.crd.Spec.Group, Version: c.version.Name, Kind: c.crd.Spec.Names.Kind}
 		c.structural = s
 		c.strategy = customresource.NewStrategy(typer{}, c.crd.Spec.Scope == apiextensionsv1.NamespaceScoped, kind,
-			validator, statusValidator, s, status, nil, c.version.SelectableFields)
+			validator, nil, s, status, nil, c.version.SelectableFields)
 	})
 	return c.err
 }
