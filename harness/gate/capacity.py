@@ -22,8 +22,9 @@ Decisions (see RULES):
   jobs wait for scale-up (warning, capacity-scale-up). Pods are compared with one node's
   allocatable (after the AKS reservation), because that is what the scheduler sees.
 - Root causes are reported once: a pool with 0 nodes (capacity-empty-pool, at the line that
-  sets the count) or a flavor that selects no pool (capacity-flavor-labels) lists the quotas,
-  flavors and sample pods that depend on it instead of one finding each. A cluster with a VM
+  sets the count), a flavor that selects no pool (capacity-flavor-labels) or quotas from the
+  gpu-sku component of another VM size (capacity-sku-component, harness.gate.sku_component)
+  lists the quotas, flavors and sample pods that depend on it instead of one finding each. A cluster with a VM
   size missing from sku.yaml gets only capacity-unknown-sku: its capacity is unknown.
 - A cluster in clusters/ without terraform/clusters/<name>.tfvars is a finding, not a skip:
   every cluster of this repository is provisioned by terraform/, and a missing file would
@@ -38,7 +39,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from harness.core import format_quantity, parse_quantity
-from harness.gate import placement, podsets
+from harness.gate import placement, podsets, sku_component
 from harness.gate.findings import Finding
 from harness.gate.gpu_driver import gpu_driver_findings
 from harness.gate.placement import Problem
@@ -283,10 +284,15 @@ class _Check:
                                     f"cluster {self.cluster.name}: {cq['kind']} {cq['metadata']['name']} {who} {res}: declared nominal quota "
                                     f"{format_quantity(res, total)} in total ({per_queue}) exceeds the real capacity{scaled} "
                                     f"{format_quantity(res, cap)} of {whose} ({pools_text}; tfvars {self.rel}); admitted workloads would pend forever",
-                                    f"use the components/gpu-sku/<sku> component that matches gpu_vm_size in {self.rel} "
-                                    f"(clusters/{self.cluster.name}/queues/kustomization.yaml), or grow the pool", self.ctx))
-        backing = "no capacity" if cap == 0 else f"only {format_quantity(res, cap)} on the other pools"
+                                    self._quota_hint(res, cap), self.ctx))
+        wrong = sku_component.wrong_component(self.root, [f.file for f in findings], pools)
+        causes |= {("component", *wrong)} if wrong else set()
+        backing = "no capacity" if cap == 0 else f"only {format_quantity(res, cap)}" + ("" if wrong else " on the other pools")
         return Problem(findings, causes, f"the {res} quota {format_quantity(res, total)} of {_flavors(fc.flavor for fc in subset)} ({per_queue}) has {backing} behind it")
+
+    def _quota_hint(self, res: str, cap: Decimal) -> str:
+        return (f"lower the {res} nominalQuota values written here so that they total at most {format_quantity(res, cap)}, "
+                f"or grow the pool (its node count or max_count in {self.rel})")
 
     # -- root causes -------------------------------------------------------------------------------------
     def _fold(self, problems: list[Problem], roots: dict, make) -> list[Finding]:
@@ -312,6 +318,9 @@ class _Check:
     def _root_finding(self, key: tuple[str, str], covered: list[Problem]) -> Finding:
         if key[0] == "flavor":
             return self._flavor_finding(key[1], _follow_ons(covered))
+        if key[0] == "component":
+            dirs = [self.cluster.entry.dir, *(b.dir for b in self.cluster.flux), *self.config.queue_overlays]
+            return sku_component.root_finding(self.root, self.cluster, dirs, key[1], key[2], self.pools, _follow_ons(covered), self.ctx)
         pool = self._pool(key[1])
         origin = pool.count_origin
         file, line = (origin.file, origin.line) if origin else (pool.file, pool.line)
@@ -378,3 +387,4 @@ def _subsets(items: list[FlavorCapacity]):
         joined = [g for g in groups if mine & {p.address for x in g for p in x.pools}]
         groups = [g for g in groups if g not in joined] + [[x for g in joined for x in g] + [fc]]
     yield from (g for g in groups if len(g) > 1)
+

@@ -93,6 +93,7 @@ class Pool:
     first: int = 0               # after by_zone: the instance number of the group's first node
     gpu_driver: str | None = None  # azurerm gpu_driver: "Install" (AKS's NVIDIA driver and device plugin) or "None"
     gpu_driver_origin: Origin | None = None
+    vm_size_origin: Origin | None = None
 
     @property
     def autoscaled(self) -> bool:
@@ -254,6 +255,7 @@ class _Builder:
         address = block.address if block.keyed else f"{block.type}.{block.name}"
         pool = Pool(name, address, block.file, block.line, vm_size, 0, max_pods, labels, taints, system, sku,
                     zones=zones, region=self.region)
+        pool.vm_size_origin = self.origin(block, "vm_size", body.get("vm_size"))
         if get("gpu_driver") is not None:
             pool.gpu_driver, pool.gpu_driver_origin = str(get("gpu_driver")), self.origin(block, "gpu_driver", body.get("gpu_driver"))
         key = next((k for k in AUTOSCALING_KEYS if k in body), None)

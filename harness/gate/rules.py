@@ -20,7 +20,7 @@ from harness.gate.findings import Finding
 from harness.gate.kustomize_warnings import reachable
 from harness.gate.origin import line_at
 from harness.gate.render import Build, ClusterRender, is_flux_kustomization
-from harness.gate.sources import SourceError, Sources, as_list, as_map, as_maps, load_yaml, name_key, resource_id
+from harness.gate.sources import SourceError, Sources, as_list, as_map, as_maps, load_yaml, name_key, reachable_dirs, resource_id
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 OLD_KUEUE_API = "kueue.x-k8s.io/v1beta1"
@@ -135,28 +135,6 @@ def _cluster_queue_rules(ctx: Context, build: Build, cq: dict, flavors: set[str]
 
 
 # -- Clusters and Flux --------------------------------------------------------------------------
-def _reachable_dirs(root: Path, start: Path, seen: set[Path] | None = None) -> set[Path]:
-    """Directories a kustomization pulls in through resources and components."""
-    seen = set() if seen is None else seen
-    start = start.resolve()
-    if start in seen or not (start / "kustomization.yaml").is_file():
-        return seen
-    seen.add(start)
-    try:
-        doc = load_yaml(start / "kustomization.yaml")
-    except SourceError:
-        return seen  # yaml-syntax reports it
-    doc = doc if isinstance(doc, dict) else {}
-    entries = [e for key in ("resources", "components") if isinstance(doc.get(key), list) for e in doc[key]]
-    for entry in entries:
-        if not isinstance(entry, str) or "\0" in entry:
-            continue  # the build reports it
-        target = start / entry
-        if target.is_dir():
-            _reachable_dirs(root, target, seen)
-    return seen
-
-
 def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Finding]:
     out = []
     entry_file = cluster.entry_file
@@ -167,7 +145,7 @@ def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Find
     known = ctx.config.queue_overlays
     overlays = set()
     for build in cluster.flux:
-        for d in _reachable_dirs(root, root / build.dir):
+        for d in reachable_dirs(root, root / build.dir):
             rel = d.relative_to(root.resolve()).as_posix()
             if rel in known:
                 overlays.add(rel)

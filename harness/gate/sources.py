@@ -166,6 +166,28 @@ def kustomization_dirs(root: Path) -> list[Path]:
     return sorted(p.parent for p in yaml_files(root) if p.name == "kustomization.yaml")
 
 
+def reachable_dirs(root: Path, start: Path, seen: set[Path] | None = None) -> set[Path]:
+    """Directories a kustomization pulls in through resources and components."""
+    seen = set() if seen is None else seen
+    start = start.resolve()
+    if start in seen or not (start / "kustomization.yaml").is_file():
+        return seen
+    seen.add(start)
+    try:
+        doc = load_yaml(start / "kustomization.yaml")
+    except SourceError:
+        return seen  # yaml-syntax reports it
+    doc = doc if isinstance(doc, dict) else {}
+    entries = [e for key in ("resources", "components") if isinstance(doc.get(key), list) for e in doc[key]]
+    for entry in entries:
+        if not isinstance(entry, str) or "\0" in entry:
+            continue  # the build reports it
+        target = start / entry
+        if target.is_dir():
+            reachable_dirs(root, target, seen)
+    return seen
+
+
 class SourceError(HarnessError, ValueError):
     """A repository file that cannot be read or parsed; `finding` reports it (file, line, rule, fix)."""
 

@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.gate import capacity, config, gpu_driver
+from harness.gate import capacity, config, gpu_driver, sku_component
 from harness.gate import cluster_refs, kustomize_warnings, queue_activity, sample_admission, served_apis
 from harness.gate import flux_rules, matching
 from harness.gate import rules
@@ -55,6 +55,7 @@ RULE_SOURCES = {
     "harness/gate/served_apis.py (the Kueue and KubeRay APIs each cluster installs)": served_apis.RULES,
     "harness/gate/kustomize_warnings.py (warnings)": kustomize_warnings.RULES,
     "harness/gate/capacity.py (quota and pods vs the Terraform node pools)": capacity.RULES,
+    "harness/gate/sku_component.py (the gpu-sku component vs the pools' vm_size)": sku_component.RULES,
     "harness/gate/gpu_driver.py (GPU pools without the NVIDIA device plugin)": gpu_driver.RULES,
     "harness/gate/terraform_checks.py (Terraform wiring)": terraform_checks.RULES,
 }

@@ -178,6 +178,8 @@ CORPUS = [
      lambda r: append(r, TEAM_A, "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata:\n  name: shared-cohort\nspec:\n"
                                "  resourceGroups:\n    - coveredResources: [nvidia.com/gpu]\n      flavors:\n        - name: gpu\n"
                                "          resources:\n            - {name: nvidia.com/gpu, nominalQuota: \"64\"}\n"), 52),
+    ("vm-size-without-its-component", "capacity-sku-component", "overlays/team-queues/kustomization.yaml",
+     lambda r: edit(r, "terraform/clusters/prod-eastus2.tfvars", '"Standard_ND96amsr_A100_v4"', '"Standard_NC24ads_A100_v4"'), 10),
     ("gpu-driver-none", "capacity-gpu-driver", "terraform/clusters/prod-eastus2.tfvars",
      lambda r: edit(r, "terraform/clusters/prod-eastus2.tfvars", 'gpu_sku_label  = "a100"', 'gpu_sku_label  = "a100"\ngpu_driver     = "None"'), 14),
     # Terraform, read by Terraform's loader and evaluator (tools/tfeval): its errors at the line it names.

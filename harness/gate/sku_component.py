@@ -1,0 +1,116 @@
+"""The gpu-sku component a cluster's queues take their quotas from, against the vm_size of its pools.
+
+Changing a cluster's GPU VM size in its tfvars without switching the components/gpu-sku component
+its queues include leaves every quota of that component sized for the other SKU. That is one
+cause, reported once (rule capacity-sku-component) at the line that includes the component, with
+the quota findings it brings about folded under it (harness.gate.capacity folds them).
+"""
+from __future__ import annotations
+
+import copy
+import os
+from pathlib import Path, PurePosixPath
+
+from harness.gate.findings import Finding
+from harness.gate.origin import line_at
+from harness.gate.pools import Pool
+from harness.gate.render import ClusterRender, run_fluxbuild
+from harness.gate.sources import SourceError, as_list, as_map, load_yaml, name_key, reachable_dirs
+
+COMPONENTS_DIR = "components/gpu-sku"
+RULES = {
+    "capacity-sku-component": "a cluster's queues take their quotas from the components/gpu-sku component of its pools' vm_size "
+                              "(reported once, where the component is included, with the quota findings it causes)",
+}
+
+
+def component_of(vm_size: str) -> str:
+    """The component directory name of a VM size: Standard_ND96amsr_A100_v4 -> standard-nd96amsr-a100-v4."""
+    return vm_size.lower().replace("_", "-")
+
+
+def written_in(file: str) -> str | None:
+    """The gpu-sku component a repository file belongs to, if any."""
+    parts = PurePosixPath(file).parts
+    prefix = PurePosixPath(COMPONENTS_DIR).parts
+    return parts[len(prefix)] if len(parts) > len(prefix) + 1 and parts[:len(prefix)] == prefix else None
+
+
+def expected(root: Path, pools: list[Pool]) -> str | None:
+    """The one gpu-sku component of the repository that matches a pool's vm_size (None: none or several)."""
+    found = {component_of(p.vm_size) for p in pools} & {d.name for d in (root / COMPONENTS_DIR).glob("*") if d.is_dir()}
+    return found.pop() if len(found) == 1 else None
+
+
+def wrong_component(root: Path, files: list[str], pools: list[Pool]) -> tuple[str, str] | None:
+    """(component used, component of the pools) when every one of `files` (where quotas are written)
+    is in one gpu-sku component and the pools' vm_size has another."""
+    used = {written_in(f) for f in files}
+    want = expected(root, pools)
+    if len(used) != 1 or None in used or want is None or want in used:
+        return None
+    return used.pop(), want
+
+
+def included_at(root: Path, dirs: list[str], component: str) -> tuple[str, int | None, str] | None:
+    """(kustomization.yaml, line, directory of `dirs` it is reached from) of the first components or resources
+    entry naming `component` among the kustomizations each of `dirs` pulls in (the directory itself first)."""
+    target = (root / COMPONENTS_DIR / component).resolve()
+    for d in dirs:
+        for found in sorted(reachable_dirs(root, root / d), key=lambda p: (p != (root / d).resolve(), p)):
+            rel = f"{found.relative_to(root.resolve()).as_posix()}/kustomization.yaml"
+            try:
+                doc = load_yaml(root / rel)
+            except SourceError:
+                continue
+            for key in ("components", "resources"):
+                entries = doc.get(key) if isinstance(doc, dict) else None
+                for i, entry in enumerate(entries if isinstance(entries, list) else []):
+                    if isinstance(entry, str) and "\0" not in entry and (found / entry).resolve() == target:
+                        return rel, line_at(root, rel, None, [key, i]), d
+    return None
+
+
+def sizes_queues(root: Path, cluster: ClusterRender, top: str, want: str) -> bool | None:
+    """Whether components/gpu-sku/<want>, added to the components of the cluster's Flux Kustomization that
+    builds `top`, changes the quotas of every ClusterQueue that build yields: kustomize-controller's own
+    rendering answers (the fluxbuild helper); None when there is no such build or the probe does not build."""
+    build = next((b for b in cluster.flux if b.dir == top and b.flux_kustomization and not b.error), None)
+    if build is None:
+        return None
+    ks = copy.deepcopy(build.flux_kustomization)
+    spec = ks.setdefault("spec", {})
+    spec["components"] = [*as_list(spec.get("components")), os.path.relpath(root / COMPONENTS_DIR / want, root / top)]
+    result = run_fluxbuild(root, [{"id": "probe", "kustomization": ks, "sources": cluster.variables}]).get("probe") or {}
+    if result.get("error"):
+        return None
+
+    def quotas(objects: list) -> dict:
+        return {name_key(as_map(o.get("metadata")).get("name")): as_map(o.get("spec")).get("resourceGroups")
+                for o in objects if isinstance(o, dict) and o.get("kind") == "ClusterQueue"}
+    before, after = quotas(build.objects), quotas(result.get("objects") or [])
+    return bool(before) and all(after.get(name) != groups for name, groups in before.items())
+
+
+def root_finding(root: Path, cluster: ClusterRender, dirs: list[str], used: str, want: str, pools: list[Pool],
+                 follow_ons: list[str], context: str) -> Finding:
+    """The finding for a cluster that includes component `used` while its pools are `want`'s SKU."""
+    file, line, top = included_at(root, dirs, used) or (f"{COMPONENTS_DIR}/{used}/kustomization.yaml", None, None)
+    sized = "; ".join(p.where() + (f" ({p.vm_size_origin.text} at {p.vm_size_origin.where()})" if p.vm_size_origin else "")
+                      for p in pools if component_of(p.vm_size) == want)
+    own = top and file == f"{top}/kustomization.yaml"
+    sizes = sizes_queues(root, cluster, top, want) if top else None
+    if sizes is False:
+        fix = (f"{COMPONENTS_DIR}/{want} does not size these ClusterQueues (with it, kustomize leaves their quotas as they are: "
+               f"its patches select none of them): add patches for them to it, as {COMPONENTS_DIR}/{used} has, or use a queue "
+               f"layout it sizes")
+    elif own or top is None:
+        fix = f"include {COMPONENTS_DIR}/{want} instead of {COMPONENTS_DIR}/{used} here"
+    else:
+        fix = (f"list {COMPONENTS_DIR}/{want} under `components:` in {top}/kustomization.yaml: its quotas then replace those "
+               f"{file} brings in, for this cluster only ({file} may serve other clusters)")
+    return Finding(file, line, f"cluster/{cluster.name}", "capacity-sku-component",
+                   f"cluster {cluster.name}: its queues take their quotas from {COMPONENTS_DIR}/{used}"
+                   + (f" (through {top})" if top and not own else "") + f", but its pools are {sized}, "
+                   f"whose component is {COMPONENTS_DIR}/{want}; so " + "; ".join(follow_ons) + "; admitted workloads would pend forever",
+                   fix + "; or set the vm_size back", context)
