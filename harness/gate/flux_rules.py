@@ -52,7 +52,8 @@ def flux_rules(ctx, cluster: ClusterRender) -> list[Finding]:
             out.append(ctx.finding(ks, owner, "flux-prune",
                                    f"applies {' and '.join(k + 's' for k in queues)} without prune: true, so switching the overlay "
                                    "would leave the old queues admitting",
-                                   "set spec.prune: true on this Kustomization", cluster=cluster.name))
+                                   "set spec.prune: true on this Kustomization", cluster=cluster.name,
+                                   field="spec.prune" if "prune" in as_map(ks.get("spec")) else None))
     for build, obj in ((b, o) for b in builds for o in b.objects):
         if str(obj.get("apiVersion", "")).startswith(SUSPENDABLE_APIS) and as_map(obj.get("spec")).get("suspend") is True:
             found = ctx.finding(obj, build, "flux-suspended",

@@ -111,7 +111,7 @@ CORPUS = [
      lambda r: edit(r, f"{PROD}/queues.yaml", "    name: flux-system\n  path:", "    name: flux-systen\n  path:")),
     ("dangling-chart-ref", "flux-source-ref", "flux/infrastructure/controllers/kueue.yaml",
      lambda r: edit(r, "flux/infrastructure/controllers/kueue.yaml", "    kind: OCIRepository\n    name: kueue\n", "    kind: OCIRepository\n    name: kueue-chart\n")),
-    ("queues-without-prune", "flux-prune", f"{PROD}/queues.yaml", lambda r: edit(r, f"{PROD}/queues.yaml", "  prune: true", "  prune: false")),
+    ("queues-without-prune", "flux-prune", f"{PROD}/queues.yaml", lambda r: edit(r, f"{PROD}/queues.yaml", "  prune: true", "  prune: false"), 15),
     ("chart-tag-drift", "versions-drift", "flux/infrastructure/controllers/kueue.yaml",
      lambda r: edit(r, "flux/infrastructure/controllers/kueue.yaml", "    tag: 0.17.1", "    tag: 0.17.2")),
     ("image-tag-drift", "versions-drift", "flux/infrastructure/controllers/kuberay-operator.yaml",
