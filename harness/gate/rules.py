@@ -45,6 +45,7 @@ RULES = {
     "flux-variable-undefined": "every ${VAR} in a Flux Kustomization's output is defined",
     "sample-render": "every sample listed in clusters/*/samples.yaml (the configuration's samples file) renders",
     "sample-queue": "a sample names a LocalQueue that exists in its namespace",
+    "sample-vars": "every `vars` entry of a samples.yaml entry is a ${VAR} its sample uses (a misspelt one leaves the default in place)",
     "sample-suspend": "a sample is created suspended",
     "sample-ttl-holds-nodes": "a sample's RayCluster is deleted as its job ends (ttlSecondsAfterFinished: 0), since Kueue gives its quota to the next job at once (warning)",
     "sample-fits": "a sample fits its ClusterQueue's nominal quota plus borrowing limit",
@@ -260,6 +261,11 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
         wfile = f"workloads/{sample}.yaml"
         if wfile in ctx.sources.broken_files():
             continue  # its YAML error is the finding; what PyYAML made of the file is not what kubectl would submit
+        for name, near in workloads.unused_vars(sample, e.get("vars") or {}, root).items():
+            meant = f"did you mean {near[0]}?" if len(near) == 1 else f"it uses {', '.join(near)}"
+            out.append(Finding(samples_file, line_at(root, samples_file, None, [i, "vars", name]) or entry_line, f"sample/{sample}",
+                               "sample-vars", f"vars sets {name}, which {wfile} does not use ({meant}): the sample is checked "
+                               "with its default instead", f"spell the variable as {wfile} does, or remove it from `vars`", where))
         rendered.append((sample, job, entry_line))
         spec = as_map(job.get("spec"))
         if spec.get("suspend") is not True:

@@ -5,6 +5,7 @@ string.Template is that same syntax, and `substitute` refuses to leave a variabl
 """
 from __future__ import annotations
 
+import difflib
 import string
 from decimal import Decimal
 from pathlib import Path
@@ -76,6 +77,13 @@ def render(sample: str, queue: str, values: dict[str, str] | None = None, root: 
     if not isinstance(job, dict) or not isinstance(job.get("metadata"), dict):
         raise WorkloadError(f"{path.relative_to(root)} does not render to one object with metadata")
     return job
+
+
+def unused_vars(sample: str, values: dict, root: Path = REPO_ROOT) -> dict[str, list[str]]:
+    """The names in `values` that `sample` has no ${VAR} for, each with the sample's variables closest
+    to it (a misspelling leaves the default in place); the sample renders (render_entry said so)."""
+    used = string.Template(read_source(root / WORKLOADS_DIR / f"{sample}.yaml", root)).get_identifiers()
+    return {str(k): difflib.get_close_matches(str(k), used, n=1) or sorted(used) for k in values if str(k) not in used}
 
 
 def _plain_name(name: str) -> bool:

@@ -178,6 +178,8 @@ CORPUS = [
      lambda r: append(r, TEAM_A, "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata:\n  name: shared-cohort\nspec:\n"
                                "  resourceGroups:\n    - coveredResources: [nvidia.com/gpu]\n      flavors:\n        - name: gpu\n"
                                "          resources:\n            - {name: nvidia.com/gpu, nominalQuota: \"64\"}\n"), 52),
+    ("sample-var-misspelt", "sample-vars", f"{PROD}/samples.yaml",
+     lambda r: edit(r, f"{PROD}/samples.yaml", 'vars: {NUM_WORKERS: "4"}', 'vars: {NUM_WORKER: "4"}'), 9),
     ("vm-size-without-its-component", "capacity-sku-component", "overlays/team-queues/kustomization.yaml",
      lambda r: edit(r, "terraform/clusters/prod-eastus2.tfvars", '"Standard_ND96amsr_A100_v4"', '"Standard_NC24ads_A100_v4"'), 10),
     ("gpu-driver-none", "capacity-gpu-driver", "terraform/clusters/prod-eastus2.tfvars",
