@@ -3,7 +3,7 @@
 tools/fluxbuild (the gate's one Go process, check.go) runs the pinned kube-apiserver's own code for custom resources (strict decoding,
 pruning, defaulting, the OpenAPI schema, x-kubernetes-validations CEL rules, metadata) and Kueue's
 validating webhooks at the pinned version, then KubeRay's own RayJob validation (what its controller
-checks before it acts), and kubeconform's validator on the offline schemas for
+checks before it acts) and Kueue's scheduler's own check of a RayJob's Workload, and kubeconform's validator on the offline schemas for
 built-in kinds (`harness.gate.schemas`). It is told the expected kinds before rendering
 (`Checker.expect`) so that it loads the CRDs while it renders, and is handed the objects once they are known.
 """
@@ -27,6 +27,34 @@ STAGE_RULES = {
     "validation": "api-validation",  # the apiserver's validation of a custom resource (schema, CEL, metadata)
     "webhook": "kueue-webhook",  # Kueue's validating webhook
     "controller": "kuberay-validation",  # what KubeRay's RayJob controller validates before it acts
+    "scheduler": "kueue-inadmissible",  # what Kueue's scheduler checks of the job's Workload before it looks for quota
+}
+
+# The rules of the stages above (the README's table), the fix for each and what a finding of it says.
+RULES = {
+    "api-validation": "every custom resource passes the apiserver's own create validation (OpenAPI schema, x-kubernetes-validations CEL rules, metadata), offline",
+    "kueue-webhook": "every Kueue object and RayJob passes Kueue's validating webhook (its own code at the pinned version), offline",
+    "kuberay-validation": "every RayJob passes what the pinned KubeRay operator validates before it acts (its own functions); "
+                          "else the RayJob is marked ValidationFailed and never runs",
+    "kueue-inadmissible": "every RayJob's Workload passes what the pinned Kueue's scheduler checks before it looks for quota "
+                          "(its own workload.ValidateResources: requests within limits); else it stays pending, inadmissible",
+}
+
+HINTS = {
+    "schema-unknown-kind": "fix apiVersion/kind (Kueue: kueue.x-k8s.io/v1beta2, KubeRay: ray.io/v1, Flux: kustomize.toolkit.fluxcd.io/v1)",
+    "schema": "fix the field named in the message; unknown fields are errors (check spelling and nesting against the CRD)",
+    "api-validation": "change the value at the field named so that the rule quoted in the message holds (the apiserver rejects the object)",
+    "kueue-webhook": "change the value at the field named; Kueue's admission webhook rejects the object as it stands",
+    "kuberay-validation": "change the RayJob as the message says; KubeRay's controller refuses it (jobDeploymentStatus ValidationFailed)",
+    "kueue-inadmissible": "make the container's requests at most its limits (or drop the limits), at the field named",
+}
+WHAT = {
+    "schema-unknown-kind": "is not served by Kubernetes 1.35 or the pinned CRDs",
+    "schema": "fails strict schema validation",
+    "api-validation": "is rejected by the apiserver's validation",
+    "kueue-webhook": "is rejected by Kueue's validating webhook",
+    "kuberay-validation": "is refused by KubeRay's RayJob controller",
+    "kueue-inadmissible": "would never be admitted",
 }
 
 

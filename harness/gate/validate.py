@@ -36,17 +36,11 @@ from harness.gate.sources import Sources
 from harness.gate.workloads import WORKLOADS_DIR
 from harness.core import HarnessError, versions
 
-SCHEMA_RULES = {
-    "api-validation": "every custom resource passes the apiserver's own create validation (OpenAPI schema, x-kubernetes-validations CEL rules, metadata), offline",
-    "kueue-webhook": "every Kueue object and RayJob passes Kueue's validating webhook (its own code at the pinned version), offline",
-    "kuberay-validation": "every RayJob passes what the pinned KubeRay operator validates before it acts (its own functions); "
-                          "else the RayJob is marked ValidationFailed and never runs",
-}
 # Every rule id the gate can report, by the module that checks it (the README's table is this).
 RULE_SOURCES = {
     "harness/gate/config.py (the gate's configuration, .ray-kueue-gate.yaml)": config.RULES,
     "harness/gate/sources.py, rules.py (files, rendering, Kueue objects, clusters, samples)": rules.RULES,
-    "tools/fluxbuild check.go (the apiserver's, Kueue's and KubeRay's own validation)": SCHEMA_RULES,
+    "tools/fluxbuild check.go (the apiserver's, Kueue's and KubeRay's own validation)": schema_check.RULES,
     "harness/gate/flux_rules.py (Flux wiring)": flux_rules.RULES,
     "harness/gate/version_rules.py (versions.yaml drift)": version_rules.RULES,
     "harness/gate/cluster_refs.py (references and sizes in each cluster's rendered set)": cluster_refs.RULES,
@@ -198,10 +192,10 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
 
     t = time.monotonic()
     per_area["schema"] += joined(schema)
-    # An object the apiserver or Kueue's webhook rejects never reaches Kueue: what follows from its
-    # values (a quota, a sample measured against it) is not reported beside the rejection.
-    rejected = {f.resource for f in per_area["schema"] if f.rule in ("api-validation", "kueue-webhook")}
-    per_area["rules"] += [f for rid, f in presuming if rid not in rejected]
+    # An object the apiserver or Kueue's webhook rejects never reaches Kueue's quota (nor one its scheduler finds
+    # inadmissible): what follows from its values (a quota, a sample measured against it) is not reported beside.
+    rejected = {f.resource for f in per_area["schema"] if f.rule in ("api-validation", "kueue-webhook", "kueue-inadmissible")}
+    per_area["rules"] += [f for rid, f in presuming if rid not in rejected and f.resource not in rejected]
     per_area["capacity"] = [f for f in per_area["capacity"] if not (f.rule == "capacity-quota" and f.resource in rejected)]
     timings["schema"] = time.monotonic() - t  # what was left to wait for once the rules were done
     timings["total"] = time.monotonic() - t0
@@ -228,22 +222,6 @@ def summary_table(report: Report) -> str:
     return "\n".join(lines)
 
 
-SCHEMA_HINTS = {
-    "schema-unknown-kind": "fix apiVersion/kind (Kueue: kueue.x-k8s.io/v1beta2, KubeRay: ray.io/v1, Flux: kustomize.toolkit.fluxcd.io/v1)",
-    "schema": "fix the field named in the message; unknown fields are errors (check spelling and nesting against the CRD)",
-    "api-validation": "change the value at the field named so that the rule quoted in the message holds (the apiserver rejects the object)",
-    "kueue-webhook": "change the value at the field named; Kueue's admission webhook rejects the object as it stands",
-    "kuberay-validation": "change the RayJob as the message says; KubeRay's controller refuses it (jobDeploymentStatus ValidationFailed)",
-}
-SCHEMA_WHAT = {
-    "schema-unknown-kind": "is not served by Kubernetes 1.35 or the pinned CRDs",
-    "schema": "fails strict schema validation",
-    "api-validation": "is rejected by the apiserver's validation",
-    "kueue-webhook": "is rejected by Kueue's validating webhook",
-    "kuberay-validation": "is refused by KubeRay's RayJob controller",
-}
-
-
 def _schema_findings(ctx: rules.Context, checker: schema_check.Checker,
                      validated: list[tuple[object, dict, str | None]]) -> list[Finding]:
     out = []
@@ -253,8 +231,8 @@ def _schema_findings(ctx: rules.Context, checker: schema_check.Checker,
             continue
         b, label = (None, build) if isinstance(build, str) else (build, None)
         for err in problem.errors:
-            text = f"{SCHEMA_WHAT[problem.rule]}: {err['message']}"
-            out.append(ctx.finding(obj, b, problem.rule, text, SCHEMA_HINTS[problem.rule], file=file, context=label,
+            text = f"{schema_check.WHAT[problem.rule]}: {err['message']}"
+            out.append(ctx.finding(obj, b, problem.rule, text, schema_check.HINTS[problem.rule], file=file, context=label,
                                    field=err.get("field") or None))
     return out
 

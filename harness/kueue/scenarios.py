@@ -127,5 +127,19 @@ TOO_BIG = Scenario(
           expect=[Pending("too-big", "insufficient quota for nvidia.com/gpu in flavor {gpu}", should="never be admitted")])],
     cluster=PRODUCTION)
 
+# A submitter container asking for more CPU than its limit: the apiserver, Kueue's webhook and KubeRay
+# accept the RayJob; Kueue's scheduler finds its Workload inadmissible (the gate's kueue-inadmissible).
+OVER_LIMITS_SUBMITTER = {"submitterPodTemplate": {"spec": {"restartPolicy": "Never", "containers": [{
+    "name": "ray-job-submitter", "image": "mcr.microsoft.com/azurelinux/busybox:1.36",
+    "resources": {"requests": {"cpu": "1", "memory": "256Mi"}, "limits": {"cpu": "500m", "memory": "256Mi"}}}]}}}
+
+REQUESTS_OVER_LIMITS = Scenario(
+    "requests-over-limits", "a container's requests above its limits", "overlays/team-queues", TEAMS,
+    "the Workload stays pending: resources validation failed",
+    [Step("submit", "team A submits over-limits, whose submitter requests 1 CPU with a 500m limit",
+          [Submit("batch-inference", "over-limits", "team-a", spec=OVER_LIMITS_SUBMITTER)],
+          expect=[Pending("over-limits", "resources validation failed", should="never be admitted")])],
+    cluster=PRODUCTION)
+
 SCENARIOS = [SINGLE_QUEUE, TEAM_QUEUES, SAMPLE_CPU_FIRST, HIGH_PREEMPTS_LOW, LOW_NEVER_PREEMPTS_HIGH, NO_LOCAL_QUEUE,
-             KEEPS_CLUSTER_REJECTED, TOO_BIG]
+             KEEPS_CLUSTER_REJECTED, TOO_BIG, REQUESTS_OVER_LIMITS]

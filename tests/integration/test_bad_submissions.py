@@ -1,11 +1,14 @@
 """What Kueue does with submissions that can never run: the test asserts Kueue's real answer
-(harness.kueue.scenarios: NO_LOCAL_QUEUE, KEEPS_CLUSTER_REJECTED, TOO_BIG)."""
+(harness.kueue.scenarios: NO_LOCAL_QUEUE, KEEPS_CLUSTER_REJECTED, TOO_BIG, REQUESTS_OVER_LIMITS), and
+that the static gate says the same of the job beforehand where it has a rule for it."""
 from __future__ import annotations
 
 import pytest
 
+from harness.gate.schema_check import validate
 from harness.k8s import condition
 from harness.kueue import scenarios
+from harness.kueue.queues import rayjob
 
 pytestmark = pytest.mark.integration
 
@@ -30,3 +33,18 @@ def test_job_larger_than_the_queue_can_ever_hold_is_inadmissible(scenario, queue
     assert not state["too-big"]["admitted"] and state["too-big"]["suspended"], state
     message = condition(queues.workload("too-big"), "QuotaReserved")["message"]
     assert f"insufficient quota for nvidia.com/gpu in flavor {queues.names.flavor('gpu')}" in message, message
+
+
+def test_requests_above_limits_are_inadmissible_as_the_gate_says(scenario, queues):
+    # The gate's verdict on the job the scenario submits (Kueue's own check, offline) ...
+    submit = scenarios.REQUESTS_OVER_LIMITS.steps[0].actions[0]
+    job = rayjob(submit.sample, submit.name, submit.queue)
+    job["spec"].update(submit.spec)
+    (problem,) = validate([job])
+    assert problem is not None and problem.rule == "kueue-inadmissible", problem
+    assert problem.errors[0]["field"] == "spec.submitterPodTemplate.spec.containers[0]", problem
+    # ... is the real Kueue's: accepted by the apiserver and the webhook, never given quota.
+    state = scenario(scenarios.REQUESTS_OVER_LIMITS)["submit"].state
+    assert not state["over-limits"]["admitted"] and state["over-limits"]["suspended"], state
+    message = condition(queues.workload("over-limits"), "QuotaReserved")["message"]
+    assert "resources validation failed" in message and "requests must not exceed its limits" in message, message

@@ -19,20 +19,13 @@ from harness.gate.sku import SKU_FILE, allocatable, sku_table
 from harness.gate.terraform import TerraformConfig, load_tfvars
 from harness.gate.render import render_repository
 from harness.core.versions import REPO_ROOT
+from tests.static.test_gate_corpus import edit
 
 pytestmark = pytest.mark.static
 
 PROD_TFVARS = "terraform/clusters/prod-eastus2.tfvars"
 DEV_TFVARS = "terraform/clusters/dev-westus3.tfvars"
 ND96 = "components/gpu-sku/standard-nd96amsr-a100-v4/kustomization.yaml"
-
-
-def edit(root: Path, rel: str, old: str, new: str) -> None:
-    path = root / rel
-    text = path.read_text()
-    assert old in text, f"test case is stale: {old!r} not in {rel}"
-    path.write_text(text.replace(old, new, 1))
-
 
 
 def findings(root: Path):

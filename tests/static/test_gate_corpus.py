@@ -178,6 +178,8 @@ CORPUS = [
      lambda r: append(r, TEAM_A, "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata:\n  name: shared-cohort\nspec:\n"
                                "  resourceGroups:\n    - coveredResources: [nvidia.com/gpu]\n      flavors:\n        - name: gpu\n"
                                "          resources:\n            - {name: nvidia.com/gpu, nominalQuota: \"64\"}\n"), 52),
+    ("requests-above-limits", "kueue-inadmissible", "workloads/llm-training.yaml",
+     lambda r: edit(r, "workloads/llm-training.yaml", 'requests: {cpu: "16", memory: 128Gi', 'requests: {cpu: "32", memory: 128Gi'), 82),
     ("sample-var-misspelt", "sample-vars", f"{PROD}/samples.yaml",
      lambda r: edit(r, f"{PROD}/samples.yaml", 'vars: {NUM_WORKERS: "4"}', 'vars: {NUM_WORKER: "4"}'), 9),
     ("vm-size-without-its-component", "capacity-sku-component", "overlays/team-queues/kustomization.yaml",

@@ -8,19 +8,13 @@ import pytest
 
 from harness.gate import capacity, sku_component
 from harness.gate.render import render_repository
+from tests.static.test_gate_corpus import edit
 
 pytestmark = pytest.mark.static
 
 PROD_TFVARS = "terraform/clusters/prod-eastus2.tfvars"
 PROD_QUEUES = "clusters/prod-eastus2/queues/kustomization.yaml"
 NC24 = "components/gpu-sku/standard-nc24ads-a100-v4"
-
-
-def edit(root: Path, rel: str, old: str, new: str) -> None:
-    path = root / rel
-    text = path.read_text()
-    assert old in text, f"test case is stale: {old!r} not in {rel}"
-    path.write_text(text.replace(old, new, 1))
 
 
 def prod_on_nc24(root: Path) -> None:

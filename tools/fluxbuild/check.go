@@ -17,8 +17,8 @@
 // listed in crds/index.json); it is loaded once per process. A "prepare" request names the [apiVersion, kind] pairs
 // the caller expects, whose validators are then built while it renders. A "check" answer has one
 // result per object, in order: {"stage": "", "errors": [...]} where stage is "" (accepted),
-// "unknown" (a kind the cluster would not serve), "decode", "schema", "validation", "webhook" or
-// "controller".
+// "unknown" (a kind the cluster would not serve), "decode", "schema", "validation", "webhook",
+// "controller" (KubeRay, kuberay.go) or "scheduler" (Kueue's scheduler, kueuesched.go).
 package main
 
 import (

@@ -11,12 +11,8 @@ import (
 // spec), with KubeRay's own functions. An object the apiserver and Kueue's webhook accept but
 // these refuse is marked ValidationFailed by the operator and never runs. Other kinds: nil.
 func controllerErrors(u *unstructured.Unstructured) []fieldError {
-	gvk := u.GroupVersionKind()
-	if gvk.GroupVersion() != rayv1.GroupVersion || gvk.Kind != "RayJob" {
-		return nil
-	}
-	job := &rayv1.RayJob{}
-	if errs := fromUnstructured(u, job); errs != nil {
+	job, errs := rayJobOf(u)
+	if job == nil {
 		return errs
 	}
 	for _, validate := range []func() error{
@@ -28,4 +24,18 @@ func controllerErrors(u *unstructured.Unstructured) []fieldError {
 		}
 	}
 	return nil
+}
+
+// rayJobOf is the object as a RayJob; nil (with the decoding errors, if any) when it is another kind
+// or does not decode.
+func rayJobOf(u *unstructured.Unstructured) (*rayv1.RayJob, []fieldError) {
+	gvk := u.GroupVersionKind()
+	if gvk.GroupVersion() != rayv1.GroupVersion || gvk.Kind != "RayJob" {
+		return nil, nil
+	}
+	job := &rayv1.RayJob{}
+	if errs := fromUnstructured(u, job); errs != nil {
+		return nil, errs
+	}
+	return job, nil
 }

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/controller/jobs/rayjob"
+	"sigs.k8s.io/kueue/pkg/workload"
+)
+
+// schedulerErrors runs what the pinned Kueue's scheduler checks of a RayJob's Workload before it
+// looks for quota (scheduler.go: workload.ValidateResources, on the Workload the job reconciler
+// built with the Ray integration's PodSets and adjusted with workload.AdjustResources): a container
+// whose requests exceed its limits leaves the Workload inadmissible ("resources validation failed")
+// for as long as it exists, although the apiserver, Kueue's webhook and KubeRay accept the RayJob.
+// The namespace is taken to have no LimitRanges and the pods no RuntimeClass overhead (a client
+// with no objects answers AdjustResources). Other kinds: nil.
+func schedulerErrors(ctx context.Context, u *unstructured.Unstructured) (errs []fieldError) {
+	job, errs := rayJobOf(u)
+	if job == nil {
+		return errs
+	}
+	if job.Spec.RayClusterSpec == nil {
+		return nil // a job on an existing cluster: Kueue's webhook refuses it first
+	}
+	defer func() { // Kueue's code failing on this object fails this object's check, not the request's others
+		if r := recover(); r != nil {
+			msg := fmt.Sprintf("Kueue's Ray integration fails on this RayJob: %v", r)
+			errs = []fieldError{{Field: "spec", Type: "InternalError", Detail: msg, Message: msg}}
+		}
+	}()
+	podSets, err := (*rayjob.RayJob)(job).PodSets(ctx)
+	if err != nil {
+		msg := fmt.Sprintf("Kueue cannot build the job's Workload: %v", err)
+		return []fieldError{{Field: "spec", Type: "Invalid", Detail: msg, Message: msg}}
+	}
+	wl := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Name: job.Name, Namespace: job.Namespace}, Spec: kueue.WorkloadSpec{PodSets: podSets}}
+	workload.AdjustResources(ctx, fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).Build(), wl)
+	errs = fieldErrors(workload.ValidateResources(workload.NewInfo(wl)))
+	for i := range errs {
+		path := rayJobPath(errs[i].Field, job)
+		errs[i].Message = "Kueue's scheduler: " + errInvalidWLResources + ": " + strings.Replace(errs[i].Message, errs[i].Field, path, 1)
+		errs[i].Field = path
+	}
+	return errs
+}
+
+// errInvalidWLResources is the pinned Kueue scheduler's inadmissible message (scheduler.go, unexported).
+const errInvalidWLResources = "resources validation failed"
+
+// rayJobPath turns a Workload field path (spec.podSets[i].template...) into the RayJob field the pod
+// set comes from: the head group, the i-th worker group, or the submitter pod template.
+func rayJobPath(path string, job *rayv1.RayJob) string {
+	const prefix = "spec.podSets["
+	if !strings.HasPrefix(path, prefix) {
+		return path
+	}
+	var index int
+	if _, err := fmt.Sscanf(path[len(prefix):], "%d]", &index); err != nil {
+		return path
+	}
+	rest := path[strings.Index(path, "]")+1:]
+	rest = strings.TrimPrefix(rest, ".template")
+	workers := len(job.Spec.RayClusterSpec.WorkerGroupSpecs)
+	switch {
+	case index == 0:
+		return "spec.rayClusterSpec.headGroupSpec.template" + rest
+	case index <= workers:
+		return fmt.Sprintf("spec.rayClusterSpec.workerGroupSpecs[%d].template%s", index-1, rest)
+	default:
+		return "spec.submitterPodTemplate" + rest
+	}
+}
