@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/controller/jobs/rayjob"
@@ -42,7 +45,7 @@ func schedulerErrors(ctx context.Context, u *unstructured.Unstructured) (errs []
 		return []fieldError{{Field: "spec", Type: "Invalid", Detail: msg, Message: msg}}
 	}
 	wl := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Name: job.Name, Namespace: job.Namespace}, Spec: kueue.WorkloadSpec{PodSets: podSets}}
-	workload.AdjustResources(ctx, fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).Build(), wl)
+	workload.AdjustResources(ctx, emptyCluster(), wl)
 	errs = fieldErrors(workload.ValidateResources(workload.NewInfo(wl)))
 	for i := range errs {
 		path := rayJobPath(errs[i].Field, job)
@@ -51,6 +54,12 @@ func schedulerErrors(ctx context.Context, u *unstructured.Unstructured) (errs []
 	}
 	return errs
 }
+
+// emptyCluster is a client of a cluster with no objects (no LimitRange, no RuntimeClass), built once;
+// its deduced type converter spares parsing client-go's apply schemas, which nothing here applies.
+var emptyCluster = sync.OnceValue(func() client.Client {
+	return fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithTypeConverters(managedfields.NewDeducedTypeConverter()).Build()
+})
 
 // errInvalidWLResources is the pinned Kueue scheduler's inadmissible message (scheduler.go, unexported).
 const errInvalidWLResources = "resources validation failed"
