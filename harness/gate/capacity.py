@@ -345,7 +345,7 @@ class _Check:
     def _flavor_finding(self, fname: str, follow_ons: list[str]) -> Finding:
         obj = self.flavors[fname]
         fl = placement.flavors_of([obj])[fname]
-        file, line = self.locate(obj)
+        file, line = self.locate(obj, f"spec.nodeLabels[{next(iter(fl.labels))}]" if fl.labels else None)  # where it selects
         have = "; ".join(f"{p.name} has " + ", ".join(f"{k}={p.labels.get(k, '<absent>')}" for k in fl.labels)
                          + (f"{', ' if fl.labels else ''}taints {', '.join(p.taints)}" if p.taints else "")
                          + (" (0 nodes)" if p.count == 0 else "") for p in self.pools) or "no pools"

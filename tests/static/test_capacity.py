@@ -91,6 +91,7 @@ def test_flavor_label_mismatch(repo_copy: Path):
     msg = next(f.message for f in hits if f.context == "cluster prod-eastus2")
     assert "flavor gpu" in msg and "nvidia-h100" in msg and "gpupool has accelerator=nvidia" in msg
     assert hits[0].file == "base/resource-flavors.yaml" and hits[0].resource == "ResourceFlavor/gpu"
+    assert hits[0].line == line_of(repo_copy, "base/resource-flavors.yaml", "accelerator: nvidia-h100"), "at the label it selects by"
     # The root cause once per cluster: its GPU quota and the GPU pods are listed under it, not reported again.
     assert "nvidia.com/gpu quota 8 of flavor gpu (ClusterQueue team-a-cq 4, ClusterQueue team-b-cq 4) has no capacity" in msg
     assert "sample pods aurora-finetune/gpu-workers, llm-training/gpu-workers, batch-inference/gpu-workers would stay Pending" in msg
