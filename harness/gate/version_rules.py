@@ -39,10 +39,11 @@ def version_rules(ctx, root: Path, cluster: ClusterRender, pinned: dict | None) 
                 tag = as_map(spec.get("ref")).get("tag")
                 if str(tag) != production:
                     out.append(ctx.finding(obj, build, "versions-drift", f"chart tag {tag!r}, but versions.yaml pins {component} {production}",
-                                           f"set spec.ref.tag: {production}, or change {component}.production (and version) in versions.yaml"))
+                                           f"set spec.ref.tag: {production}, or change {component}.production (and version) in versions.yaml",
+                                           field="spec.ref.tag" if "tag" in as_map(spec.get("ref")) else None))
                 if spec.get("url") != url:
                     out.append(ctx.finding(obj, build, "versions-drift", f"url {spec.get('url')!r}, but versions.yaml's chart repository gives {url!r}",
-                                           f"set spec.url: {url}"))
+                                           f"set spec.url: {url}", field="spec.url" if "url" in spec else None))
             elif obj.get("kind") == "HelmRelease":
                 value = as_map(spec.get("values"))
                 for part in IMAGE_TAG[component][:-1]:
@@ -51,5 +52,6 @@ def version_rules(ctx, root: Path, cluster: ClusterRender, pinned: dict | None) 
                 if tag is not None and str(tag) != f"v{production}":
                     path = ".".join(IMAGE_TAG[component])
                     out.append(ctx.finding(obj, build, "versions-drift", f"values.{path} {tag!r}, but versions.yaml pins {component} {production}",
-                                           f"set values.{path}: v{production}, or change {component}.production in versions.yaml"))
+                                           f"set values.{path}: v{production}, or change {component}.production in versions.yaml",
+                                           field="spec.values." + ".".join(f"[{p}]" if "." in p else p for p in IMAGE_TAG[component])))
     return out
