@@ -150,7 +150,8 @@ def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Find
             rel = d.relative_to(root.resolve()).as_posix()
             if rel in known:
                 overlays.add(rel)
-    if known and len(overlays) != 1:
+    # With no overlay reached and a Flux layer that does not build, that layer's finding is the cause.
+    if known and len(overlays) != 1 and not (not overlays and any(b.error for b in cluster.flux)):
         which = ", ".join(sorted(overlays)) or "none"
         choices = "; ".join(f"{o} ({what})" for o, what in known.items())
         out.append(Finding(entry_file, None, f"cluster/{cluster.name}", "cluster-overlay",
@@ -168,13 +169,17 @@ def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Find
         if build.error and not ctx.cause_of(build.dir, flux=True):  # else that cause's own finding stands for it
             rule = "flux-path" if "not found" in build.error or "escapes" in build.error else "kustomize-build"
             out.append(ctx.finding(ks, build, rule, f"spec.path {as_map(ks.get('spec')).get('path')!r}: {build.error}",
-                                   "point spec.path at a directory of this repository that builds with kustomize"))
-        for dep in as_maps(as_map(ks.get("spec")).get("dependsOn")):
+                                   "point spec.path at a directory of this repository that builds with kustomize",
+                                   field="spec.path" if rule == "flux-path" else None))
+        deps = as_map(ks.get("spec")).get("dependsOn")
+        for i, dep in enumerate(deps if isinstance(deps, list) else []):
+            if not isinstance(dep, dict):
+                continue  # the schema check reports it
             target = (name_key(dep.get("namespace", ns)), name_key(dep.get("name")))
             graph[me].append(target)
             if target not in names:
                 out.append(ctx.finding(ks, build, "flux-depends-on", f"dependsOn {target[0]}/{target[1]} is not a Kustomization of this cluster",
-                                       "fix the name, or add the Kustomization it should wait for"))
+                                       "fix the name, or add the Kustomization it should wait for", field=f"spec.dependsOn[{i}].name"))
         for msg in build.undefined:
             out.append(ctx.finding(ks, build, "flux-variable-undefined", f"postBuild substitution: {msg}",
                                    f"define the variable in postBuild.substitute or in the substituteFrom ConfigMap (see {ctx.config.variables_file(cluster.name)})"))

@@ -74,9 +74,9 @@ CORPUS = [
     ("no-overlay", "cluster-overlay", f"{PROD}/kustomization.yaml",
      lambda r: edit(r, f"{PROD}/queues/kustomization.yaml", "  - ../../../overlays/team-queues", "  - ../../../base")),
     ("missing-flux-path", "flux-path", f"{PROD}/queues.yaml",
-     lambda r: edit(r, f"{PROD}/queues.yaml", "path: ./clusters/prod-eastus2/queues", "path: ./clusters/prod-eastus2/queue")),
+     lambda r: edit(r, f"{PROD}/queues.yaml", "path: ./clusters/prod-eastus2/queues", "path: ./clusters/prod-eastus2/queue"), 20),
     ("dangling-depends-on", "flux-depends-on", f"{PROD}/queues.yaml",
-     lambda r: edit(r, f"{PROD}/queues.yaml", "- name: infra-controllers", "- name: infra-controller")),
+     lambda r: edit(r, f"{PROD}/queues.yaml", "- name: infra-controllers", "- name: infra-controller"), 11),
     ("depends-on-cycle", "flux-cycle", f"{PROD}/infrastructure.yaml",
      lambda r: edit(r, f"{PROD}/infrastructure.yaml", "spec:\n", "spec:\n  dependsOn:\n    - name: queues\n")),
     ("undefined-variable", "flux-variable-undefined", f"{PROD}/queues.yaml",
@@ -245,3 +245,10 @@ def test_broken_input_fails_with_its_rule(repo_copy, case, rule, file, mutate, l
 def test_corpus_is_large_enough():
     assert len(CORPUS) >= 20
     assert len({c[1] for c in CORPUS}) >= 18  # most rules have a case of their own
+
+
+def test_a_queue_layer_path_that_does_not_exist_is_one_finding(repo_copy):
+    """The overlay is not reached because the layer does not build: flux-path is the cause, not cluster-overlay as well."""
+    edit(repo_copy, f"{PROD}/queues.yaml", "path: ./clusters/prod-eastus2/queues", "path: ./clusters/prod-eastus2/queue")
+    found = [f for f in validate_repository(repo_copy).findings if f.is_error]
+    assert [(f.rule, f.file, f.line) for f in found] == [("flux-path", f"{PROD}/queues.yaml", 20)], "\n".join(f.text() for f in found)
