@@ -1,0 +1,78 @@
+package main
+
+// What an expression refers to, and why a value is not known before apply.
+
+import (
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// whyUnknown names what makes an expression unknown before apply: variables nobody set, and the
+// resources and data sources it reads (through locals too).
+func (e *evaluator) whyUnknown(expr hcl.Expression, visited map[string]bool) []string {
+	var out []string
+	for _, t := range expr.Variables() {
+		ref := traversalRef(t)
+		if visited[ref] {
+			continue
+		}
+		visited[ref] = true
+		switch t.RootName() {
+		case "var":
+			if len(t) >= 2 {
+				val, _ := e.ev.EvaluateExpr(&hclsyntax.ScopeTraversalExpr{Traversal: t[:2], SrcRange: t.SourceRange()}, cty.DynamicPseudoType)
+				if !val.IsWhollyKnown() {
+					out = append(out, ref+" has no default and no value is set")
+				}
+			}
+		case "local":
+			if l := e.mod.Locals[strings.TrimPrefix(ref, "local.")]; l != nil {
+				out = append(out, e.whyUnknown(l.Expr, visited)...)
+			}
+		case "count", "each", "path", "terraform", "self":
+		case "data":
+			out = append(out, ref+" is read during apply")
+		case "module":
+			out = append(out, ref+" is known only after apply")
+		default:
+			out = append(out, ref+" is known only after apply")
+		}
+	}
+	return out
+}
+
+func refs(expr hcl.Expression) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, t := range expr.Variables() {
+		if r := traversalRef(t); !seen[r] {
+			seen[r] = true
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// traversalRef is the address a traversal names: var.x, local.y, type.name, data.type.name.
+func traversalRef(t hcl.Traversal) string {
+	parts := []string{t.RootName()}
+	n := 1 // var.x, local.y, resource_type.name
+	if t.RootName() == "data" {
+		n = 2
+	}
+	for _, step := range t[1:] {
+		if n == 0 {
+			break
+		}
+		if a, ok := step.(hcl.TraverseAttr); ok {
+			parts = append(parts, a.Name)
+			n--
+		} else {
+			break
+		}
+	}
+	return strings.Join(parts, ".")
+}
