@@ -53,5 +53,5 @@ def version_rules(ctx, root: Path, cluster: ClusterRender, pinned: dict | None) 
                     path = ".".join(IMAGE_TAG[component])
                     out.append(ctx.finding(obj, build, "versions-drift", f"values.{path} {tag!r}, but versions.yaml pins {component} {production}",
                                            f"set values.{path}: v{production}, or change {component}.production in versions.yaml",
-                                           field="spec.values." + ".".join(f"[{p}]" if "." in p else p for p in IMAGE_TAG[component])))
+                                           field="spec.values." + ".".join(IMAGE_TAG[component])))
     return out
