@@ -10,8 +10,8 @@ each finding points at the sample's entry line and names the queue object's file
 - the RayJob names a WorkloadPriorityClass (label kueue.x-k8s.io/priority-class) or its pods a
   PriorityClass that the cluster does not define (Kueue fails to create the Workload);
 - its pods name a ServiceAccount the namespace does not have (the apiserver refuses the pods).
-Per cluster: a ClusterQueue no LocalQueue points at (warning), and a Kueue HelmRelease whose
-manager configuration leaves out the ray.io/rayjob integration (Kueue ignores every RayJob).
+Per cluster: a ClusterQueue no LocalQueue points at (warning), and the Kueue HelmRelease's manager
+configuration (harness.gate.kueue_manager: the manager refuses it, or it leaves out ray.io/rayjob).
 
 Label selectors are evaluated by apimachinery's own LabelSelectorAsSelector in tools/fluxbuild
 (harness.gate.matching), which also refuses what the apiserver refuses.
@@ -21,27 +21,22 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-import yaml
-
-from harness.gate import matching
+from harness.gate import kueue_manager, matching
 from harness.gate.cluster_refs import ClusterIndex, pod_spec_refs, pod_templates, size_problems
-from harness.gate.origin import compose, dotted, line_at, node_at, step
+from harness.gate.origin import dotted, line_at
 from harness.gate.findings import Finding
 from harness.gate.render import ClusterRender
-from harness.gate.sources import as_list, as_map, as_maps, name_key, parse_yaml, resource_id
+from harness.gate.sources import as_list, as_map, as_maps, name_key, resource_id
 
 RULES = {
     "queue-namespace-selector": "a sample's ClusterQueue selects the namespace of its LocalQueue (namespaceSelector against the Namespace's labels)",
     "queue-stopped": "a sample's ClusterQueue and LocalQueue are not stopped (spec.stopPolicy Hold or HoldAndDrain)",
     "sample-priority-class": "the WorkloadPriorityClass (label kueue.x-k8s.io/priority-class) or PriorityClass a sample names exists on the cluster",
     "clusterqueue-unreachable": "(warning) every ClusterQueue is the spec.clusterQueue of some LocalQueue",
-    "kueue-rayjob-integration": "the Kueue HelmRelease's manager configuration enables the ray.io/rayjob integration",
 }
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 STOPPED = ("Hold", "HoldAndDrain")
-RAYJOB_FRAMEWORK = "ray.io/rayjob"
-CONFIG_PATH = ["spec", "values", "managerConfig", "controllerManagerConfigYaml"]
 
 
 def selector_verdict(selector: dict, labels: dict[str, str]) -> tuple[bool, str]:
@@ -160,52 +155,12 @@ def _unreachable(ctx, index: ClusterIndex) -> list[Finding]:
     return out
 
 
-def _kueue_integrations(ctx, root: Path, index: ClusterIndex) -> list[Finding]:
-    out = []
-    for build, hr in index.of_kind("HelmRelease"):
-        if index.chart_of(hr) != "kueue":
-            continue
-        config_text = as_map(as_map(as_map(hr.get("spec")).get("values")).get("managerConfig")).get("controllerManagerConfigYaml")
-        if config_text is None:
-            continue  # the chart's own configuration enables ray.io/rayjob
-        located = ctx.finding(hr, build, "kueue-rayjob-integration", "", "", cluster=index.cluster.name)
-        key, node = node_at(root, located.file, located.line, CONFIG_PATH)
-        line = key.start_mark.line + 1 if key is not None else located.line
-        problem, inner = None, None
-        try:
-            config = parse_yaml(config_text) if isinstance(config_text, str) else None
-        except yaml.YAMLError as err:
-            config, problem = None, f"is not valid YAML ({getattr(err, 'problem', None) or err}): the Kueue manager does not start"
-        if problem is None and not isinstance(config, dict):
-            problem = "is not a Kueue Configuration (a YAML mapping): the Kueue manager does not start"
-        if problem is None:
-            frameworks = as_map(config.get("integrations")).get("frameworks")
-            if not as_list(frameworks):
-                problem = "sets no integrations.frameworks, so Kueue manages only batch/job (its default) and ignores every RayJob"
-                inner = ["integrations"] if "integrations" in config else None
-            elif RAYJOB_FRAMEWORK not in as_list(frameworks):
-                problem = f"lists integrations.frameworks {as_list(frameworks)} without {RAYJOB_FRAMEWORK}: Kueue ignores every RayJob"
-                inner = ["integrations", "frameworks"]
-        if problem is None:
-            continue
-        if inner and getattr(node, "style", None) == "|" and isinstance(config_text, str):
-            docs = compose(config_text)
-            inner_key = inner_node = docs[0] if docs else None
-            for s in inner:
-                inner_key, inner_node = step(inner_node, s)
-            if inner_key is not None:
-                line += inner_key.start_mark.line + 1  # a literal block's lines start right below its key
-        out.append(replace(located, line=line, message=f"values.managerConfig.controllerManagerConfigYaml {problem}",
-                           hint=f"add `- {RAYJOB_FRAMEWORK}` under integrations.frameworks of the manager configuration"))
-    return out
-
-
 def admission_rules(ctx, root: Path, cluster: ClusterRender, samples: list[tuple[str, dict, int | None]]) -> list[Finding]:
     """Never-admittable samples and queues of one cluster (`ctx`: rules.Context; `samples`: what
     rules.sample_rules rendered, with the samples.yaml line of each entry)."""
     index = ClusterIndex.build(root, cluster)
     samples_file = ctx.config.samples_file(cluster.name)
-    out = _kueue_integrations(ctx, root, index)
+    out = kueue_manager.manager_config_rules(ctx, root, index)
     if not index.complete:
         return out  # a layer did not render (kustomize-build says why): what it would apply is unknown
     out += _unreachable(ctx, index)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.gate import capacity, config, gpu_driver, sku_component
-from harness.gate import cluster_refs, kustomize_warnings, queue_activity, sample_admission, served_apis
+from harness.gate import cluster_refs, kueue_manager, kustomize_warnings, queue_activity, sample_admission, served_apis
 from harness.gate import flux_rules, matching
 from harness.gate import rules
 from harness.gate import schema_check
@@ -45,6 +45,7 @@ RULE_SOURCES = {
     "harness/gate/version_rules.py (versions.yaml drift)": version_rules.RULES,
     "harness/gate/cluster_refs.py (references and sizes in each cluster's rendered set)": cluster_refs.RULES,
     "harness/gate/sample_admission.py (samples that could never be admitted)": sample_admission.RULES,
+    "harness/gate/kueue_manager.py (the Kueue manager's own configuration)": kueue_manager.RULES,
     "harness/gate/queue_activity.py (ClusterQueues Kueue would keep inactive)": queue_activity.RULES,
     "harness/gate/served_apis.py (the Kueue and KubeRay APIs each cluster installs)": served_apis.RULES,
     "harness/gate/kustomize_warnings.py (warnings)": kustomize_warnings.RULES,

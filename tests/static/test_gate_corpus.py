@@ -164,6 +164,15 @@ CORPUS = [
     ("clusterqueue-unreachable", "clusterqueue-unreachable", TEAM_B,
      lambda r: edit(r, TEAM_B, "clusterQueue: team-b-cq", "clusterQueue: team-a-cq"), 1, "warning"),
     ("kueue-without-rayjob", "kueue-rayjob-integration", KUEUE, lambda r: edit(r, KUEUE, "            - ray.io/rayjob\n", ""), 67),
+    # The Kueue manager's configuration, loaded as the pinned manager loads it at start (kueue_manager.py).
+    ("kueue-config-unknown-framework", "kueue-config", KUEUE, lambda r: edit(r, KUEUE, "            - pod\n", "            - pods\n"), 69),
+    ("kueue-config-unknown-feature-gate", "kueue-config", KUEUE,
+     lambda r: edit(r, KUEUE, "FinishOrphanedWorkloads: false", "FinishOrphanedWorkload: false"), 76),
+    ("kueue-config-unknown-field", "kueue-config", KUEUE, lambda r: edit(r, KUEUE, "        integrations:\n", "        integrationz:\n"), 66),
+    ("kueue-config-bad-duration", "kueue-config", KUEUE,
+     lambda r: edit(r, KUEUE, "        integrations:\n", "        waitForPodsReady:\n          timeout: 10 minutes\n        integrations:\n"), 67),
+    ("kueue-config-yaml-error", "kueue-config", KUEUE,
+     lambda r: edit(r, KUEUE, "healthProbeBindAddress: :8081", "healthProbeBindAddress: [:8081"), 58),
     # APIs a cluster uses but does not install, while the repository installs them elsewhere (served_apis.py).
     ("cluster-without-kuberay", "api-not-served", f"{DEV}/samples.yaml",
      lambda r: edit(r, f"{DEV}/kustomization.yaml", "  - infrastructure.yaml\n", ""), 3),

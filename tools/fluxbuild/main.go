@@ -14,6 +14,8 @@
 //	        builds the validators of those kinds in the background (check.go)
 //	check   {"schema_dir", "kubernetes_version", "objects"} -> [checkResult] (check.go)
 //	match   {"queries"}                                     -> [answer] (match.go)
+//	kueue-config {"text"}                                   -> [configProblem] (kueueconfig.go): why
+//	        the pinned Kueue manager would refuse this configuration and exit
 //
 // Its end of stdin ends the process once every request is answered.
 package main
@@ -43,6 +45,7 @@ type request struct {
 	Kinds             [][2]string              `json:"kinds,omitempty"`
 	Objects           []map[string]interface{} `json:"objects,omitempty"`
 	Queries           []query                  `json:"queries,omitempty"`
+	Text              string                   `json:"text,omitempty"`
 }
 
 type response struct {
@@ -128,6 +131,8 @@ func handle(req request) (resp response) {
 		schemas(req.SchemaDir, req.KubernetesVersion).prepare(req.Kinds)
 	case "check":
 		resp.Answer = schemas(req.SchemaDir, req.KubernetesVersion).check(req.Objects)
+	case "kueue-config":
+		resp.Answer = kueueConfig(req.Text)
 	case "match":
 		answers := make([]answer, len(req.Queries))
 		for i, q := range req.Queries {

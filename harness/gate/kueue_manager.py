@@ -1,0 +1,155 @@
+"""The Kueue manager's own configuration, as each cluster's Kueue HelmRelease writes it
+(values.managerConfig.controllerManagerConfigYaml, which replaces the chart's as a whole).
+
+- kueue-config: the pinned Kueue manager loads it at start with its own code (tools/fluxbuild
+  kueueconfig.go: config.Load, that is strict decoding and Kueue's validation, then the feature gates
+  as cmd/kueue sets them). A configuration it refuses makes the manager exit: its Deployment
+  crash-loops, Kueue's webhooks have no endpoint, and nothing is admitted anywhere on the cluster.
+- kueue-rayjob-integration: a configuration that loads but leaves out ray.io/rayjob (Kueue then
+  ignores every RayJob, which runs at once without quota).
+
+Each finding points at the line inside the literal block where the offending value is written.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import yaml
+
+from harness.core import HarnessError
+from harness.gate.findings import Finding
+from harness.gate.helper import helper
+from harness.gate.origin import compose, descend, node_at, segments
+from harness.gate.sources import as_list, as_map, parse_yaml
+
+RULES = {
+    "kueue-config": "the Kueue HelmRelease's manager configuration loads as the pinned Kueue manager loads it at start "
+                    "(its strict decoding, validation and feature gates); else the manager exits and nothing is admitted",
+    "kueue-rayjob-integration": "the Kueue HelmRelease's manager configuration enables the ray.io/rayjob integration",
+}
+RAYJOB_FRAMEWORK = "ray.io/rayjob"
+CONFIG_PATH = ["spec", "values", "managerConfig", "controllerManagerConfigYaml"]
+CONFIG_REFERENCE = "https://kueue.sigs.k8s.io/docs/reference/kueue-config.v1beta2/"
+_UNKNOWN_FIELD = re.compile(r'unknown field "([^"]+)"')
+_QUOTED = re.compile(r'"([^"]+)"')
+
+
+class KueueConfigError(HarnessError, RuntimeError):
+    pass
+
+
+def refusals(text: str) -> list[dict]:
+    """Why the pinned Kueue manager would refuse `text` as its configuration ({"field", "detail"} each);
+    [] when it starts with it."""
+    return helper().call("kueue-config", KueueConfigError, text=text) or []
+
+
+def manager_config_rules(ctx, root: Path, index) -> list[Finding]:
+    """kueue-config and kueue-rayjob-integration for the Kueue HelmReleases of one cluster
+    (`index`: cluster_refs.ClusterIndex)."""
+    out = []
+    for build, hr in index.of_kind("HelmRelease"):
+        if index.chart_of(hr) != "kueue":
+            continue
+        text = as_map(as_map(as_map(hr.get("spec")).get("values")).get("managerConfig")).get("controllerManagerConfigYaml")
+        if text is None:
+            continue  # the chart's own configuration, which enables ray.io/rayjob
+        located = ctx.finding(hr, build, "kueue-config", "", "", cluster=index.cluster.name)
+        key, node = node_at(root, located.file, located.line, CONFIG_PATH)
+        block = _Block(key.start_mark.line + 1 if key is not None else located.line,
+                       getattr(node, "style", None) == "|" and isinstance(text, str), text)
+        found = _refused(text, block) or _without_rayjob(text, block)
+        if found:
+            rule, line, problem, hint = found
+            out.append(replace(located, rule=rule, line=line, hint=hint,
+                               message=f"values.managerConfig.controllerManagerConfigYaml {problem}"))
+    return out
+
+
+class _Block:
+    """Lines inside the literal block (`|`) the configuration is written in; else the key's line."""
+
+    def __init__(self, key_line: int | None, literal: bool, text):
+        self.key_line, self.literal, self.text = key_line, literal, text
+
+    def line(self, path: list[str | int] | None = None, offset: int | None = None) -> int | None:
+        if not self.literal or self.key_line is None:
+            return self.key_line
+        if offset is not None:
+            return self.key_line + offset  # a literal block's lines start right below its key
+        docs = compose(self.text) if path else ()
+        key, _ = descend(docs[0], path) if docs and docs[0] is not None else (None, None)
+        while key is None and path:  # the deepest part of the path that is written
+            path = path[:-1]
+            key, _ = descend(docs[0], path) if docs and docs[0] is not None else (None, None)
+        return self.key_line + key.start_mark.line + 1 if key is not None and path else self.key_line
+
+
+def _refused(text, block: _Block) -> tuple[str, int | None, str, str] | None:
+    if not isinstance(text, str):
+        return ("kueue-config", block.line(), f"is a {type(text).__name__}, not the text of a Kueue Configuration: "
+                "the Kueue manager does not start", "write the Configuration as a YAML literal block (`controllerManagerConfigYaml: |`)")
+    problems = refusals(text)
+    if not problems:
+        return None
+    first = problems[0]
+    detail = str(first.get("detail", ""))
+    line = block.line()
+    if first.get("field"):
+        line = block.line(segments(first["field"]))
+    elif m := _UNKNOWN_FIELD.search(detail):
+        line = block.line(segments(m.group(1)))
+    elif (at := _syntax_error_line(text)) is not None:
+        line = block.line(offset=at)
+    elif (at := _value_line(text, _QUOTED.findall(detail))) is not None:
+        line = block.line(offset=at)  # e.g. a duration Go's decoder refuses, named by its value only
+    said = "; ".join(f"{p['field']}: {p['detail']}" if p.get("field") else str(p.get("detail")) for p in problems)
+    return ("kueue-config", line, f"is refused by the pinned Kueue manager when it loads it ({said}): the manager exits at start, "
+            "so its webhooks have no endpoint and no workload on the cluster is admitted",
+            f"correct the configuration as the error says (the fields: {CONFIG_REFERENCE}); "
+            "feature gates must be ones this Kueue version knows")
+
+
+def _syntax_error_line(text: str) -> int | None:
+    """The 1-based line of the text's YAML syntax error (libyaml's mark), None when it parses."""
+    try:
+        parse_yaml(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+        return mark.line + 1 if mark is not None else None
+    return None
+
+
+def _value_line(text: str, values: list[str]) -> int | None:
+    """The 1-based line of the one scalar written as the last of `values`, None unless exactly one is."""
+    docs = compose(text)
+    if not values or not docs or docs[0] is None:
+        return None
+    found, todo = [], [docs[0]]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, yaml.ScalarNode) and node.value == values[-1]:
+            found.append(node.start_mark.line + 1)
+        elif isinstance(node, yaml.MappingNode):
+            todo += [v for _, v in node.value]
+        elif isinstance(node, yaml.SequenceNode):
+            todo += node.value
+    return found[0] if len(found) == 1 else None
+
+
+def _without_rayjob(text: str, block: _Block) -> tuple[str, int | None, str, str] | None:
+    try:
+        config = parse_yaml(text)
+    except yaml.YAMLError:
+        return None  # Kueue's own decoding refused it above
+    frameworks = as_list(as_map(as_map(config).get("integrations")).get("frameworks"))
+    hint = f"add `- {RAYJOB_FRAMEWORK}` under integrations.frameworks of the manager configuration"
+    if not frameworks:
+        return ("kueue-rayjob-integration", block.line(["integrations"]),
+                "sets no integrations.frameworks, so Kueue manages only batch/job (its default) and ignores every RayJob", hint)
+    if RAYJOB_FRAMEWORK not in frameworks:
+        return ("kueue-rayjob-integration", block.line(["integrations", "frameworks"]),
+                f"lists integrations.frameworks {frameworks} without {RAYJOB_FRAMEWORK}: Kueue ignores every RayJob", hint)
+    return None

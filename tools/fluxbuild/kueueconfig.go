@@ -1,0 +1,87 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	configv1beta1 "sigs.k8s.io/kueue/apis/config/v1beta1"
+	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
+	kueueconfig "sigs.k8s.io/kueue/pkg/config"
+	"sigs.k8s.io/kueue/pkg/controller/jobframework"
+	// Every integration the pinned Kueue manager registers, so that integrations.frameworks is judged
+	// against the same list (cmd/kueue imports this package for the same reason).
+	_ "sigs.k8s.io/kueue/pkg/controller/jobs"
+)
+
+// configProblem is one reason the pinned Kueue manager refuses its configuration and exits at start.
+type configProblem struct {
+	Field  string `json:"field,omitempty"`
+	Detail string `json:"detail"`
+}
+
+// kueueConfig runs what the pinned Kueue manager does with its --config file before it starts
+// (cmd/kueue/main.go: config.Load, then config.ValidateFeatureGates and the feature gates set from
+// the configuration's map), with Kueue's own functions. Problems: none when the manager starts.
+func kueueConfig(text string) []configProblem {
+	scheme := managerScheme()
+	dir, err := os.MkdirTemp("", "kueue-config-")
+	if err != nil {
+		failRequest("%v", err)
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "controller_manager_config.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		failRequest("%v", err)
+	}
+	_, cfg, err := kueueconfig.Load(scheme, path)
+	if err != nil {
+		return problemsOf(err)
+	}
+	if errs := kueueconfig.ValidateFeatureGates("", cfg.FeatureGates); len(errs) > 0 {
+		return problemsOf(errs.ToAggregate())
+	}
+	// On a copy: the process-wide gates stay as the webhook and scheduler checks expect them.
+	if err := utilfeature.DefaultMutableFeatureGate.DeepCopy().SetFromMap(cfg.FeatureGates); err != nil {
+		return []configProblem{{Field: "featureGates", Detail: err.Error()}}
+	}
+	return nil
+}
+
+// managerScheme is what cmd/kueue's init registers that its configuration is decoded and judged with:
+// both configuration versions, and the job types of the integrations (a framework listed twice).
+var managerScheme = sync.OnceValue(func() *runtime.Scheme {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(configv1beta1.AddToScheme(scheme))
+	utilruntime.Must(configapi.AddToScheme(scheme))
+	utilruntime.Must(jobframework.ForEachIntegration(func(_ string, cb jobframework.IntegrationCallbacks) error {
+		if cb.AddToScheme != nil {
+			return cb.AddToScheme(scheme)
+		}
+		return nil
+	}))
+	return scheme
+})
+
+// problemsOf splits Kueue's aggregated field errors into one problem each (a decoding error is one).
+func problemsOf(err error) []configProblem {
+	var out []configProblem
+	if agg, ok := err.(interface{ Errors() []error }); ok {
+		for _, e := range agg.Errors() {
+			if fe, ok := e.(*field.Error); ok {
+				out = append(out, configProblem{Field: fe.Field, Detail: fe.ErrorBody()})
+				continue
+			}
+			out = append(out, configProblem{Detail: e.Error()})
+		}
+		return out
+	}
+	return []configProblem{{Detail: strings.TrimSpace(err.Error())}}
+}
