@@ -59,6 +59,12 @@ class Context:
         self.sources = sources
         self.config = gate_config
         self.failed_dirs: set[str] = set()  # directories whose plain build fails (set once rendered)
+        self.renames = None  # renames.Renames (set once rendered): a missing name a namePrefix/nameSuffix explains
+
+    def renamed(self, kind: str, name, present, reference: str) -> bool:
+        """Whether a kustomization renamed the missing `kind` `name` to one in `present` (its
+        kustomize-rename finding then stands for `reference`)."""
+        return self.renames is not None and self.renames.explains(kind, name, present, reference)
 
     def finding(self, obj: dict, build: Build | None, rule: str, message: str, hint: str,
                 file: str | None = None, cluster: str | None = None, context: str | None = None,
@@ -107,7 +113,9 @@ def kueue_rules(ctx: Context, build: Build, objects: list[dict]) -> list[Finding
                                    f"change apiVersion to {KUEUE_API} (field names differ, e.g. cohort -> cohortName)"))
         if kind == "LocalQueue" and o.get("apiVersion") == KUEUE_API:
             target = as_map(o.get("spec")).get("clusterQueue")
-            if name_key(target) not in cqs:
+            meta = as_map(o.get("metadata"))
+            if name_key(target) not in cqs and not ctx.renamed(
+                    "ClusterQueue", target, cqs, f"LocalQueue {meta.get('namespace')}/{meta.get('name')} spec.clusterQueue {target!r}"):
                 out.append(ctx.finding(o, build, "localqueue-clusterqueue",
                                        f"spec.clusterQueue {target!r} is not defined (have: {', '.join(sorted(cqs)) or 'none'})",
                                        "point spec.clusterQueue at a ClusterQueue of the same overlay, or add that ClusterQueue",
@@ -127,7 +135,8 @@ def _cluster_queue_rules(ctx: Context, build: Build, cq: dict, flavors: set[str]
     for gi, group in enumerate(as_maps(spec.get("resourceGroups"))):
         for fi, flavor in enumerate(as_list(group.get("flavors"))):
             fname = as_map(flavor).get("name")
-            if name_key(fname) not in flavors:
+            if name_key(fname) not in flavors and not ctx.renamed(
+                    "ResourceFlavor", fname, flavors, f"ClusterQueue {as_map(cq.get('metadata')).get('name')} flavor {fname!r}"):
                 out.append(ctx.finding(cq, build, "clusterqueue-flavor",
                                        f"resourceGroups[{gi}] names flavor {fname!r}, which is not defined (have: {', '.join(sorted(flavors)) or 'none'})",
                                        "add the ResourceFlavor (base/resource-flavors.yaml) or fix the flavor name",
@@ -291,6 +300,9 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
         ns = as_map(job.get("metadata")).get("namespace", "default")
         qname = as_map(as_map(job.get("metadata")).get("labels")).get(QUEUE_LABEL)
         lq = lqs.get((name_key(ns), name_key(qname)))
+        if lq is None and ctx.renamed("LocalQueue", qname, {n for (lns, n) in lqs if lns == ns},
+                                      f"sample {sample} ({samples_file}:{entry_line}) queue {qname!r}"):
+            continue
         if lq is None:
             have = ", ".join(sorted(n for (lns, n) in lqs if lns == ns)) or "none"
             text = (f"label {QUEUE_LABEL}={qname!r}: no such LocalQueue in namespace {ns} on this cluster (have: {have})",

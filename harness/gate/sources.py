@@ -136,10 +136,32 @@ class Sources:
                 return file, found[0]
         return file, line
 
+    def _unrenamed(self, name: str) -> set[str]:
+        """The names `name` may have been written as before the namePrefix/nameSuffix values of the
+        repository's kustomizations were added (several, nested, as kustomize adds them)."""
+        affixes = [(str(d.obj.get("namePrefix") or ""), str(d.obj.get("nameSuffix") or "")) for d in self.docs
+                   if d.file.endswith("kustomization.yaml") and (d.obj.get("namePrefix") or d.obj.get("nameSuffix"))]
+        seen, todo = set(), [name]
+        while todo and len(seen) < 64:
+            current = todo.pop()
+            for prefix, suffix in affixes:
+                for p, s in ((prefix, ""), ("", suffix), (prefix, suffix)):
+                    if (p or s) and current.startswith(p) and current.endswith(s) and len(current) > len(p) + len(s):
+                        shorter = current[len(p):len(current) - len(s)]
+                        if shorter not in seen:
+                            seen.add(shorter)
+                            todo.append(shorter)
+        return seen
+
     def _locate_doc(self, obj: dict, prefer: tuple[str, ...]) -> tuple[str, int | None]:
         kind = obj.get("kind")
         name = as_map(obj.get("metadata")).get("name")
         matches = [d for d in self.docs if d.obj.get("kind") == kind and as_map(d.obj.get("metadata")).get("name") == name]
+        if not matches and isinstance(name, str):
+            # Renamed by a kustomization's namePrefix/nameSuffix: the document whose name, with some of
+            # the prefixes and suffixes the repository declares, is the rendered name.
+            written = self._unrenamed(name)
+            matches = [d for d in self.docs if d.obj.get("kind") == kind and as_map(d.obj.get("metadata")).get("name") in written]
         for prefix in prefer:
             for d in matches:
                 if d.file.startswith(prefix):

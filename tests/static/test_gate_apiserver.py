@@ -63,3 +63,15 @@ def test_value_lines_follow_an_edited_file(tmp_path):
     st = patch.stat()
     os.utime(patch, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))  # a later edit, even within one clock tick
     assert origin.patch_line(tmp_path, ["spec", "a"], "1") == ("kustomization.yaml", 3)
+
+
+def test_a_refused_flux_kustomization_is_one_finding(repo_copy):
+    """A Flux Kustomization with a number under postBuild.substitute: the apiserver refuses it at the
+    value's line. Neither its note that the CEL rules were then skipped nor the build that
+    kustomize-controller never gets to run is reported beside it."""
+    queues = "clusters/prod-eastus2/queues.yaml"
+    edit(repo_copy, queues, "      CLUSTER_NAME: prod-eastus2\n", "      CLUSTER_NAME: prod-eastus2\n      REPLICAS: 3\n")
+    report = validate_repository(repo_copy)
+    assert [(f.rule, f.file, f.line) for f in report.findings] == [("api-validation", queues, 24)], \
+        "\n".join(f.text() for f in report.findings)
+    assert "must be of type string" in report.findings[0].message

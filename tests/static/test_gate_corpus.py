@@ -164,6 +164,8 @@ CORPUS = [
     ("clusterqueue-unreachable", "clusterqueue-unreachable", TEAM_B,
      lambda r: edit(r, TEAM_B, "clusterQueue: team-b-cq", "clusterQueue: team-a-cq"), 1, "warning"),
     ("kueue-without-rayjob", "kueue-rayjob-integration", KUEUE, lambda r: edit(r, KUEUE, "            - ray.io/rayjob\n", ""), 67),
+    ("name-prefix-on-queues", "kustomize-rename", "overlays/team-queues/kustomization.yaml",
+     lambda r: edit(r, "overlays/team-queues/kustomization.yaml", "resources:", "namePrefix: prod-\nresources:"), 5),
     # The Kueue manager's configuration, loaded as the pinned manager loads it at start (kueue_manager.py).
     ("kueue-config-unknown-framework", "kueue-config", KUEUE, lambda r: edit(r, KUEUE, "            - pod\n", "            - pods\n"), 69),
     ("kueue-config-unknown-feature-gate", "kueue-config", KUEUE,
@@ -261,3 +263,16 @@ def test_a_queue_layer_path_that_does_not_exist_is_one_finding(repo_copy):
     edit(repo_copy, f"{PROD}/queues.yaml", "path: ./clusters/prod-eastus2/queues", "path: ./clusters/prod-eastus2/queue")
     found = [f for f in validate_repository(repo_copy).findings if f.is_error]
     assert [(f.rule, f.file, f.line) for f in found] == [("flux-path", f"{PROD}/queues.yaml", 20)], "\n".join(f.text() for f in found)
+
+
+def test_a_name_prefix_explains_only_the_names_it_renamed(repo_copy):
+    """A LocalQueue pointing at a ClusterQueue that exists under no name is its own finding beside the
+    namePrefix's: the rename stands only for references whose name it changed."""
+    edit(repo_copy, "overlays/team-queues/kustomization.yaml", "resources:", "namePrefix: prod-\nresources:")
+    edit(repo_copy, TEAM_B, "clusterQueue: team-b-cq", "clusterQueue: nope")
+    report = validate_repository(repo_copy)
+    rename = [f for f in report.findings if f.rule == "kustomize-rename"]
+    assert len(rename) == 1 and "spec.clusterQueue 'team-a-cq'" in rename[0].message, "\n".join(f.text() for f in report.findings)
+    assert "'nope'" not in rename[0].message
+    dangling = [f for f in report.findings if f.rule == "localqueue-clusterqueue"]
+    assert [(f.file, "'nope'" in f.message) for f in dangling] == [(TEAM_B, True)], "\n".join(f.text() for f in dangling)

@@ -1,0 +1,89 @@
+"""kustomize-rename: a kustomization's namePrefix or nameSuffix renames objects that others refer to by
+a name kustomize does not rewrite.
+
+kustomize rewrites a renamed object's name only where its nameReference configuration knows the field
+(a ConfigMap in a Deployment's volumes, a ServiceAccount in a built-in pod template). It knows none
+of Kueue's (a LocalQueue's spec.clusterQueue, a ClusterQueue's flavor names) and none inside a
+custom resource such as a RayJob, and the samples are submitted outside the build. Each reference
+rule asks `Renames.explains` before it reports a missing name; a name that exists with the prefix or
+suffix, renamed by a kustomization, is that kustomization's finding instead: one, at the namePrefix
+(or nameSuffix) line, listing what it renamed and the references left behind.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.gate.findings import Finding
+from harness.gate.origin import line_at
+from harness.gate.sources import as_map
+
+RULES = {
+    "kustomize-rename": "a kustomization's namePrefix/nameSuffix renames no object that Kueue objects or samples refer to by the "
+                        "old name (kustomize rewrites no Kueue reference, nor any inside a RayJob)",
+}
+
+
+@dataclass
+class _Rename:
+    file: str  # the kustomization.yaml
+    key: str  # namePrefix or nameSuffix (the first the file sets)
+    prefix: str
+    suffix: str
+    renamed: dict[tuple[str, str], str] = field(default_factory=dict)  # (kind, old name) -> new name
+    references: dict[tuple[str, str], list[str]] = field(default_factory=dict)  # (kind, old name) -> references left to it
+
+
+class Renames:
+    """The renames of the repository's kustomizations, from their own builds; the references the
+    reference rules found left behind (`explains`)."""
+
+    def __init__(self, root: Path, sources, builds):
+        self.root = root
+        self._renames: list[_Rename] = []
+        built = {b.dir: b for b in builds if not b.error}
+        for doc in sources.docs:
+            if not doc.file.endswith("kustomization.yaml"):
+                continue
+            prefix, suffix = (doc.obj.get(k) for k in ("namePrefix", "nameSuffix"))
+            prefix, suffix = (v if isinstance(v, str) else "" for v in (prefix, suffix))
+            build = built.get(doc.file.rpartition("/")[0] or ".")
+            if not (prefix or suffix) or build is None:
+                continue
+            rename = _Rename(doc.file, "namePrefix" if prefix else "nameSuffix", prefix, suffix)
+            for o in build.objects:
+                name = as_map(o.get("metadata")).get("name")
+                if isinstance(name, str) and len(name) > len(prefix) + len(suffix) and name.startswith(prefix) and name.endswith(suffix):
+                    rename.renamed[(str(o.get("kind")), name[len(prefix):len(name) - len(suffix)])] = name
+            if rename.renamed:
+                self._renames.append(rename)
+
+    def explains(self, kind: str, name, present, reference: str) -> bool:
+        """Whether `reference` (e.g. "LocalQueue ray/team-a spec.clusterQueue") names `kind` `name`,
+        which is missing while a kustomization renamed it to a name in `present`: then it is noted
+        for that kustomization's finding, and the caller reports nothing of its own."""
+        for rename in self._renames:
+            new = rename.renamed.get((kind, name)) if isinstance(name, str) else None
+            if new is not None and new in present:
+                left = rename.references.setdefault((kind, name), [])
+                if reference not in left:
+                    left.append(reference)
+                return True
+        return False
+
+    def findings(self) -> list[Finding]:
+        out = []
+        for r in self._renames:
+            if not r.references:
+                continue
+            affix = " and ".join(f"{k} {v!r}" for k, v in (("namePrefix", r.prefix), ("nameSuffix", r.suffix)) if v)
+            renamed = ", ".join(f"{kind} {old} -> {r.renamed[(kind, old)]}" for kind, old in sorted(r.references))
+            left = [ref for key in sorted(r.references) for ref in r.references[key]]
+            out.append(Finding(
+                r.file, line_at(self.root, r.file, None, [r.key]), "", "kustomize-rename",
+                f"{affix} renames {renamed}, but kustomize does not rewrite the names these are referred to by: "
+                f"{len(left)} reference(s) now name nothing: {'; '.join(left)}",
+                "drop the prefix/suffix and name the objects themselves, or rename every reference with them (the LocalQueues' "
+                "spec.clusterQueue, the ClusterQueues' flavor names, the queue and ServiceAccount the samples use, in "
+                "samples.yaml and workloads/); kustomize's `configurations:` nameReference entries cover the Kueue fields only"))
+        return out
