@@ -191,7 +191,8 @@ def _cluster_findings(root: Path, cfg: TerraformConfig, sources: Sources, cluste
     out += gpu_driver_findings(root, cluster, pools, ctx)
     for p in pools:
         if p.sku is None:
-            out.append(Finding(rel, None, f"cluster/{cluster.name}", "capacity-unknown-sku",
+            at = p.vm_size_origin
+            out.append(Finding(at.file if at else rel, at.line if at else None, f"cluster/{cluster.name}", "capacity-unknown-sku",
                                f"{p.where()}: vm_size {p.vm_size} is not in {SKU_FILE_REL}, so its capacity is unknown",
                                f"add {p.vm_size} (vCPU, memory, GPUs, allocatable) to {SKU_FILE_REL}, citing the Azure size page", ctx))
     if any(p.sku is None for p in pools) or not pools:

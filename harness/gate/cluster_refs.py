@@ -33,6 +33,8 @@ RULES = {
                          "with install.createNamespace) or always exists (default, kube-*, flux-system)",
     "object-ref": "every ServiceAccount, ConfigMap and Secret a Flux object or a pod template names exists in the cluster's set "
                   "(or in cluster-vars.example.yaml, which Terraform writes); a sample's ServiceAccount too",
+    "flux-health-check": "every object a Flux Kustomization's healthChecks wait for is applied by the cluster's set, when the "
+                         "repository renders objects of that kind (else the layer never becomes Ready and its dependents never apply)",
     "priority-class": "every PriorityClass a pod template names is defined by the cluster (or built in)",
     "cohort-alone": "(warning) a ClusterQueue's cohortName is shared by another ClusterQueue or a Cohort, else it can never borrow or lend",
     "object-size": "every object is at most 1.5 MiB as JSON (etcd's default --max-request-bytes)",
@@ -256,6 +258,30 @@ def _reference_rules(ctx, root: Path, index: ClusterIndex) -> list[Finding]:
     return out
 
 
+def _health_checks(ctx, root: Path, index: ClusterIndex) -> list[Finding]:
+    """healthChecks naming an object of a kind the repository renders that no layer applies. An object
+    of a kind it never renders (a chart's Deployment, a CRD) comes from a HelmRelease: not known offline."""
+    rendered_kinds = {(str(o.get("apiVersion")), o.get("kind")) for _, o in index.objects}
+    out = []
+    for build, ks in index.of_kind("Kustomization"):
+        if not is_flux_kustomization(ks):
+            continue
+        own_ns = as_map(ks.get("metadata")).get("namespace", "flux-system")
+        for i, check in enumerate(as_maps(as_map(ks.get("spec")).get("healthChecks"))):
+            api, kind, name = str(check.get("apiVersion")), check.get("kind"), check.get("name")
+            ns = None if kind in index.cluster_scoped else name_key(check.get("namespace", own_ns))
+            if (api, kind) not in rendered_kinds or index.has(name_key(kind), ns, name):
+                continue
+            have = sorted(f"{m.get('namespace')}/{m.get('name')}" if m.get("namespace") else str(m.get("name"))
+                          for m in (as_map(o.get("metadata")) for _, o in index.of_kind(kind)))
+            out.append(finding_at(ctx, root, ks, build, ["spec", "healthChecks", i], "flux-health-check",
+                                  f"spec.healthChecks[{i}] waits for {kind} {f'{ns}/' if ns else ''}{name}, which no layer of cluster "
+                                  f"{index.cluster.name} applies (have: {', '.join(have)}): the Kustomization never becomes Ready, and "
+                                  "the Kustomizations that dependsOn it never apply", f"name one of the cluster's {kind}s, or remove the health check",
+                                  cluster=index.cluster.name))
+    return out
+
+
 def _cohort_rules(ctx, root: Path, index: ClusterIndex) -> list[Finding]:
     out = []
     cqs, cohorts = index.of_kind("ClusterQueue"), index.of_kind("Cohort")
@@ -332,6 +358,6 @@ def size_problems(obj: dict) -> list[tuple[str, str, str, list]]:
 def cluster_ref_rules(ctx, root: Path, cluster: ClusterRender) -> list[Finding]:
     """References, cohorts and size limits of one cluster's rendered set (`ctx`: rules.Context)."""
     index = ClusterIndex.build(root, cluster)
-    out = _reference_rules(ctx, root, index) + (_cohort_rules(ctx, root, index) if index.complete else [])
+    out = _reference_rules(ctx, root, index) + (_cohort_rules(ctx, root, index) + _health_checks(ctx, root, index) if index.complete else [])
     return out + [finding_at(ctx, root, o, build, path, rule, message, hint, cluster=cluster.name)
                   for build, o in index.objects for rule, message, hint, path in size_problems(o)]

@@ -137,6 +137,7 @@ def test_unknown_vm_size(repo_copy: Path):
     edit(repo_copy, PROD_TFVARS, '"Standard_ND96amsr_A100_v4"', '"Standard_NC8as_T4_v3"')
     hits = only(findings(repo_copy), "capacity-unknown-sku")
     assert "Standard_NC8as_T4_v3" in hits[0].message and "harness/gate/sku.yaml" in hits[0].message
+    assert (hits[0].file, hits[0].line) == (PROD_TFVARS, 11), hits[0]  # where the vm_size is written
 
 
 def test_cpu_pool_counts_for_the_default_flavor(repo_copy: Path):

@@ -148,3 +148,16 @@ def test_kueue_chart_with_crds_skip_still_serves_its_api(repo_copy):
     kueue.write_text(kueue.read_text().replace("crds: CreateReplace", "crds: Skip"))
     report = validate_repository(repo_copy)
     assert not [f for f in report.findings if f.rule == "api-not-served"], [f.text() for f in report.findings]
+
+
+def test_health_check_on_a_chart_object_is_not_judged(repo_copy):
+    """A health check on a Deployment the Kueue chart creates: the repository renders no Deployments, so
+    the gate cannot know it and says nothing; one on the HelmRelease itself resolves."""
+    infra = "clusters/prod-eastus2/infrastructure.yaml"
+    text = (repo_copy / infra).read_text()
+    assert "  wait: true\n" in text
+    (repo_copy / infra).write_text(text.replace("  wait: true\n", "  healthChecks:\n"
+        "    - {apiVersion: apps/v1, kind: Deployment, name: kueue-controller-manager, namespace: kueue-system}\n"
+        "    - {apiVersion: helm.toolkit.fluxcd.io/v2, kind: HelmRelease, name: kueue, namespace: kueue-system}\n"))
+    report = validate_repository(repo_copy)
+    assert report.findings == [], "\n".join(f.text() for f in report.findings)

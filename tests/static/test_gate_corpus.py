@@ -164,6 +164,9 @@ CORPUS = [
     ("clusterqueue-unreachable", "clusterqueue-unreachable", TEAM_B,
      lambda r: edit(r, TEAM_B, "clusterQueue: team-b-cq", "clusterQueue: team-a-cq"), 1, "warning"),
     ("kueue-without-rayjob", "kueue-rayjob-integration", KUEUE, lambda r: edit(r, KUEUE, "            - ray.io/rayjob\n", ""), 67),
+    ("health-check-names-nothing", "flux-health-check", f"{PROD}/infrastructure.yaml",
+     lambda r: edit(r, f"{PROD}/infrastructure.yaml", "  wait: true\n", "  healthChecks:\n    - apiVersion: helm.toolkit.fluxcd.io/v2\n"
+                    "      kind: HelmRelease\n      name: kueue-typo\n      namespace: kueue-system\n"), 14),
     ("name-prefix-on-queues", "kustomize-rename", "overlays/team-queues/kustomization.yaml",
      lambda r: edit(r, "overlays/team-queues/kustomization.yaml", "resources:", "namePrefix: prod-\nresources:"), 5),
     # The Kueue manager's configuration, loaded as the pinned manager loads it at start (kueue_manager.py).
