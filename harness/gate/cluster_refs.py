@@ -9,8 +9,9 @@ built-in PriorityClasses, and the ConfigMaps/Secrets of clusters/<name>/cluster-
 
 Sizes: etcd's default `--max-request-bytes` is 1.5 MiB, below the apiserver's own 3 MiB request
 limit, so 1.5 MiB of JSON is the practical bound of one object; ConfigMap/Secret data is limited
-to 1 MiB and annotations to 256 KiB by the apiserver's validation; label values and name parts
-to 63 characters and names (DNS subdomains) to 253, which the schemas do not check.
+to 1 MiB by the apiserver's validation. Names, labels and annotations (lengths, characters, the
+256 KiB of annotations) are the apiserver's own metadata validation, run in tools/fluxbuild
+(schema_check: api-validation).
 
 The sample RayJobs (clusters/<name>/samples.yaml) are checked in harness.gate.sample_admission;
 `pod_templates` and `ClusterIndex` are shared with it; lines come from harness.gate.origin.
@@ -39,9 +40,6 @@ RULES = {
     "cohort-alone": "(warning) a ClusterQueue's cohortName is shared by another ClusterQueue or a Cohort, else it can never borrow or lend",
     "object-size": "every object is at most 1.5 MiB as JSON (etcd's default --max-request-bytes)",
     "data-size": "a ConfigMap's or Secret's data is at most 1 MiB (apiserver validation)",
-    "annotations-size": "an object's annotations total at most 256 KiB (apiserver validation)",
-    "label-length": "label values and label key names are at most 63 characters, key prefixes at most 253",
-    "name-length": "names are at most 253 characters (a Namespace's at most 63)",
 }
 
 ALWAYS_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", "flux-system")
@@ -59,7 +57,6 @@ CLUSTER_SCOPED = {
 }
 MAX_OBJECT_BYTES = 3 * 512 * 1024  # 1.5 MiB: etcd --max-request-bytes default
 MAX_DATA_BYTES = 1024 * 1024  # core.MaxSecretSize, also the ConfigMap limit
-MAX_ANNOTATION_BYTES = 256 * 1024  # apimachinery TotalAnnotationSizeLimitB
 REF_HINT = ("add the {kind} to the layer that applies this object (a ConfigMap Terraform writes: to cluster-vars.example.yaml "
             "and terraform/), fix the name, or mark the reference optional")
 WORKLOAD_KINDS = {"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "ReplicationController"}
@@ -332,26 +329,6 @@ def size_problems(obj: dict) -> list[tuple[str, str, str, list]]:
             out.append(("data-size", f"holds {total} bytes of data; the apiserver allows at most 1 MiB ({MAX_DATA_BYTES} bytes)",
                         f"split the {kind} in several, or ship the content in the image or a volume",
                         ["data"] if data else ["binaryData" if kind == "ConfigMap" else "stringData"]))
-    meta = as_map(obj.get("metadata"))
-    total = sum(len(str(k).encode()) + len(str(v).encode()) for k, v in as_map(meta.get("annotations")).items())
-    if total > MAX_ANNOTATION_BYTES:
-        out.append(("annotations-size", f"metadata.annotations total {total} bytes; the apiserver allows at most 256 KiB ({MAX_ANNOTATION_BYTES})",
-                    "move the large annotation into a ConfigMap (or drop it)", ["metadata", "annotations"]))
-    for key, value in as_map(meta.get("labels")).items():
-        prefix, _, name = str(key).rpartition("/")
-        value = "" if value is None else str(value)
-        if len(value) > 63:
-            out.append(("label-length", f"label {key} has a value of {len(value)} characters; label values are at most 63",
-                        "shorten the label value to at most 63 characters (a queue name used in kueue.x-k8s.io/queue-name too)",
-                        ["metadata", "labels", key]))
-        if len(name) > 63 or len(prefix) > 253:
-            out.append(("label-length", f"label key {key!r} is too long (name part at most 63 characters, prefix at most 253)",
-                        "shorten the label key", ["metadata", "labels", key]))
-    name = meta.get("name")
-    limit = 63 if kind == "Namespace" else 253
-    if isinstance(name, str) and len(name) > limit:
-        out.append(("name-length", f"metadata.name has {len(name)} characters; a {kind} name is at most {limit}",
-                    f"shorten the name to at most {limit} characters (and every reference to it)", ["metadata", "name"]))
     return out
 
 

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from harness.gate.findings import Finding
 from harness.gate.render import ClusterRender, is_flux_kustomization
-from harness.gate.sources import as_map, name_key
+from harness.gate.sources import as_list, as_map, name_key
 
 RULES = {
     "flux-source-ref": "every Flux Kustomization's sourceRef and HelmRelease's chart source names a source of the cluster",
@@ -44,6 +44,7 @@ def flux_rules(ctx, cluster: ClusterRender) -> list[Finding]:
                                        "name a GitRepository/OCIRepository this cluster defines (or flux-system, which "
                                        "bootstrap creates), in the namespace of the referencing object unless set",
                                        cluster=cluster.name))
+    out += _release_dependencies(ctx, cluster, builds)
     for build in cluster.flux:
         ks = build.flux_kustomization or {}
         queues = sorted({o.get("kind") for o in build.objects if o.get("kind") in QUEUE_KINDS})
@@ -65,11 +66,35 @@ def flux_rules(ctx, cluster: ClusterRender) -> list[Finding]:
     return out
 
 
+def _is_release(obj: dict) -> bool:
+    return obj.get("kind") == "HelmRelease" and str(obj.get("apiVersion", "")).startswith("helm.toolkit.fluxcd.io/")
+
+
+def _release_dependencies(ctx, cluster: ClusterRender, builds: list) -> list[Finding]:
+    """flux-depends-on for HelmReleases: helm-controller installs nothing until every HelmRelease in
+    spec.dependsOn is Ready, so one the cluster does not define holds the release back for good."""
+    releases = {(name_key(as_map(o.get("metadata")).get("namespace")), name_key(as_map(o.get("metadata")).get("name")))
+                for b in builds for o in b.objects if _is_release(o)}
+    out = []
+    for build, hr in ((b, o) for b in builds for o in b.objects if _is_release(o)):
+        ns = as_map(hr.get("metadata")).get("namespace")
+        for i, dep in enumerate(as_list(as_map(hr.get("spec")).get("dependsOn"))):
+            dep = as_map(dep)
+            target = (name_key(dep.get("namespace", ns)), name_key(dep.get("name")))
+            if dep.get("kind", "HelmRelease") == "HelmRelease" and target not in releases:
+                out.append(ctx.finding(hr, build, "flux-depends-on",
+                                       f"dependsOn HelmRelease {target[0]}/{target[1]} is not a HelmRelease of the cluster: "
+                                       "helm-controller never installs this release",
+                                       "fix the name (and namespace), or add the HelmRelease it should wait for",
+                                       cluster=cluster.name, field=f"spec.dependsOn[{i}].name"))
+    return out
+
+
 def _source_refs(obj: dict) -> list[tuple[str, dict]]:
     spec = as_map(obj.get("spec"))
     if is_flux_kustomization(obj):
         return [("spec.sourceRef", as_map(spec.get("sourceRef")))] if spec.get("sourceRef") else []
-    if obj.get("kind") == "HelmRelease" and str(obj.get("apiVersion", "")).startswith("helm.toolkit.fluxcd.io/"):
+    if _is_release(obj):
         if spec.get("chartRef"):
             return [("spec.chartRef", as_map(spec.get("chartRef")))]
         ref = as_map(as_map(as_map(spec.get("chart")).get("spec")).get("sourceRef"))

@@ -40,7 +40,7 @@ RULES = {
     "cluster-overlay": "each cluster selects exactly one queue overlay (the configuration's queue_overlays; none configured: not checked)",
     "object-collision": "no two Flux Kustomizations of a cluster apply the same object",
     "flux-path": "every Flux Kustomization path exists and renders",
-    "flux-depends-on": "every dependsOn target exists",
+    "flux-depends-on": "every dependsOn target exists (a Flux Kustomization's Kustomizations, a HelmRelease's HelmReleases)",
     "flux-cycle": "dependsOn has no cycle",
     "flux-variable-undefined": "every ${VAR} in a Flux Kustomization's output is defined",
     "sample-render": "every sample listed in clusters/*/samples.yaml (the configuration's samples file) renders",

@@ -24,7 +24,7 @@ STAGE_RULES = {
     "unknown": "schema-unknown-kind",  # no such apiVersion/kind served
     "decode": "schema",  # strict decoding: unknown or duplicate fields
     "schema": "schema",  # built-in kinds: kubeconform, strict
-    "validation": "api-validation",  # the apiserver's validation of a custom resource (schema, CEL, metadata)
+    "validation": "api-validation",  # the apiserver's validation: a custom resource's (schema, CEL, metadata), a built-in's metadata
     "webhook": "kueue-webhook",  # Kueue's validating webhook
     "controller": "kuberay-validation",  # what KubeRay's RayJob controller validates before it acts
     "scheduler": "kueue-inadmissible",  # what Kueue's scheduler checks of the job's Workload before it looks for quota
@@ -32,7 +32,9 @@ STAGE_RULES = {
 
 # The rules of the stages above (the README's table), the fix for each and what a finding of it says.
 RULES = {
-    "api-validation": "every custom resource passes the apiserver's own create validation (OpenAPI schema, x-kubernetes-validations CEL rules, metadata), offline",
+    "api-validation": "every custom resource passes the apiserver's own create validation (OpenAPI schema, x-kubernetes-validations CEL rules, "
+                      "metadata), and every built-in object its metadata validation (name per kind, labels, annotations; ConfigMap and "
+                      "Secret keys), offline",
     "kueue-webhook": "every Kueue object and RayJob passes Kueue's validating webhook (its own code at the pinned version), offline",
     "kuberay-validation": "every RayJob passes what the pinned KubeRay operator validates before it acts (its own functions); "
                           "else the RayJob is marked ValidationFailed and never runs",

@@ -68,3 +68,41 @@ def test_offline_verdict_matches_server_dry_run(tmp_path, kube, names, clean_obj
                 f"{where}: offline {problem.stage} error {err['message']!r} not in the server's answer: {server}"
         compared += 1
     assert compared, f"{case}: no object was rejected offline"
+
+
+# Built-in kinds: what the apiserver's validation refuses beyond the OpenAPI schema (metadata, a
+# ConfigMap's or Secret's keys), which the gate checks with apimachinery's own functions and the
+# name check per kind the apiserver uses (tools/fluxbuild builtinmeta.go). (case, object, rejected)
+BUILTIN = [
+    ("namespace-uppercase", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "Parity-Ray"}}, True),
+    ("namespace-64-characters", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "p" * 64}}, True),
+    ("namespace-dotted", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "parity.ray"}}, True),
+    ("configmap-dotted-name", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "parity.ray"}, "data": {"a": "b"}}, False),
+    ("label-with-space", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "p", "labels": {"team": "ML Platform"}}}, True),
+    ("label-key-64-characters", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "p", "labels": {"k" * 64: "v"}}}, True),
+    ("annotation-key-with-space", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "p", "annotations": {"a key": "v"}}}, True),
+    ("configmap-key-with-space", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "p"}, "data": {"a key": "v"}}, True),
+    ("secret-key-with-slash", {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "p"}, "data": {"a/b": "dg=="}}, True),
+    ("service-name-starts-with-digit", {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "1svc"},
+                                        "spec": {"ports": [{"port": 80}]}}, True),
+    ("role-name-with-colon", {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "parity:reader"},
+                              "rules": []}, False),
+    ("service-account-dotted", {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "parity.sa"}}, False),
+]
+
+
+@pytest.mark.parametrize("case,obj,rejected", BUILTIN, ids=[c[0] for c in BUILTIN])
+def test_builtin_metadata_verdict_matches_server_dry_run(kube, names, case, obj, rejected):
+    if obj["kind"] != "Namespace":
+        kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": names.namespace}})
+        obj = {**obj, "metadata": {**obj["metadata"], "namespace": names.namespace}}
+    server = _server_verdict(kube, obj)
+    assert (server is not None) == rejected, f"{case}: the server {'rejected' if server else 'accepted'} it: {server}"
+    problem = validate([obj])[0]
+    if problem is None:
+        assert server is None, f"{case}: accepted offline, rejected by the server: {server}"
+        return
+    assert problem.rule == "api-validation" and server is not None, f"{case}: offline {problem}, server accepted it"
+    for err in problem.errors:  # a label or annotation is named offline by its key, the server names the whole map
+        field = err["field"].split("[")[0] if err["field"].startswith(("metadata.labels[", "metadata.annotations[")) else err["field"]
+        assert field in server and err["detail"] in server, f"{case}: offline {err['message']!r} not in the server's answer: {server}"

@@ -29,7 +29,12 @@ func (b *builtinValidator) check(obj map[string]interface{}) checkResult {
 	}
 	res := b.v.ValidateResource(resource.Resource{Path: "object.json", Bytes: data})
 	switch res.Status {
-	case validator.Valid, validator.Skipped, validator.Empty:
+	case validator.Valid:
+		if errs := builtinMetadataErrors(obj); errs != nil {
+			return checkResult{Stage: "validation", Errors: errs}
+		}
+		return checkResult{}
+	case validator.Skipped, validator.Empty:
 		return checkResult{}
 	case validator.Invalid:
 		var errs []fieldError

@@ -8,7 +8,9 @@
 //     rules, metadata), then Kueue's validating webhooks (ClusterQueue, ResourceFlavor, Cohort,
 //     Workload, RayJob) on the defaulted object, as the apiserver calls them after its own checks,
 //     then what KubeRay's RayJob controller validates before it acts (kuberay.go);
-//   - built-in kinds: kubeconform's validator (strict) on the offline schemas of harness/gate/schemas.py.
+//   - built-in kinds: kubeconform's validator (strict) on the offline schemas of harness/gate/schemas.py,
+//     then what the apiserver's validation checks of them beyond the schema with apimachinery's own
+//     functions: metadata, and a ConfigMap's or Secret's data keys (builtinmeta.go).
 //
 // Like the apiserver, the first stage that rejects an object ends its checks (a strict-decoding
 // error is reported without the validation errors that would follow).

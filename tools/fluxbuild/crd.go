@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -221,7 +222,13 @@ func (c *crdVersion) check(ctx context.Context, obj map[string]interface{}) chec
 	}
 	rest.FillObjectMetaSystemFields(u)
 	if err := rest.BeforeCreate(c.strategy, genericapirequest.WithNamespace(ctx, ns), u); err != nil {
-		return checkResult{Stage: "validation", Errors: statusErrors(err)}
+		errs := statusErrors(err)
+		for i, e := range errs { // the status keeps the bad value only in the message, quoted
+			errs[i].Field = entryField(e.Field, u.GetLabels(), u.GetAnnotations(), func(k, v string) bool {
+				return strings.Contains(e.Detail, strconv.Quote(v)) || strings.Contains(e.Detail, strconv.Quote(k))
+			})
+		}
+		return checkResult{Stage: "validation", Errors: errs}
 	}
 	if errs := webhookErrors(ctx, u); len(errs) > 0 {
 		return checkResult{Stage: "webhook", Errors: errs}
