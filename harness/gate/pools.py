@@ -5,8 +5,10 @@ and tolerations let a pod onto a pool's nodes).
 
 - Labels: node_labels plus what AKS sets itself (agentpool, mode, instance type, and
   accelerator=nvidia on GPU sizes). Taints: node_taints ("key=value:Effect"), and
-  CriticalAddonsOnly=true:NoSchedule on a system pool with only_critical_addons_enabled; a
-  tainted pool counts only for pods that tolerate its taints, the system pool included.
+  CriticalAddonsOnly=true:NoSchedule on a system pool with only_critical_addons_enabled, and
+  kubernetes.azure.com/scalesetpriority=spot (label) and =spot:NoSchedule (taint) on a user pool
+  with priority = "Spot", as AKS sets them; a tainted pool counts only for pods that tolerate its
+  taints, the system pool included.
 - Node counts: a pool with auto_scaling_enabled (azurerm v4; v3 spelled it enable_auto_scaling)
   has min_count..max_count nodes and counts at max_count (`count`), keeping `min_count` for the
   scale-up warning; a fixed pool has node_count nodes. A pool whose `count` meta-argument is 0
@@ -28,6 +30,8 @@ from harness.gate.terraform import (TFVARS_DIR, Block, Body, TerraformConfig, Te
                                     variable_origin)
 
 SYSTEM_TAINT = "CriticalAddonsOnly=true:NoSchedule"
+SPOT_LABEL = "kubernetes.azure.com/scalesetpriority"
+SPOT_TAINT = f"{SPOT_LABEL}=spot:NoSchedule"
 AUTOSCALING_KEYS = {"auto_scaling_enabled": 4, "enable_auto_scaling": 3}  # attribute -> azurerm major version that spells it so
 
 
@@ -252,6 +256,9 @@ class _Builder:
         zones = tuple(sorted(str(z) for z in as_list(get("zones"))))
         if system and get("only_critical_addons_enabled") is True:
             taints.append(SYSTEM_TAINT)
+        if not system and get("priority") == "Spot":  # AKS labels and taints every Spot node,
+            labels[SPOT_LABEL] = "spot"  # only pods that tolerate it land there
+            taints.append(SPOT_TAINT)
         address = block.address if block.keyed else f"{block.type}.{block.name}"
         pool = Pool(name, address, block.file, block.line, vm_size, 0, max_pods, labels, taints, system, sku,
                     zones=zones, region=self.region)

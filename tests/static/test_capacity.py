@@ -215,6 +215,22 @@ def test_tainted_gpu_pool_with_a_cpu_pool_is_clean(repo_copy: Path):
     assert report.findings == [], "\n".join(f.text() for f in report.findings)
 
 
+def test_spot_gpu_pool_whose_flavor_tolerates_it_with_a_cpu_pool_is_clean(repo_copy: Path):
+    """A Spot GPU pool (AKS taints it kubernetes.azure.com/scalesetpriority=spot:NoSchedule) is the
+    tainted-pool pattern with AKS's taint: clean once flavor gpu carries the toleration and a CPU pool
+    takes the head pods; the pool's nodes carry the label and taint AKS gives them."""
+    edit(repo_copy, "terraform/node_pools.tf", "  gpu_driver  = var.gpu_driver\n",
+         '  gpu_driver  = var.gpu_driver\n  priority        = "Spot"\n  eviction_policy = "Delete"\n  spot_max_price  = -1\n')
+    edit(repo_copy, "base/resource-flavors.yaml", GPU_FLAVOR, GPU_FLAVOR + "  tolerations:\n"
+         "    - {key: kubernetes.azure.com/scalesetpriority, operator: Equal, value: spot, effect: NoSchedule}\n")
+    add_cpu_pool(repo_copy)
+    report = validate_repository(repo_copy)
+    assert report.findings == [], "\n".join(f.text() for f in report.findings)
+    gpu = next(p for p in cluster_pools(TerraformConfig.load(repo_copy), load_tfvars(repo_copy / PROD_TFVARS)) if p.name == "gpupool")
+    assert gpu.labels["kubernetes.azure.com/scalesetpriority"] == "spot"
+    assert "kubernetes.azure.com/scalesetpriority=spot:NoSchedule" in gpu.taints
+
+
 def test_tainted_pool_capacity_counts_each_pool_once_for_the_pods_that_reach_it(repo_copy: Path):
     tainted_pattern(repo_copy)
     _, clusters = render_repository(repo_copy)

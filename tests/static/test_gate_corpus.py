@@ -172,6 +172,10 @@ CORPUS = [
     ("health-check-names-nothing", "flux-health-check", f"{PROD}/infrastructure.yaml",
      lambda r: edit(r, f"{PROD}/infrastructure.yaml", "  wait: true\n", "  healthChecks:\n    - apiVersion: helm.toolkit.fluxcd.io/v2\n"
                     "      kind: HelmRelease\n      name: kueue-typo\n      namespace: kueue-system\n"), 14),
+    # A Spot GPU pool: AKS taints its nodes kubernetes.azure.com/scalesetpriority=spot:NoSchedule (pools.py).
+    ("gpu-pool-on-spot", "capacity-flavor-labels", "base/resource-flavors.yaml",
+     lambda r: edit(r, "terraform/node_pools.tf", "  gpu_driver  = var.gpu_driver\n",
+                    '  gpu_driver  = var.gpu_driver\n  priority        = "Spot"\n  eviction_policy = "Delete"\n  spot_max_price  = -1\n'), 16),
     ("name-prefix-on-queues", "kustomize-rename", "overlays/team-queues/kustomization.yaml",
      lambda r: edit(r, "overlays/team-queues/kustomization.yaml", "resources:", "namePrefix: prod-\nresources:"), 5),
     # The Kueue manager's configuration, loaded as the pinned manager loads it at start (kueue_manager.py).
