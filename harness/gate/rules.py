@@ -13,7 +13,7 @@ from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 
-from harness.core import parse_quantity
+from harness.core import format_quantity, parse_quantity
 
 from harness.gate import config, workloads
 from harness.gate.findings import Finding
@@ -60,6 +60,7 @@ class Context:
         self.config = gate_config
         self.failed_dirs: set[str] = set()  # directories whose plain build fails (set once rendered)
         self.renames = None  # renames.Renames (set once rendered): a missing name a namePrefix/nameSuffix explains
+        self.sample_vars: dict[int, dict[str, tuple[str, int | None]]] = {}  # id(rendered sample) -> VAR -> (file, line)
 
     def renamed(self, kind: str, name, present, reference: str) -> bool:
         """Whether a kustomization renamed the missing `kind` `name` to one in `present` (its
@@ -281,6 +282,8 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
                                "sample-vars", f"vars sets {name}, which {wfile} does not use ({meant}): the sample is checked "
                                "with its default instead", f"spell the variable as {wfile} does, or remove it from `vars`", where))
         rendered.append((sample, job, entry_line))
+        ctx.sample_vars[id(job)] = {str(k): (samples_file, line_at(root, samples_file, None, [i, "vars", k]) or entry_line)
+                                    for k in as_map(e.get("vars"))}
         spec = as_map(job.get("spec"))
         if spec.get("suspend") is not True:
             out.append(ctx.finding(job, None, "sample-suspend", "spec.suspend is not true: the RayJob would start before Kueue admits it",
@@ -369,10 +372,11 @@ def _fit(job: dict, cq: dict, cqs: list[dict], samples_file: str, line: int | No
             continue
         if res not in capacity:
             out.append(Finding(samples_file, line, resource_id(job), "sample-fits",
-                               f"{wfile} requests {qty} {res}, which ClusterQueue {cq['metadata']['name']} does not cover: Kueue never admits it",
+                               f"{wfile} requests {format_quantity(res, qty)} {res}, which ClusterQueue {cq['metadata']['name']} does not cover: Kueue never admits it",
                                f"add {res} to a resource group of {cq['metadata']['name']}, or drop the request", where))
         elif qty > capacity[res]:
             out.append(Finding(samples_file, line, resource_id(job), "sample-fits",
-                               f"{wfile} as submitted needs {qty} {res} in total but ClusterQueue {cq['metadata']['name']} can give at most {capacity[res]} (nominal + borrowing): it would pend forever",
+                               f"{wfile} as submitted needs {format_quantity(res, qty)} {res} in total but ClusterQueue {cq['metadata']['name']} "
+                               f"can give at most {format_quantity(res, capacity[res])} (nominal + borrowing): it would pend forever",
                                "shrink the job (fewer workers, smaller pods) or raise the quota through the cluster's gpu-sku component", where))
     return out

@@ -10,14 +10,17 @@ built-in kinds (`harness.gate.schemas`). It is told the expected kinds before re
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.core import HarnessError, versions
-from harness.gate import schemas
+from harness.gate import schemas, workloads
+from harness.gate.findings import Finding
 from harness.gate.helper import helper
 
 KUBERNETES_VERSION = versions.module("kubernetes")[1].removeprefix("v")
+# The apiserver's note that other errors kept it from running the CEL rules: not a cause of its own.
+CEL_SKIPPED = "some validation rules were not checked because the object was invalid"
 
 # The checker's stages, in the order the apiserver runs them, and the rule each is reported under.
 STAGE_RULES = {
@@ -123,3 +126,33 @@ class Checker:
 def validate(objects: list[dict]) -> list[Problem | None]:
     """Checks `objects` with the pinned CRDs."""
     return Checker().start().check(objects)
+
+
+def findings(ctx, checker: Checker, validated: list[tuple[object, dict, str | None]]) -> list[Finding]:
+    """The findings of checking `validated` ((build, or a label for a sample or a variables file; object;
+    the file it is written in, when not its build's)), at the line where each offending value is
+    written: a sample's value filled from its samples.yaml entry's vars is reported there, once per var."""
+    out, by_var = [], {}
+    problems = checker.check([o for _, o, _ in validated])
+    for (build, obj, file), problem in zip(validated, problems):
+        if problem is None:
+            continue
+        b, label = (None, build) if isinstance(build, str) else (build, None)
+        for err in problem.errors:
+            if CEL_SKIPPED in err.get("detail", "") and len(problem.errors) > 1:
+                continue
+            found = ctx.finding(obj, b, problem.rule, f"{WHAT[problem.rule]}: {err['message']}", HINTS[problem.rule], file=file,
+                                context=label, field=err.get("field") or None)
+            var = workloads.var_at(ctx.sources.root, found, ctx.sample_vars.get(id(obj), {}))
+            if var is None:
+                out.append(found)
+                continue
+            key = (*var, found.rule, found.resource)  # (VAR, file, line, rule, resource)
+            first, errors, uses = by_var.setdefault(key, (found, [], []))
+            errors.append(err["message"])
+            uses.append(f"{found.file}:{found.line}")
+    for (name, file, line, _, _), (first, errors, uses) in by_var.items():
+        out.append(replace(first, file=file, line=line, message=f"{WHAT[first.rule]}: {'; '.join(errors)} "
+                                                                 f"(with vars {name}, which {', '.join(sorted(set(uses)))} use)",
+                           hint=f"give vars {name} of this entry a value those fields accept (see the message), or drop it to use the default"))
+    return out

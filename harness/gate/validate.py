@@ -55,7 +55,6 @@ RULE_SOURCES = {
     "harness/gate/gpu_driver.py (GPU pools without the NVIDIA device plugin)": gpu_driver.RULES,
     "harness/gate/terraform_checks.py (Terraform wiring)": terraform_checks.RULES,
 }
-CEL_SKIPPED = "some validation rules were not checked because the object was invalid"
 RULE_IDS = {rule: text for found in RULE_SOURCES.values() for rule, text in found.items()}
 
 
@@ -188,7 +187,7 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
         validated += [(example, s, example) for s in c.variables]
     per_area["rules"] += ctx.renames.findings()  # after every reference rule has asked it
     timed("rules", t)
-    schema = beside("schema", _schema_findings, ctx, checker, validated)
+    schema = beside("schema", schema_check.findings, ctx, checker, validated)
     t_cap = time.monotonic()
     per_area["capacity"] += capacity.capacity_findings(root, clusters, sources, gate_config)
     timed("capacity", t_cap)
@@ -228,23 +227,6 @@ def summary_table(report: Report) -> str:
         lines.append(f"{a.name:<{width}}  {a.what:<{what}}  {a.findings:>8}  {a.seconds:5.2f}s")
     lines.append(f"{'total':<{width}}  {'':<{what}}  {len(report.findings):>8}  {report.timings.get('total', 0):5.2f}s")
     return "\n".join(lines)
-
-
-def _schema_findings(ctx: rules.Context, checker: schema_check.Checker,
-                     validated: list[tuple[object, dict, str | None]]) -> list[Finding]:
-    out = []
-    problems = checker.check([o for _, o, _ in validated])
-    for (build, obj, file), problem in zip(validated, problems):
-        if problem is None:
-            continue
-        b, label = (None, build) if isinstance(build, str) else (build, None)
-        for err in problem.errors:
-            if CEL_SKIPPED in err.get("detail", "") and len(problem.errors) > 1:
-                continue  # the apiserver's note that the other errors stopped its CEL rules: not a cause of its own
-            text = f"{schema_check.WHAT[problem.rule]}: {err['message']}"
-            out.append(ctx.finding(obj, b, problem.rule, text, schema_check.HINTS[problem.rule], file=file, context=label,
-                                   field=err.get("field") or None))
-    return out
 
 
 def harness_version() -> str:

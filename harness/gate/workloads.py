@@ -86,6 +86,18 @@ def unused_vars(sample: str, values: dict, root: Path = REPO_ROOT) -> dict[str, 
     return {str(k): difflib.get_close_matches(str(k), used, n=1) or sorted(used) for k in values if str(k) not in used}
 
 
+def var_at(root: Path, finding, var_lines: dict[str, tuple[str, int | None]]) -> tuple[str, str, int | None] | None:
+    """(VAR, file, line) when the line of a sample's template `finding` points at takes its value from
+    a ${VAR} the samples.yaml entry sets (`var_lines`: VAR -> where the entry sets it); else None."""
+    if not finding.line or not var_lines:
+        return None
+    try:
+        text = read_source(root / finding.file, root).splitlines()[finding.line - 1]
+    except (SourceError, IndexError):
+        return None
+    return next(((name, *var_lines[name]) for name in string.Template(text).get_identifiers() if name in var_lines), None)
+
+
 def _plain_name(name: str) -> bool:
     return bool(name) and not name.startswith(".") and all(c.isalnum() or c in "-_." for c in name)
 

@@ -203,6 +203,9 @@ CORPUS = [
                                "          resources:\n            - {name: nvidia.com/gpu, nominalQuota: \"64\"}\n"), 52),
     ("requests-above-limits", "kueue-inadmissible", "workloads/llm-training.yaml",
      lambda r: edit(r, "workloads/llm-training.yaml", 'requests: {cpu: "16", memory: 128Gi', 'requests: {cpu: "32", memory: 128Gi'), 82),
+    # A value the template takes from the entry's vars: reported once, at the var, for every field it fills.
+    ("sample-var-wrong-type", "api-validation", f"{PROD}/samples.yaml",
+     lambda r: edit(r, f"{PROD}/samples.yaml", 'vars: {NUM_WORKERS: "4"}', 'vars: {NUM_WORKERS: "four"}'), 9),
     ("sample-var-misspelt", "sample-vars", f"{PROD}/samples.yaml",
      lambda r: edit(r, f"{PROD}/samples.yaml", 'vars: {NUM_WORKERS: "4"}', 'vars: {NUM_WORKER: "4"}'), 9),
     ("vm-size-without-its-component", "capacity-sku-component", "overlays/team-queues/kustomization.yaml",
@@ -288,3 +291,13 @@ def test_a_name_prefix_explains_only_the_names_it_renamed(repo_copy):
     assert "'nope'" not in rename[0].message
     dangling = [f for f in report.findings if f.rule == "localqueue-clusterqueue"]
     assert [(f.file, "'nope'" in f.message) for f in dangling] == [(TEAM_B, True)], "\n".join(f.text() for f in dangling)
+
+
+def test_a_bad_sample_var_is_one_finding_at_the_var(repo_copy):
+    edit(repo_copy, f"{PROD}/samples.yaml", 'vars: {NUM_WORKERS: "4"}', 'vars: {NUM_WORKERS: "four"}')
+    report = validate_repository(repo_copy)
+    assert [(f.rule, f.file, f.line) for f in report.findings] == [("api-validation", f"{PROD}/samples.yaml", 9)], \
+        "\n".join(f.text() for f in report.findings)
+    message = report.findings[0].message
+    assert all(f"workerGroupSpecs[0].{field}" in message for field in ("replicas", "minReplicas", "maxReplicas")), message
+    assert "vars NUM_WORKERS" in message and "workloads/llm-training.yaml:70" in message, message
