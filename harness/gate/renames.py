@@ -1,5 +1,6 @@
 """kustomize-rename: a kustomization's namePrefix or nameSuffix renames objects that others refer to by
-a name kustomize does not rewrite.
+a name kustomize does not rewrite; flux-target-namespace: a Flux Kustomization's targetNamespace moves
+the objects the samples use out of the samples' namespace.
 
 kustomize rewrites a renamed object's name only where its nameReference configuration knows the field
 (a ConfigMap in a Deployment's volumes, a ServiceAccount in a built-in pod template). It knows none
@@ -21,6 +22,8 @@ from harness.gate.sources import as_map
 RULES = {
     "kustomize-rename": "a kustomization's namePrefix/nameSuffix renames no object that Kueue objects or samples refer to by the "
                         "old name (kustomize rewrites no Kueue reference, nor any inside a RayJob)",
+    "flux-target-namespace": "a Flux Kustomization's targetNamespace moves no object out of the namespace the samples use "
+                             "(the samples are submitted outside the layer, with the namespace their workloads/ template gives)",
 }
 
 
@@ -34,13 +37,33 @@ class _Rename:
     references: dict[tuple[str, str], list[str]] = field(default_factory=dict)  # (kind, old name) -> references left to it
 
 
+@dataclass
+class _Move:
+    """A Flux Kustomization's spec.targetNamespace: every namespaced object of its layer lands there."""
+    cluster: str
+    file: str
+    line: int | None
+    namespace: str
+    moved: set[tuple[str, str]]  # (kind, name) of the layer's objects
+    references: list[str] = field(default_factory=list)
+
+
 class Renames:
     """The renames of the repository's kustomizations, from their own builds; the references the
     reference rules found left behind (`explains`)."""
 
-    def __init__(self, root: Path, sources, builds):
+    def __init__(self, root: Path, sources, builds, clusters=()):
         self.root = root
         self._renames: list[_Rename] = []
+        self._moves: list[_Move] = []
+        for cluster in clusters:
+            for b in cluster.flux:
+                target = as_map(as_map(b.flux_kustomization).get("spec")).get("targetNamespace")
+                if isinstance(target, str) and target and not b.error:
+                    file, doc_line = sources.locate(b.flux_kustomization, (f"clusters/{cluster.name}/",))
+                    objects = {(str(o.get("kind")), str(as_map(o.get("metadata")).get("name"))) for o in b.objects
+                               if as_map(o.get("metadata")).get("namespace") == target}
+                    self._moves.append(_Move(cluster.name, file, line_at(root, file, doc_line, ["spec", "targetNamespace"]), target, objects))
         built = {b.dir: b for b in builds if not b.error}
         for doc in sources.docs:
             if not doc.file.endswith("kustomization.yaml"):
@@ -71,8 +94,23 @@ class Renames:
                 return True
         return False
 
+    def moved(self, cluster: str, kind: str, namespace, name, reference: str) -> bool:
+        """Whether `reference` names `kind` `namespace`/`name`, missing there because a Flux Kustomization of
+        `cluster` put the object in its targetNamespace: then it is noted for that finding instead."""
+        for move in self._moves:
+            if move.cluster == cluster and namespace != move.namespace and (kind, str(name)) in move.moved:
+                if reference not in move.references:
+                    move.references.append(reference)
+                return True
+        return False
+
     def findings(self) -> list[Finding]:
-        out = []
+        out = [Finding(m.file, m.line, "", "flux-target-namespace",
+                       f"targetNamespace {m.namespace!r} puts every namespaced object of this layer in namespace {m.namespace}, but "
+                       f"{len(m.references)} reference(s) still name them elsewhere: {'; '.join(m.references)}",
+                       "remove targetNamespace (the layer's objects carry their namespace), or move the samples along: the namespace "
+                       "is metadata.namespace of their workloads/ templates, which every cluster shares", f"cluster {m.cluster}")
+               for m in self._moves if m.references]
         for r in self._renames:
             if not r.references:
                 continue

@@ -89,9 +89,10 @@ def _sample_rules(ctx, root: Path, index: ClusterIndex, samples_file: str, line:
             if kind == "ServiceAccount" and not index.has(kind, ns, name):
                 missing.setdefault((kind, name_key(name)), []).append(dotted(where))
     accounts = {n for (k, kns, n) in index.named if k == "ServiceAccount" and kns == ns}
+    reference = lambda name: f"sample {sample} ({samples_file}:{line}) serviceAccountName {ns}/{name}"  # noqa: E731
     missing = {(kind, name): fields for (kind, name), fields in missing.items()
-               if kind != "ServiceAccount" or not ctx.renamed(kind, name, accounts, f"sample {sample} ({samples_file}:{line}) "
-                                                                                  f"serviceAccountName {name!r}")}
+               if kind != "ServiceAccount" or not (ctx.renamed(kind, name, accounts, reference(name))
+                                                   or ctx.moved(index.cluster.name, kind, ns, name, reference(name)))}
     for (kind, name), fields in missing.items():
         if kind == "PriorityClass":
             finding("sample-priority-class", f"{', '.join(fields)} {name!r} is not a PriorityClass of cluster {index.cluster.name}: "

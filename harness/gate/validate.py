@@ -46,7 +46,7 @@ RULE_SOURCES = {
     "harness/gate/cluster_refs.py (references and sizes in each cluster's rendered set)": cluster_refs.RULES,
     "harness/gate/sample_admission.py (samples that could never be admitted)": sample_admission.RULES,
     "harness/gate/kueue_manager.py (the Kueue manager's own configuration)": kueue_manager.RULES,
-    "harness/gate/renames.py (namePrefix/nameSuffix and the names left behind)": renames.RULES,
+    "harness/gate/renames.py (namePrefix/nameSuffix, targetNamespace and the references left behind)": renames.RULES,
     "harness/gate/queue_activity.py (ClusterQueues Kueue would keep inactive)": queue_activity.RULES,
     "harness/gate/served_apis.py (the Kueue and KubeRay APIs each cluster installs)": served_apis.RULES,
     "harness/gate/kustomize_warnings.py (warnings)": kustomize_warnings.RULES,
@@ -158,7 +158,7 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
 
     t = time.monotonic()
     ctx.failed_dirs = {b.dir for b in builds if b.error}
-    ctx.renames = renames.Renames(root, sources, builds)
+    ctx.renames = renames.Renames(root, sources, builds, clusters)
     warnings = beside("rules", kustomize_warnings.kustomize_warnings, ctx, root, builds, clusters, session)
     validated: list[tuple[object, dict, str | None]] = []  # (build or label, object, source file) for schema checks
     for b in builds:

@@ -176,6 +176,8 @@ CORPUS = [
     ("gpu-pool-on-spot", "capacity-flavor-labels", "base/resource-flavors.yaml",
      lambda r: edit(r, "terraform/node_pools.tf", "  gpu_driver  = var.gpu_driver\n",
                     '  gpu_driver  = var.gpu_driver\n  priority        = "Spot"\n  eviction_policy = "Delete"\n  spot_max_price  = -1\n'), 16),
+    ("queues-layer-target-namespace", "flux-target-namespace", f"{PROD}/queues.yaml",
+     lambda r: edit(r, f"{PROD}/queues.yaml", "  prune: true\n", "  prune: true\n  targetNamespace: ray-prod\n"), 16),
     ("name-prefix-on-queues", "kustomize-rename", "overlays/team-queues/kustomization.yaml",
      lambda r: edit(r, "overlays/team-queues/kustomization.yaml", "resources:", "namePrefix: prod-\nresources:"), 5),
     # The Kueue manager's configuration, loaded as the pinned manager loads it at start (kueue_manager.py).
@@ -301,3 +303,13 @@ def test_a_bad_sample_var_is_one_finding_at_the_var(repo_copy):
     message = report.findings[0].message
     assert all(f"workerGroupSpecs[0].{field}" in message for field in ("replicas", "minReplicas", "maxReplicas")), message
     assert "vars NUM_WORKERS" in message and "workloads/llm-training.yaml:70" in message, message
+
+
+def test_a_target_namespace_is_one_finding(repo_copy):
+    """The samples' queues and ServiceAccount moved by the queue layer's targetNamespace: one finding at that
+    line, none per sample (the templates' namespace is every cluster's, so 'submit elsewhere' is not the fix)."""
+    edit(repo_copy, f"{PROD}/queues.yaml", "  prune: true\n", "  prune: true\n  targetNamespace: ray-prod\n")
+    report = validate_repository(repo_copy)
+    assert [(f.rule, f.file, f.line) for f in report.findings] == [("flux-target-namespace", f"{PROD}/queues.yaml", 16)], \
+        "\n".join(f.text() for f in report.findings)
+    assert "6 reference(s)" in report.findings[0].message
