@@ -24,6 +24,7 @@ RULES = {
                         "old name (kustomize rewrites no Kueue reference, nor any inside a RayJob)",
     "flux-target-namespace": "a Flux Kustomization's targetNamespace moves no object out of the namespace the samples use "
                              "(the samples are submitted outside the layer, with the namespace their workloads/ template gives)",
+    "kustomize-namespace": "a kustomization's namespace: moves no object out of the namespace the samples use (as flux-target-namespace)",
 }
 
 
@@ -39,8 +40,10 @@ class _Rename:
 
 @dataclass
 class _Move:
-    """A Flux Kustomization's spec.targetNamespace: every namespaced object of its layer lands there."""
-    cluster: str
+    """A Flux Kustomization's spec.targetNamespace (rule flux-target-namespace, one cluster's layer) or a
+    kustomization's namespace: (kustomize-namespace, every cluster that builds it): its namespaced objects land there."""
+    rule: str
+    cluster: str | None
     file: str
     line: int | None
     namespace: str
@@ -63,7 +66,8 @@ class Renames:
                     file, doc_line = sources.locate(b.flux_kustomization, (f"clusters/{cluster.name}/",))
                     objects = {(str(o.get("kind")), str(as_map(o.get("metadata")).get("name"))) for o in b.objects
                                if as_map(o.get("metadata")).get("namespace") == target}
-                    self._moves.append(_Move(cluster.name, file, line_at(root, file, doc_line, ["spec", "targetNamespace"]), target, objects))
+                    self._moves.append(_Move("flux-target-namespace", cluster.name, file,
+                                             line_at(root, file, doc_line, ["spec", "targetNamespace"]), target, objects))
         built = {b.dir: b for b in builds if not b.error}
         for doc in sources.docs:
             if not doc.file.endswith("kustomization.yaml"):
@@ -71,6 +75,11 @@ class Renames:
             prefix, suffix = (doc.obj.get(k) for k in ("namePrefix", "nameSuffix"))
             prefix, suffix = (v if isinstance(v, str) else "" for v in (prefix, suffix))
             build = built.get(doc.file.rpartition("/")[0] or ".")
+            target = doc.obj.get("namespace")
+            if isinstance(target, str) and target and build is not None:
+                objects = {(str(o.get("kind")), str(as_map(o.get("metadata")).get("name"))) for o in build.objects
+                           if as_map(o.get("metadata")).get("namespace") == target}
+                self._moves.append(_Move("kustomize-namespace", None, doc.file, line_at(root, doc.file, doc.line, ["namespace"]), target, objects))
             if not (prefix or suffix) or build is None:
                 continue
             rename = _Rename(doc.file, "namePrefix" if prefix else "nameSuffix", prefix, suffix)
@@ -94,22 +103,26 @@ class Renames:
                 return True
         return False
 
-    def moved(self, cluster: str, kind: str, namespace, name, reference: str) -> bool:
-        """Whether `reference` names `kind` `namespace`/`name`, missing there because a Flux Kustomization of
-        `cluster` put the object in its targetNamespace: then it is noted for that finding instead."""
+    def moved(self, cluster: str, kind: str, namespace, name, reference: str, exists_in) -> bool:
+        """Whether `reference` names `kind` `namespace`/`name`, missing there because a targetNamespace of a
+        Flux Kustomization of `cluster`, or a kustomization's namespace:, put it in the namespace where
+        `exists_in(namespace)` finds it: then it is noted for that finding instead."""
         for move in self._moves:
-            if move.cluster == cluster and namespace != move.namespace and (kind, str(name)) in move.moved:
+            if (move.cluster in (None, cluster) and namespace != move.namespace and (kind, str(name)) in move.moved
+                    and exists_in(move.namespace)):
                 if reference not in move.references:
                     move.references.append(reference)
                 return True
         return False
 
     def findings(self) -> list[Finding]:
-        out = [Finding(m.file, m.line, "", "flux-target-namespace",
-                       f"targetNamespace {m.namespace!r} puts every namespaced object of this layer in namespace {m.namespace}, but "
+        key = {"flux-target-namespace": "targetNamespace", "kustomize-namespace": "namespace"}
+        out = [Finding(m.file, m.line, "", m.rule,
+                       f"{key[m.rule]} {m.namespace!r} puts every namespaced object it applies in namespace {m.namespace}, but "
                        f"{len(m.references)} reference(s) still name them elsewhere: {'; '.join(m.references)}",
-                       "remove targetNamespace (the layer's objects carry their namespace), or move the samples along: the namespace "
-                       "is metadata.namespace of their workloads/ templates, which every cluster shares", f"cluster {m.cluster}")
+                       f"remove {key[m.rule]} (the objects carry their namespace), or move the samples along: the namespace is "
+                       "metadata.namespace of their workloads/ templates, which every cluster shares",
+                       f"cluster {m.cluster}" if m.cluster else "")
                for m in self._moves if m.references]
         for r in self._renames:
             if not r.references:

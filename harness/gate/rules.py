@@ -67,9 +67,9 @@ class Context:
         kustomize-rename finding then stands for `reference`)."""
         return self.renames is not None and self.renames.explains(kind, name, present, reference)
 
-    def moved(self, cluster: str, kind: str, namespace, name, reference: str) -> bool:
-        """Whether a Flux Kustomization's targetNamespace moved the missing object (its finding stands for `reference`)."""
-        return self.renames is not None and self.renames.moved(cluster, kind, namespace, name, reference)
+    def moved(self, cluster: str, kind: str, namespace, name, reference: str, exists_in) -> bool:
+        """Whether a targetNamespace or a kustomization's namespace: moved the missing object (its finding stands for `reference`)."""
+        return self.renames is not None and self.renames.moved(cluster, kind, namespace, name, reference, exists_in)
 
     def finding(self, obj: dict, build: Build | None, rule: str, message: str, hint: str,
                 file: str | None = None, cluster: str | None = None, context: str | None = None,
@@ -309,7 +309,7 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
         lq = lqs.get((name_key(ns), name_key(qname)))
         reference = f"sample {sample} ({samples_file}:{entry_line}) queue {ns}/{qname}"
         if lq is None and (ctx.renamed("LocalQueue", qname, {n for (lns, n) in lqs if lns == ns}, reference)
-                           or ctx.moved(cluster.name, "LocalQueue", ns, qname, reference)):
+                           or ctx.moved(cluster.name, "LocalQueue", ns, qname, reference, lambda other: (other, qname) in lqs)):
             continue
         if lq is None:
             have = ", ".join(sorted(n for (lns, n) in lqs if lns == ns)) or "none"

@@ -92,7 +92,8 @@ def _sample_rules(ctx, root: Path, index: ClusterIndex, samples_file: str, line:
     reference = lambda name: f"sample {sample} ({samples_file}:{line}) serviceAccountName {ns}/{name}"  # noqa: E731
     missing = {(kind, name): fields for (kind, name), fields in missing.items()
                if kind != "ServiceAccount" or not (ctx.renamed(kind, name, accounts, reference(name))
-                                                   or ctx.moved(index.cluster.name, kind, ns, name, reference(name)))}
+                                                   or ctx.moved(index.cluster.name, kind, ns, name, reference(name),
+                                                                lambda other, n=name: index.has("ServiceAccount", other, n)))}
     for (kind, name), fields in missing.items():
         if kind == "PriorityClass":
             finding("sample-priority-class", f"{', '.join(fields)} {name!r} is not a PriorityClass of cluster {index.cluster.name}: "

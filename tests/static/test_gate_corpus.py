@@ -178,6 +178,8 @@ CORPUS = [
                     '  gpu_driver  = var.gpu_driver\n  priority        = "Spot"\n  eviction_policy = "Delete"\n  spot_max_price  = -1\n'), 16),
     ("queues-layer-target-namespace", "flux-target-namespace", f"{PROD}/queues.yaml",
      lambda r: edit(r, f"{PROD}/queues.yaml", "  prune: true\n", "  prune: true\n  targetNamespace: ray-prod\n"), 16),
+    ("overlay-namespace", "kustomize-namespace", "overlays/team-queues/kustomization.yaml",
+     lambda r: edit(r, "overlays/team-queues/kustomization.yaml", "resources:", "namespace: ml\nresources:"), 5),
     ("name-prefix-on-queues", "kustomize-rename", "overlays/team-queues/kustomization.yaml",
      lambda r: edit(r, "overlays/team-queues/kustomization.yaml", "resources:", "namePrefix: prod-\nresources:"), 5),
     # The Kueue manager's configuration, loaded as the pinned manager loads it at start (kueue_manager.py).
