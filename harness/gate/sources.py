@@ -101,7 +101,11 @@ class Sources:
     @classmethod
     def load(cls, root: Path) -> "Sources":
         sources = cls(root)
-        for path in sorted(yaml_files(root)):
+        paths = sorted(yaml_files(root))
+        real = {p.resolve() for p in paths if not p.is_symlink()}
+        for path in paths:
+            if path.is_symlink() and path.resolve() in real:
+                continue  # a link to a file read under its own name (its findings are there, once)
             rel = path.relative_to(root).as_posix()
             try:
                 for doc in _parse(rel, read_source(path, root), lambda text: list(yaml.load_all(text, Loader=_LineLoader))):

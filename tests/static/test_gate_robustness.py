@@ -90,6 +90,16 @@ def test_dangling_symlink(repo_copy, tmp_path):
     assert_finding(proc, tmp_path / "f.json", "file-read", "base/dangling.yaml")
 
 
+def test_a_link_to_a_broken_file_is_reported_once_at_the_file(repo_copy):
+    """The harness's repo-snapshot links versions.yaml; a YAML error in it is one finding, at versions.yaml."""
+    (repo_copy / "base/linked.yaml").symlink_to("resource-flavors.yaml")
+    with (repo_copy / "base/resource-flavors.yaml").open("a") as f:
+        f.write("broken: [\n")
+    report = validate_repository(repo_copy)
+    syntax = [(f.rule, f.file) for f in report.findings if f.rule == "yaml-syntax"]
+    assert syntax == [("yaml-syntax", "base/resource-flavors.yaml")], "\n".join(f.text() for f in report.findings)
+
+
 @pytest.mark.parametrize("where", ["directory", "uncreatable", "junit-directory"])
 def test_report_that_cannot_be_written_exits_two(tmp_path, where):
     blocker = tmp_path / "file"
