@@ -278,14 +278,15 @@ class _Check:
         scaled = " at max_count" if any(p.autoscaled for p in pools) else ""
         who = f"flavor {subset[0].flavor}" if len(subset) == 1 else f"flavors {', '.join(sorted(fc.flavor for fc in subset))}"
         whose = "the pools the flavor's pods can land on" if len(subset) == 1 else "the pools these flavors share"
-        findings = []
+        at: dict[tuple[str, int | None], list[dict]] = {}  # where each quota is written -> the ClusterQueues it sizes
         for cq in {id(cq): cq for cq, _ in quotas}.values():
-            file, line = self.locate(cq, _quota_field(cq, subset, res))
-            findings.append(Finding(file, line, resource_id(cq), "capacity-quota",
-                                    f"cluster {self.cluster.name}: {cq['kind']} {cq['metadata']['name']} {who} {res}: declared nominal quota "
-                                    f"{format_quantity(res, total)} in total ({per_queue}) exceeds the real capacity{scaled} "
-                                    f"{format_quantity(res, cap)} of {whose} ({pools_text}; tfvars {self.rel}); admitted workloads would pend forever",
-                                    self._quota_hint(res, cap), self.ctx))
+            at.setdefault(self.locate(cq, _quota_field(cq, subset, res)), []).append(cq)
+        findings = [Finding(file, line, resource_id(cqs[0]), "capacity-quota",
+                            f"cluster {self.cluster.name}: {'ClusterQueues ' if len(cqs) > 1 else 'ClusterQueue '}"
+                            f"{', '.join(cq['metadata']['name'] for cq in cqs)} {who} {res}: declared nominal quota "
+                            f"{format_quantity(res, total)} in total ({per_queue}) exceeds the real capacity{scaled} "
+                            f"{format_quantity(res, cap)} of {whose} ({pools_text}; tfvars {self.rel}); admitted workloads would pend forever",
+                            self._quota_hint(res, cap), self.ctx) for (file, line), cqs in at.items()]
         wrong = sku_component.wrong_component(self.root, [f.file for f in findings], pools)
         causes |= {("component", *wrong)} if wrong else set()
         backing = "no capacity" if cap == 0 else f"only {format_quantity(res, cap)}" + ("" if wrong else " on the other pools")

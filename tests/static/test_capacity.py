@@ -79,8 +79,9 @@ def test_quota_above_capacity(repo_copy: Path):
     msg = hits[0].message
     assert "declared nominal quota 10" in msg and "ClusterQueue team-a-cq 5, ClusterQueue team-b-cq 5" in msg
     assert "real capacity 8" in msg and "pool gpupool, 1 x Standard_ND96amsr_A100_v4" in msg
-    assert {f.resource for f in hits} == {"ClusterQueue/team-a-cq", "ClusterQueue/team-b-cq"}
-    assert {(f.file, f.line) for f in hits} == {(ND96, 24)}, "at the component patch line that writes the GPU quota"
+    # One finding at the component patch line that writes the GPU quota of both team ClusterQueues.
+    assert [(f.file, f.line) for f in hits] == [(ND96, 24)], "\n".join(f.text() for f in hits)
+    assert "ClusterQueues team-a-cq, team-b-cq flavor gpu" in msg
 
 
 def test_flavor_label_mismatch(repo_copy: Path):
