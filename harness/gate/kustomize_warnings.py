@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -166,20 +164,14 @@ def _with_probes(entries: list, at: list, file: str, doc_line: int | None, root:
     return out
 
 
-def _copy_inputs(root: Path, scratch: Path, dirs: set[Path], extra_trees: set[Path]) -> None:
+def _inputs(root: Path, dirs: set[Path], extra_trees: set[Path]) -> list[str]:
+    """The files the probed builds read, relative to the checkout (one outside it: the build reports it)."""
     files = {d / KUSTOMIZATION for d in dirs}
     for d in dirs:
         files |= references(d)[0]
     for tree in extra_trees:
         files |= {Path(p) / f for p, _, fs in os.walk(tree) for f in fs}
-    for f in files:
-        try:
-            rel = f.resolve().relative_to(root)
-        except ValueError:
-            continue  # outside the checkout: the build reports it
-        if f.is_file():
-            (scratch / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(f, scratch / rel)
+    return sorted(f.relative_to(root).as_posix() for f in files if f.is_relative_to(root))
 
 
 def unmatched_patches(ctx, root: Path, builds: list[Build], clusters: list[ClusterRender],
@@ -223,17 +215,12 @@ def unmatched_patches(ctx, root: Path, builds: list[Build], clusters: list[Clust
             job_dirs |= reachable(root / b.dir)
     if not jobs:
         return []
-    scratch = Path(tempfile.mkdtemp(prefix="gate-probe-"))
-    try:
-        _copy_inputs(root, scratch, job_dirs, flux_trees)
-        for d, doc in rewritten.items():
-            if (scratch / d.relative_to(root)).is_dir():
-                (scratch / d.relative_to(root) / KUSTOMIZATION).write_text(yaml.safe_dump(doc, sort_keys=False))
-        # A build the probe breaks comes back as that job's error (judged below); an exception here
-        # means the probe itself could not run, which the gate reports as exit 2, never as a pass.
-        results = session.run(jobs, root=scratch) if session is not None else run_fluxbuild(scratch, jobs)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    # The helper builds the jobs in a scratch tree of these files of its copy, with the rewritten
+    # kustomizations over them. A build the probe breaks comes back as that job's error (judged
+    # below); an exception here means the probe itself could not run: exit 2, never a pass.
+    probe = {"files": _inputs(root, job_dirs, flux_trees),
+             "overlay": {(d / KUSTOMIZATION).relative_to(root).as_posix(): yaml.safe_dump(doc, sort_keys=False) for d, doc in rewritten.items()}}
+    results = session.run(jobs, probe) if session is not None else run_fluxbuild(root, jobs, probe)
     seen, judged = set(), set()
     for job in jobs:
         res = results.get(job["id"]) or {"error": "no result"}

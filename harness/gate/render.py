@@ -85,20 +85,22 @@ class FluxBuild:
         helper().start()
         return self
 
-    def run(self, jobs: list[dict], root: Path | None = None) -> dict[str, dict]:
-        """The results of `jobs` built in `root` (default: the session's), by job id."""
+    def run(self, jobs: list[dict], probe: dict | None = None) -> dict[str, dict]:
+        """The results of `jobs` built in the session's copy of the repository, by job id; with `probe`
+        ({"files": [rel], "overlay": {rel: text}}), in a scratch tree of those files of that copy with
+        the overlay's texts written over them."""
         if not jobs:
             return {}
         self._used = True
-        answer = helper().call("render", RenderError, session=self._session, root=str(root or self.root),
-                               skip_dirs=sorted(SKIP_DIRS), jobs=jobs)
+        answer = helper().call("render", RenderError, session=self._session, root=str(self.root),
+                               skip_dirs=sorted(SKIP_DIRS), jobs=jobs, probe=probe)
         return {r["id"]: r for r in answer}
 
 
-def run_fluxbuild(root: Path, jobs: list[dict]) -> dict[str, dict]:
+def run_fluxbuild(root: Path, jobs: list[dict], probe: dict | None = None) -> dict[str, dict]:
     """One request in a fluxbuild process of its own."""
     with FluxBuild(root) as fb:
-        return fb.run(jobs)
+        return fb.run(jobs, probe)
 
 
 def build_directory(root: Path, directory: str) -> list[dict]:

@@ -8,7 +8,8 @@
 // request finishes. Requests run concurrently (checks and placement questions beside a render);
 // renders run one at a time, as kustomize keeps process-global state.
 //
-//	render  {"session", "root", "skip_dirs", "jobs"}       -> [result] (render.go)
+//	render  {"session", "root", "skip_dirs", "jobs"[, "probe"]} -> [result] (render.go; a probe renders in
+//	        a scratch tree of some files of the session's copy with others written over them)
 //	release {"session"}                                     -> null: drops the session's copies
 //	prepare {"schema_dir", "kubernetes_version", "kinds"}   -> null at once; loads the CRDs and
 //	        builds the validators of those kinds in the background (check.go)
@@ -46,6 +47,7 @@ type request struct {
 	Objects           []map[string]interface{} `json:"objects,omitempty"`
 	Queries           []query                  `json:"queries,omitempty"`
 	Text              string                   `json:"text,omitempty"`
+	Probe             *probe                   `json:"probe,omitempty"`
 }
 
 type response struct {
@@ -124,7 +126,7 @@ func handle(req request) (resp response) {
 	}()
 	switch req.Op {
 	case "render":
-		resp.Answer = render(req.Session, req.Root, req.SkipDirs, req.Jobs)
+		resp.Answer = render(req.Session, req.Root, req.SkipDirs, req.Jobs, req.Probe)
 	case "release":
 		release(req.Session)
 	case "prepare":

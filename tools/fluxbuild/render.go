@@ -54,7 +54,14 @@ var (
 	copies    = map[[2]string]string{} // (session, root) -> the private copy builds run in
 )
 
-func render(session, root string, skipDirs []string, jobs []job) []result {
+// probe is a render in a scratch tree: `files` of the session's copy (what else the jobs read is not
+// there) with `overlay` written over them (rewritten kustomization.yaml files), removed afterwards.
+type probe struct {
+	Files   []string          `json:"files"`
+	Overlay map[string]string `json:"overlay"`
+}
+
+func render(session, root string, skipDirs []string, jobs []job, p *probe) []result {
 	rendering.Lock()
 	defer rendering.Unlock()
 	key := [2]string{session, root}
@@ -66,6 +73,14 @@ func render(session, root string, skipDirs []string, jobs []job) []result {
 		}
 		copies[key] = work
 	}
+	if p != nil {
+		scratch, err := p.tree(work)
+		if err != nil {
+			failRequest("%v", err)
+		}
+		defer os.RemoveAll(scratch)
+		work = scratch
+	}
 	results := make([]result, 0, len(jobs))
 	for _, j := range jobs {
 		r := run(work, j)
@@ -74,6 +89,43 @@ func render(session, root string, skipDirs []string, jobs []job) []result {
 		results = append(results, r)
 	}
 	return results
+}
+
+// tree makes the probe's scratch tree from the session's copy `work` (so .sourceignore holds as there).
+func (p *probe) tree(work string) (string, error) {
+	scratch, err := os.MkdirTemp("", "fluxbuild-probe-")
+	if err != nil {
+		return "", err
+	}
+	write := func(rel string, data []byte) error {
+		if !filepath.IsLocal(rel) {
+			return fmt.Errorf("probe file %q is not inside the repository", rel)
+		}
+		target := filepath.Join(scratch, rel)
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o644)
+	}
+	for _, rel := range p.Files {
+		data, err := os.ReadFile(filepath.Join(work, filepath.Clean(rel)))
+		if err == nil {
+			err = write(rel, data)
+		} else if os.IsNotExist(err) {
+			err = nil // not in the source artifact (.sourceignore): the build reports what it misses
+		}
+		if err != nil {
+			os.RemoveAll(scratch)
+			return "", err
+		}
+	}
+	for rel, text := range p.Overlay {
+		if err := write(rel, []byte(text)); err != nil {
+			os.RemoveAll(scratch)
+			return "", err
+		}
+	}
+	return scratch, nil
 }
 
 // release removes a session's copies.
