@@ -233,12 +233,10 @@ def _rel(path: Path, root: Path | None) -> str:
     """`path` relative to `root` when it lies inside (a symlink is named, not its target)."""
     if root is None:
         return path.as_posix()
-    for p, r in ((path, Path(root)), (path.absolute(), Path(root).resolve())):
-        try:
-            return p.relative_to(r).as_posix()
-        except ValueError:
-            continue
-    return path.as_posix()
+    if path.is_relative_to(root):
+        return path.relative_to(root).as_posix()
+    resolved = Path(root).resolve()  # only when the names differ (a relative path, a linked root)
+    return path.absolute().relative_to(resolved).as_posix() if path.absolute().is_relative_to(resolved) else path.as_posix()
 
 
 def read_source(path: Path, root: Path | None = None) -> str:
