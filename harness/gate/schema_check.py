@@ -42,7 +42,8 @@ RULES = {
     "kuberay-validation": "every RayJob passes what the pinned KubeRay operator validates before it acts (its own functions); "
                           "else the RayJob is marked ValidationFailed and never runs",
     "kueue-inadmissible": "every RayJob's Workload passes what the pinned Kueue's scheduler checks before it looks for quota "
-                          "(its own workload.ValidateResources: requests within limits); else it stays pending, inadmissible",
+                          "(its own workload.ValidateResources and ValidateLimitRange: requests within limits and within the "
+                          "namespace's LimitRanges on the cluster); else it stays pending, inadmissible",
 }
 
 HINTS = {
@@ -51,7 +52,8 @@ HINTS = {
     "api-validation": "change the value at the field named so that the rule quoted in the message holds (the apiserver rejects the object)",
     "kueue-webhook": "change the value at the field named; Kueue's admission webhook rejects the object as it stands",
     "kuberay-validation": "change the RayJob as the message says; KubeRay's controller refuses it (jobDeploymentStatus ValidationFailed)",
-    "kueue-inadmissible": "make the container's requests at most its limits (or drop the limits), at the field named",
+    "kueue-inadmissible": "make the container's requests at most its limits (or drop the limits), and within the min/max of its "
+                          "namespace's LimitRange (or change the LimitRange), at the field named",
 }
 WHAT = {
     "schema-unknown-kind": "is not served by Kubernetes 1.35 or the pinned CRDs",
@@ -110,22 +112,27 @@ class Checker:
         """The (apiVersion, kind) pairs the objects will have, to prepare their validators."""
         helper().submit("prepare", CheckError, kinds=sorted(kinds), **self._schemas())
 
-    def check(self, objects: list[dict]) -> list[Problem | None]:
-        """One result per object, in order: None when the cluster would accept it."""
+    def check(self, objects: list[dict], related: list[list[dict]] | None = None) -> list[Problem | None]:
+        """One result per object, in order: None when the cluster would accept it. `related`, in the
+        same order: the objects of its cluster an object's admission depends on (a RayJob's namespace's
+        LimitRanges, which Kueue's scheduler applies and checks)."""
+        related = related or [[] for _ in objects]
+        keys = [json.dumps([obj, others], sort_keys=True, default=str) for obj, others in zip(objects, related)]
         unique: dict[str, int] = {}
-        for obj in objects:
-            unique.setdefault(json.dumps(obj, sort_keys=True, default=str), len(unique))
-        results = helper().call("check", CheckError, objects=[json.loads(k) for k in unique], **self._schemas())
+        for key in keys:
+            unique.setdefault(key, len(unique))
+        pairs = [json.loads(k) for k in unique]
+        results = helper().call("check", CheckError, objects=[o for o, _ in pairs], related=[r for _, r in pairs], **self._schemas())
         problems = [Problem(r["stage"], tuple(r["errors"])) if r["stage"] else None for r in results]
-        return [problems[unique[json.dumps(obj, sort_keys=True, default=str)]] for obj in objects]
+        return [problems[unique[key]] for key in keys]
 
     def close(self) -> None:
         """Nothing to end: the helper serves the whole Python process."""
 
 
-def validate(objects: list[dict]) -> list[Problem | None]:
-    """Checks `objects` with the pinned CRDs."""
-    return Checker().start().check(objects)
+def validate(objects: list[dict], related: list[list[dict]] | None = None) -> list[Problem | None]:
+    """Checks `objects` with the pinned CRDs (`related`: as Checker.check)."""
+    return Checker().start().check(objects, related)
 
 
 def findings(ctx, checker: Checker, validated: list[tuple[object, dict, str | None]]) -> list[Finding]:
@@ -133,7 +140,7 @@ def findings(ctx, checker: Checker, validated: list[tuple[object, dict, str | No
     the file it is written in, when not its build's)), at the line where each offending value is
     written: a sample's value filled from its samples.yaml entry's vars is reported there, once per var."""
     out, by_var = [], {}
-    problems = checker.check([o for _, o, _ in validated])
+    problems = checker.check([o for _, o, _ in validated], [ctx.sample_related.get(id(o), []) for _, o, _ in validated])
     for (build, obj, file), problem in zip(validated, problems):
         if problem is None:
             continue

@@ -1,5 +1,5 @@
 """What Kueue does with submissions that can never run: the test asserts Kueue's real answer
-(harness.kueue.scenarios: NO_LOCAL_QUEUE, KEEPS_CLUSTER_REJECTED, TOO_BIG, REQUESTS_OVER_LIMITS), and
+(harness.kueue.scenarios: NO_LOCAL_QUEUE, KEEPS_CLUSTER_REJECTED, TOO_BIG, REQUESTS_OVER_LIMITS; a LimitRange), and
 that the static gate says the same of the job beforehand where it has a rule for it."""
 from __future__ import annotations
 
@@ -48,3 +48,26 @@ def test_requests_above_limits_are_inadmissible_as_the_gate_says(scenario, queue
     assert not state["over-limits"]["admitted"] and state["over-limits"]["suspended"], state
     message = condition(queues.workload("over-limits"), "QuotaReserved")["message"]
     assert "resources validation failed" in message and "requests must not exceed its limits" in message, message
+
+
+def test_a_limit_range_below_a_request_is_inadmissible_as_the_gate_says(layout, queues, kube, names):
+    """A LimitRange of the job's namespace whose max a worker's CPU request exceeds: the gate, given the
+    cluster's LimitRanges, and the real Kueue's scheduler both refuse the Workload, at the same container."""
+    layout("overlays/team-queues")
+    limits = {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "max-8-cpu", "namespace": "ray"},
+              "spec": {"limits": [{"type": "Container", "max": {"cpu": "8"}}]}}
+    job = rayjob("llm-training", "over-limit-range", "team-a")  # workers request 16 CPU each
+    (problem,) = validate([job], [[limits]])
+    assert problem is not None and problem.rule == "kueue-inadmissible", problem
+    assert problem.errors[0]["field"] == "spec.rayClusterSpec.workerGroupSpecs[0].template.spec.containers[0]", problem
+    assert validate([job]) == [None], "without the LimitRange the gate admits the job's resources"
+    kube.apply(names.localize(limits))
+    try:
+        queues.submit(job)
+        wl = queues.wait_pending("over-limit-range")
+        message = condition(wl, "QuotaReserved")["message"]
+        assert "resources didn't satisfy LimitRange constraints" in message, message
+        assert "workerGroupSpecs" not in message and "podSets[1].template.spec.containers[0]" in message, message
+    finally:
+        queues.delete("over-limit-range")
+        kube.delete("v1", "LimitRange", names.localize(limits)["metadata"]["name"], names.namespace)

@@ -210,6 +210,11 @@ CORPUS = [
     # A value the template takes from the entry's vars: reported once, at the var, for every field it fills.
     ("sample-var-wrong-type", "api-validation", f"{PROD}/samples.yaml",
      lambda r: edit(r, f"{PROD}/samples.yaml", 'vars: {NUM_WORKERS: "4"}', 'vars: {NUM_WORKERS: "four"}'), 9),
+    # A LimitRange of the samples' namespace whose max a worker's request exceeds: Kueue's scheduler refuses the Workload.
+    ("limit-range-below-a-request", "kueue-inadmissible", "workloads/llm-training.yaml",
+     lambda r: (write(r, "base/limit-range.yaml", "apiVersion: v1\nkind: LimitRange\nmetadata:\n  name: ray-limits\n  namespace: ray\n"
+                                                 "spec:\n  limits:\n    - type: Container\n      max: {cpu: \"8\"}\n"),
+                edit(r, "base/kustomization.yaml", "resources:\n", "resources:\n  - limit-range.yaml\n")), 82),
     ("sample-var-misspelt", "sample-vars", f"{PROD}/samples.yaml",
      lambda r: edit(r, f"{PROD}/samples.yaml", 'vars: {NUM_WORKERS: "4"}', 'vars: {NUM_WORKER: "4"}'), 9),
     ("vm-size-without-its-component", "capacity-sku-component", "overlays/team-queues/kustomization.yaml",

@@ -106,13 +106,17 @@ func (s *schemaSet) prepare(kinds [][2]string) {
 	}()
 }
 
-func (s *schemaSet) check(objects []map[string]interface{}) []checkResult {
+func (s *schemaSet) check(objects []map[string]interface{}, related [][]map[string]interface{}) []checkResult {
 	s.ready()
 	ctx := context.Background()
 	results := make([]checkResult, len(objects))
 	for i, obj := range objects {
 		if crd := s.crds.lookup(obj); crd != nil {
-			results[i] = crd.check(ctx, obj)
+			var others []map[string]interface{}
+			if i < len(related) {
+				others = related[i]
+			}
+			results[i] = crd.check(ctx, obj, others)
 		} else if s.crds.knowsGroup(obj) {
 			results[i] = checkResult{Stage: "unknown", Errors: []fieldError{{Field: "apiVersion", Type: "FieldValueNotSupported",
 				Detail: s.crds.servedText(obj), Message: s.crds.servedText(obj)}}}

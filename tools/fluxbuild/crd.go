@@ -201,7 +201,7 @@ func (c *crdVersion) build() error {
 // check runs an object through the apiserver's create path for this CRD, then Kueue's webhook,
 // then what KubeRay's controller validates before it acts on a RayJob, then what Kueue's scheduler
 // checks of its Workload before it looks for quota.
-func (c *crdVersion) check(ctx context.Context, obj map[string]interface{}) checkResult {
+func (c *crdVersion) check(ctx context.Context, obj map[string]interface{}, related []map[string]interface{}) checkResult {
 	if err := c.build(); err != nil {
 		failRequest("%v", err)
 	}
@@ -236,7 +236,7 @@ func (c *crdVersion) check(ctx context.Context, obj map[string]interface{}) chec
 	if errs := controllerErrors(u); len(errs) > 0 {
 		return checkResult{Stage: "controller", Errors: errs}
 	}
-	if errs := schedulerErrors(ctx, u); len(errs) > 0 {
+	if errs := schedulerErrors(ctx, u, related); len(errs) > 0 {
 		return checkResult{Stage: "scheduler", Errors: errs}
 	}
 	return checkResult{}

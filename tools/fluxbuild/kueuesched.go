@@ -7,8 +7,10 @@ import (
 	"sync"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,13 +21,14 @@ import (
 )
 
 // schedulerErrors runs what the pinned Kueue's scheduler checks of a RayJob's Workload before it
-// looks for quota (scheduler.go: workload.ValidateResources, on the Workload the job reconciler
-// built with the Ray integration's PodSets and adjusted with workload.AdjustResources): a container
-// whose requests exceed its limits leaves the Workload inadmissible ("resources validation failed")
-// for as long as it exists, although the apiserver, Kueue's webhook and KubeRay accept the RayJob.
-// The namespace is taken to have no LimitRanges and the pods no RuntimeClass overhead (a client
-// with no objects answers AdjustResources). Other kinds: nil.
-func schedulerErrors(ctx context.Context, u *unstructured.Unstructured) (errs []fieldError) {
+// looks for quota (scheduler.go: workload.ValidateResources, then workload.ValidateLimitRange, on the
+// Workload the job reconciler built with the Ray integration's PodSets and adjusted with
+// workload.AdjustResources): a container whose requests exceed its limits, or a pod outside its
+// namespace's LimitRange, leaves the Workload inadmissible ("resources validation failed", "resources
+// didn't satisfy LimitRange constraints") for as long as it exists, although the apiserver, Kueue's
+// webhook and KubeRay accept the RayJob. `related` are the LimitRanges of the RayJob's namespace on its
+// cluster (none: a namespace without any); the pods have no RuntimeClass overhead. Other kinds: nil.
+func schedulerErrors(ctx context.Context, u *unstructured.Unstructured, related []map[string]interface{}) (errs []fieldError) {
 	job, errs := rayJobOf(u)
 	if job == nil {
 		return errs
@@ -45,14 +48,41 @@ func schedulerErrors(ctx context.Context, u *unstructured.Unstructured) (errs []
 		return []fieldError{{Field: "spec", Type: "Invalid", Detail: msg, Message: msg}}
 	}
 	wl := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Name: job.Name, Namespace: job.Namespace}, Spec: kueue.WorkloadSpec{PodSets: podSets}}
-	workload.AdjustResources(ctx, emptyCluster(), wl)
-	errs = fieldErrors(workload.ValidateResources(workload.NewInfo(wl)))
+	cluster, err := clusterWith(related)
+	if err != nil {
+		msg := fmt.Sprintf("a LimitRange of the namespace does not decode: %v", err)
+		return []fieldError{{Field: "metadata.namespace", Type: "InternalError", Detail: msg, Message: msg}}
+	}
+	workload.AdjustResources(ctx, cluster, wl)
+	info := workload.NewInfo(wl)
+	reason, list := errInvalidWLResources, workload.ValidateResources(info)
+	if len(list) == 0 {
+		reason, list = errLimitRangeConstraintsUnsatisfiedResources, workload.ValidateLimitRange(ctx, cluster, info)
+	}
+	errs = fieldErrors(list)
 	for i := range errs {
 		path := rayJobPath(errs[i].Field, job)
-		errs[i].Message = "Kueue's scheduler: " + errInvalidWLResources + ": " + strings.Replace(errs[i].Message, errs[i].Field, path, 1)
+		errs[i].Message = "Kueue's scheduler: " + reason + ": " + strings.Replace(errs[i].Message, errs[i].Field, path, 1)
 		errs[i].Field = path
 	}
 	return errs
+}
+
+// clusterWith is a client of a cluster holding only `objects` (the namespace's LimitRanges); the
+// empty cluster when there are none.
+func clusterWith(objects []map[string]interface{}) (client.Client, error) {
+	if len(objects) == 0 {
+		return emptyCluster(), nil
+	}
+	builder := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithTypeConverters(managedfields.NewDeducedTypeConverter())
+	for _, obj := range objects {
+		lr := &corev1.LimitRange{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, lr); err != nil {
+			return nil, err
+		}
+		builder = builder.WithObjects(lr)
+	}
+	return builder.Build(), nil
 }
 
 // emptyCluster is a client of a cluster with no objects (no LimitRange, no RuntimeClass), built once;
@@ -61,8 +91,11 @@ var emptyCluster = sync.OnceValue(func() client.Client {
 	return fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithTypeConverters(managedfields.NewDeducedTypeConverter()).Build()
 })
 
-// errInvalidWLResources is the pinned Kueue scheduler's inadmissible message (scheduler.go, unexported).
-const errInvalidWLResources = "resources validation failed"
+// The pinned Kueue scheduler's inadmissible messages (scheduler.go, unexported).
+const (
+	errInvalidWLResources                        = "resources validation failed"
+	errLimitRangeConstraintsUnsatisfiedResources = "resources didn't satisfy LimitRange constraints"
+)
 
 // rayJobPath turns a Workload field path (spec.podSets[i].template...) into the RayJob field the pod
 // set comes from: the head group, the i-th worker group, or the submitter pod template.

@@ -13,7 +13,7 @@
 //	release {"session"}                                     -> null: drops the session's copies
 //	prepare {"schema_dir", "kubernetes_version", "kinds"}   -> null at once; loads the CRDs and
 //	        builds the validators of those kinds in the background (check.go)
-//	check   {"schema_dir", "kubernetes_version", "objects"} -> [checkResult] (check.go)
+//	check   {"schema_dir", "kubernetes_version", "objects"[, "related"]} -> [checkResult] (check.go)
 //	match   {"queries"}                                     -> [answer] (match.go)
 //	kueue-config {"text"}                                   -> [configProblem] (kueueconfig.go): why
 //	        the pinned Kueue manager would refuse this configuration and exit
@@ -48,6 +48,9 @@ type request struct {
 	Queries           []query                  `json:"queries,omitempty"`
 	Text              string                   `json:"text,omitempty"`
 	Probe             *probe                   `json:"probe,omitempty"`
+	// Related: per object of a check, the cluster's objects its admission depends on (a RayJob's
+	// namespace's LimitRanges), in the objects' order; absent for an object checked on its own.
+	Related [][]map[string]interface{} `json:"related,omitempty"`
 }
 
 type response struct {
@@ -132,7 +135,7 @@ func handle(req request) (resp response) {
 	case "prepare":
 		schemas(req.SchemaDir, req.KubernetesVersion).prepare(req.Kinds)
 	case "check":
-		resp.Answer = schemas(req.SchemaDir, req.KubernetesVersion).check(req.Objects)
+		resp.Answer = schemas(req.SchemaDir, req.KubernetesVersion).check(req.Objects, req.Related)
 	case "kueue-config":
 		resp.Answer = kueueConfig(req.Text)
 	case "match":
