@@ -36,11 +36,12 @@ def version_rules(ctx, root: Path, cluster: ClusterRender, pinned: dict | None) 
             spec = as_map(obj.get("spec"))
             if obj.get("kind") == "OCIRepository":
                 url = f"{as_map(pinned.get('charts')).get('repository')}/{chart}"
-                tag = as_map(spec.get("ref")).get("tag")
-                if str(tag) != production:
-                    out.append(ctx.finding(obj, build, "versions-drift", f"chart tag {tag!r}, but versions.yaml pins {component} {production}",
-                                           f"set spec.ref.tag: {production}, or change {component}.production (and version) in versions.yaml",
-                                           field="spec.ref.tag" if "tag" in as_map(spec.get("ref")) else None))
+                drift = _chart_ref_drift(as_map(spec.get("ref")), production)
+                if drift:
+                    what, field = drift
+                    out.append(ctx.finding(obj, build, "versions-drift", f"{what}, but versions.yaml pins {component} {production}",
+                                           f"set spec.ref to `tag: {production}` alone, or change {component}.production (and version) "
+                                           "in versions.yaml", field=field))
                 if spec.get("url") != url:
                     out.append(ctx.finding(obj, build, "versions-drift", f"url {spec.get('url')!r}, but versions.yaml's chart repository gives {url!r}",
                                            f"set spec.url: {url}", field="spec.url" if "url" in spec else None))
@@ -55,3 +56,18 @@ def version_rules(ctx, root: Path, cluster: ClusterRender, pinned: dict | None) 
                                            f"set values.{path}: v{production}, or change {component}.production in versions.yaml",
                                            field="spec.values." + ".".join(IMAGE_TAG[component])))
     return out
+
+
+def _chart_ref_drift(ref: dict, production: str) -> tuple[str, str | None] | None:
+    """(what the OCIRepository installs instead of `production`, the field that decides it), or None.
+    source-controller takes the first of spec.ref's digest, semver, tag it finds, and `latest` without one."""
+    if ref.get("digest"):
+        return f"spec.ref.digest {ref['digest']!r} picks the chart (it overrides any tag), so the version is not the pinned one by name", "spec.ref.digest"
+    if ref.get("semver"):
+        return (f"spec.ref.semver {ref['semver']!r} lets the registry pick the chart at each reconcile (it overrides "
+                f"{'the tag' if ref.get('tag') else 'a tag'})", "spec.ref.semver")
+    if not ref.get("tag"):
+        return "spec.ref names no tag, so Flux pulls `latest`", "spec.ref" if ref else None
+    if str(ref["tag"]) != production:
+        return f"chart tag {ref['tag']!r}", "spec.ref.tag"
+    return None

@@ -112,6 +112,8 @@ CORPUS = [
     ("dangling-chart-ref", "flux-source-ref", "flux/infrastructure/controllers/kueue.yaml",
      lambda r: edit(r, "flux/infrastructure/controllers/kueue.yaml", "    kind: OCIRepository\n    name: kueue\n", "    kind: OCIRepository\n    name: kueue-chart\n")),
     ("queues-without-prune", "flux-prune", f"{PROD}/queues.yaml", lambda r: edit(r, f"{PROD}/queues.yaml", "  prune: true", "  prune: false"), 15),
+    # source-controller takes spec.ref's digest, then semver, then tag: a semver beside the pinned tag wins.
+    ("chart-semver-beside-tag", "versions-drift", KUEUE, lambda r: edit(r, KUEUE, "    tag: 0.17.1\n", "    tag: 0.17.1\n    semver: 0.17.x\n"), 16),
     ("chart-tag-drift", "versions-drift", "flux/infrastructure/controllers/kueue.yaml",
      lambda r: edit(r, "flux/infrastructure/controllers/kueue.yaml", "    tag: 0.17.1", "    tag: 0.17.2"), 15),
     ("image-tag-drift", "versions-drift", "flux/infrastructure/controllers/kuberay-operator.yaml",
