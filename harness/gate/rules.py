@@ -341,18 +341,22 @@ def _capacity(cq: dict, cqs: list[dict]) -> dict[str, Decimal]:
     spec = as_map(cq.get("spec"))
     cohort = spec.get("cohortName")
     peers = [c for c in cqs if cohort and c is not cq and (as_map(c.get("spec")).get("cohortName") == cohort
-                                                                     or (c.get("kind") == "Cohort" and c["metadata"]["name"] == cohort))]
+                                                                     or (c.get("kind") == "Cohort" and as_map(c.get("metadata")).get("name") == cohort))]
     best: dict[str, Decimal] = {}
     for group in as_maps(spec.get("resourceGroups")):
         for flavor in as_maps(group.get("flavors")):
             for r in as_maps(flavor.get("resources")):
+                name = r.get("name")
+                if not isinstance(name, str):
+                    continue  # the schema check reports it
                 nominal = _qty(r.get("nominalQuota", 0)) or Decimal(0)
                 extra = Decimal(0)
                 if cohort:
-                    lendable = sum((_peer_lendable(p, flavor.get("name"), r.get("name")) for p in peers), Decimal(0))
-                    limit = _qty(r["borrowingLimit"]) if "borrowingLimit" in r else None
+                    lendable = sum((_peer_lendable(p, flavor.get("name"), name) for p in peers), Decimal(0))
+                    # A limit that is no quantity is the schema check's finding: no borrowing is counted.
+                    limit = (_qty(r["borrowingLimit"]) or Decimal(0)) if "borrowingLimit" in r else None
                     extra = lendable if limit is None else min(limit, lendable)
-                best[r["name"]] = max(best.get(r["name"], Decimal(0)), nominal + extra)
+                best[name] = max(best.get(name, Decimal(0)), nominal + extra)
     return best
 
 
@@ -363,7 +367,8 @@ def _peer_lendable(peer: dict, flavor: str, resource: str) -> Decimal:
                 for r in as_maps(f.get("resources")):
                     if r.get("name") == resource:
                         nominal = _qty(r.get("nominalQuota", 0)) or Decimal(0)
-                        return min(nominal, _qty(r["lendingLimit"])) if "lendingLimit" in r else nominal
+                        lending = _qty(r["lendingLimit"]) if "lendingLimit" in r else None
+                        return nominal if lending is None else min(nominal, lending)
     return Decimal(0)
 
 

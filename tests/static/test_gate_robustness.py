@@ -154,3 +154,17 @@ def test_one_cause_is_one_finding_at_its_line(repo_copy, case, rel, old, new, ru
     assert {(f.rule, f.file) for f in errors} == {(rule, rel)}, "\n".join(f.text() for f in errors)
     assert line is None or {f.line for f in errors} == {line}, "\n".join(f.text() for f in errors)
     assert "fluxbuild-" not in errors[0].message and str(repo_copy) not in errors[0].message, errors[0].message
+
+
+def test_sample_fit_survives_a_queue_the_schema_refuses():
+    """A ClusterQueue resource without a name or with a limit that is no quantity (the schema check's
+    findings) leaves the fit computation without it, never with a KeyError or TypeError (hypothesis found both)."""
+    from harness.gate.rules import _capacity
+
+    def cq(name, resources, cohort="c"):
+        return {"kind": "ClusterQueue", "metadata": {"name": name},
+                "spec": {"cohortName": cohort, "resourceGroups": [{"flavors": [{"name": "f", "resources": resources}]}]}}
+    broken = cq("a", [{"nominalQuota": "4"}, {"name": "cpu", "nominalQuota": "4", "borrowingLimit": "lots"}])
+    peer = cq("b", [{"name": "cpu", "nominalQuota": "8", "lendingLimit": "some"}])
+    assert _capacity(broken, [broken, peer]) == {"cpu": 4}
+    assert _capacity(peer, [broken, peer]) == {"cpu": 12}
