@@ -156,15 +156,14 @@ def test_one_cause_is_one_finding_at_its_line(repo_copy, case, rel, old, new, ru
     assert "fluxbuild-" not in errors[0].message and str(repo_copy) not in errors[0].message, errors[0].message
 
 
-def test_sample_fit_survives_a_queue_the_schema_refuses():
-    """A ClusterQueue resource without a name or with a limit that is no quantity (the schema check's
-    findings) leaves the fit computation without it, never with a KeyError or TypeError (hypothesis found both)."""
-    from harness.gate.rules import _capacity
-
-    def cq(name, resources, cohort="c"):
-        return {"kind": "ClusterQueue", "metadata": {"name": name},
-                "spec": {"cohortName": cohort, "resourceGroups": [{"flavors": [{"name": "f", "resources": resources}]}]}}
-    broken = cq("a", [{"nominalQuota": "4"}, {"name": "cpu", "nominalQuota": "4", "borrowingLimit": "lots"}])
-    peer = cq("b", [{"name": "cpu", "nominalQuota": "8", "lendingLimit": "some"}])
-    assert _capacity(broken, [broken, peer]) == {"cpu": 4}
-    assert _capacity(peer, [broken, peer]) == {"cpu": 12}
+def test_sample_fit_survives_a_queue_the_schema_refuses(repo_copy):
+    """A ClusterQueue resource without its name, or with a borrowingLimit that is no quantity: the
+    schema check reports it, and the samples' fit is computed without it, never ending in a KeyError
+    or TypeError (hypothesis found both)."""
+    team_a = repo_copy / "overlays/team-queues/team-a.yaml"
+    text = team_a.read_text()
+    assert '            - name: memory\n' in text and 'borrowingLimit: "0"\n' in text
+    team_a.write_text(text.replace('            - name: memory\n', '            - nameless: memory\n', 1)
+                      .replace('borrowingLimit: "0"\n', 'borrowingLimit: "lots"\n', 1))
+    report = validate_repository(repo_copy)
+    assert "schema" in {f.rule for f in report.findings}, "\n".join(f.text() for f in report.findings)
