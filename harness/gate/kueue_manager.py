@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from functools import lru_cache
 from pathlib import Path
 
 import yaml
@@ -40,10 +41,12 @@ class KueueConfigError(HarnessError, RuntimeError):
     pass
 
 
-def refusals(text: str) -> list[dict]:
+@lru_cache(maxsize=16)
+def refusals(text: str) -> tuple[dict, ...]:
     """Why the pinned Kueue manager would refuse `text` as its configuration ({"field", "detail"} each);
-    [] when it starts with it."""
-    return helper().call("kueue-config", KueueConfigError, text=text) or []
+    () when it starts with it. The answer depends on the text alone: every cluster sharing the
+    HelmRelease asks once."""
+    return tuple(helper().call("kueue-config", KueueConfigError, text=text) or ())
 
 
 def manager_config_rules(ctx, root: Path, index) -> list[Finding]:

@@ -4,7 +4,7 @@ tools/fluxbuild (the gate's one Go process, check.go) runs the pinned kube-apise
 pruning, defaulting, the OpenAPI schema, x-kubernetes-validations CEL rules, metadata) and Kueue's
 validating webhooks at the pinned version, then KubeRay's own RayJob validation (what its controller
 checks before it acts) and Kueue's scheduler's own check of a RayJob's Workload, and kubeconform's validator on the offline schemas for
-built-in kinds (`harness.gate.schemas`). It is told the expected kinds before rendering
+built-in kinds (`harness.gate.schemas`) followed by apimachinery's own metadata validation of them. It is told the expected kinds before rendering
 (`Checker.expect`) so that it loads the CRDs while it renders, and is handed the objects once they are known.
 """
 from __future__ import annotations
