@@ -5,6 +5,9 @@
         `kustomize build DIR | kubeconform -strict` per kustomization directory, same schemas.
     python -m harness.bench cluster [--runs N]
         cold start of the embedded control plane to ready (tools cached), and the behavioural suite.
+
+Where the gate's Go helper spends its time: FLUXBUILD_TRACE=FILE appends when each request began and
+how long it took; FLUXBUILD_CPUPROFILE=FILE writes a CPU profile (`go tool pprof`).
 """
 from __future__ import annotations
 

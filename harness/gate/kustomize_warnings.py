@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -176,6 +177,13 @@ def _inputs(root: Path, dirs: set[Path], extra_trees: set[Path]) -> list[str]:
 
 def unmatched_patches(ctx, root: Path, builds: list[Build], clusters: list[ClusterRender],
                       session: FluxBuild | None = None) -> list[Finding]:
+    return probe_patches(ctx, root, builds, clusters, session)()
+
+
+def probe_patches(ctx, root: Path, builds: list[Build], clusters: list[ClusterRender],
+                  session: FluxBuild | None = None) -> Callable[[], list[Finding]]:
+    """Sends the patch probe to `session`'s helper (or runs it in a helper of its own); the returned
+    function waits for it and gives the patch-unmatched findings, so the helper renders while the caller goes on."""
     root = root.resolve()
     patches: list[Patch] = []
     rewritten: dict[Path, dict] = {}
@@ -214,13 +222,23 @@ def unmatched_patches(ctx, root: Path, builds: list[Build], clusters: list[Clust
             flux_trees.add((root / b.dir).resolve())
             job_dirs |= reachable(root / b.dir)
     if not jobs:
-        return []
+        return list
     # The helper builds the jobs in a scratch tree of these files of its copy, with the rewritten
     # kustomizations over them. A build the probe breaks comes back as that job's error (judged
     # below); an exception here means the probe itself could not run: exit 2, never a pass.
     probe = {"files": _inputs(root, job_dirs, flux_trees),
              "overlay": {(d / KUSTOMIZATION).relative_to(root).as_posix(): yaml.safe_dump(doc, sort_keys=False) for d, doc in rewritten.items()}}
-    results = session.run(jobs, probe) if session is not None else run_fluxbuild(root, jobs, probe)
+    if session is not None:
+        pending = session.submit(jobs, probe)
+    else:
+        results = run_fluxbuild(root, jobs, probe)
+        pending = lambda: results  # noqa: E731
+    return lambda: _judged(patches, owners, include, blocked, jobs, pending())
+
+
+def _judged(patches: list[Patch], owners: dict[str, set], include: dict[str, set], blocked: set, jobs: list[dict],
+            results: dict[str, dict]) -> list[Finding]:
+    """patch-unmatched: the patches whose probe annotation no judged build shows."""
     seen, judged = set(), set()
     for job in jobs:
         res = results.get(job["id"]) or {"error": "no result"}
@@ -247,4 +265,5 @@ def kustomize_warnings(ctx, root: Path, builds: list[Build], clusters: list[Clus
                        session: FluxBuild | None = None) -> list[Finding]:
     """Unlisted manifests and unmatched patches of the repository (`ctx`: rules.Context); the
     probe builds run in `session` (the gate's fluxbuild process) when given."""
-    return unlisted_manifests(ctx, root) + unmatched_patches(ctx, root, builds, clusters, session)
+    probed = probe_patches(ctx, root, builds, clusters, session)
+    return unlisted_manifests(ctx, root) + probed()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -89,12 +90,16 @@ class FluxBuild:
         """The results of `jobs` built in the session's copy of the repository, by job id; with `probe`
         ({"files": [rel], "overlay": {rel: text}}), in a scratch tree of those files of that copy with
         the overlay's texts written over them."""
+        return self.submit(jobs, probe)()
+
+    def submit(self, jobs: list[dict], probe: dict | None = None) -> Callable[[], dict[str, dict]]:
+        """`run`, sent now: the returned function waits for its results (the caller goes on meanwhile)."""
         if not jobs:
-            return {}
+            return dict
         self._used = True
-        answer = helper().call("render", RenderError, session=self._session, root=str(self.root),
-                               skip_dirs=sorted(SKIP_DIRS), jobs=jobs, probe=probe)
-        return {r["id"]: r for r in answer}
+        answer = helper().submit("render", RenderError, session=self._session, root=str(self.root),
+                                 skip_dirs=sorted(SKIP_DIRS), jobs=jobs, probe=probe)
+        return lambda: {r["id"]: r for r in answer.result()}
 
 
 def run_fluxbuild(root: Path, jobs: list[dict], probe: dict | None = None) -> dict[str, dict]:

@@ -10,6 +10,7 @@ built-in kinds (`harness.gate.schemas`) followed by apimachinery's own metadata 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -116,15 +117,22 @@ class Checker:
         """One result per object, in order: None when the cluster would accept it. `related`, in the
         same order: the objects of its cluster an object's admission depends on (a RayJob's namespace's
         LimitRanges, which Kueue's scheduler applies and checks)."""
+        return self.submit(objects, related)()
+
+    def submit(self, objects: list[dict], related: list[list[dict]] | None = None) -> Callable[[], list[Problem | None]]:
+        """`check`, sent now: the returned function waits for its results."""
         related = related or [[] for _ in objects]
         keys = [json.dumps([obj, others], sort_keys=True, default=str) for obj, others in zip(objects, related)]
         unique: dict[str, int] = {}
         for key in keys:
             unique.setdefault(key, len(unique))
         pairs = [json.loads(k) for k in unique]
-        results = helper().call("check", CheckError, objects=[o for o, _ in pairs], related=[r for _, r in pairs], **self._schemas())
-        problems = [Problem(r["stage"], tuple(r["errors"])) if r["stage"] else None for r in results]
-        return [problems[unique[key]] for key in keys]
+        answer = helper().submit("check", CheckError, objects=[o for o, _ in pairs], related=[r for _, r in pairs], **self._schemas())
+
+        def results() -> list[Problem | None]:
+            problems = [Problem(r["stage"], tuple(r["errors"])) if r["stage"] else None for r in answer.result()]
+            return [problems[unique[key]] for key in keys]
+        return results
 
     def close(self) -> None:
         """Nothing to end: the helper serves the whole Python process."""
@@ -139,8 +147,18 @@ def findings(ctx, checker: Checker, validated: list[tuple[object, dict, str | No
     """The findings of checking `validated` ((build, or a label for a sample or a variables file; object;
     the file it is written in, when not its build's)), at the line where each offending value is
     written: a sample's value filled from its samples.yaml entry's vars is reported there, once per var."""
+    return submit(ctx, checker, validated)()
+
+
+def submit(ctx, checker: Checker, validated: list[tuple[object, dict, str | None]]) -> Callable[[], list[Finding]]:
+    """`findings`, the objects sent to the helper now: the returned function waits and makes the findings
+    (with `ctx` as it is then: the rules may have learnt more about the objects' origins meanwhile)."""
+    pending = checker.submit([o for _, o, _ in validated], [ctx.sample_related.get(id(o), []) for _, o, _ in validated])
+    return lambda: _findings(ctx, validated, pending())
+
+
+def _findings(ctx, validated: list[tuple[object, dict, str | None]], problems: list[Problem | None]) -> list[Finding]:
     out, by_var = [], {}
-    problems = checker.check([o for _, o, _ in validated], [ctx.sample_related.get(id(o), []) for _, o, _ in validated])
     for (build, obj, file), problem in zip(validated, problems):
         if problem is None:
             continue

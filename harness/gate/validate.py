@@ -159,8 +159,14 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
     t = time.monotonic()
     ctx.failed_dirs = {b.dir for b in builds if b.error}
     ctx.renames = renames.Renames(root, sources, builds, clusters)
-    warnings = beside("rules", kustomize_warnings.kustomize_warnings, ctx, root, builds, clusters, session)
-    validated: list[tuple[object, dict, str | None]] = []  # (build or label, object, source file) for schema checks
+    # The patch probe goes to the helper first, so that it renders while the rules below run here.
+    probed = kustomize_warnings.probe_patches(ctx, root, builds, clusters, session)
+    warnings = beside("rules", lambda: kustomize_warnings.unlisted_manifests(ctx, root) + probed())
+    # The rendered objects go to the helper's checks now too; the samples and variables follow once the rules made them.
+    rendered = [(b, o, None) for b in builds if not b.error for o in b.objects]
+    rendered += [(fb, o, None) for c in clusters for fb in c.flux for o in fb.objects]
+    checked = schema_check.submit(ctx, checker, rendered)
+    validated: list[tuple[object, dict, str | None]] = []  # (label, object, source file) of samples and variables, for the checks
     for b in builds:
         if b.error:
             # A YAML error in a file it reads, or a directory it includes that fails on its own, is the cause: reported once.
@@ -168,7 +174,6 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
                 per_area["render"].append(kustomize_warnings.build_error(root, b))
             continue
         per_area["rules"] += rules.kueue_rules(ctx, b, b.objects)
-        validated += [(b, o, None) for o in b.objects]
     presuming: list[tuple[str, Finding]] = []  # (resource id of an object the finding presumes accepted, finding)
     pinned = version_rules.pins(root)
     installed = served_apis.installed_somewhere(root, clusters, pinned)
@@ -181,13 +186,12 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
         presuming += fits
         per_area["rules"] += cluster_refs.cluster_ref_rules(ctx, root, c) + sample_admission.admission_rules(ctx, root, c, samples)
         per_area["rules"] += queue_activity.queue_activity_rules(ctx, root, c) + served_apis.served_api_rules(ctx, root, c, samples, pinned, installed)
-        validated += [(fb, o, None) for fb in c.flux for o in fb.objects]
         validated += [(f"cluster {c.name}: {gate_config.samples}", s, f"{WORKLOADS_DIR}/{name}.yaml") for name, s, _ in samples]
         example = gate_config.variables_file(c.name)
         validated += [(example, s, example) for s in c.variables]
     per_area["rules"] += ctx.renames.findings()  # after every reference rule has asked it
     timed("rules", t)
-    schema = beside("schema", schema_check.findings, ctx, checker, validated)
+    schema = beside("schema", lambda: checked() + schema_check.findings(ctx, checker, validated))
     t_cap = time.monotonic()
     per_area["capacity"] += capacity.capacity_findings(root, clusters, sources, gate_config)
     timed("capacity", t_cap)
@@ -215,7 +219,7 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
             if unique.setdefault((f.file, f.line, f.resource, f.rule, f.message), f) is f:
                 areas[name].findings += 1  # counted where it was first found
     return Report(sorted(unique.values()), sorted(RULE_IDS), len(builds) + sum(len(c.flux) for c in clusters),
-                  len(validated), timings, list(areas.values()), gate_config.apply([])[1], suppressed)
+                  len(rendered) + len(validated), timings, list(areas.values()), gate_config.apply([])[1], suppressed)
 
 
 def summary_table(report: Report) -> str:

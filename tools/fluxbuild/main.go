@@ -26,12 +26,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"os"
 	"os/signal"
 	"runtime/debug"
 	"runtime/pprof"
 	"sync"
 	"syscall"
+	"time"
 )
 
 type request struct {
@@ -84,6 +86,11 @@ func main() {
 		pending sync.WaitGroup
 	)
 	defer removeCopies()
+	if path := os.Getenv("FLUXBUILD_TRACE"); path != "" { // when each request began and how long it took, for the benchmarks
+		if f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
+			trace = log.New(f, fmt.Sprintf("fluxbuild[%d] ", os.Getpid()), 0)
+		}
+	}
 	if path := os.Getenv("FLUXBUILD_CPUPROFILE"); path != "" { // a CPU profile of the run, for the benchmarks
 		if f, err := os.Create(path); err == nil && pprof.StartCPUProfile(f) == nil {
 			defer pprof.StopCPUProfile()
@@ -118,6 +125,13 @@ func main() {
 
 func handle(req request) (resp response) {
 	resp.ID = req.ID
+	if trace != nil {
+		began := time.Now()
+		defer func() {
+			trace.Printf("%-12s id=%-3d jobs=%-2d began %6.1f ms, took %6.1f ms", req.Op, req.ID, len(req.Jobs),
+				float64(began.Sub(started).Microseconds())/1000, float64(time.Since(began).Microseconds())/1000)
+		}()
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			if e, ok := r.(requestError); ok {
@@ -150,7 +164,11 @@ func handle(req request) (resp response) {
 	return resp
 }
 
-var stopProfile = func() {}
+var (
+	stopProfile = func() {}
+	trace       *log.Logger // FLUXBUILD_TRACE
+	started     = time.Now()
+)
 
 func fatal(format string, args ...interface{}) {
 	stopProfile()
