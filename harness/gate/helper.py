@@ -1,6 +1,9 @@
-"""tools/fluxbuild, the gate's one Go process: it renders (render.py), validates (schema_check.py)
-and answers placement questions (matching.py) for every caller in this Python process, requests
-running concurrently in it. Started on first use (building it once per source version), ended at exit."""
+"""The gate's Go helpers that answer requests concurrently: tools/fluxbuild, the gate's main Go process
+(it renders (render.py), validates (schema_check.py) and answers placement questions (matching.py)),
+and tools/podcheck (the apiserver's validation of the pods KubeRay would create, schema_check.py), a
+process apart because Kubernetes' and Kueue's feature gates cannot share one. One process of each
+serves every caller in this Python process; started on first use (building it once per source
+version), ended at exit."""
 from __future__ import annotations
 
 import atexit
@@ -9,15 +12,14 @@ import threading
 from harness import toolchain as tools
 
 _LOCK = threading.Lock()
-_HELPER: tools.RequestProcess | None = None
+_HELPERS: dict[str, tools.RequestProcess] = {}
 
 
-def helper() -> tools.RequestProcess:
-    global _HELPER
+def helper(name: str = "fluxbuild") -> tools.RequestProcess:
     with _LOCK:
-        if _HELPER is None:
-            _HELPER = tools.RequestProcess("fluxbuild", lambda: [str(tools.ensure("fluxbuild")["fluxbuild"].path())])
+        if name not in _HELPERS:
+            _HELPERS[name] = process = tools.RequestProcess(name, lambda: [str(tools.ensure(name)[name].path())])
             # At exit it is not waited for: once its stdin closes it removes its copies and exits on its
             # own, and tearing down its memory would otherwise add to every gate run.
-            atexit.register(_HELPER.close, wait=False)
-        return _HELPER
+            atexit.register(process.close, wait=False)
+        return _HELPERS[name]

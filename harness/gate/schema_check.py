@@ -6,6 +6,9 @@ validating webhooks at the pinned version, then KubeRay's own RayJob validation 
 checks before it acts) and Kueue's scheduler's own check of a RayJob's Workload, and kubeconform's validator on the offline schemas for
 built-in kinds (`harness.gate.schemas`) followed by apimachinery's own metadata validation of them. It is told the expected kinds before rendering
 (`Checker.expect`) so that it loads the CRDs while it renders, and is handed the objects once they are known.
+Beside it, tools/podcheck builds the pods KubeRay would create for each RayJob and RayCluster with KubeRay's own
+builders and validates them with the pinned apiserver's pod validation (a process apart: Kubernetes' and Kueue's
+feature gates cannot share one).
 """
 from __future__ import annotations
 
@@ -32,6 +35,7 @@ STAGE_RULES = {
     "webhook": "kueue-webhook",  # Kueue's validating webhook
     "controller": "kuberay-validation",  # what KubeRay's RayJob controller validates before it acts
     "scheduler": "kueue-inadmissible",  # what Kueue's scheduler checks of the job's Workload before it looks for quota
+    "pod": "pod-validation",  # the apiserver's validation of the pods KubeRay creates once Kueue admits the job (tools/podcheck)
 }
 
 # The rules of the stages above (the README's table), the fix for each and what a finding of it says.
@@ -45,6 +49,9 @@ RULES = {
     "kueue-inadmissible": "every RayJob's Workload passes what the pinned Kueue's scheduler checks before it looks for quota "
                           "(its own workload.ValidateResources and ValidateLimitRange: requests within limits and within the "
                           "namespace's LimitRanges on the cluster); else it stays pending, inadmissible",
+    "pod-validation": "every pod KubeRay would create for a RayJob or RayCluster (head, each worker group, the submitter), built by "
+                      "KubeRay's own pod builders, passes the pinned apiserver's pod validation (tools/podcheck); else Kueue admits the "
+                      "job and every pod is refused, so it holds its quota without running",
 }
 
 HINTS = {
@@ -53,6 +60,8 @@ HINTS = {
     "api-validation": "change the value at the field named so that the rule quoted in the message holds (the apiserver rejects the object)",
     "kueue-webhook": "change the value at the field named; Kueue's admission webhook rejects the object as it stands",
     "kuberay-validation": "change the RayJob as the message says; KubeRay's controller refuses it (jobDeploymentStatus ValidationFailed)",
+    "pod-validation": "change the pod template at the field named as the message says (the RayJob's schema lets it through; "
+                      "the apiserver refuses the pod KubeRay makes of it)",
     "kueue-inadmissible": "make the container's requests at most its limits (or drop the limits), and within the min/max of its "
                           "namespace's LimitRange (or change the LimitRange), at the field named",
 }
@@ -63,7 +72,12 @@ WHAT = {
     "kueue-webhook": "is rejected by Kueue's validating webhook",
     "kuberay-validation": "is refused by KubeRay's RayJob controller",
     "kueue-inadmissible": "would never be admitted",
+    "pod-validation": "would be admitted, but the apiserver refuses the pods KubeRay creates for it",
 }
+
+
+# The kinds whose pods KubeRay creates, validated as pods by tools/podcheck.
+RAY_WORKLOADS = {("ray.io/v1", "RayJob"), ("ray.io/v1", "RayCluster")}
 
 
 class CheckError(HarnessError, RuntimeError):
@@ -128,14 +142,25 @@ class Checker:
             unique.setdefault(key, len(unique))
         pairs = [json.loads(k) for k in unique]
         answer = helper().submit("check", CheckError, objects=[o for o, _ in pairs], related=[r for _, r in pairs], **self._schemas())
+        ray = [i for i, (o, _) in enumerate(pairs) if isinstance(o, dict) and (o.get("apiVersion"), o.get("kind")) in RAY_WORKLOADS]
+        pods = helper("podcheck").submit("pods", CheckError, objects=[pairs[i][0] for i in ray]) if ray else None
 
         def results() -> list[Problem | None]:
-            problems = [Problem(r["stage"], tuple(r["errors"])) if r["stage"] else None for r in answer.result()]
+            # The pods exist only once the object passed every stage before them (and Kueue admitted it).
+            pod_errors = dict(zip(ray, (r["errors"] for r in pods.result()))) if pods else {}
+            problems = [Problem(r["stage"], tuple(r["errors"])) if r["stage"] else
+                        Problem("pod", tuple(pod_errors[i])) if pod_errors.get(i) else None for i, r in enumerate(answer.result())]
             return [problems[unique[key]] for key in keys]
         return results
 
     def close(self) -> None:
         """Nothing to end: the helper serves the whole Python process."""
+
+
+def kuberay_pods(objects: list[dict]) -> list[dict[str, dict]]:
+    """The pods KubeRay's own builders make of each RayJob or RayCluster, by role (head, worker GROUP,
+    submitter), as tools/podcheck validates them: {} for another kind."""
+    return [r.get("pods") or {} for r in helper("podcheck").call("pods", CheckError, objects=objects, with_pods=True)]
 
 
 def validate(objects: list[dict], related: list[list[dict]] | None = None) -> list[Problem | None]:

@@ -242,6 +242,10 @@ TOOLS: dict[str, GoTool] = {
         # Terraform's loader, evaluator and functions (tflint's copy of them) over terraform/; its
         # go.mod pins are versions.yaml's `tfeval` (tests/static/test_versions.py).
         GoTool("tfeval", "", {"tfeval": "."}, ("-s", "-w"), local_source="tools/tfeval"),
+        # The apiserver's pod validation (k8s.io/kubernetes, the pinned 1.35 line) of the pods KubeRay's
+        # own builders make: a process apart from fluxbuild, whose Kueue registers a feature gate of the
+        # same name as Kubernetes does (tests/static/test_versions.py checks its go.mod).
+        GoTool("podcheck", "", {"podcheck": "."}, ("-s", "-w"), local_source="tools/podcheck"),
         GoTool(
             "kube",
             "kubernetes",
@@ -275,7 +279,7 @@ TOOLS: dict[str, GoTool] = {
 }
 
 # What each purpose needs; the offline gate must not wait for a Kubernetes build.
-STATIC_TOOLS = ("kustomize", "kubeconform", "fluxbuild", "tfeval", "actionlint")
+STATIC_TOOLS = ("kustomize", "kubeconform", "fluxbuild", "tfeval", "podcheck", "actionlint")
 CLUSTER_TOOLS = ("kube", "etcd", "kueue", "kuberay", "kube-scheduler", "kwok")
 FLUX_TOOLS = ("source-controller", "kustomize-controller")  # the Flux end-to-end tests, beside CLUSTER_TOOLS
 KIND_TOOLS = ("kind", "kubectl", "kustomize")  # the kind backend (--backend=kind)

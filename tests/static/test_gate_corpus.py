@@ -217,6 +217,19 @@ CORPUS = [
      lambda r: (write(r, "base/limit-range.yaml", "apiVersion: v1\nkind: LimitRange\nmetadata:\n  name: ray-limits\n  namespace: ray\n"
                                                  "spec:\n  limits:\n    - type: Container\n      max: {cpu: \"8\"}\n"),
                 edit(r, "base/kustomization.yaml", "resources:\n", "resources:\n  - limit-range.yaml\n")), 82),
+    # The pods KubeRay makes of a template the RayJob's schema lets through, refused by the apiserver's pod validation.
+    ("gpu-fractional", "pod-validation", "workloads/aurora-finetune.yaml",
+     lambda r: edit(r, "workloads/aurora-finetune.yaml", 'requests: {cpu: "18", memory: 160Gi, nvidia.com/gpu: "1"}',
+                    'requests: {cpu: "18", memory: 160Gi, nvidia.com/gpu: "0.5"}'), 90),
+    ("container-name-uppercase", "pod-validation", "workloads/llm-training.yaml",
+     lambda r: edit(r, "workloads/llm-training.yaml", "- name: ray-worker", "- name: Ray-Worker"), 82),
+    ("mount-of-no-volume", "pod-validation", "workloads/aurora-finetune.yaml",
+     lambda r: edit(r, "workloads/aurora-finetune.yaml", "                volumeMounts:\n                  - {name: scripts,",
+                    "                volumeMounts:\n                  - {name: script,"), 93),
+    ("head-toleration-exists-with-value", "pod-validation", "workloads/batch-inference.yaml",
+     lambda r: edit(r, "workloads/batch-inference.yaml", "        spec:\n          serviceAccountName: ray-workload\n          containers:\n            - name: ray-head",
+                    "        spec:\n          serviceAccountName: ray-workload\n          tolerations: [{key: sku, operator: Exists, value: gpu}]\n"
+                    "          containers:\n            - name: ray-head"), 48),
     ("sample-var-misspelt", "sample-vars", f"{PROD}/samples.yaml",
      lambda r: edit(r, f"{PROD}/samples.yaml", 'vars: {NUM_WORKERS: "4"}', 'vars: {NUM_WORKER: "4"}'), 9),
     ("vm-size-without-its-component", "capacity-sku-component", "overlays/team-queues/kustomization.yaml",

@@ -139,6 +139,19 @@ def test_tfeval_links_the_pinned_terraform_evaluator():
     assert {m: required.get(m) for m in expected} == expected
 
 
+def test_podcheck_links_the_pinned_kubernetes_and_kuberay():
+    """tools/podcheck validates the pods KubeRay's builders make with the apiserver's pod validation: it
+    links the pinned k8s.io/kubernetes with its staging modules at that line's version, and the pinned KubeRay."""
+    gomod = _gomod("tools/podcheck/go.mod")
+    linked = {r["Path"]: r["Version"] for r in gomod["Require"]}
+    replaces = {r["Old"]["Path"]: r["New"]["Version"] for r in gomod.get("Replace") or []}
+    expected = {versions.module(pin)[0]: versions.module(pin)[1] for pin in ("kubernetes", "kuberay")}
+    assert {m: linked.get(m) for m in expected} == expected
+    staging = versions.staging_version(versions.module("kubernetes")[1])
+    assert replaces and set(replaces.values()) == {staging}, replaces
+    assert {m: linked[m] for m in ("k8s.io/api", "k8s.io/apimachinery")} == {"k8s.io/api": staging, "k8s.io/apimachinery": staging}
+
+
 def _pins_with_replaces(block=None, name=""):
     block = versions.pins() if block is None else block
     for key, value in block.items():

@@ -1,0 +1,113 @@
+"""The gate's pod-validation (tools/podcheck: KubeRay's own pod builders, then the pinned apiserver's pod
+validation, offline) against the real kube-apiserver: each pod KubeRay's builders make of a broken sample
+is created with server-side dry-run on the embedded control plane, which must give the same verdict
+(accepted, or rejected at the same pod field with the same message)."""
+from __future__ import annotations
+
+import copy
+import json
+import re
+
+import pytest
+from kubernetes.dynamic.exceptions import ApiException
+
+from harness.core import REPO_ROOT
+from harness.gate import workloads
+from harness.gate.schema_check import kuberay_pods, validate
+
+pytestmark = pytest.mark.integration
+
+
+def _worker(job: dict) -> dict:
+    return job["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["template"]["spec"]
+
+
+def _head(job: dict) -> dict:
+    return job["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]
+
+
+def _set(path: list, value):
+    def mutate(job: dict) -> None:
+        node = job
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = value
+    return mutate
+
+
+def _gpu(requests: str, limits: str):
+    def mutate(job: dict) -> None:
+        resources = _worker(job)["containers"][0]["resources"]
+        resources["requests"]["nvidia.com/gpu"], resources["limits"]["nvidia.com/gpu"] = requests, limits
+    return mutate
+
+
+def _submitter(container: dict):
+    return _set(["spec", "submitterPodTemplate"], {"spec": {"restartPolicy": "Never", "containers": [container]}})
+
+
+# (case, change to the aurora-finetune sample, rejected)
+CASES = [
+    ("clean", lambda job: None, False),
+    ("gpu-fractional", _gpu("0.5", "0.5"), True),
+    ("gpu-requests-below-limits", _gpu("1", "2"), True),
+    ("worker-container-uppercase", lambda job: _worker(job)["containers"][0].update(name="Ray_Worker"), True),
+    ("mount-of-no-volume", lambda job: _worker(job)["containers"][0]["volumeMounts"][0].update(name="script"), True),
+    ("head-toleration-exists-with-value",
+     lambda job: _head(job).update(tolerations=[{"key": "sku", "operator": "Exists", "value": "gpu"}]), True),
+    ("node-selector-value-with-space", lambda job: _worker(job).update(nodeSelector={"agentpool": "gpu pool"}), True),
+    ("env-value-and-value-from",
+     lambda job: _worker(job)["containers"][0]["env"][0].update(valueFrom={"fieldRef": {"fieldPath": "metadata.name"}}), True),
+    ("duplicate-port-names",
+     lambda job: _worker(job)["containers"][0].update(ports=[{"containerPort": 8080, "name": "http"}, {"containerPort": 8081, "name": "http"}]),
+     True),
+    ("relative-mount-path", lambda job: _worker(job)["containers"][0]["volumeMounts"][0].update(mountPath="home/ray/scripts"), False),
+    ("own-shared-memory-volume", lambda job: _worker(job)["volumes"].append({"name": "shared-mem", "emptyDir": {"medium": "Memory"}}), False),
+    ("submitter-container-uppercase", _submitter({"name": "Submitter", "image": "rayproject/ray:2.52.0"}), True),
+]
+
+
+def _server_verdict(kube, pod: dict) -> str | None:
+    """None when the apiserver accepts the pod (dry-run), else its message and causes."""
+    try:
+        kube.create(pod, dry_run=True)
+        return None
+    except ApiException as err:
+        body = json.loads(err.body) if err.body else {}
+        causes = [f"{c.get('field')}: {c.get('message')}" for c in (body.get("details") or {}).get("causes") or []]
+        return " | ".join([body.get("message", str(err)), *causes])
+
+
+def _pod_field(field: str) -> str:
+    """A field of the RayJob's template as the field of the pod made of it."""
+    return re.sub(r"^.*?(?:\.template|submitterPodTemplate)\.", "", field)
+
+
+@pytest.fixture(scope="module")
+def pod_namespace(kube, names) -> str:
+    """The run's namespace, with the ServiceAccount the sample's pods run as (its admission looks it up)."""
+    kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": names.namespace}})
+    kube.apply({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "ray-workload", "namespace": names.namespace}})
+    return names.namespace
+
+
+@pytest.mark.parametrize("case,change,rejected", CASES, ids=[c[0] for c in CASES])
+def test_offline_pod_verdict_matches_server_dry_run(kube, pod_namespace, case, change, rejected):
+    job = copy.deepcopy(workloads.render("aurora-finetune", "team-a", root=REPO_ROOT))
+    change(job)
+    problem = validate([job])[0]
+    offline = problem.errors if problem is not None and problem.stage == "pod" else ()
+    assert problem is None or problem.stage == "pod", f"{case}: refused before its pods exist: {problem}"
+    assert bool(offline) is rejected, f"{case}: offline {offline or 'accepted'}"
+    pods = kuberay_pods([job])[0]
+    assert {"head", "worker gpu-workers", "submitter"} <= set(pods), sorted(pods)
+    answers = {}
+    for role, pod in pods.items():
+        pod = {"apiVersion": "v1", "kind": "Pod", **pod, "metadata": {**pod["metadata"], "namespace": pod_namespace}}
+        answers[role] = _server_verdict(kube, pod)
+    refused = {role: a for role, a in answers.items() if a is not None}
+    assert bool(refused) is rejected, f"{case}: the server {'refused ' + str(refused) if refused else 'accepted every pod'}"
+    server = " | ".join(refused.values())
+    for err in offline:
+        assert _pod_field(err["field"]) in server and err["detail"] in server, \
+            f"{case}: offline error {err['message']!r} not in the server's answer: {server}"
