@@ -61,7 +61,8 @@ class Context:
         self.failed_dirs: set[str] = set()  # directories whose plain build fails (set once rendered)
         self.renames = None  # renames.Renames (set once rendered): a missing name a namePrefix/nameSuffix explains
         self.sample_vars: dict[int, dict[str, tuple[str, int | None]]] = {}  # id(rendered sample) -> VAR -> (file, line)
-        self.sample_related: dict[int, list[dict]] = {}  # id(rendered sample) -> its namespace's LimitRanges on its cluster
+        self.sample_related: dict[int, list[dict]] = {}  # id(rendered sample) -> its namespace's LimitRanges, ResourceQuotas on its cluster
+        self.sample_entries: dict[int, tuple[str, int | None]] = {}  # id(rendered sample) -> (samples file, line of its entry)
 
     def renamed(self, kind: str, name, present, reference: str) -> bool:
         """Whether a kustomization renamed the missing `kind` `name` to one in `present` (its
@@ -287,10 +288,12 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
                                "sample-vars", f"vars sets {name}, which {wfile} does not use ({meant}): the sample is checked "
                                "with its default instead", f"spell the variable as {wfile} does, or remove it from `vars`", where))
         rendered.append((sample, job, entry_line))
+        ctx.sample_entries[id(job)] = (samples_file, entry_line)
         ctx.sample_vars[id(job)] = {str(k): (samples_file, line_at(root, samples_file, None, [i, "vars", k]) or entry_line)
                                     for k in as_map(e.get("vars"))}
         job_ns = as_map(job.get("metadata")).get("namespace", "default")
-        ctx.sample_related[id(job)] = [o for o in objects if o.get("kind") == "LimitRange" and as_map(o.get("metadata")).get("namespace") == job_ns]
+        ctx.sample_related[id(job)] = [o for o in objects if o.get("kind") in ("LimitRange", "ResourceQuota")
+                                       and as_map(o.get("metadata")).get("namespace") == job_ns]
         spec = as_map(job.get("spec"))
         if spec.get("suspend") is not True:
             out.append(ctx.finding(job, None, "sample-suspend", "spec.suspend is not true: the RayJob would start before Kueue admits it",

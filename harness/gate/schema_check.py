@@ -6,7 +6,7 @@ validating webhooks at the pinned version, then KubeRay's own RayJob validation 
 checks before it acts) and Kueue's scheduler's own check of a RayJob's Workload, and kubeconform's validator on the offline schemas for
 built-in kinds (`harness.gate.schemas`) followed by apimachinery's own metadata validation of them. It is told the expected kinds before rendering
 (`Checker.expect`) so that it loads the CRDs while it renders, and is handed the objects once they are known.
-Beside it, tools/podcheck builds the pods KubeRay would create for each RayJob and RayCluster with KubeRay's own
+Beside it, tools/kubecheck builds the pods KubeRay would create for each RayJob and RayCluster with KubeRay's own
 builders and validates them with the pinned apiserver's pod validation (a process apart: Kubernetes' and Kueue's
 feature gates cannot share one).
 """
@@ -35,14 +35,15 @@ STAGE_RULES = {
     "webhook": "kueue-webhook",  # Kueue's validating webhook
     "controller": "kuberay-validation",  # what KubeRay's RayJob controller validates before it acts
     "scheduler": "kueue-inadmissible",  # what Kueue's scheduler checks of the job's Workload before it looks for quota
-    "pod": "pod-validation",  # the apiserver's validation of the pods KubeRay creates once Kueue admits the job (tools/podcheck)
+    "pod": "pod-validation",  # the apiserver's validation of the pods KubeRay creates once Kueue admits the job (tools/kubecheck)
+    "quota": "resource-quota",  # the ResourceQuota admission of those pods in their namespace (tools/kubecheck)
 }
 
 # The rules of the stages above (the README's table), the fix for each and what a finding of it says.
 RULES = {
     "api-validation": "every custom resource passes the apiserver's own create validation (OpenAPI schema, x-kubernetes-validations CEL rules, "
-                      "metadata), and every built-in object its metadata validation (name per kind, labels, annotations; ConfigMap and "
-                      "Secret keys), offline",
+                      "metadata), and every built-in object its create validation (metadata; the spec by the REST strategy of its kind "
+                      "for the kinds tools/kubecheck knows: core, apps, batch, RBAC, scheduling, networking, policy), offline",
     "kueue-webhook": "every Kueue object and RayJob passes Kueue's validating webhook (its own code at the pinned version), offline",
     "kuberay-validation": "every RayJob passes what the pinned KubeRay operator validates before it acts (its own functions); "
                           "else the RayJob is marked ValidationFailed and never runs",
@@ -50,8 +51,11 @@ RULES = {
                           "(its own workload.ValidateResources and ValidateLimitRange: requests within limits and within the "
                           "namespace's LimitRanges on the cluster); else it stays pending, inadmissible",
     "pod-validation": "every pod KubeRay would create for a RayJob or RayCluster (head, each worker group, the submitter), built by "
-                      "KubeRay's own pod builders, passes the pinned apiserver's pod validation (tools/podcheck); else Kueue admits the "
+                      "KubeRay's own pod builders, passes the pinned apiserver's pod validation (tools/kubecheck); else Kueue admits the "
                       "job and every pod is refused, so it holds its quota without running",
+    "resource-quota": "a sample's pods (head, every worker replica, the submitter) together fit each ResourceQuota of its namespace on "
+                      "its cluster and carry every resource it tracks (the apiserver's quota evaluator, tools/kubecheck); Kueue does not "
+                      "look at ResourceQuotas, so it admits the job and the pods beyond the quota are forbidden",
 }
 
 HINTS = {
@@ -62,6 +66,8 @@ HINTS = {
     "kuberay-validation": "change the RayJob as the message says; KubeRay's controller refuses it (jobDeploymentStatus ValidationFailed)",
     "pod-validation": "change the pod template at the field named as the message says (the RayJob's schema lets it through; "
                       "the apiserver refuses the pod KubeRay makes of it)",
+    "resource-quota": "raise the namespace's ResourceQuota named (or drop the resource from its hard limits), or shrink the job; "
+                      "set the requests and limits a quota tracks on every container",
     "kueue-inadmissible": "make the container's requests at most its limits (or drop the limits), and within the min/max of its "
                           "namespace's LimitRange (or change the LimitRange), at the field named",
 }
@@ -73,11 +79,21 @@ WHAT = {
     "kuberay-validation": "is refused by KubeRay's RayJob controller",
     "kueue-inadmissible": "would never be admitted",
     "pod-validation": "would be admitted, but the apiserver refuses the pods KubeRay creates for it",
+    "resource-quota": "would be admitted, but not all of its pods could be created",
 }
 
 
-# The kinds whose pods KubeRay creates, validated as pods by tools/podcheck.
+# The kinds whose pods KubeRay creates, validated as pods by tools/kubecheck.
 RAY_WORKLOADS = {("ray.io/v1", "RayJob"), ("ray.io/v1", "RayCluster")}
+
+
+def is_builtin(obj) -> bool:
+    """An object of a Kubernetes API group (core, apps, *.k8s.io; not a CRD's *.x-k8s.io), whose create
+    validation tools/kubecheck runs with the apiserver's REST strategy of its kind."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("apiVersion"), str):
+        return False
+    group = obj["apiVersion"].rpartition("/")[0]
+    return "." not in group or (group.endswith(".k8s.io") and not group.endswith(".x-k8s.io"))
 
 
 class CheckError(HarnessError, RuntimeError):
@@ -141,15 +157,23 @@ class Checker:
         for key in keys:
             unique.setdefault(key, len(unique))
         pairs = [json.loads(k) for k in unique]
-        answer = helper().submit("check", CheckError, objects=[o for o, _ in pairs], related=[r for _, r in pairs], **self._schemas())
+        # Kueue's scheduler (fluxbuild) applies the namespace's LimitRanges; kubecheck takes its ResourceQuotas too.
+        limit_ranges = [[o for o in r if isinstance(o, dict) and o.get("kind") == "LimitRange"] for _, r in pairs]
+        answer = helper().submit("check", CheckError, objects=[o for o, _ in pairs], related=limit_ranges, **self._schemas())
         ray = [i for i, (o, _) in enumerate(pairs) if isinstance(o, dict) and (o.get("apiVersion"), o.get("kind")) in RAY_WORKLOADS]
-        pods = helper("podcheck").submit("pods", CheckError, objects=[pairs[i][0] for i in ray]) if ray else None
+        builtin = [i for i, (o, _) in enumerate(pairs) if is_builtin(o)]
+        pods = helper("kubecheck").submit("pods", CheckError, objects=[pairs[i][0] for i in ray], related=[pairs[i][1] for i in ray]) if ray else None
+        server = helper("kubecheck").submit("builtin", CheckError, objects=[pairs[i][0] for i in builtin]) if builtin else None
 
         def results() -> list[Problem | None]:
-            # The pods exist only once the object passed every stage before them (and Kueue admitted it).
-            pod_errors = dict(zip(ray, (r["errors"] for r in pods.result()))) if pods else {}
-            problems = [Problem(r["stage"], tuple(r["errors"])) if r["stage"] else
-                        Problem("pod", tuple(pod_errors[i])) if pod_errors.get(i) else None for i, r in enumerate(answer.result())]
+            # kubecheck's verdicts count once fluxbuild accepted the object: the pods exist only once it passed
+            # every stage before them (and Kueue admitted it); a built-in's spec is validated after its schema.
+            later = {}
+            for i, r in zip(builtin, server.result() if server else []):
+                later[i] = Problem("validation", tuple(r["errors"])) if r["errors"] else None
+            for i, r in zip(ray, pods.result() if pods else []):
+                later[i] = Problem("pod", tuple(r["errors"])) if r["errors"] else Problem("quota", tuple(r["quota"])) if r["quota"] else None
+            problems = [Problem(r["stage"], tuple(r["errors"])) if r["stage"] else later.get(i) for i, r in enumerate(answer.result())]
             return [problems[unique[key]] for key in keys]
         return results
 
@@ -159,8 +183,8 @@ class Checker:
 
 def kuberay_pods(objects: list[dict]) -> list[dict[str, dict]]:
     """The pods KubeRay's own builders make of each RayJob or RayCluster, by role (head, worker GROUP,
-    submitter), as tools/podcheck validates them: {} for another kind."""
-    return [r.get("pods") or {} for r in helper("podcheck").call("pods", CheckError, objects=objects, with_pods=True)]
+    submitter), as tools/kubecheck validates them: {} for another kind."""
+    return [r.get("pods") or {} for r in helper("kubecheck").call("pods", CheckError, objects=objects, with_pods=True)]
 
 
 def validate(objects: list[dict], related: list[list[dict]] | None = None) -> list[Problem | None]:
@@ -182,6 +206,21 @@ def submit(ctx, checker: Checker, validated: list[tuple[object, dict, str | None
     return lambda: _findings(ctx, validated, pending())
 
 
+def _one_per_quota_cause(found: list[Finding]) -> list[Finding]:
+    """resource-quota findings of several samples with the same refusal (a quota tracking a resource their
+    pods do not set): one, at the first sample's entry, naming the others."""
+    groups: dict[str, list[Finding]] = {}
+    for f in found:
+        if f.rule == "resource-quota":
+            groups.setdefault(f.message, []).append(f)
+    out = [f for f in found if f.rule != "resource-quota"]
+    for same in groups.values():
+        same.sort()
+        others = ", ".join(f"{f.resource} ({f.file}:{f.line})" for f in same[1:])
+        out.append(replace(same[0], message=same[0].message + (f"; the same for {others}" if others else "")))
+    return out
+
+
 def _findings(ctx, validated: list[tuple[object, dict, str | None]], problems: list[Problem | None]) -> list[Finding]:
     out, by_var = [], {}
     for (build, obj, file), problem in zip(validated, problems):
@@ -193,6 +232,8 @@ def _findings(ctx, validated: list[tuple[object, dict, str | None]], problems: l
                 continue
             found = ctx.finding(obj, b, problem.rule, f"{WHAT[problem.rule]}: {err['message']}", HINTS[problem.rule], file=file,
                                 context=label, field=err.get("field") or None)
+            if problem.rule == "resource-quota" and id(obj) in ctx.sample_entries:  # the sample as submitted to the namespace
+                found = replace(found, file=ctx.sample_entries[id(obj)][0], line=ctx.sample_entries[id(obj)][1])
             var = workloads.var_at(ctx.sources.root, found, ctx.sample_vars.get(id(obj), {}))
             if var is None:
                 out.append(found)
@@ -201,6 +242,7 @@ def _findings(ctx, validated: list[tuple[object, dict, str | None]], problems: l
             first, errors, uses = by_var.setdefault(key, (found, [], []))
             errors.append(err["message"])
             uses.append(f"{found.file}:{found.line}")
+    out = _one_per_quota_cause(out)
     for (name, file, line, _, _), (first, errors, uses) in by_var.items():
         out.append(replace(first, file=file, line=line, message=f"{WHAT[first.rule]}: {'; '.join(errors)} "
                                                                  f"(with vars {name}, which {', '.join(sorted(set(uses)))} use)",

@@ -32,7 +32,7 @@ from harness.gate import version_rules
 from harness.gate import formats
 from harness.gate.findings import Finding
 from harness.gate.render import FluxBuild, render_repository
-from harness.gate.sources import Sources
+from harness.gate.sources import Sources, resource_id
 from harness.gate.workloads import WORKLOADS_DIR
 from harness.core import HarnessError, versions
 
@@ -191,7 +191,11 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
         validated += [(example, s, example) for s in c.variables]
     per_area["rules"] += ctx.renames.findings()  # after every reference rule has asked it
     timed("rules", t)
-    schema = beside("schema", lambda: checked() + schema_check.findings(ctx, checker, validated))
+    # A LimitRange or ResourceQuota the apiserver refuses never exists on the cluster: the samples meet none.
+    rendered_found = checked()
+    refused = {f.resource for f in rendered_found if f.rule == "api-validation"}
+    ctx.sample_related = {k: [o for o in objs if resource_id(o) not in refused] for k, objs in ctx.sample_related.items()}
+    schema = beside("schema", lambda: rendered_found + schema_check.findings(ctx, checker, validated))
     t_cap = time.monotonic()
     per_area["capacity"] += capacity.capacity_findings(root, clusters, sources, gate_config)
     timed("capacity", t_cap)

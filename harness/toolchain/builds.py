@@ -245,7 +245,7 @@ TOOLS: dict[str, GoTool] = {
         # The apiserver's pod validation (k8s.io/kubernetes, the pinned 1.35 line) of the pods KubeRay's
         # own builders make: a process apart from fluxbuild, whose Kueue registers a feature gate of the
         # same name as Kubernetes does (tests/static/test_versions.py checks its go.mod).
-        GoTool("podcheck", "", {"podcheck": "."}, ("-s", "-w"), local_source="tools/podcheck"),
+        GoTool("kubecheck", "", {"kubecheck": "."}, ("-s", "-w"), local_source="tools/kubecheck"),
         GoTool(
             "kube",
             "kubernetes",
@@ -279,7 +279,7 @@ TOOLS: dict[str, GoTool] = {
 }
 
 # What each purpose needs; the offline gate must not wait for a Kubernetes build.
-STATIC_TOOLS = ("kustomize", "kubeconform", "fluxbuild", "tfeval", "podcheck", "actionlint")
+STATIC_TOOLS = ("kustomize", "kubeconform", "fluxbuild", "tfeval", "kubecheck", "actionlint")
 CLUSTER_TOOLS = ("kube", "etcd", "kueue", "kuberay", "kube-scheduler", "kwok")
 FLUX_TOOLS = ("source-controller", "kustomize-controller")  # the Flux end-to-end tests, beside CLUSTER_TOOLS
 KIND_TOOLS = ("kind", "kubectl", "kustomize")  # the kind backend (--backend=kind)

@@ -1,4 +1,4 @@
-"""The gate's pod-validation (tools/podcheck: KubeRay's own pod builders, then the pinned apiserver's pod
+"""The gate's pod-validation (tools/kubecheck: KubeRay's own pod builders, then the pinned apiserver's pod
 validation, offline) against the real kube-apiserver: each pod KubeRay's builders make of a broken sample
 is created with server-side dry-run on the embedded control plane, which must give the same verdict
 (accepted, or rejected at the same pod field with the same message)."""
@@ -111,3 +111,47 @@ def test_offline_pod_verdict_matches_server_dry_run(kube, pod_namespace, case, c
     for err in offline:
         assert _pod_field(err["field"]) in server and err["detail"] in server, \
             f"{case}: offline error {err['message']!r} not in the server's answer: {server}"
+
+
+# (case, the ResourceQuota's spec.hard in the sample's namespace, refused). aurora-finetune has one head,
+# one worker with 1 GPU and the submitter, whose template sets no resources.
+QUOTAS = [
+    ("gpu-quota-0", {"requests.nvidia.com/gpu": "0"}, True),
+    ("gpu-quota-1", {"requests.nvidia.com/gpu": "1"}, False),
+    ("pods-quota-2", {"pods": "2"}, True),
+    ("limits-cpu-tracked", {"limits.cpu": "1000"}, True),
+    ("requests-memory-roomy", {"requests.memory": "1Ti", "requests.nvidia.com/gpu": "8"}, True),
+]
+
+
+@pytest.mark.parametrize("case,hard,refused", QUOTAS, ids=[c[0] for c in QUOTAS])
+def test_offline_quota_verdict_matches_the_server(kube, names, case, hard, refused):
+    """The pods are created for real, one after another, in a namespace of their own with the quota:
+    the ResourceQuota admission (with the quota controller's status) forbids some iff the gate says so."""
+    namespace = f"{names.namespace}-{case}"
+    quota = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "ray-quota", "namespace": "ray"}, "spec": {"hard": hard}}
+    job = workloads.render("aurora-finetune", "team-a", root=REPO_ROOT)
+    problem = validate([job], [[quota]])[0]
+    assert problem is None or problem.stage == "quota", f"{case}: refused before its pods are created: {problem}"
+    assert (problem is not None) is refused, f"{case}: offline {problem}"
+    kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    try:
+        kube.apply({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "ray-workload", "namespace": namespace}})
+        kube.apply({**quota, "metadata": {"name": "ray-quota", "namespace": namespace}})
+        kube.wait_for("v1", "ResourceQuota", lambda qs: any((q.get("status") or {}).get("hard") for q in qs),
+                      "the quota controller to set status.hard", namespace=namespace)
+        forbidden = []
+        for role, pod in kuberay_pods([job])[0].items():
+            try:
+                kube.create({"apiVersion": "v1", "kind": "Pod", **pod, "metadata": {**pod["metadata"], "namespace": namespace}})
+            except ApiException as err:
+                assert err.status == 403, f"{case}: {role}: {err.body}"
+                forbidden.append(f"{role}: {json.loads(err.body).get('message')}")
+        assert bool(forbidden) is refused, f"{case}: the server forbade {forbidden or 'no pod'}; offline: {problem}"
+        if problem is not None:
+            text = " ".join(e["message"] for e in problem.errors)
+            for resource in hard:
+                if resource in " ".join(forbidden):
+                    assert resource in text, f"{case}: the server named {resource} ({forbidden}); offline: {text}"
+    finally:
+        kube.delete("v1", "Namespace", namespace)

@@ -70,9 +70,9 @@ def test_offline_verdict_matches_server_dry_run(tmp_path, kube, names, clean_obj
     assert compared, f"{case}: no object was rejected offline"
 
 
-# Built-in kinds: what the apiserver's validation refuses beyond the OpenAPI schema (metadata, a
-# ConfigMap's or Secret's keys), which the gate checks with apimachinery's own functions and the
-# name check per kind the apiserver uses (tools/fluxbuild builtinmeta.go). (case, object, rejected)
+# Built-in kinds: what the apiserver's validation refuses beyond the OpenAPI schema: metadata, a
+# ConfigMap's or Secret's keys (tools/fluxbuild builtinmeta.go, apimachinery's own functions), and the
+# spec, by the apiserver's REST strategy of the kind (tools/kubecheck). (case, object, rejected)
 BUILTIN = [
     ("namespace-uppercase", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "Parity-Ray"}}, True),
     ("namespace-64-characters", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "p" * 64}}, True),
@@ -88,6 +88,25 @@ BUILTIN = [
     ("role-name-with-colon", {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "parity:reader"},
                               "rules": []}, False),
     ("service-account-dotted", {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "parity.sa"}}, False),
+    # Beyond the metadata: the spec, by the REST strategy of the kind (tools/kubecheck).
+    ("limit-range-min-above-max", {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "p"},
+                                   "spec": {"limits": [{"type": "Container", "min": {"cpu": "4"}, "max": {"cpu": "2"}}]}}, True),
+    ("limit-range-within", {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "p"},
+                            "spec": {"limits": [{"type": "Container", "min": {"cpu": "1"}, "max": {"cpu": "2"}}]}}, False),
+    ("priority-class-above-1e9", {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "parity-high"},
+                                  "value": 2000000000}, True),
+    ("configmap-key-in-data-and-binary-data", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "p"},
+                                               "data": {"a": "x"}, "binaryData": {"a": "eA=="}}, True),
+    ("resource-quota-negative", {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "p"},
+                                 "spec": {"hard": {"requests.nvidia.com/gpu": "-1"}}}, True),
+    ("daemonset-selector-misses-labels", {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "p"},
+                                          "spec": {"selector": {"matchLabels": {"app": "p"}},
+                                                   "template": {"metadata": {"labels": {"app": "q"}},
+                                                                "spec": {"containers": [{"name": "p", "image": "busybox"}]}}}}, True),
+    ("network-policy-port-70000", {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": {"name": "p"},
+                                   "spec": {"podSelector": {}, "ingress": [{"ports": [{"port": 70000}]}]}}, True),
+    ("job-restart-always", {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "p"},
+                            "spec": {"template": {"spec": {"restartPolicy": "Always", "containers": [{"name": "p", "image": "busybox"}]}}}}, True),
 ]
 
 

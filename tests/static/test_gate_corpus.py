@@ -230,6 +230,20 @@ CORPUS = [
      lambda r: edit(r, "workloads/batch-inference.yaml", "        spec:\n          serviceAccountName: ray-workload\n          containers:\n            - name: ray-head",
                     "        spec:\n          serviceAccountName: ray-workload\n          tolerations: [{key: sku, operator: Exists, value: gpu}]\n"
                     "          containers:\n            - name: ray-head"), 48),
+    # Built-in objects the apiserver's REST strategy of their kind refuses (tools/kubecheck), at the value's line.
+    ("limit-range-min-above-max", "api-validation", "base/limit-range.yaml",
+     lambda r: (write(r, "base/limit-range.yaml", "apiVersion: v1\nkind: LimitRange\nmetadata:\n  name: ray-limits\n  namespace: ray\n"
+                                                 "spec:\n  limits:\n    - type: Container\n      min: {cpu: \"4\"}\n      max: {cpu: \"2\"}\n"),
+                edit(r, "base/kustomization.yaml", "resources:\n", "resources:\n  - limit-range.yaml\n")), 9),
+    ("priority-class-above-1e9", "api-validation", "base/priority-class.yaml",
+     lambda r: (write(r, "base/priority-class.yaml", "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: ray-urgent\n"
+                                                    "value: 2000000000\n"),
+                edit(r, "base/kustomization.yaml", "resources:\n", "resources:\n  - priority-class.yaml\n")), 5),
+    # A ResourceQuota of the samples' namespace that a sample's pods together exceed: Kueue admits it, the apiserver forbids pods.
+    ("resource-quota-below-a-sample", "resource-quota", f"{PROD}/samples.yaml",
+     lambda r: (write(r, "base/resource-quota.yaml", "apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: ray-quota\n  namespace: ray\n"
+                                                    "spec:\n  hard:\n    requests.nvidia.com/gpu: \"2\"\n"),
+                edit(r, "base/kustomization.yaml", "resources:\n", "resources:\n  - resource-quota.yaml\n")), 7),
     ("sample-var-misspelt", "sample-vars", f"{PROD}/samples.yaml",
      lambda r: edit(r, f"{PROD}/samples.yaml", 'vars: {NUM_WORKERS: "4"}', 'vars: {NUM_WORKER: "4"}'), 9),
     ("vm-size-without-its-component", "capacity-sku-component", "overlays/team-queues/kustomization.yaml",

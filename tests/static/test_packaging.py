@@ -100,7 +100,7 @@ def test_wheel_holds_every_package_and_data_file(wheel, clean_copy):
 def test_wheel_carries_the_repository_files_it_needs_unchanged(wheel):
     with zipfile.ZipFile(wheel) as whl:
         carried = {n.removeprefix(SNAPSHOT + "/"): whl.read(n) for n in whl.namelist() if n.startswith(SNAPSHOT + "/")}
-    expected = {"versions.yaml"} | {f"tools/{tool}/{p.name}" for tool in ("fluxbuild", "tfeval", "podcheck")
+    expected = {"versions.yaml"} | {f"tools/{tool}/{p.name}" for tool in ("fluxbuild", "tfeval", "kubecheck")
                                     for p in (REPO_ROOT / "tools" / tool).iterdir() if p.is_file()}
     assert set(carried) == expected
     for rel, data in carried.items():

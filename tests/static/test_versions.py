@@ -139,10 +139,10 @@ def test_tfeval_links_the_pinned_terraform_evaluator():
     assert {m: required.get(m) for m in expected} == expected
 
 
-def test_podcheck_links_the_pinned_kubernetes_and_kuberay():
-    """tools/podcheck validates the pods KubeRay's builders make with the apiserver's pod validation: it
+def test_kubecheck_links_the_pinned_kubernetes_and_kuberay():
+    """tools/kubecheck validates the pods KubeRay's builders make with the apiserver's pod validation: it
     links the pinned k8s.io/kubernetes with its staging modules at that line's version, and the pinned KubeRay."""
-    gomod = _gomod("tools/podcheck/go.mod")
+    gomod = _gomod("tools/kubecheck/go.mod")
     linked = {r["Path"]: r["Version"] for r in gomod["Require"]}
     replaces = {r["Old"]["Path"]: r["New"]["Version"] for r in gomod.get("Replace") or []}
     expected = {versions.module(pin)[0]: versions.module(pin)[1] for pin in ("kubernetes", "kuberay")}

@@ -1,0 +1,34 @@
+package main
+
+import (
+	"context"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/registry/rest"
+)
+
+// beforeCreate is what the apiserver does with a decoded, defaulted, internal object on create before
+// it is stored: the handler fills the system fields, the store generates a name from generateName,
+// then rest.BeforeCreate runs the strategy's PrepareForCreate and Validate. nil when it would be
+// accepted, else the Invalid status's causes.
+func beforeCreate(strategy rest.RESTCreateStrategy, ctx context.Context, obj runtime.Object) []metav1.StatusCause {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return []metav1.StatusCause{{Type: metav1.CauseTypeFieldValueInvalid, Message: err.Error()}}
+	}
+	rest.FillObjectMetaSystemFields(m)
+	if m.GetGenerateName() != "" && m.GetName() == "" {
+		m.SetName(strategy.GenerateName(m.GetGenerateName()))
+	}
+	err = rest.BeforeCreate(strategy, ctx, obj)
+	if err == nil {
+		return nil
+	}
+	if status, ok := err.(apierrors.APIStatus); ok && status.Status().Details != nil && len(status.Status().Details.Causes) > 0 {
+		return status.Status().Details.Causes
+	}
+	return []metav1.StatusCause{{Type: metav1.CauseTypeFieldValueInvalid, Message: err.Error()}}
+}

@@ -1,0 +1,113 @@
+// Command kubecheck is the gate's second Go helper: what the pinned kube-apiserver (k8s.io/kubernetes,
+// the 1.35 line) does on create, offline, with its own code, where tools/fluxbuild cannot run it:
+//
+//   - op "builtin" (builtin.go): built-in objects through their REST strategies (PrepareForCreate and
+//     Validate), after the apiserver's decoding, defaulting and conversion;
+//   - op "pods" (pods.go, quota.go): the pods KubeRay would create for a RayJob or RayCluster, made by
+//     KubeRay's own builders (DefaultHeadPodTemplate, DefaultWorkerPodTemplate, BuildPod,
+//     GetSubmitterTemplate, as its controllers call them), each taken through the apiserver's create
+//     path for pods in its namespace (the LimitRanger's defaults, the pod strategy), then the
+//     ResourceQuota admission of all of them together.
+//
+// The RayJob and RayCluster CRDs carry the pod template's OpenAPI schema without the apiserver's pod
+// validation: a fractional GPU, GPU requests other than limits, an uppercase container name or a mount
+// of an undeclared volume pass the apiserver and Kueue on the RayJob, which Kueue admits; then every
+// pod KubeRay creates is refused and the job holds its quota without running. This is a process of its
+// own because k8s.io/kubernetes and Kueue (linked by tools/fluxbuild) register a feature gate of the
+// same name (DynamicResourceAllocation) into one registry, which cannot share a process.
+//
+// Protocol (as tools/fluxbuild): one JSON request per line on stdin, {"id": N, "op": OP, "objects":
+// [...][, "related": [[...]...]][, "with_pods": true]}; one answer line per request, {"id": N, "answer":
+// [result]} or {"id": N, "error": "..."}, one result per object: {"errors": [{"field", "type", "detail",
+// "message"}], "quota": [...][, "pods": {role: pod}]}. For "pods", `related` holds per object the
+// LimitRanges and ResourceQuotas of its namespace on its cluster; a field names the path in the object
+// the user wrote (the template the pod came from); "quota" are the ResourceQuota admission's refusals.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+type request struct {
+	ID      int                        `json:"id"`
+	Op      string                     `json:"op"`
+	Objects []map[string]interface{}   `json:"objects,omitempty"`
+	Related [][]map[string]interface{} `json:"related,omitempty"`
+	// WithPods: the answer carries the pods too (the parity test creates them on a real apiserver).
+	WithPods bool `json:"with_pods,omitempty"`
+}
+
+type fieldError struct {
+	Field   string `json:"field"`
+	Type    string `json:"type"`
+	Detail  string `json:"detail"`
+	Message string `json:"message"`
+}
+
+type result struct {
+	Errors []fieldError           `json:"errors"`
+	Quota  []fieldError           `json:"quota"`
+	Pods   map[string]*corev1.Pod `json:"pods,omitempty"`
+}
+
+func main() {
+	ctrl.SetLogger(logr.Discard()) // KubeRay's builders log through controller-runtime
+	in := bufio.NewReaderSize(os.Stdin, 1<<20)
+	enc := json.NewEncoder(os.Stdout)
+	for {
+		line, err := in.ReadBytes('\n')
+		if len(line) == 0 && err == io.EOF {
+			return
+		}
+		if err != nil && err != io.EOF {
+			fatal("reading request: %v", err)
+		}
+		var req request
+		if err := json.Unmarshal(line, &req); err != nil {
+			fatal("reading request: %v", err)
+		}
+		resp := map[string]interface{}{"id": req.ID}
+		results := make([]result, len(req.Objects))
+		switch req.Op {
+		case "pods":
+			for i, obj := range req.Objects {
+				var related []map[string]interface{}
+				if i < len(req.Related) {
+					related = req.Related[i]
+				}
+				if results[i] = check(obj, related); !req.WithPods {
+					results[i].Pods = nil
+				}
+			}
+			resp["answer"] = results
+		case "builtin":
+			for i, obj := range req.Objects {
+				results[i] = result{Errors: []fieldError{}, Quota: []fieldError{}}
+				for _, c := range builtinErrors(obj) {
+					results[i].Errors = append(results[i].Errors, fieldError{Field: c.Field, Type: string(c.Type), Detail: c.Message,
+						Message: strings.TrimPrefix(c.Field+": "+c.Message, ": ")})
+				}
+			}
+			resp["answer"] = results
+		default:
+			resp["error"] = fmt.Sprintf("unknown op %q", req.Op)
+		}
+		if err := enc.Encode(resp); err != nil {
+			fatal("%v", err)
+		}
+	}
+}
+
+func fatal(format string, args ...interface{}) {
+	fmt.Fprintf(os.Stderr, "kubecheck: "+format+"\n", args...)
+	os.Exit(2)
+}

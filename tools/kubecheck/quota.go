@@ -1,0 +1,109 @@
+package main
+
+// The admission a RayJob's pods meet in their namespace once Kueue admits the job: the LimitRanger's
+// defaults (mutating, before validation) and the ResourceQuota admission (after it), with the
+// apiserver's own code (plugin/pkg/admission/limitranger, pkg/quota/v1/evaluator/core and
+// k8s.io/apiserver's quota arithmetic). Kueue does not look at ResourceQuotas: a job its ClusterQueue
+// admits whose pods together exceed a quota of their namespace gets some pods and is forbidden the
+// rest, so it never runs while it holds its quota.
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	quota "k8s.io/apiserver/pkg/quota/v1"
+	api "k8s.io/kubernetes/pkg/apis/core"
+	"k8s.io/kubernetes/pkg/quota/v1/evaluator/core"
+	"k8s.io/kubernetes/plugin/pkg/admission/limitranger"
+	"k8s.io/utils/clock"
+)
+
+// namespaceObjects are the LimitRanges and ResourceQuotas of the pods' namespace on the cluster.
+type namespaceObjects struct {
+	limitRanges []*corev1.LimitRange
+	quotas      []*corev1.ResourceQuota
+}
+
+func namespaceOf(related []map[string]interface{}) (namespaceObjects, error) {
+	var ns namespaceObjects
+	for _, obj := range related {
+		switch obj["kind"] {
+		case "LimitRange":
+			lr := &corev1.LimitRange{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, lr); err != nil {
+				return ns, fmt.Errorf("LimitRange does not decode: %v", err)
+			}
+			ns.limitRanges = append(ns.limitRanges, lr)
+		case "ResourceQuota":
+			rq := &corev1.ResourceQuota{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, rq); err != nil {
+				return ns, fmt.Errorf("ResourceQuota does not decode: %v", err)
+			}
+			// The quota controller copies spec.hard to status.hard, which the admission reads; used is 0 in
+			// a namespace where nothing else runs.
+			rq.Status.Hard = rq.Spec.Hard.DeepCopy()
+			ns.quotas = append(ns.quotas, rq)
+		}
+	}
+	return ns, nil
+}
+
+// admitted is the pod as the LimitRanger's defaults leave it (the mutating admission before validation).
+func (ns namespaceObjects) admitted(pod *api.Pod) error {
+	for _, lr := range ns.limitRanges {
+		if err := limitranger.PodMutateLimitFunc(lr, pod); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// quotaErrors are the ResourceQuota admission's refusals of the job's pods, created in an otherwise
+// empty namespace: a pod that lacks a resource a quota tracks, or the pods' total usage above a hard limit.
+func (ns namespaceObjects) quotaErrors(pods []*api.Pod, counts []int) []fieldError {
+	evaluator := core.NewPodEvaluator(nil, clock.RealClock{})
+	var out []fieldError
+	for _, rq := range ns.quotas {
+		hard := rq.Status.Hard
+		names := quota.ResourceNames(hard)
+		used := corev1.ResourceList{}
+		var missing []string
+		for i, pod := range pods {
+			if ok, err := evaluator.Matches(rq, pod); err != nil || !ok {
+				continue
+			}
+			if err := evaluator.Constraints(names, pod); err != nil {
+				missing = append(missing, err.Error())
+				continue
+			}
+			usage, err := evaluator.Usage(pod)
+			if err != nil {
+				continue
+			}
+			for n := 0; n < counts[i]; n++ {
+				used = quota.Add(used, quota.Mask(usage, names))
+			}
+		}
+		where := fmt.Sprintf("ResourceQuota %s/%s", rq.Namespace, rq.Name)
+		if len(missing) > 0 {
+			sort.Strings(missing)
+			msg := fmt.Sprintf("%s forbids its pods: %s", where, strings.Join(missing, "; "))
+			out = append(out, fieldError{Type: "Forbidden", Detail: msg, Message: msg})
+			continue
+		}
+		if ok, over := quota.LessThanOrEqual(used, hard); !ok {
+			var parts []string
+			for _, name := range over {
+				u, h := used[name], hard[name]
+				parts = append(parts, fmt.Sprintf("%s %s against %s", name, u.String(), h.String()))
+			}
+			sort.Strings(parts)
+			msg := fmt.Sprintf("%s is exceeded by the job's pods together (%s): the pods beyond it are forbidden", where, strings.Join(parts, ", "))
+			out = append(out, fieldError{Type: "Forbidden", Detail: msg, Message: msg})
+		}
+	}
+	return out
+}
