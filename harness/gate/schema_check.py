@@ -6,9 +6,10 @@ validating webhooks at the pinned version, then KubeRay's own RayJob validation 
 checks before it acts) and Kueue's scheduler's own check of a RayJob's Workload, and kubeconform's validator on the offline schemas for
 built-in kinds (`harness.gate.schemas`) followed by apimachinery's own metadata validation of them. It is told the expected kinds before rendering
 (`Checker.expect`) so that it loads the CRDs while it renders, and is handed the objects once they are known.
-Beside it, tools/kubecheck builds the pods KubeRay would create for each RayJob and RayCluster with KubeRay's own
-builders and validates them with the pinned apiserver's pod validation (a process apart: Kubernetes' and Kueue's
-feature gates cannot share one).
+Beside it, tools/kubecheck (a process apart: Kubernetes' and Kueue's feature gates cannot share one) runs the
+pinned apiserver's REST strategy of a built-in object's kind on its spec, and builds the pods KubeRay would
+create for each RayJob and RayCluster with KubeRay's own builders, then takes them through the apiserver's
+create path for pods and the ResourceQuota admission of their namespace.
 """
 from __future__ import annotations
 
@@ -135,8 +136,9 @@ class Checker:
         return {"schema_dir": self._schema_dir, "kubernetes_version": KUBERNETES_VERSION}
 
     def start(self) -> "Checker":
-        """Has the helper load the CRDs now, while the caller reads and renders."""
+        """Has the helper load the CRDs now, while the caller reads and renders (and starts kubecheck)."""
         helper().submit("prepare", CheckError, kinds=[], **self._schemas())
+        helper("kubecheck").start()
         return self
 
     def expect(self, kinds: set[tuple[str, str]]) -> None:
@@ -146,7 +148,7 @@ class Checker:
     def check(self, objects: list[dict], related: list[list[dict]] | None = None) -> list[Problem | None]:
         """One result per object, in order: None when the cluster would accept it. `related`, in the
         same order: the objects of its cluster an object's admission depends on (a RayJob's namespace's
-        LimitRanges, which Kueue's scheduler applies and checks)."""
+        LimitRanges, which Kueue's scheduler and the pods' admission apply, and ResourceQuotas)."""
         return self.submit(objects, related)()
 
     def submit(self, objects: list[dict], related: list[list[dict]] | None = None) -> Callable[[], list[Problem | None]]:

@@ -76,7 +76,12 @@ var strategies = map[schema.GroupKind]rest.RESTCreateStrategy{
 
 // builtinErrors is the apiserver's create validation of a built-in object: nil when it accepts it, or
 // when its kind is not one of `strategies` or the object does not decode (the schema check reports that).
-func builtinErrors(obj map[string]interface{}) []metav1.StatusCause {
+func builtinErrors(obj map[string]interface{}) (causes []metav1.StatusCause) {
+	defer func() {
+		if p := recover(); p != nil { // a finding on the object, not the end of the gate's run
+			causes = []metav1.StatusCause{{Type: "InternalError", Message: fmt.Sprintf("the apiserver's validation could not run on it: %v", p)}}
+		}
+	}()
 	u := &unstructured.Unstructured{Object: obj}
 	gvk := u.GroupVersionKind()
 	strategy, ok := strategies[gvk.GroupKind()]

@@ -35,8 +35,11 @@ type built struct {
 func check(obj map[string]interface{}, related []map[string]interface{}) (r result) {
 	r.Errors, r.Quota = []fieldError{}, []fieldError{}
 	defer func() {
-		if p := recover(); p != nil { // KubeRay's builders assume a spec its controller validated first
-			r = result{Errors: []fieldError{}, Quota: []fieldError{}}
+		// KubeRay's builders assume a spec its controller validated first: the caller reports this only when
+		// every earlier stage accepted the object (else that stage's refusal is the finding).
+		if p := recover(); p != nil {
+			msg := fmt.Sprintf("KubeRay's pod builders fail on this object: %v", p)
+			r = result{Errors: []fieldError{{Type: "InternalError", Detail: msg, Message: msg}}, Quota: []fieldError{}}
 		}
 	}()
 	ns, err := namespaceOf(related)
