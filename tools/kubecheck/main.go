@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/go-logr/logr"
@@ -60,6 +61,12 @@ type result struct {
 }
 
 func main() {
+	// A short-lived helper of one run, as tools/fluxbuild: no garbage collection until the heap nears a
+	// limit (unless GOGC or GOMEMLIMIT say otherwise).
+	if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetGCPercent(-1)
+		debug.SetMemoryLimit(256 << 20)
+	}
 	ctrl.SetLogger(logr.Discard()) // KubeRay's builders log through controller-runtime
 	in := bufio.NewReaderSize(os.Stdin, 1<<20)
 	enc := json.NewEncoder(os.Stdout)
