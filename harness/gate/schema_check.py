@@ -8,7 +8,7 @@ built-in kinds (`harness.gate.schemas`) followed by apimachinery's own metadata 
 (`Checker.expect`) so that it loads the CRDs while it renders, and is handed the objects once they are known.
 Beside it, tools/kubecheck (a process apart: Kubernetes' and Kueue's feature gates cannot share one) runs the
 pinned apiserver's REST strategy of a built-in object's kind on its spec, and builds the pods KubeRay would
-create for each RayJob and RayCluster with KubeRay's own builders, then takes them through the apiserver's
+create for each RayJob, RayCluster and RayService with KubeRay's own builders, then takes them through the apiserver's
 create path for pods and the ResourceQuota admission of their namespace.
 """
 from __future__ import annotations
@@ -51,7 +51,7 @@ RULES = {
     "kueue-inadmissible": "every RayJob's Workload passes what the pinned Kueue's scheduler checks before it looks for quota "
                           "(its own workload.ValidateResources and ValidateLimitRange: requests within limits and within the "
                           "namespace's LimitRanges on the cluster); else it stays pending, inadmissible",
-    "pod-validation": "every pod KubeRay would create for a RayJob or RayCluster (head, each worker group, the submitter), built by "
+    "pod-validation": "every pod KubeRay would create for a RayJob, RayCluster or RayService (head, each worker group, a RayJob's submitter), built by "
                       "KubeRay's own pod builders, passes the pinned apiserver's pod validation (tools/kubecheck); else Kueue admits the "
                       "job and every pod is refused, so it holds its quota without running",
     "resource-quota": "a sample's pods (head, every worker replica, the submitter) together fit each ResourceQuota of its namespace on "
@@ -65,7 +65,7 @@ HINTS = {
     "api-validation": "change the value at the field named so that the rule quoted in the message holds (the apiserver rejects the object)",
     "kueue-webhook": "change the value at the field named; Kueue's admission webhook rejects the object as it stands",
     "kuberay-validation": "change the RayJob as the message says; KubeRay's controller refuses it (jobDeploymentStatus ValidationFailed)",
-    "pod-validation": "change the pod template at the field named as the message says (the RayJob's schema lets it through; "
+    "pod-validation": "change the pod template at the field named as the message says (the Ray CRD's schema lets it through; "
                       "the apiserver refuses the pod KubeRay makes of it)",
     "resource-quota": "raise the namespace's ResourceQuota named (or drop the resource from its hard limits), or shrink the job; "
                       "set the requests and limits a quota tracks on every container",
@@ -79,13 +79,13 @@ WHAT = {
     "kueue-webhook": "is rejected by Kueue's validating webhook",
     "kuberay-validation": "is refused by KubeRay's RayJob controller",
     "kueue-inadmissible": "would never be admitted",
-    "pod-validation": "would be admitted, but the apiserver refuses the pods KubeRay creates for it",
+    "pod-validation": "is accepted, but the apiserver refuses the pods KubeRay creates for it (a job Kueue admits holds its quota without running)",
     "resource-quota": "would be admitted, but not all of its pods could be created",
 }
 
 
 # The kinds whose pods KubeRay creates, validated as pods by tools/kubecheck.
-RAY_WORKLOADS = {("ray.io/v1", "RayJob"), ("ray.io/v1", "RayCluster")}
+RAY_WORKLOADS = {("ray.io/v1", "RayJob"), ("ray.io/v1", "RayCluster"), ("ray.io/v1", "RayService")}
 
 
 def is_builtin(obj) -> bool:

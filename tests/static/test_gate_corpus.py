@@ -41,6 +41,32 @@ spec:
           image: mcr.microsoft.com/azurelinux/busybox:1.36
 {extra}"""
 
+RAY_SERVICE = """apiVersion: ray.io/v1
+kind: RayService
+metadata:
+  name: serve
+  namespace: ray
+spec:
+  rayClusterConfig:
+    rayVersion: "2.52.0"
+    headGroupSpec:
+      rayStartParams: {}
+      template:
+        spec:
+          containers:
+            - name: ray-head
+              image: rayproject/ray:2.52.0
+    workerGroupSpecs:
+      - groupName: gpu
+        replicas: 1
+        rayStartParams: {}
+        template:
+          spec:
+            containers:
+              - name: ray-worker
+                image: rayproject/ray:2.52.0
+                resources: {limits: {nvidia.com/gpu: "0.5"}}
+"""
 TEAM_A = "overlays/team-queues/team-a.yaml"
 TEAM_B = "overlays/team-queues/team-b.yaml"
 SINGLE = "overlays/single-queue/cluster-queue.yaml"
@@ -230,6 +256,9 @@ CORPUS = [
      lambda r: edit(r, "workloads/batch-inference.yaml", "        spec:\n          serviceAccountName: ray-workload\n          containers:\n            - name: ray-head",
                     "        spec:\n          serviceAccountName: ray-workload\n          tolerations: [{key: sku, operator: Exists, value: gpu}]\n"
                     "          containers:\n            - name: ray-head"), 48),
+    # A RayService a layer applies: KubeRay creates its cluster's pods at once (no Kueue), and the apiserver refuses them.
+    ("rayservice-worker-fractional-gpu", "pod-validation", "base/ray-service.yaml",
+     lambda r: (write(r, "base/ray-service.yaml", RAY_SERVICE), edit(r, "base/kustomization.yaml", "resources:\n", "resources:\n  - ray-service.yaml\n")), 25),
     # Built-in objects the apiserver's REST strategy of their kind refuses (tools/kubecheck), at the value's line.
     ("limit-range-min-above-max", "api-validation", "base/limit-range.yaml",
      lambda r: (write(r, "base/limit-range.yaml", "apiVersion: v1\nkind: LimitRange\nmetadata:\n  name: ray-limits\n  namespace: ray\n"

@@ -3,7 +3,7 @@
 //
 //   - op "builtin" (builtin.go): built-in objects through their REST strategies (PrepareForCreate and
 //     Validate), after the apiserver's decoding, defaulting and conversion;
-//   - op "pods" (pods.go, quota.go): the pods KubeRay would create for a RayJob or RayCluster, made by
+//   - op "pods" (pods.go, quota.go): the pods KubeRay would create for a RayJob, RayCluster or RayService, made by
 //     KubeRay's own builders (DefaultHeadPodTemplate, DefaultWorkerPodTemplate, BuildPod,
 //     GetSubmitterTemplate, as its controllers call them), each taken through the apiserver's create
 //     path for pods in its namespace (the LimitRanger's defaults, the pod strategy), then the

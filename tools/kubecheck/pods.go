@@ -134,6 +134,15 @@ func podsOf(obj map[string]interface{}) []built {
 		}
 		cluster.Namespace = namespaceName(cluster.Namespace)
 		return clusterPods(ctx, cluster, "spec")
+	case "RayService":
+		svc := rayv1.RayService{}
+		if runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj, &svc, true) != nil {
+			return nil
+		}
+		cluster := rayv1.RayCluster{ObjectMeta: metav1.ObjectMeta{Name: svc.Name, Namespace: namespaceName(svc.Namespace),
+			Labels: map[string]string{utils.RayOriginatedFromCRDLabelKey: utils.RayOriginatedFromCRDLabelValue(utils.RayServiceCRD)}},
+			Spec: svc.Spec.RayClusterSpec}
+		return clusterPods(ctx, cluster, "spec.rayClusterConfig")
 	}
 	return nil
 }
