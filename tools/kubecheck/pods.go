@@ -1,6 +1,6 @@
 package main
 
-// The pods KubeRay would create for a RayJob or RayCluster, made with its own builders, and the
+// The pods KubeRay would create for a RayJob, RayCluster or RayService, made with its own builders, and the
 // apiserver's create path for pods on each.
 
 import (
@@ -31,7 +31,7 @@ type built struct {
 
 // check builds the object's pods with KubeRay's code and takes each through the apiserver's create
 // path in its namespace (`related`: the namespace's LimitRanges and ResourceQuotas on the cluster). An
-// object that is no RayJob or RayCluster, or does not decode (the CRD checks report that), has no pods.
+// object that is no RayJob, RayCluster or RayService, or does not decode (the CRD checks report that), has no pods.
 func check(obj map[string]interface{}, related []map[string]interface{}) (r result) {
 	r.Errors, r.Quota = []fieldError{}, []fieldError{}
 	defer func() {
