@@ -72,9 +72,19 @@ def main(argv: list[str] | None = None) -> int:
         workdir = Path(tempfile.mkdtemp(prefix="run-", dir=REPO_ROOT / "build" / "cluster"))
 
     # SIGINT/SIGTERM/SIGHUP interrupt whatever runs (also a start in progress) like Ctrl-C does,
-    # so the finally block below tears down in order.
+    # so the finally block below tears down in order. The request is also remembered: an exception a
+    # signal handler raises while the interpreter runs a finalizer (a socket's __del__ during a
+    # readiness probe) is printed and dropped by CPython, and the start would then run on; the checks
+    # after each step stop it there instead.
+    requested: list[str] = []
+
     def interrupt(signum, _frame):
-        raise KeyboardInterrupt(signal.Signals(signum).name)
+        requested.append(signal.Signals(signum).name)
+        raise KeyboardInterrupt(requested[-1])
+
+    def unless_requested() -> None:
+        if requested:
+            raise KeyboardInterrupt(requested[-1])
 
     # SIGINT too: a shell starts background jobs with SIGINT ignored, and Python keeps that.
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
@@ -82,11 +92,14 @@ def main(argv: list[str] | None = None) -> int:
     cluster = LocalCluster(workdir)
     try:
         cluster.start()
+        unless_requested()
         replicate(cluster, args.cluster)
+        unless_requested()
         print(f"KUBECONFIG={cluster.kubeconfig}", flush=True)
         say("cluster", f"up; logs in {cluster.log_dir}; Ctrl-C to stop")
         while True:
             time.sleep(ALIVE_CHECK)
+            unless_requested()
             dead = [p for p in cluster.all_processes() if not p.alive()]
             if dead:
                 say("cluster", dead[0].describe_failure("exited unexpectedly; stopping the cluster"))
