@@ -41,10 +41,12 @@ class Diagnostic:
     detail: str
     file: str | None
     line: int | None
+    variable: str | None = None  # the name a values file sets that terraform/ does not declare
 
     @classmethod
     def of(cls, d: dict) -> "Diagnostic":
-        return cls(d.get("severity", "error"), d.get("summary", ""), d.get("detail", ""), d.get("file") or None, d.get("line") or None)
+        return cls(d.get("severity", "error"), d.get("summary", ""), d.get("detail", ""), d.get("file") or None, d.get("line") or None,
+                   d.get("variable") or None)
 
     def text(self) -> str:
         return f"{self.summary}: {self.detail}" if self.detail else self.summary

@@ -15,6 +15,7 @@ Two kinds of checks:
 """
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import shutil
@@ -43,6 +44,8 @@ RULES = {
     "terraform-expression": "every expression in terraform/*.tf evaluates with Terraform's evaluator and functions, with the variable defaults and with each "
                             "cluster's tfvars (no undeclared variable or local, unknown function, wrong argument or type); tfvars values have the declared "
                             "type and pass the variables' validation blocks",
+    "terraform-undeclared-variable": "every variable a cluster's tfvars sets is declared in terraform/ (Terraform only warns and ignores "
+                                     "the value; an error when the name is a misspelling of a declared one, which keeps its default)",
     "terraform-federated-subject": f"the federated identity credential trusts system:serviceaccount:<ns>:<name> of the workload ServiceAccount in {SERVICE_ACCOUNT_FILE}",
     "terraform-cluster-vars": "Terraform writes ConfigMap flux-system/cluster-vars with exactly the keys of clusters/<name>/cluster-vars.example.yaml",
     "terraform-flux-configuration": "the Flux configuration is named flux-system and reconciles clusters/<cluster_name>, which exists",
@@ -85,7 +88,7 @@ def wiring_findings(root: Path, gate_config: GateConfig = DEFAULTS) -> list[Find
     except TerraformError:
         return []  # capacity-terraform reports it
     scopes = _scopes(root, cfg, gate_config.tfvars)
-    return (_expression_findings(scopes) + _identity_findings(root, cfg, scopes) + _cluster_vars_findings(root, cfg, gate_config)
+    return (_expression_findings(scopes) + _undeclared_findings(scopes) + _identity_findings(root, cfg, scopes) + _cluster_vars_findings(root, cfg, gate_config)
             + _flux_findings(root, cfg, scopes))
 
 
@@ -98,6 +101,24 @@ def _expression_findings(scopes: list[tuple[str, Evaluation]]) -> list[Finding]:
     return [Finding(file, line, "", "terraform-expression", f"{text} (with {', '.join(labels)})",
                     "fix the expression: Terraform would stop at it in `terraform validate` or `plan`")
             for (file, line, text), labels in where.items()]
+
+
+def _undeclared_findings(scopes: list[tuple[str, Evaluation]]) -> list[Finding]:
+    """A tfvars value for no declared variable, at its line: Terraform warns and ignores it. Close to a declared
+    name (difflib), it is that variable misspelt, which keeps its default: an error."""
+    out, seen = [], set()
+    for _, ev in scopes:
+        for d in ev.diagnostics:
+            if not d.variable or (d.file, d.line, d.variable) in seen:
+                continue
+            seen.add((d.file, d.line, d.variable))
+            near = difflib.get_close_matches(d.variable, list(ev.variables), n=1)
+            meant = (f": did you mean {near[0]}?" + ("" if near[0] in ev.values else " That variable keeps its default")) if near else ""
+            out.append(Finding(d.file or TFVARS_DIR, d.line, "", "terraform-undeclared-variable",
+                               f"{d.variable} is not a variable of {TERRAFORM_DIR}/; Terraform ignores the value with a warning{meant}",
+                               f"spell it as {TERRAFORM_DIR}/variables.tf declares it ({near[0]})" if near else
+                               f"declare it in {TERRAFORM_DIR}/variables.tf, or remove it", severity="error" if near else "warning"))
+    return out
 
 
 def _same(ev: Evaluation, block: Block) -> Block | None:

@@ -273,6 +273,11 @@ CORPUS = [
      lambda r: (write(r, "base/resource-quota.yaml", "apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: ray-quota\n  namespace: ray\n"
                                                     "spec:\n  hard:\n    requests.nvidia.com/gpu: \"2\"\n"),
                 edit(r, "base/kustomization.yaml", "resources:\n", "resources:\n  - resource-quota.yaml\n")), 7),
+    # A tfvars name terraform/ does not declare: Terraform ignores it with a warning; misspelt, the variable keeps its default.
+    ("tfvars-variable-misspelt", "terraform-undeclared-variable", "terraform/clusters/prod-eastus2.tfvars",
+     lambda r: edit(r, "terraform/clusters/prod-eastus2.tfvars", "gpu_node_count = 1", "gpu_nodes_count = 1"), 12),
+    ("tfvars-variable-of-another-module", "terraform-undeclared-variable", "terraform/clusters/prod-eastus2.tfvars",
+     lambda r: append(r, "terraform/clusters/prod-eastus2.tfvars", "cost_center = \"ml-platform\"\n"), 16, "warning"),
     ("sample-var-misspelt", "sample-vars", f"{PROD}/samples.yaml",
      lambda r: edit(r, f"{PROD}/samples.yaml", 'vars: {NUM_WORKERS: "4"}', 'vars: {NUM_WORKER: "4"}'), 9),
     ("vm-size-without-its-component", "capacity-sku-component", "overlays/team-queues/kustomization.yaml",

@@ -26,7 +26,12 @@ type diagnostic struct {
 	Detail   string `json:"detail,omitempty"`
 	File     string `json:"file,omitempty"`
 	Line     int    `json:"line,omitempty"`
+	// Variable: for "Value for undeclared variable", the name the values file sets.
+	Variable string `json:"variable,omitempty"`
 }
+
+// undeclared is the Extra of a "Value for undeclared variable" diagnostic: the name set.
+type undeclared string
 
 // attr is one evaluated argument: its value (unknown parts as null), where it is written, the
 // expression as written, what it refers to and, when not wholly known, why.
@@ -99,6 +104,9 @@ func (r *evalResult) add(diags hcl.Diagnostics) {
 		if rng := d.Subject; rng != nil && rng.Filename != "" {
 			out.File, out.Line = rng.Filename, rng.Start.Line
 		}
+		if name, ok := d.Extra.(undeclared); ok {
+			out.Variable = string(name)
+		}
 		key := fmt.Sprintf("%s\x00%d\x00%s\x00%s", out.File, out.Line, out.Summary, out.Detail)
 		if !r.seen[key] { // an expression in a counted resource is evaluated once per instance
 			r.seen[key] = true
@@ -158,8 +166,12 @@ func evaluate(req request) interface{} {
 	for _, set := range values {
 		for name := range set {
 			if mod.Variables[name] == nil {
-				res.add(hcl.Diagnostics{{Severity: hcl.DiagWarning, Summary: "Value for undeclared variable",
-					Detail: fmt.Sprintf("A value is given for %q, which is not declared in %s.", name, req.Dir)}})
+				d := &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Value for undeclared variable",
+					Detail: fmt.Sprintf("A value is given for %q, which is not declared in %s.", name, req.Dir), Extra: undeclared(name)}
+				if v := setAt[name]; v != nil { // the line of the values file that sets it
+					d.Subject = &hcl.Range{Filename: v.File, Start: hcl.Pos{Line: v.Line, Column: 1}, End: hcl.Pos{Line: v.Line, Column: 1}}
+				}
+				res.add(hcl.Diagnostics{d})
 			}
 		}
 	}
