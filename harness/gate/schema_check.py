@@ -21,6 +21,7 @@ from pathlib import Path
 from harness.core import HarnessError, versions
 from harness.gate import schemas, workloads
 from harness.gate.findings import Finding
+from harness.gate.sources import resource_id
 from harness.gate.helper import helper
 
 KUBERNETES_VERSION = versions.module("kubernetes")[1].removeprefix("v")
@@ -235,7 +236,10 @@ def _findings(ctx, validated: list[tuple[object, dict, str | None]], problems: l
             found = ctx.finding(obj, b, problem.rule, f"{WHAT[problem.rule]}: {err['message']}", HINTS[problem.rule], file=file,
                                 context=label, field=err.get("field") or None)
             if problem.rule == "resource-quota" and id(obj) in ctx.sample_entries:  # the sample as submitted to the namespace
-                found = replace(found, file=ctx.sample_entries[id(obj)][0], line=ctx.sample_entries[id(obj)][1])
+                quota = next((o for o in ctx.sample_related.get(id(obj), []) if resource_id(o) == err.get("object")), None)
+                written = ctx.finding(quota, None, "", "", "") if quota is not None else None
+                found = replace(found, file=ctx.sample_entries[id(obj)][0], line=ctx.sample_entries[id(obj)][1],
+                                message=found.message + (f" (the quota is written at {written.file}:{written.line})" if written else ""))
             var = workloads.var_at(ctx.sources.root, found, ctx.sample_vars.get(id(obj), {}))
             if var is None:
                 out.append(found)

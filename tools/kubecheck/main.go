@@ -52,6 +52,9 @@ type fieldError struct {
 	Type    string `json:"type"`
 	Detail  string `json:"detail"`
 	Message string `json:"message"`
+	// Object: for a refusal by another object of the namespace (a ResourceQuota), that object as
+	// Kind/namespace/name, so that the caller can say where it is written.
+	Object string `json:"object,omitempty"`
 }
 
 type result struct {

@@ -91,7 +91,7 @@ func (ns namespaceObjects) quotaErrors(pods []*api.Pod, counts []int) []fieldErr
 		if len(missing) > 0 {
 			sort.Strings(missing)
 			msg := fmt.Sprintf("%s forbids its pods: %s", where, strings.Join(missing, "; "))
-			out = append(out, fieldError{Type: "Forbidden", Detail: msg, Message: msg})
+			out = append(out, fieldError{Type: "Forbidden", Detail: msg, Message: msg, Object: "ResourceQuota/" + rq.Namespace + "/" + rq.Name})
 			continue
 		}
 		if ok, over := quota.LessThanOrEqual(used, hard); !ok {
@@ -102,7 +102,7 @@ func (ns namespaceObjects) quotaErrors(pods []*api.Pod, counts []int) []fieldErr
 			}
 			sort.Strings(parts)
 			msg := fmt.Sprintf("%s is exceeded by the job's pods together (%s): the pods beyond it are forbidden", where, strings.Join(parts, ", "))
-			out = append(out, fieldError{Type: "Forbidden", Detail: msg, Message: msg})
+			out = append(out, fieldError{Type: "Forbidden", Detail: msg, Message: msg, Object: "ResourceQuota/" + rq.Namespace + "/" + rq.Name})
 		}
 	}
 	return out
