@@ -1,7 +1,7 @@
 """The gate's Go helpers that answer requests concurrently: tools/fluxbuild, the gate's main Go process
 (it renders (render.py), validates (schema_check.py) and answers placement questions (matching.py)),
-and tools/kubecheck (the apiserver's validation of the pods KubeRay would create, schema_check.py), a
-process apart because Kubernetes' and Kueue's feature gates cannot share one. One process of each
+and tools/kubecheck (the apiserver's own validation of built-in objects, of the pods KubeRay would create
+and of their namespace's admission, schema_check.py), a process apart because Kubernetes' and Kueue's feature gates cannot share one. One process of each
 serves every caller in this Python process; started on first use (building it once per source
 version), ended at exit."""
 from __future__ import annotations

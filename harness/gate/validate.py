@@ -105,9 +105,10 @@ def validate_repository(root: Path) -> Report:
         Area("terraform", "Terraform wiring"),
         Area("schema", "apiserver + Kueue webhook validation (1.35, pinned CRDs)"),
     )}
-    # The gate's one Go process (tools/fluxbuild: every render round and the patch probe, the checks,
-    # the placement questions; it loads the CRDs while the rest runs) and tools/tfeval, both started
-    # first so that their start-up overlaps; the patch probe and the checks then run beside the Python rules.
+    # The gate's main Go process (tools/fluxbuild: every render round and the patch probe, the checks,
+    # the placement questions; it loads the CRDs while the rest runs), tools/kubecheck (the apiserver's
+    # checks that cannot share its process) and tools/tfeval, started first so that their start-up
+    # overlaps; the patch probe and the checks then run beside the Python rules.
     checker = schema_check.Checker(tuple(gate_config.crd_files(root))).start()
     try:
         with FluxBuild(root).start() as session, ThreadPoolExecutor(2, thread_name_prefix="gate") as pool:
