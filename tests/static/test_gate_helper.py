@@ -1,4 +1,4 @@
-"""The gate's one Go process (tools/fluxbuild: render, check, match; harness.gate.helper) and the
+"""The gate's Go helpers (tools/fluxbuild: render, check, match; tools/kubecheck; harness.gate.helper) and the
 request protocol it speaks (harness.toolchain.RequestProcess): concurrent requests get their own
 answers, a refused request does not end the process, and a helper that dies fails every caller
 waiting on it with what it printed, never leaving one waiting."""
@@ -105,3 +105,23 @@ def test_a_caller_gone_before_its_answer_leaves_no_copy_behind(tmp_path):
     assert proc.wait(timeout=60) == 2, proc.stderr.read()
     assert b"broken pipe" in proc.stderr.read()
     assert list(tmp_path.iterdir()) == [], "the helper left its copy behind"
+
+
+def test_kubecheck_refuses_an_unknown_op_and_goes_on():
+    """tools/kubecheck, the second helper, speaks the same protocol: a refused request is its caller's error."""
+    with pytest.raises(CheckError, match="unknown op"):
+        helper("kubecheck").call("nope", CheckError)
+    assert helper("kubecheck").call("builtin", CheckError, objects=[]) == []
+
+
+def test_objects_kubecheck_cannot_decode_are_left_to_the_schema_check():
+    """A built-in or Ray object whose fields have the wrong types: kubeconform (or the CRD) names the field,
+    kubecheck adds nothing and does not end."""
+    limit_range = {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "x", "namespace": "ray"}, "spec": {"limits": "all"}}
+    rayjob = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "j", "namespace": "ray"},
+              "spec": {"rayClusterSpec": {"workerGroupSpecs": "many"}}}
+    problems = schema_check.validate([limit_range, rayjob])
+    assert [p.rule if p else None for p in problems] == ["schema", "api-validation"], problems
+    answers = helper("kubecheck").call("builtin", CheckError, objects=[limit_range]) + \
+        helper("kubecheck").call("pods", CheckError, objects=[rayjob])
+    assert [a["errors"] for a in answers] == [[], []], answers
