@@ -89,6 +89,11 @@ WHAT = {
 RAY_WORKLOADS = {("ray.io/v1", "RayJob"), ("ray.io/v1", "RayCluster"), ("ray.io/v1", "RayService")}
 
 
+def is_ray_workload(obj) -> bool:
+    """A RayJob, RayCluster or RayService, whose pods tools/kubecheck builds (any value where the kind is written)."""
+    return isinstance(obj, dict) and any(obj.get("apiVersion") == api and obj.get("kind") == kind for api, kind in RAY_WORKLOADS)
+
+
 def is_builtin(obj) -> bool:
     """An object of a Kubernetes API group (core, apps, *.k8s.io; not a CRD's *.x-k8s.io), whose create
     validation tools/kubecheck runs with the apiserver's REST strategy of its kind."""
@@ -163,7 +168,7 @@ class Checker:
         # Kueue's scheduler (fluxbuild) applies the namespace's LimitRanges; kubecheck takes its ResourceQuotas too.
         limit_ranges = [[o for o in r if isinstance(o, dict) and o.get("kind") == "LimitRange"] for _, r in pairs]
         answer = helper().submit("check", CheckError, objects=[o for o, _ in pairs], related=limit_ranges, **self._schemas())
-        ray = [i for i, (o, _) in enumerate(pairs) if isinstance(o, dict) and (o.get("apiVersion"), o.get("kind")) in RAY_WORKLOADS]
+        ray = [i for i, (o, _) in enumerate(pairs) if is_ray_workload(o)]
         builtin = [i for i, (o, _) in enumerate(pairs) if is_builtin(o)]
         pods = helper("kubecheck").submit("pods", CheckError, objects=[pairs[i][0] for i in ray], related=[pairs[i][1] for i in ray]) if ray else None
         server = helper("kubecheck").submit("builtin", CheckError, objects=[pairs[i][0] for i in builtin]) if builtin else None

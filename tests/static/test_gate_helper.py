@@ -125,3 +125,11 @@ def test_objects_kubecheck_cannot_decode_are_left_to_the_schema_check():
     answers = helper("kubecheck").call("builtin", CheckError, objects=[limit_range]) + \
         helper("kubecheck").call("pods", CheckError, objects=[rayjob])
     assert [a["errors"] for a in answers] == [[], []], answers
+
+
+def test_a_kind_or_api_version_that_is_no_string_is_the_schema_checks_finding():
+    """Found by the mutation property run unseeded: a mapping where apiVersion or kind is written raised
+    TypeError (unhashable) when the objects were sorted for kubecheck."""
+    problems = schema_check.validate([{"apiVersion": {"a": 1}, "kind": "RayJob", "metadata": {"name": "j"}},
+                                      {"apiVersion": "ray.io/v1", "kind": ["RayJob"], "metadata": {"name": "j"}}])
+    assert all(p is not None and p.rule in ("schema", "schema-unknown-kind") for p in problems), problems
