@@ -156,7 +156,7 @@ def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Find
     out = []
     entry_file = cluster.entry_file
     kss = cluster.kustomizations()
-    names = {(as_map(k.get("metadata")).get("namespace", "flux-system"), k["metadata"]["name"]) for k in kss}
+    names = {(name_key(as_map(k.get("metadata")).get("namespace", "flux-system")), name_key(k["metadata"]["name"])) for k in kss}
 
     # Overlays the cluster's Flux Kustomizations pull in.
     known = ctx.config.queue_overlays
@@ -180,8 +180,8 @@ def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Find
     graph: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
     for build in cluster.flux:
         ks = build.flux_kustomization or {}
-        ns = as_map(ks.get("metadata")).get("namespace", "flux-system")
-        me = (ns, ks["metadata"]["name"])
+        ns = name_key(as_map(ks.get("metadata")).get("namespace", "flux-system"))
+        me = (ns, name_key(ks["metadata"]["name"]))
         if build.error and not ctx.cause_of(build.dir, flux=True):  # else that cause's own finding stands for it
             rule = "flux-path" if "not found" in build.error or "escapes" in build.error else "kustomize-build"
             out.append(ctx.finding(ks, build, rule, f"spec.path {as_map(ks.get('spec')).get('path')!r}: {build.error}",

@@ -167,3 +167,14 @@ def test_sample_fit_survives_a_queue_the_schema_refuses(repo_copy):
                       .replace('borrowingLimit: "0"\n', 'borrowingLimit: "lots"\n', 1))
     report = validate_repository(repo_copy)
     assert "schema" in {f.rule for f in report.findings}, "\n".join(f.text() for f in report.findings)
+
+
+def test_a_flux_kustomization_namespace_that_is_a_mapping_is_a_finding(repo_copy):
+    """Found by the end-to-end mutation property run unseeded: `namespace: {}` on a cluster's Flux
+    Kustomization raised TypeError (unhashable) in the dependsOn graph; the schema check names it."""
+    infra = repo_copy / "clusters/prod-eastus2/infrastructure.yaml"
+    text = infra.read_text()
+    assert "  name: infra-controllers\n  namespace: flux-system\n" in text
+    infra.write_text(text.replace("  name: infra-controllers\n  namespace: flux-system\n", "  name: infra-controllers\n  namespace: {}\n", 1))
+    report = validate_repository(repo_copy)
+    assert {f.rule for f in report.findings} & {"schema", "api-validation"}, "\n".join(f.text() for f in report.findings)
