@@ -152,8 +152,8 @@ def sample_problems(root: Path, cluster: str, objects: list[dict], pools: list[P
         entry[0].update(causes)
         entry[1].append(label)
 
-    lqs = {(as_map(o.get("metadata")).get("namespace"), o["metadata"]["name"]): o for o in objects if o.get("kind") == "LocalQueue"}
-    cqs = {o["metadata"]["name"]: o for o in objects if o.get("kind") == "ClusterQueue"}
+    lqs = {(name_key(as_map(o.get("metadata")).get("namespace")), name_key(o["metadata"]["name"])): o for o in objects if o.get("kind") == "LocalQueue"}
+    cqs = {name_key(o["metadata"]["name"]): o for o in objects if o.get("kind") == "ClusterQueue"}
     for i, entry in enumerate(entries if isinstance(entries, list) else []):  # sample-render reports a non-list
         try:
             sample, job = workloads.render_entry(entry, root)

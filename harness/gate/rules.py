@@ -264,8 +264,8 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
                         f"make {ctx.config.samples} a list of entries `- sample: NAME` / `queue: LQ` / `vars: {...}`", f"cluster {cluster.name}")], rendered, fits
     objects = [o for _, o in cluster.applied()]
     complete = not cluster.entry.error and not any(b.error for b in cluster.flux)
-    lqs = {(as_map(o.get("metadata")).get("namespace"), o["metadata"]["name"]): o for o in objects if o.get("kind") == "LocalQueue"}
-    cqs = {o["metadata"]["name"]: o for o in objects if o.get("kind") == "ClusterQueue"}
+    lqs = {(name_key(as_map(o.get("metadata")).get("namespace")), name_key(o["metadata"]["name"])): o for o in objects if o.get("kind") == "LocalQueue"}
+    cqs = {name_key(o["metadata"]["name"]): o for o in objects if o.get("kind") == "ClusterQueue"}
     lenders = [*cqs.values(), *(o for o in objects if o.get("kind") == "Cohort")]  # what a ClusterQueue may borrow from
     for i, entry in enumerate(entries):
         e = entry if isinstance(entry, dict) else {}

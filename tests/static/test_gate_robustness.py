@@ -178,3 +178,14 @@ def test_a_flux_kustomization_namespace_that_is_a_mapping_is_a_finding(repo_copy
     infra.write_text(text.replace("  name: infra-controllers\n  namespace: flux-system\n", "  name: infra-controllers\n  namespace: {}\n", 1))
     report = validate_repository(repo_copy)
     assert {f.rule for f in report.findings} & {"schema", "api-validation"}, "\n".join(f.text() for f in report.findings)
+
+
+def test_a_local_queue_name_that_is_a_number_is_a_finding(repo_copy):
+    """Found by the end-to-end mutation property run unseeded: a LocalQueue named 1.5 made the sample rules
+    sort a float among the names (TypeError); the schema check names it and the sample's queue is missing."""
+    team_a = repo_copy / "overlays/team-queues/team-a.yaml"
+    text = team_a.read_text()
+    assert "kind: LocalQueue\nmetadata:\n  name: team-a\n" in text
+    team_a.write_text(text.replace("kind: LocalQueue\nmetadata:\n  name: team-a\n", "kind: LocalQueue\nmetadata:\n  name: 1.5\n", 1))
+    rules = {f.rule for f in validate_repository(repo_copy).findings}
+    assert {"schema", "sample-queue"} <= rules or {"api-validation", "sample-queue"} <= rules, rules
