@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -31,4 +32,10 @@ func beforeCreate(strategy rest.RESTCreateStrategy, ctx context.Context, obj run
 		return status.Status().Details.Causes
 	}
 	return []metav1.StatusCause{{Type: metav1.CauseTypeFieldValueInvalid, Message: err.Error()}}
+}
+
+// causeError is a status cause as the caller's field error: "field: message" (the message alone without a field).
+func causeError(cause metav1.StatusCause) fieldError {
+	return fieldError{Field: cause.Field, Type: string(cause.Type), Detail: cause.Message,
+		Message: strings.TrimPrefix(cause.Field+": "+cause.Message, ": ")}
 }

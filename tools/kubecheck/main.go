@@ -31,7 +31,6 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
-	"strings"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -103,8 +102,7 @@ func main() {
 			for i, obj := range req.Objects {
 				results[i] = result{Errors: []fieldError{}, Quota: []fieldError{}}
 				for _, c := range builtinErrors(obj) {
-					results[i].Errors = append(results[i].Errors, fieldError{Field: c.Field, Type: string(c.Type), Detail: c.Message,
-						Message: strings.TrimPrefix(c.Field+": "+c.Message, ": ")})
+					results[i].Errors = append(results[i].Errors, causeError(c))
 				}
 			}
 			resp["answer"] = results

@@ -206,5 +206,6 @@ func located(cause metav1.StatusCause, template string) fieldError {
 	default:
 		path = template
 	}
-	return fieldError{Field: path, Type: string(cause.Type), Detail: cause.Message, Message: path + ": " + cause.Message}
+	cause.Field = path
+	return causeError(cause)
 }
