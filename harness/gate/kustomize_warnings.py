@@ -24,7 +24,7 @@ from pathlib import Path
 
 import yaml
 
-from harness.gate.origin import line_at
+from harness.gate.origin import line_at, quoted_value_line
 from harness.gate.findings import Finding
 from harness.gate.render import Build, ClusterRender, FluxBuild, run_fluxbuild
 from harness.gate.sources import SKIP_DIRS, SourceError, as_list, as_map, kustomization_dirs, load_yaml, resource_id
@@ -79,8 +79,21 @@ def build_error(root: Path, build: Build) -> Finding:
         if named.group(1) in entries:
             line = line_at(root, file, None, [key, entries.index(named.group(1))])
             break
-    return Finding(file, line, "", "kustomize-build", build.error.strip(),
-                   f"run `kustomize build {build.dir}` and fix the reference or patch it names", build.id)
+    if line is None:  # e.g. a generator's file that is missing, a helm chart's repo
+        line = quoted_value_line(root, file, build.error)
+    return Finding(file, line, "", "kustomize-build", build.error.strip(), _build_hint(build), build.id)
+
+
+def _build_hint(build: Build) -> str:
+    """The fix of a build error; kustomize-controller's own limits named where the error shows one."""
+    if "--enable-helm" in build.error:
+        return ("kustomize-controller does not inflate `helmCharts`: install the chart with a Flux HelmRelease "
+                "(as flux/ does for Kueue and KubeRay) and remove the helmCharts entry")
+    if "://" in build.error and ("dial tcp" in build.error or "no such host" in build.error or "Get \"" in build.error):
+        return ("the gate renders offline and cannot fetch a remote base; kustomize-controller would fetch it on every "
+                "reconcile, unpinned unless its ref is: vendor the manifests into the repository, or reference them "
+                "through a Flux GitRepository/OCIRepository source and a Flux Kustomization")
+    return f"run `kustomize build {build.dir}` and fix the reference or patch it names"
 
 
 def reachable(start: Path, seen: set[Path] | None = None) -> set[Path]:

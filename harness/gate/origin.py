@@ -179,3 +179,20 @@ def patch_line(root: Path, path: list[str | int], rendered) -> tuple[str, int] |
         if ptr == pointer and (val is None or val == value):
             return file, line
     return None
+
+
+def quoted_value_line(root: Path, file: str, text: str) -> int | None:
+    """The line of the longest scalar value of `file` that `text` (an error message) quotes, e.g. the
+    `files:` entry a generator could not read; None when it quotes none of three characters or more."""
+    best: tuple[int, int] | None = None
+    todo = [d for d in _compose(root / file) if d is not None]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, yaml.MappingNode):
+            todo += [v for _, v in node.value]
+        elif isinstance(node, yaml.SequenceNode):
+            todo += node.value
+        elif isinstance(node, yaml.ScalarNode) and len(node.value) >= 3 and node.value in text:
+            if best is None or len(node.value) > best[0]:
+                best = (len(node.value), node.start_mark.line + 1)
+    return best[1] if best else None

@@ -23,8 +23,6 @@ from harness.gate.render import Build, ClusterRender, is_flux_kustomization
 from harness.gate.sources import SourceError, Sources, as_list, as_map, as_maps, load_yaml, name_key, reachable_dirs, resource_id
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
-OLD_KUEUE_API = "kueue.x-k8s.io/v1beta1"
-KUEUE_KINDS = {"ClusterQueue", "LocalQueue", "ResourceFlavor", "WorkloadPriorityClass", "Cohort", "AdmissionCheck"}
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
 RULES = {
@@ -33,7 +31,6 @@ RULES = {
     "kustomize-build": "every kustomization directory builds",
     "schema": "every object validates strictly against Kubernetes 1.35 / pinned CRD schemas",
     "schema-unknown-kind": "every apiVersion/kind is one the cluster serves",
-    "kueue-api-version": f"Kueue objects use {KUEUE_API}, not the older served v1beta1",
     "localqueue-clusterqueue": "a LocalQueue points at an existing ClusterQueue",
     "clusterqueue-flavor": "every flavor a ClusterQueue names exists",
     "namespace-selector": "ClusterQueue has a namespaceSelector (null selects no namespace)",
@@ -114,10 +111,6 @@ def kueue_rules(ctx: Context, build: Build, objects: list[dict]) -> list[Finding
     cqs = {o["metadata"]["name"] for o in objects if o.get("kind") == "ClusterQueue"}
     for o in objects:
         kind = o.get("kind")
-        # An unserved version (kueue.x-k8s.io/v1) is schema-unknown-kind's; v1beta1 is served and converted.
-        if kind in KUEUE_KINDS and o.get("apiVersion") == OLD_KUEUE_API:
-            out.append(ctx.finding(o, build, "kueue-api-version", f"uses {o['apiVersion']}; Kueue 0.17 stores {KUEUE_API}",
-                                   f"change apiVersion to {KUEUE_API} (field names differ, e.g. cohort -> cohortName)"))
         if kind == "LocalQueue" and o.get("apiVersion") == KUEUE_API:
             target = as_map(o.get("spec")).get("clusterQueue")
             meta = as_map(o.get("metadata"))

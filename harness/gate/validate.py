@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.gate import capacity, config, gpu_driver, sku_component
+from harness.gate import capacity, config, conversion, gpu_driver, sku_component
 from harness.gate import cluster_refs, kueue_manager, kustomize_warnings, queue_activity, sample_admission, served_apis
 from harness.gate import flux_rules, matching, renames
 from harness.gate import rules
@@ -40,6 +40,7 @@ from harness.core import HarnessError, versions
 RULE_SOURCES = {
     "harness/gate/config.py (the gate's configuration, .ray-kueue-gate.yaml)": config.RULES,
     "harness/gate/sources.py, rules.py (files, rendering, Kueue objects, clusters, samples)": rules.RULES,
+    "harness/gate/conversion.py (Kueue objects in the older served version, converted by Kueue's own code)": conversion.RULES,
     "tools/fluxbuild check.go (the apiserver's, Kueue's and KubeRay's own validation)": schema_check.RULES,
     "harness/gate/flux_rules.py (Flux wiring)": flux_rules.RULES,
     "harness/gate/version_rules.py (versions.yaml drift)": version_rules.RULES,
@@ -167,6 +168,8 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
     rendered = [(b, o, None) for b in builds if not b.error for o in b.objects]
     rendered += [(fb, o, None) for c in clusters for fb in c.flux for o in fb.objects]
     checked = schema_check.submit(ctx, checker, rendered)
+    # What follows judges Kueue's objects as Kueue stores them (v1beta1 ones converted); the checks above, as written.
+    per_area["rules"] += conversion.convert_stored(ctx, builds, clusters)
     validated: list[tuple[object, dict, str | None]] = []  # (label, object, source file) of samples and variables, for the checks
     for b in builds:
         if b.error:

@@ -33,6 +33,13 @@ CASES = [
                     "    accelerator: nvidia\n  tolerations:\n    - {key: sku, operator: Exists, value: gpu, effect: NoSchedule}\n")),
     ("cel-taint-effect", "api-validation", FLAVORS, 17, "supported taint effect values",
      lambda r: edit(r, FLAVORS, "    accelerator: nvidia\n", "    accelerator: nvidia\n  nodeTaints:\n    - {key: sku, value: gpu, effect: Sometimes}\n")),
+    # Written in the older served version: the apiserver converts it (Kueue's conversion webhook) before Kueue's
+    # validating webhook, registered for v1beta2, sees it.
+    ("v1beta1-lending-above-nominal", "kueue-webhook", TEAM_A, 23, "must be less than or equal to the nominalQuota",
+     lambda r: [edit(r, TEAM_A, old, new) for old, new in (
+         ("kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1"), ("cohortName: shared-cohort", "cohort: shared-cohort"),
+         ('              borrowingLimit: "0"\n            - name: memory',
+          '              borrowingLimit: "0"\n              lendingLimit: "60"\n            - name: memory'))]),
     ("unknown-field-line", "schema", TEAM_A, 11, 'unknown field "spec.queueingStrategyy"',
      lambda r: edit(r, TEAM_A, "  queueingStrategy: BestEffortFIFO", "  queueingStrategyy: BestEffortFIFO")),
 ]

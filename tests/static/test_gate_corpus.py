@@ -133,6 +133,13 @@ CORPUS = [
      lambda r: append(r, ".sourceignore", "/overlays/team-queues/team-b.yaml\n")),
     ("missing-resource-file", "kustomize-build", "overlays/team-queues/kustomization.yaml",
      lambda r: edit(r, "overlays/team-queues/kustomization.yaml", "  - team-b.yaml", "  - team-c.yaml")),
+    # A generator's file that is not there, and helmCharts (kustomize-controller does not inflate them): the line written.
+    ("generator-file-missing", "kustomize-build", "overlays/team-queues/kustomization.yaml",
+     lambda r: append(r, "overlays/team-queues/kustomization.yaml",
+                      "configMapGenerator:\n  - name: extra\n    namespace: ray\n    files:\n      - nothere.conf\n"), 15),
+    ("helm-charts-in-kustomization", "kustomize-build", "overlays/team-queues/kustomization.yaml",
+     lambda r: append(r, "overlays/team-queues/kustomization.yaml",
+                      "helmCharts:\n  - name: kueue\n    repo: oci://registry.k8s.io/kueue/charts\n    version: 0.17.1\n"), 13),
     ("dangling-source-ref", "flux-source-ref", f"{PROD}/queues.yaml",
      lambda r: edit(r, f"{PROD}/queues.yaml", "    name: flux-system\n  path:", "    name: flux-systen\n  path:")),
     ("dangling-chart-ref", "flux-source-ref", "flux/infrastructure/controllers/kueue.yaml",
@@ -383,3 +390,43 @@ def test_a_target_namespace_is_one_finding(repo_copy):
     assert [(f.rule, f.file, f.line) for f in report.findings] == [("flux-target-namespace", f"{PROD}/queues.yaml", 16)], \
         "\n".join(f.text() for f in report.findings)
     assert "6 reference(s)" in report.findings[0].message
+
+
+def test_a_v1beta1_cluster_queue_is_judged_as_kueue_converts_it(repo_copy):
+    """A ClusterQueue copied from an older guide (kueue.x-k8s.io/v1beta1, `cohort:`) is stored by the apiserver
+    as v1beta2 with cohortName, by Kueue's conversion: one kueue-api-version finding, and none of what reading
+    its v1beta1 fields as v1beta2 would invent (cohort-alone for both teams, sample-fits without borrowing)."""
+    edit(repo_copy, TEAM_A, "apiVersion: kueue.x-k8s.io/v1beta2", "apiVersion: kueue.x-k8s.io/v1beta1")
+    edit(repo_copy, TEAM_A, "cohortName: shared-cohort", "cohort: shared-cohort")
+    report = validate_repository(repo_copy)
+    assert [(f.rule, f.file, f.line, f.resource) for f in report.findings] == [
+        ("kueue-api-version", TEAM_A, 1, "ClusterQueue/team-a-cq")], "\n".join(f.text() for f in report.findings)
+
+
+def test_a_v1beta1_cluster_queue_meets_kueues_webhook_after_conversion(repo_copy):
+    """The apiserver converts before Kueue's validating webhook (registered for v1beta2) sees the object: a lending
+    limit above the nominal quota written in v1beta1 is the same kueue-webhook finding, at the line it is written."""
+    edit(repo_copy, TEAM_A, "apiVersion: kueue.x-k8s.io/v1beta2", "apiVersion: kueue.x-k8s.io/v1beta1")
+    edit(repo_copy, TEAM_A, "cohortName: shared-cohort", "cohort: shared-cohort")
+    edit(repo_copy, TEAM_A, '              borrowingLimit: "0"\n', '              borrowingLimit: "0"\n              lendingLimit: "99999"\n')
+    found = {(f.rule, f.line) for f in validate_repository(repo_copy).findings if f.file == TEAM_A}
+    assert found == {("kueue-api-version", 1), ("kueue-webhook", 23)}, found
+
+
+def test_helm_charts_in_a_kustomization_get_the_fix_flux_needs(repo_copy):
+    append(repo_copy, "overlays/team-queues/kustomization.yaml",
+           "helmCharts:\n  - name: kueue\n    repo: oci://registry.k8s.io/kueue/charts\n    version: 0.17.1\n")
+    found = [f for f in validate_repository(repo_copy).findings if f.rule == "kustomize-build"]
+    assert len(found) == 1 and "HelmRelease" in found[0].hint, "\n".join(f.text() for f in found)
+
+
+def test_a_remote_base_the_gate_cannot_fetch_is_named_with_its_fix(repo_copy):
+    """Offline, a remote base fails to build (on a runner with network it may build): the finding says why and the fix."""
+    from harness.gate.kustomize_warnings import build_error
+    from harness.gate.render import Build
+
+    url = "https://github.com/kubernetes-sigs/kueue//config/default?ref=v0.17.1"
+    edit(repo_copy, "overlays/team-queues/kustomization.yaml", "  - team-b.yaml\n", f"  - team-b.yaml\n  - {url}\n")
+    error = f"accumulating resources: accumulating resources from '{url}': Get \"{url}\": dial tcp: lookup github.com: no such host"
+    found = build_error(repo_copy, Build("overlays/team-queues", "overlays/team-queues", error=error))
+    assert (found.file, found.line) == ("overlays/team-queues/kustomization.yaml", 9) and "vendor" in found.hint, found

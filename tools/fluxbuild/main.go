@@ -152,6 +152,8 @@ func handle(req request) (resp response) {
 		resp.Answer = schemas(req.SchemaDir, req.KubernetesVersion).check(req.Objects, req.Related)
 	case "kueue-config":
 		resp.Answer = kueueConfig(req.Text)
+	case "convert":
+		resp.Answer = convertObjects(req.Objects)
 	case "match":
 		answers := make([]answer, len(req.Queries))
 		for i, q := range req.Queries {

@@ -18,6 +18,10 @@ import (
 // (v1beta2 for its own kinds, ray.io/v1 RayJob for the Ray integration), with Kueue's default
 // feature gates. Kinds Kueue has no validating webhook for return nil.
 func webhookErrors(ctx context.Context, u *unstructured.Unstructured) []fieldError {
+	u, err := toStored(u) // a v1beta1 object reaches Kueue's webhook as v1beta2
+	if err != nil {
+		return []fieldError{{Type: "InternalError", Detail: err.Error(), Message: err.Error()}}
+	}
 	gvk := u.GroupVersionKind()
 	switch {
 	case gvk.GroupVersion() == kueue.GroupVersion:
