@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +54,12 @@ class ClusterRender:
     def applied(self) -> list[tuple[Build, dict]]:
         """Every object the cluster ends up with, and the Flux build that applies it."""
         return [(b, o) for b in [self.entry, *self.flux] for o in b.objects]
+
+
+def flux_path(value) -> str:
+    """A Flux Kustomization's spec.path as a repository-relative directory. kustomize-controller joins it
+    under the artifact's root (securejoin): "./a", "a" and "/a" are one directory, and ".." stops at the root."""
+    return posixpath.normpath("/" + str(value)).lstrip("/") or "."
 
 
 def is_flux_kustomization(obj: dict) -> bool:
@@ -209,10 +216,10 @@ def _render_flux(fb: FluxBuild, root: Path, clusters: list[ClusterRender]) -> No
         for cluster, ks in pending:
             meta = ks.get("metadata") or {}
             bid = f"cluster {cluster.name}: Kustomization/{meta.get('namespace', 'flux-system')}/{meta.get('name')}"
-            path = str((ks.get("spec") or {}).get("path", "./")).removeprefix("./")
-            if cluster.bootstrap and (path or ".").rstrip("/") == cluster.entry.dir:
+            path = flux_path((ks.get("spec") or {}).get("path", "./"))
+            if cluster.bootstrap and path == cluster.entry.dir:
                 continue  # flux bootstrap's flux-system Kustomization is the entry point itself, already built
-            builds[bid] = (cluster, Build(bid, path or ".", cluster=cluster.name, flux_kustomization=ks))
+            builds[bid] = (cluster, Build(bid, path, cluster=cluster.name, flux_kustomization=ks))
             jobs.append({"id": bid, "kustomization": ks, "sources": cluster.variables})
         results = fb.run(jobs)
         pending = []

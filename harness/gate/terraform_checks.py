@@ -31,7 +31,7 @@ from harness.gate.config import DEFAULTS, GateConfig
 from harness.gate.terraform import TERRAFORM_DIR, TFVARS_DIR, Block, Evaluation, TerraformConfig, TerraformError, load_tfvars
 from harness.gate.findings import Finding
 from harness.gate.sources import SourceError, as_map, load_yaml_all
-from harness.gate.render import ClusterRender
+from harness.gate.render import ClusterRender, flux_path
 from harness.core import cache_lock, cache_root, versions
 
 CHECKOV_VERSION = str(versions.pins()["checkov"]["version"])
@@ -227,7 +227,7 @@ def _flux_findings(root: Path, cfg: TerraformConfig, scopes: list[tuple[str, Eva
                 if v is not None and v.error:
                     continue  # terraform-expression reports it
                 try:
-                    path = str(v.get("kustomization path") if v is not None else "").removeprefix("./")
+                    path = flux_path(v.get("kustomization path") if v is not None else "")
                 except TerraformError as err:
                     out.append(Finding(v.file, v.line, fc.address, "terraform-flux-configuration", f"{err} ({label})",
                                        'use path = "./clusters/${var.cluster_name}"'))

@@ -430,3 +430,12 @@ def test_a_remote_base_the_gate_cannot_fetch_is_named_with_its_fix(repo_copy):
     error = f"accumulating resources: accumulating resources from '{url}': Get \"{url}\": dial tcp: lookup github.com: no such host"
     found = build_error(repo_copy, Build("overlays/team-queues", "overlays/team-queues", error=error))
     assert (found.file, found.line) == ("overlays/team-queues/kustomization.yaml", 9) and "vendor" in found.hint, found
+
+
+@pytest.mark.parametrize("path", ["/clusters/prod-eastus2/queues", "clusters/prod-eastus2/queues", "./clusters/../clusters/prod-eastus2/queues/"])
+def test_a_flux_path_is_read_as_kustomize_controller_joins_it(repo_copy, path):
+    """kustomize-controller joins spec.path under the artifact's root: written with a leading slash, without ./ or
+    through .. it is the same directory, and the cluster is clean (it once lost its queue overlay: cluster-overlay)."""
+    edit(repo_copy, f"{PROD}/queues.yaml", "path: ./clusters/prod-eastus2/queues", f"path: {path}")
+    report = validate_repository(repo_copy)
+    assert report.findings == [], "\n".join(f.text() for f in report.findings)
