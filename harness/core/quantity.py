@@ -34,8 +34,9 @@ def parse_quantity(value) -> Decimal:
 
 
 def format_quantity(resource: str, qty: Decimal) -> str:
-    """Memory in Gi with one decimal ("7.5Gi"), anything else as a plain number ("0.5", "8")."""
-    if resource == "memory":
+    """Bytes (memory, ephemeral-storage, storage, hugepages-*) in Gi with one decimal ("7.5Gi"), anything else as
+    a plain number ("0.5", "8")."""
+    if resource in ("memory", "ephemeral-storage", "storage") or resource.startswith("hugepages-"):
         gi = qty / 2**30
         return f"{gi.quantize(Decimal('0.1')).normalize():f}Gi"
     return f"{qty.normalize():f}"

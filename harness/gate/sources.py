@@ -80,7 +80,7 @@ def strip_lines(value):
 
 def resource_id(obj: dict) -> str:
     meta = as_map(obj.get("metadata"))
-    name = meta.get("name", "?")
+    name = meta.get("name") or (f"{meta['generateName']}*" if isinstance(meta.get("generateName"), str) else "?")
     ns = meta.get("namespace")
     return f"{obj.get('kind', '?')}/{ns + '/' if ns else ''}{name}"
 

@@ -164,6 +164,8 @@ def test_format_quantity():
     assert format_quantity("memory", Decimal(768) * 2**30) == "768Gi"
     assert format_quantity("memory", parse_quantity("7680Mi")) == "7.5Gi"
     assert format_quantity("cpu", parse_quantity("500m")) == "0.5"
+    assert format_quantity("ephemeral-storage", parse_quantity("5Ti")) == "5120Gi"
+    assert format_quantity("hugepages-2Mi", parse_quantity("1Gi")) == "1Gi"
     assert format_quantity("nvidia.com/gpu", Decimal("8.0")) == "8"
 
 

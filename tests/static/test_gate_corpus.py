@@ -439,3 +439,11 @@ def test_a_flux_path_is_read_as_kustomize_controller_joins_it(repo_copy, path):
     edit(repo_copy, f"{PROD}/queues.yaml", "path: ./clusters/prod-eastus2/queues", f"path: {path}")
     report = validate_repository(repo_copy)
     assert report.findings == [], "\n".join(f.text() for f in report.findings)
+
+
+def test_a_sample_with_generate_name_is_clean(repo_copy):
+    """scripts/submit-workload creates the samples (not apply): a generateName is named by the apiserver first, so
+    the RayJob and the pods KubeRay makes from it are valid (they once were refused as 'metadata.name was not generated')."""
+    edit(repo_copy, "workloads/batch-inference.yaml", "  name: ${JOB_NAME}\n", "  generateName: ${JOB_NAME}-\n")
+    report = validate_repository(repo_copy)
+    assert report.findings == [], "\n".join(f.text() for f in report.findings)

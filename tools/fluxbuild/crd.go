@@ -221,6 +221,9 @@ func (c *crdVersion) check(ctx context.Context, obj map[string]interface{}, rela
 		u.SetNamespace(ns)
 	}
 	rest.FillObjectMetaSystemFields(u)
+	if u.GetGenerateName() != "" && u.GetName() == "" { // the store names it before BeforeCreate, as kubectl create asks
+		u.SetName(c.strategy.GenerateName(u.GetGenerateName()))
+	}
 	if err := rest.BeforeCreate(c.strategy, genericapirequest.WithNamespace(ctx, ns), u); err != nil {
 		errs := statusErrors(err)
 		for i, e := range errs { // the status keeps the bad value only in the message, quoted

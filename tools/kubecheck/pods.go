@@ -13,8 +13,10 @@ import (
 	"github.com/ray-project/kuberay/ray-operator/controllers/ray/utils"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/storage/names"
 	api "k8s.io/kubernetes/pkg/apis/core"
 	corev1defaults "k8s.io/kubernetes/pkg/apis/core/v1"
 	podstore "k8s.io/kubernetes/pkg/registry/core/pod"
@@ -101,6 +103,12 @@ func podsOf(obj map[string]interface{}) []built {
 		return nil
 	}
 	ctx := context.Background()
+	u := &unstructured.Unstructured{Object: obj}
+	if u.GetName() == "" && u.GetGenerateName() != "" { // `kubectl create` of a generateName: the apiserver names it first
+		u = u.DeepCopy()
+		u.SetName(names.SimpleNameGenerator.GenerateName(u.GetGenerateName()))
+		obj = u.Object
+	}
 	switch obj["kind"] {
 	case "RayJob":
 		job := &rayv1.RayJob{}
