@@ -32,8 +32,8 @@ from harness.gate.sources import as_list, as_map, as_maps, name_key
 RULES = {
     "namespace-missing": "every namespaced object's namespace is created by the cluster's set (a Namespace, a HelmRelease "
                          "with install.createNamespace) or always exists (default, kube-*, flux-system)",
-    "object-ref": "every ServiceAccount, ConfigMap and Secret a Flux object or a pod template names exists in the cluster's set "
-                  "(or in cluster-vars.example.yaml, which Terraform writes); a sample's ServiceAccount too",
+    "object-ref": "every ServiceAccount, ConfigMap, Secret and PersistentVolumeClaim a Flux object or a pod template names exists in "
+                  "the cluster's set (or in cluster-vars.example.yaml, which Terraform writes); a sample's ServiceAccount and claims too",
     "flux-health-check": "every object a Flux Kustomization's healthChecks wait for is applied by the cluster's set, when the "
                          "repository renders objects of that kind (else the layer never becomes Ready and its dependents never apply)",
     "priority-class": "every PriorityClass a pod template names is defined by the cluster (or built in)",
@@ -171,7 +171,8 @@ def _optional_ref(path: list, ref, default_kind: str | None = None) -> list[tupl
 
 
 def pod_spec_refs(path: list, pod: dict) -> list[tuple[list, str, object]]:
-    """(field path, kind, name) of the ServiceAccount, ConfigMaps and Secrets a pod spec needs to start."""
+    """(field path, kind, name) of the ServiceAccount, ConfigMaps, Secrets and PersistentVolumeClaims a pod spec needs to
+    start (the scheduler places no pod whose claim does not exist)."""
     out = []
     for field_name in ("serviceAccountName", "serviceAccount"):
         if pod.get(field_name):
@@ -183,6 +184,9 @@ def pod_spec_refs(path: list, pod: dict) -> list[tuple[list, str, object]]:
         secret = as_map(vol.get("secret"))
         if secret.get("secretName") and secret.get("optional") is not True:
             out.append(([*at, "secret", "secretName"], "Secret", secret["secretName"]))
+        claim = as_map(vol.get("persistentVolumeClaim")).get("claimName")
+        if claim:
+            out.append(([*at, "persistentVolumeClaim", "claimName"], "PersistentVolumeClaim", claim))
         for j, src in enumerate(as_maps(as_map(vol.get("projected")).get("sources"))):
             out += _optional_ref([*at, "projected", "sources", j, "configMap"], src.get("configMap"), "ConfigMap")
             out += _optional_ref([*at, "projected", "sources", j, "secret"], src.get("secret"), "Secret")

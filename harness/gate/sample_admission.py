@@ -9,7 +9,8 @@ each finding points at the sample's entry line and names the queue object's file
 - the ClusterQueue or LocalQueue is stopped (spec.stopPolicy Hold or HoldAndDrain);
 - the RayJob names a WorkloadPriorityClass (label kueue.x-k8s.io/priority-class) or its pods a
   PriorityClass that the cluster does not define (Kueue fails to create the Workload);
-- its pods name a ServiceAccount the namespace does not have (the apiserver refuses the pods).
+- its pods name a ServiceAccount the namespace does not have (the apiserver refuses the pods), or mount a
+  PersistentVolumeClaim it does not have (the scheduler places none of them).
 Per cluster: a ClusterQueue no LocalQueue points at (warning), and the Kueue HelmRelease's manager
 configuration (harness.gate.kueue_manager: the manager refuses it, or it leaves out ray.io/rayjob).
 
@@ -86,7 +87,7 @@ def _sample_rules(ctx, root: Path, index: ClusterIndex, samples_file: str, line:
         if pc and not index.has("PriorityClass", None, pc):
             missing.setdefault(("PriorityClass", name_key(pc)), []).append(f"{dotted(path)}.priorityClassName")
         for where, kind, name in pod_spec_refs(path, pod):
-            if kind == "ServiceAccount" and not index.has(kind, ns, name):
+            if kind in ("ServiceAccount", "PersistentVolumeClaim") and not index.has(kind, ns, name):
                 missing.setdefault((kind, name_key(name)), []).append(dotted(where))
     accounts = {n for (k, kns, n) in index.named if k == "ServiceAccount" and kns == ns}
     reference = lambda name: f"sample {sample} ({samples_file}:{line}) serviceAccountName {ns}/{name}"  # noqa: E731
@@ -99,6 +100,10 @@ def _sample_rules(ctx, root: Path, index: ClusterIndex, samples_file: str, line:
             finding("sample-priority-class", f"{', '.join(fields)} {name!r} is not a PriorityClass of cluster {index.cluster.name}: "
                     "Kueue cannot create its Workload and the apiserver refuses its pods",
                     f"use the label {PRIORITY_LABEL} with a WorkloadPriorityClass instead, or define the PriorityClass")
+        elif kind == "PersistentVolumeClaim":
+            finding("object-ref", f"{', '.join(fields)} names PersistentVolumeClaim {ns}/{name}, which the cluster does not have: "
+                    "the scheduler places none of the pods that mount it, and the admitted job holds its quota",
+                    f"add the PersistentVolumeClaim to the queue layer (base/, namespace {ns}) or fix claimName")
         else:
             finding("object-ref", f"{', '.join(fields)} names ServiceAccount {ns}/{name}, which the cluster does not have: "
                     "the apiserver refuses the job's pods", "use the workload ServiceAccount of base/service-account.yaml "

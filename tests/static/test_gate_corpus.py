@@ -140,6 +140,8 @@ CORPUS = [
     ("helm-charts-in-kustomization", "kustomize-build", "overlays/team-queues/kustomization.yaml",
      lambda r: append(r, "overlays/team-queues/kustomization.yaml",
                       "helmCharts:\n  - name: kueue\n    repo: oci://registry.k8s.io/kueue/charts\n    version: 0.17.1\n"), 13),
+    # The scheduler places no pod whose PersistentVolumeClaim does not exist: the admitted job holds its quota.
+    ("sample-claim-missing", "object-ref", f"{PROD}/samples.yaml", lambda r: _mount_claim(r, "datasets"), 10),
     ("dangling-source-ref", "flux-source-ref", f"{PROD}/queues.yaml",
      lambda r: edit(r, f"{PROD}/queues.yaml", "    name: flux-system\n  path:", "    name: flux-systen\n  path:")),
     ("dangling-chart-ref", "flux-source-ref", "flux/infrastructure/controllers/kueue.yaml",
@@ -321,6 +323,16 @@ CORPUS = [
 ]
 
 
+def _mount_claim(root: Path, claim: str) -> None:
+    """The batch-inference sample's head mounts PersistentVolumeClaim `claim` at /data."""
+    wl = "workloads/batch-inference.yaml"
+    edit(root, wl, "                - {name: scripts, mountPath: /home/ray/scripts}\n",
+         "                - {name: scripts, mountPath: /home/ray/scripts}\n                - {name: data, mountPath: /data}\n")
+    edit(root, wl, "              configMap: {name: batch-inference-scripts}\n",
+         "              configMap: {name: batch-inference-scripts}\n            - name: data\n"
+         f"              persistentVolumeClaim: {{claimName: {claim}}}\n", )
+
+
 def _expect(entry: tuple) -> tuple:
     """(case, rule, file, mutate, line or None, severity) of a CORPUS entry."""
     case, rule, file, mutate, *rest = entry
@@ -445,5 +457,14 @@ def test_a_sample_with_generate_name_is_clean(repo_copy):
     """scripts/submit-workload creates the samples (not apply): a generateName is named by the apiserver first, so
     the RayJob and the pods KubeRay makes from it are valid (they once were refused as 'metadata.name was not generated')."""
     edit(repo_copy, "workloads/batch-inference.yaml", "  name: ${JOB_NAME}\n", "  generateName: ${JOB_NAME}-\n")
+    report = validate_repository(repo_copy)
+    assert report.findings == [], "\n".join(f.text() for f in report.findings)
+
+
+def test_a_sample_mounting_a_claim_of_the_queue_layer_is_clean(repo_copy):
+    _mount_claim(repo_copy, "datasets")
+    write(repo_copy, "base/datasets.yaml", "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: datasets\n  namespace: ray\n"
+          "spec:\n  accessModes: [ReadWriteMany]\n  storageClassName: azurefile-csi\n  resources:\n    requests:\n      storage: 100Gi\n")
+    edit(repo_copy, "base/kustomization.yaml", "resources:\n", "resources:\n  - datasets.yaml\n")
     report = validate_repository(repo_copy)
     assert report.findings == [], "\n".join(f.text() for f in report.findings)
