@@ -24,6 +24,7 @@ from pathlib import Path
 from harness.cluster.processes import Process
 from harness.core import say, timeouts
 from harness.gate import NodeSpec, cluster_nodes
+from harness.gate import node_objects as gate_node_objects
 from harness.k8s import POD, is_true
 
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
@@ -62,37 +63,12 @@ def kwok_process(binary: Path, kwok_src: Path, kubeconfig: Path, port: int, log_
     ], log_dir, cwd=workdir).start()
 
 
-def _quantity(resource: str, value) -> str:
-    """A Node status quantity: CPU in millicores, memory in bytes, counts as integers."""
-    if resource == "cpu":
-        return f"{int(value * 1000)}m"
-    return str(int(value))
-
-
-def node_name(pool: str, index: int) -> str:
-    """AKS's node names: aks-<pool>-<vmss id>-vmss<instance>."""
-    return f"aks-{pool}-00000000-vmss{index:06d}"
-
-
 def node_objects(specs: list[NodeSpec]) -> list[dict]:
-    """One Node per pool node (autoscaling pools at max_count), as AKS registers them."""
-    nodes = []
-    for spec in specs:
-        if not spec.allocatable:
-            raise ValueError(f"pool {spec.pool}: VM size {spec.vm_size} is not in sku.yaml, so its nodes cannot be sized")
-        pods = str(spec.max_pods)
-        # A node without GPUs has no nvidia.com/gpu at all (the device plugin registers it).
-        capacity = {**{k: _quantity(k, v) for k, v in spec.capacity.items() if v}, "pods": pods}
-        allocatable = {**{k: _quantity(k, v) for k, v in spec.allocatable.items() if v}, "pods": pods}
-        for i in range(spec.first, spec.first + spec.max_count):
-            name = node_name(spec.pool, i)
-            labels = {**spec.labels, "kubernetes.io/hostname": name, "kubernetes.io/arch": "amd64", "type": "kwok"}
-            nodes.append({
-                "apiVersion": "v1", "kind": "Node",
-                "metadata": {"name": name, "labels": labels, "annotations": {KWOK_ANNOTATION: "fake"}},
-                "spec": {"taints": [{k: v for k, v in t.items() if v not in (None, "")} for t in spec.taints]},
-                "status": {"capacity": capacity, "allocatable": allocatable},
-            })
+    """The pools' Node objects as the gate schedules on them (harness.gate.scheduling), for KWOK to play."""
+    nodes = gate_node_objects(specs)
+    for node in nodes:
+        node["metadata"]["labels"]["type"] = "kwok"
+        node["metadata"]["annotations"] = {KWOK_ANNOTATION: "fake"}
     return nodes
 
 

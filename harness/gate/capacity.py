@@ -61,6 +61,8 @@ RULES = {
     "capacity-pod-placement": "every sample pod set gets a flavor for each resource group it requests and lands on some node pool",
     "capacity-pod-fits-node": "every sample pod fits the allocatable of one node of a pool it can land on",
     "capacity-pod-set-nodes": "every sample pod set's pods fit at once on the nodes (at max_count) of the pools they can land on",
+    "capacity-pods-scheduled": "kube-scheduler's own plugins (tools/kubecheck) place every pod of a sample, all of them together, on the "
+                               "cluster's nodes (pod (anti-)affinity, topology spread, host ports, resources left by the job's other pods)",
 }
 MAX_SUBSET_FLAVORS = 8  # up to this many flavors per resource every set is checked; above, each flavor and each group sharing pools
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 
 from harness.core import format_quantity, parse_quantity
-from harness.gate import workloads
+from harness.gate import scheduling, workloads
 from harness.gate.findings import Finding
 from harness.gate.placement import Problem, PodView, flavor, flavors_of, groups_of, plan, pod_templates, pod_view
 from harness.gate.pools import Pool, node_matches, taint_text, untolerated
@@ -152,6 +152,7 @@ def sample_problems(root: Path, cluster: str, objects: list[dict], pools: list[P
         entry[0].update(causes)
         entry[1].append(label)
 
+    to_place: list[tuple[dict, dict, dict, str]] = []  # (job, Kueue's additions per role, role -> (lines, pod set), head of messages)
     lqs = {(name_key(as_map(o.get("metadata")).get("namespace")), name_key(o["metadata"]["name"])): o for o in objects if o.get("kind") == "LocalQueue"}
     cqs = {name_key(o["metadata"]["name"]): o for o in objects if o.get("kind") == "ClusterQueue"}
     for i, entry in enumerate(entries if isinstance(entries, list) else []):  # sample-render reports a non-list
@@ -172,11 +173,16 @@ def sample_problems(root: Path, cluster: str, objects: list[dict], pools: list[P
             lines = []
         templates = pod_templates(job)
         context = f"{ctx}, sample {sample} on {entry['queue']}"
-        for idx, (set_name, count, requests) in enumerate(workloads.pod_sets(job)):
+        sets = workloads.pod_sets(job)
+        before = (len(errors), sum(len(labels) for _, labels in shared.values()))
+        assign, roles = {}, {}
+        for idx, (set_name, count, requests) in enumerate(sets):
+            where = lines[idx] if idx < len(lines) else PodSetLines()
+            role = "head" if idx == 0 else "submitter" if set_name == "submitter" and idx == len(sets) - 1 else f"worker {set_name}"
+            roles[role] = (where, set_name)
             need = {r: q for r, q in requests.items() if q > 0}
             if count < 1 or not need or not any(set(covered) & set(need) for covered, _ in groups):
                 continue  # nothing to place, or only resources no group covers (sample-fits reports those)
-            where = lines[idx] if idx < len(lines) else PodSetLines()
             pod = pod_view(templates[idx] if idx < len(templates) else None)
             head = f"cluster {cluster}: ClusterQueue {cq['metadata']['name']}: pod {set_name} of sample {sample}"
             asked = ", ".join(f"{r} {format_quantity(r, q)}" for r, q in sorted(need.items()))
@@ -230,6 +236,9 @@ def sample_problems(root: Path, cluster: str, objects: list[dict], pools: list[P
                                                "shrink the pod's requests, or pick a larger vm_size for that pool in the cluster's tfvars "
                                                "(and the gpu-sku component that matches it)")]))
                 continue
+            combo = fits[0][0]  # the flavors Kueue tries first: on admission their labels and tolerations join the pods'
+            assign[role] = {"nodeSelector": {k: v for f in combo for k, v in f.labels.items()},
+                            "tolerations": [t for f in combo for t in f.tolerations]}
             by_combo: dict[tuple, list[tuple[Pool, int]]] = {}
             for combo, p, ppn in fits:
                 by_combo.setdefault(tuple(f.name for f in combo), []).append((p, ppn))
@@ -249,6 +258,9 @@ def sample_problems(root: Path, cluster: str, objects: list[dict], pools: list[P
             elif count > at_min:
                 scale.append(Problem([], frozenset(("scale", p.address) for v in by_combo.values() for p, _ in v if p.min_nodes < p.count),
                                      pod=f"{label} ({count} pod{'s' if count > 1 else ''}, {at_min} at min_count)"))
+        if (len(errors), sum(len(labels) for _, labels in shared.values())) == before:  # each pod set alone lands: now all together
+            to_place.append((job, assign, roles, f"cluster {cluster}: ClusterQueue {cq['metadata']['name']}: sample {sample}"))
+    errors += _scheduled(pools, rel, to_place)
     objs = {name_key(as_map(o.get("metadata")).get("name")): o for o in objects if o.get("kind") == "ResourceFlavor"}
     for (blame, message), (causes, labels) in shared.items():
         file, line = locate(objs[blame])
@@ -257,3 +269,25 @@ def sample_problems(root: Path, cluster: str, objects: list[dict], pools: list[P
                                        f"cluster {cluster}: {message}: sample pods {', '.join(labels)}", hint, ctx)],
                               frozenset(causes), pod=", ".join(labels)))
     return errors, scale
+
+
+SCHEDULED_HINT = ("let the nodes hold the job's pods together: relax a required pod (anti-)affinity or topology spread "
+                  "(preferred..., whenUnsatisfiable: ScheduleAnyway), lower the replicas or requests, or add nodes to the pool "
+                  "(node_count, or max_count when it autoscales, in the cluster's tfvars)")
+
+
+def _scheduled(pools: list[Pool], rel: str, to_place: list[tuple[dict, dict, dict, str]]) -> list[Problem]:
+    """The samples whose pod sets each land somewhere, all their pods placed one after another by kube-scheduler's
+    own plugins on the cluster's nodes (harness.gate.scheduling): pods it places nowhere, at their pod set's template."""
+    out = []
+    answers = scheduling.unplaced(pools, [job for job, _, _, _ in to_place], [assign for _, assign, _, _ in to_place])
+    for (job, _, roles, head), found in zip(to_place, answers):
+        sample = head.rsplit(" ", 1)[-1]
+        for s in found or []:
+            where, set_name = roles.get(s["role"], (PodSetLines(), s["role"]))
+            message = (f"{head}: kube-scheduler's own plugins place {s['pods']} of the {s['of']} pod(s) of {set_name} on no node "
+                       f"of {rel}, with the job's other pods placed first: \"{s['message']}\"; Kueue would admit the job and those "
+                       "pods would stay Pending")
+            out.append(Problem([Finding(f"{workloads.WORKLOADS_DIR}/{sample}.yaml", where.template, resource_id(job),
+                                        "capacity-pods-scheduled", message, SCHEDULED_HINT, head)], pod=f"{sample}/{set_name}"))
+    return out

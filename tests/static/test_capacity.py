@@ -340,6 +340,13 @@ def test_scheduler_matching_follows_kubernetes():
 
 SAMPLE_WORKER_SPEC = "            serviceAccountName: ray-workload\n            containers:"
 
+WORKERS_APART = """affinity:
+              podAntiAffinity:
+                requiredDuringSchedulingIgnoredDuringExecution:
+                  - labelSelector: {matchLabels: {ray.io/group: gpu-workers}}
+                    topologyKey: kubernetes.io/hostname
+"""
+
 # (case id, rule that must fire, file it must name, (text on the line it must name, occurrence), mutation)
 CASES = [
     ("cpu-only-pod-too-big-for-cpu-pool", "capacity-pod-fits-node", "workloads/batch-inference.yaml", ('requests: {cpu: "4", memory: 16Gi}', 0),
@@ -371,6 +378,10 @@ CASES = [
      lambda r: (append(r, "base/resource-flavors.yaml", "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: default-b\nspec: {}\n"),
                 edit(r, "overlays/team-queues/team-b.yaml", "        - name: default\n", "        - name: default-b\n"),
                 edit(r, ND96, 'flavors/0/resources/0/nominalQuota, value: "48"}', 'flavors/0/resources/0/nominalQuota, value: "60"}'))),
+    # Each pod set alone fits; kube-scheduler's own plugins place the job's pods together: 4 workers that must not share a
+    # node, on prod-eastus2's one GPU node, leave 3 Pending (the real scheduler agrees: tests/integration/test_samples_on_nodes.py).
+    ("workers-anti-affine-on-one-gpu-node", "capacity-pods-scheduled", "workloads/llm-training.yaml", ("        template:", 0),
+     lambda r: edit(r, "workloads/llm-training.yaml", SAMPLE_WORKER_SPEC, SAMPLE_WORKER_SPEC.replace("containers:", WORKERS_APART + "            containers:"))),
     ("pod-set-more-pods-than-nodes", "capacity-pod-set-nodes", "clusters/dev-westus3/samples.yaml", ('NUM_WORKERS: "2"', 0),
      lambda r: edit(r, "clusters/dev-westus3/samples.yaml", 'NUM_WORKERS: "1"', 'NUM_WORKERS: "2"')),
 ]

@@ -44,6 +44,10 @@ type request struct {
 	Related [][]map[string]interface{} `json:"related,omitempty"`
 	// WithPods: the answer carries the pods too (the parity test creates them on a real apiserver).
 	WithPods bool `json:"with_pods,omitempty"`
+	// place: the cluster's Node objects, and per object what Kueue adds to each of its pod sets (by role: head,
+	// worker NAME, submitter).
+	Nodes  []corev1.Node             `json:"nodes,omitempty"`
+	Assign []map[string]podSetAssign `json:"assign,omitempty"`
 }
 
 type fieldError struct {
@@ -106,6 +110,21 @@ func main() {
 				}
 			}
 			resp["answer"] = results
+		case "place":
+			answers := make([][]unplaced, len(req.Objects))
+			for i, obj := range req.Objects {
+				var assign map[string]podSetAssign
+				if i < len(req.Assign) {
+					assign = req.Assign[i]
+				}
+				found, err := place(obj, req.Nodes, assign)
+				if err != nil {
+					resp["error"] = err.Error()
+					break
+				}
+				answers[i] = append([]unplaced{}, found...)
+			}
+			resp["answer"] = answers
 		default:
 			resp["error"] = fmt.Sprintf("unknown op %q", req.Op)
 		}
