@@ -152,7 +152,7 @@ def sample_problems(root: Path, cluster: str, objects: list[dict], pools: list[P
         entry[0].update(causes)
         entry[1].append(label)
 
-    to_place: list[tuple[dict, dict, dict, str]] = []  # (job, Kueue's additions per role, role -> (lines, pod set), head of messages)
+    to_place: list[tuple[dict, dict, dict, str, str]] = []  # (job, Kueue's additions per role, role -> (lines, pod set), head, sample)
     lqs = {(name_key(as_map(o.get("metadata")).get("namespace")), name_key(o["metadata"]["name"])): o for o in objects if o.get("kind") == "LocalQueue"}
     cqs = {name_key(o["metadata"]["name"]): o for o in objects if o.get("kind") == "ClusterQueue"}
     for i, entry in enumerate(entries if isinstance(entries, list) else []):  # sample-render reports a non-list
@@ -259,7 +259,7 @@ def sample_problems(root: Path, cluster: str, objects: list[dict], pools: list[P
                 scale.append(Problem([], frozenset(("scale", p.address) for v in by_combo.values() for p, _ in v if p.min_nodes < p.count),
                                      pod=f"{label} ({count} pod{'s' if count > 1 else ''}, {at_min} at min_count)"))
         if (len(errors), sum(len(labels) for _, labels in shared.values())) == before:  # each pod set alone lands: now all together
-            to_place.append((job, assign, roles, f"cluster {cluster}: ClusterQueue {cq['metadata']['name']}: sample {sample}"))
+            to_place.append((job, assign, roles, f"cluster {cluster}: ClusterQueue {cq['metadata']['name']}: sample {sample}", sample))
     errors += _scheduled(pools, rel, to_place)
     objs = {name_key(as_map(o.get("metadata")).get("name")): o for o in objects if o.get("kind") == "ResourceFlavor"}
     for (blame, message), (causes, labels) in shared.items():
@@ -276,13 +276,12 @@ SCHEDULED_HINT = ("let the nodes hold the job's pods together: relax a required 
                   "(node_count, or max_count when it autoscales, in the cluster's tfvars)")
 
 
-def _scheduled(pools: list[Pool], rel: str, to_place: list[tuple[dict, dict, dict, str]]) -> list[Problem]:
+def _scheduled(pools: list[Pool], rel: str, to_place: list[tuple[dict, dict, dict, str, str]]) -> list[Problem]:
     """The samples whose pod sets each land somewhere, all their pods placed one after another by kube-scheduler's
     own plugins on the cluster's nodes (harness.gate.scheduling): pods it places nowhere, at their pod set's template."""
     out = []
-    answers = scheduling.unplaced(pools, [job for job, _, _, _ in to_place], [assign for _, assign, _, _ in to_place])
-    for (job, _, roles, head), found in zip(to_place, answers):
-        sample = head.rsplit(" ", 1)[-1]
+    answers = scheduling.unplaced(pools, [job for job, *_ in to_place], [assign for _, assign, *_ in to_place])
+    for (job, _, roles, head, sample), found in zip(to_place, answers):
         for s in found or []:
             where, set_name = roles.get(s["role"], (PodSetLines(), s["role"]))
             message = (f"{head}: kube-scheduler's own plugins place {s['pods']} of the {s['of']} pod(s) of {set_name} on no node "

@@ -213,9 +213,9 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
     rejected = {f.resource for f in per_area["schema"] if f.rule in ("api-validation", "kueue-webhook", "kueue-inadmissible")}
     per_area["rules"] += [f for rid, f in presuming if rid not in rejected and f.resource not in rejected]
     per_area["capacity"] = [f for f in per_area["capacity"] if not (f.rule == "capacity-quota" and f.resource in rejected)]
-    # Pods the apiserver refuses are never placed: where they would land is not reported beside.
-    refused_pods = {f.resource for f in per_area["schema"] if f.rule == "pod-validation"}
-    per_area["capacity"] = [f for f in per_area["capacity"] if not (f.rule.startswith("capacity-pod-") and f.resource in refused_pods)]
+    # Pods the apiserver refuses are never placed, nor those of a job it refuses: where they would land is not reported beside.
+    refused_pods = {f.resource for f in per_area["schema"] if f.rule == "pod-validation"} | rejected
+    per_area["capacity"] = [f for f in per_area["capacity"] if not (f.rule.startswith(("capacity-pod-", "capacity-pods-")) and f.resource in refused_pods)]
     # A Flux Kustomization the apiserver refuses is never built by kustomize-controller: its build error is not reported beside.
     refused_at = {(f.resource, f.file) for f in per_area["schema"] if f.rule == "api-validation"}
     per_area["rules"] = [f for f in per_area["rules"] if not (f.rule == "kustomize-build" and (f.resource, f.file) in refused_at)]

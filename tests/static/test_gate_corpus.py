@@ -468,3 +468,12 @@ def test_a_sample_mounting_a_claim_of_the_queue_layer_is_clean(repo_copy):
     edit(repo_copy, "base/kustomization.yaml", "resources:\n", "resources:\n  - datasets.yaml\n")
     report = validate_repository(repo_copy)
     assert report.findings == [], "\n".join(f.text() for f in report.findings)
+
+
+def test_pods_the_apiserver_refuses_are_not_also_unplaced(repo_copy):
+    """Workers that would not be placed together (one host port) and whose container name the apiserver refuses: the
+    refusal is the finding; where the pods would (not) land is not reported beside it."""
+    edit(repo_copy, "workloads/llm-training.yaml", "              - name: ray-worker\n",
+         "              - name: Ray-Worker\n                ports: [{containerPort: 9999, hostPort: 9999}]\n")
+    rules = {f.rule for f in validate_repository(repo_copy).findings}
+    assert "pod-validation" in rules and not {r for r in rules if r.startswith("capacity-pod")}, rules
