@@ -28,7 +28,7 @@ from harness.gate import flux_rules, matching, renames
 from harness.gate import rules
 from harness.gate import schema_check
 from harness.gate import terraform, terraform_checks
-from harness.gate import version_rules
+from harness.gate import kubernetes_version, version_rules
 from harness.gate import formats
 from harness.gate.findings import Finding
 from harness.gate.render import FluxBuild, render_repository
@@ -55,6 +55,7 @@ RULE_SOURCES = {
     "harness/gate/sku_component.py (the gpu-sku component vs the pools' vm_size)": sku_component.RULES,
     "harness/gate/gpu_driver.py (GPU pools without the NVIDIA device plugin)": gpu_driver.RULES,
     "harness/gate/terraform_checks.py (Terraform wiring)": terraform_checks.RULES,
+    "harness/gate/kubernetes_version.py (the AKS Kubernetes version against the pinned one)": kubernetes_version.RULES,
 }
 RULE_IDS = {rule: text for found in RULE_SOURCES.values() for rule, text in found.items()}
 

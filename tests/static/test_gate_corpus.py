@@ -142,6 +142,11 @@ CORPUS = [
                       "helmCharts:\n  - name: kueue\n    repo: oci://registry.k8s.io/kueue/charts\n    version: 0.17.1\n"), 13),
     # The scheduler places no pod whose PersistentVolumeClaim does not exist: the admitted job holds its quota.
     ("sample-claim-missing", "object-ref", f"{PROD}/samples.yaml", lambda r: _mount_claim(r, "datasets"), 10),
+    # The gate validates with Kubernetes 1.35 (versions.yaml): a cluster on another minor is not what it proved.
+    ("aks-on-another-kubernetes-minor", "terraform-kubernetes-version", "terraform/clusters/prod-eastus2.tfvars",
+     lambda r: append(r, "terraform/clusters/prod-eastus2.tfvars", 'kubernetes_version = "1.33"\n'), 16),
+    ("aks-default-kubernetes-moved", "terraform-kubernetes-version", "terraform/variables.tf",
+     lambda r: edit(r, "terraform/variables.tf", 'default     = "1.35"', 'default     = "1.36"'), 53),
     ("dangling-source-ref", "flux-source-ref", f"{PROD}/queues.yaml",
      lambda r: edit(r, f"{PROD}/queues.yaml", "    name: flux-system\n  path:", "    name: flux-systen\n  path:")),
     ("dangling-chart-ref", "flux-source-ref", "flux/infrastructure/controllers/kueue.yaml",
@@ -477,3 +482,9 @@ def test_pods_the_apiserver_refuses_are_not_also_unplaced(repo_copy):
          "              - name: Ray-Worker\n                ports: [{containerPort: 9999, hostPort: 9999}]\n")
     rules = {f.rule for f in validate_repository(repo_copy).findings}
     assert "pod-validation" in rules and not {r for r in rules if r.startswith("capacity-pod")}, rules
+
+
+def test_a_kubernetes_patch_of_the_pinned_minor_is_clean(repo_copy):
+    append(repo_copy, "terraform/clusters/prod-eastus2.tfvars", 'kubernetes_version = "1.35.2"\n')
+    report = validate_repository(repo_copy)
+    assert report.findings == [], "\n".join(f.text() for f in report.findings)
