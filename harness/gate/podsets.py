@@ -286,7 +286,7 @@ def _scheduled(pools: list[Pool], rel: str, to_place: list[tuple[dict, dict, dic
             where, set_name = roles.get(s["role"], (PodSetLines(), s["role"]))
             message = (f"{head}: kube-scheduler's own plugins place {s['pods']} of the {s['of']} pod(s) of {set_name} on no node "
                        f"of {rel}, with the job's other pods placed first: \"{s['message']}\"; Kueue would admit the job and those "
-                       "pods would stay Pending")
+                       "pods would stay Pending") if s["role"] else f"{head}: {s['message']}"
             out.append(Problem([Finding(f"{workloads.WORKLOADS_DIR}/{sample}.yaml", where.template, resource_id(job),
                                         "capacity-pods-scheduled", message, SCHEDULED_HINT, head)], pod=f"{sample}/{set_name}"))
     return out

@@ -80,6 +80,12 @@ func newScheduler(ctx context.Context, lister *liveLister) (framework.Framework,
 }
 
 func place(obj map[string]interface{}, cluster []corev1.Node, assign map[string]podSetAssign) (out []unplaced, err error) {
+	defer func() {
+		// Pods the apiserver would refuse can trip the plugins: the caller reports this only beside no such refusal.
+		if p := recover(); p != nil {
+			out = []unplaced{{Message: fmt.Sprintf("kube-scheduler's framework fails on these pods: %v", p)}}
+		}
+	}()
 	ctx := context.Background()
 	nodes := make([]*corev1.Node, len(cluster))
 	for i := range cluster {
