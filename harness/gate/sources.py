@@ -82,7 +82,7 @@ def resource_id(obj: dict) -> str:
     meta = as_map(obj.get("metadata"))
     name = meta.get("name") or (f"{meta['generateName']}*" if isinstance(meta.get("generateName"), str) else "?")
     ns = meta.get("namespace")
-    return f"{obj.get('kind', '?')}/{ns + '/' if ns else ''}{name}"
+    return f"{obj.get('kind', '?')}/{f'{ns}/' if ns else ''}{name}"
 
 
 @dataclass

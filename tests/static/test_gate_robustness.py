@@ -189,3 +189,14 @@ def test_a_local_queue_name_that_is_a_number_is_a_finding(repo_copy):
     team_a.write_text(text.replace("kind: LocalQueue\nmetadata:\n  name: team-a\n", "kind: LocalQueue\nmetadata:\n  name: 1.5\n", 1))
     rules = {f.rule for f in validate_repository(repo_copy).findings}
     assert {"schema", "sample-queue"} <= rules or {"api-validation", "sample-queue"} <= rules, rules
+
+
+def test_a_flux_kustomization_namespace_that_is_a_number_is_a_finding(repo_copy):
+    """Found by the end-to-end mutation property run unseeded: `namespace: -1` on a Flux Kustomization raised
+    TypeError where findings name the resource; the schema check names it."""
+    queues = repo_copy / "clusters/prod-eastus2/queues.yaml"
+    text = queues.read_text()
+    assert "  name: queues\n  namespace: flux-system\n" in text
+    queues.write_text(text.replace("  name: queues\n  namespace: flux-system\n", "  name: queues\n  namespace: -1\n", 1))
+    report = validate_repository(repo_copy)
+    assert {f.rule for f in report.findings} & {"schema", "api-validation"}, "\n".join(f.text() for f in report.findings)
