@@ -169,13 +169,15 @@ def test_sample_fit_survives_a_queue_the_schema_refuses(repo_copy):
     assert "schema" in {f.rule for f in report.findings}, "\n".join(f.text() for f in report.findings)
 
 
-def test_a_flux_kustomization_namespace_that_is_a_mapping_is_a_finding(repo_copy):
-    """Found by the end-to-end mutation property run unseeded: `namespace: {}` on a cluster's Flux
-    Kustomization raised TypeError (unhashable) in the dependsOn graph; the schema check names it."""
+@pytest.mark.parametrize("namespace", ["{}", "-1"])
+def test_a_flux_kustomization_namespace_of_another_type_is_a_finding(repo_copy, namespace):
+    """Found by the end-to-end mutation property run unseeded: `namespace: {}` on a cluster's Flux Kustomization
+    raised TypeError (unhashable) in the dependsOn graph, `namespace: -1` where findings name the resource; the
+    schema check names it."""
     infra = repo_copy / "clusters/prod-eastus2/infrastructure.yaml"
     text = infra.read_text()
     assert "  name: infra-controllers\n  namespace: flux-system\n" in text
-    infra.write_text(text.replace("  name: infra-controllers\n  namespace: flux-system\n", "  name: infra-controllers\n  namespace: {}\n", 1))
+    infra.write_text(text.replace("  name: infra-controllers\n  namespace: flux-system\n", f"  name: infra-controllers\n  namespace: {namespace}\n", 1))
     report = validate_repository(repo_copy)
     assert {f.rule for f in report.findings} & {"schema", "api-validation"}, "\n".join(f.text() for f in report.findings)
 
@@ -189,14 +191,3 @@ def test_a_local_queue_name_that_is_a_number_is_a_finding(repo_copy):
     team_a.write_text(text.replace("kind: LocalQueue\nmetadata:\n  name: team-a\n", "kind: LocalQueue\nmetadata:\n  name: 1.5\n", 1))
     rules = {f.rule for f in validate_repository(repo_copy).findings}
     assert {"schema", "sample-queue"} <= rules or {"api-validation", "sample-queue"} <= rules, rules
-
-
-def test_a_flux_kustomization_namespace_that_is_a_number_is_a_finding(repo_copy):
-    """Found by the end-to-end mutation property run unseeded: `namespace: -1` on a Flux Kustomization raised
-    TypeError where findings name the resource; the schema check names it."""
-    queues = repo_copy / "clusters/prod-eastus2/queues.yaml"
-    text = queues.read_text()
-    assert "  name: queues\n  namespace: flux-system\n" in text
-    queues.write_text(text.replace("  name: queues\n  namespace: flux-system\n", "  name: queues\n  namespace: -1\n", 1))
-    report = validate_repository(repo_copy)
-    assert {f.rule for f in report.findings} & {"schema", "api-validation"}, "\n".join(f.text() for f in report.findings)
