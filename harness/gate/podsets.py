@@ -260,7 +260,7 @@ def sample_problems(root: Path, cluster: str, objects: list[dict], pools: list[P
                                      pod=f"{label} ({count} pod{'s' if count > 1 else ''}, {at_min} at min_count)"))
         if (len(errors), sum(len(labels) for _, labels in shared.values())) == before:  # each pod set alone lands: now all together
             to_place.append((job, assign, roles, f"cluster {cluster}: ClusterQueue {cq['metadata']['name']}: sample {sample}", sample))
-    errors += _scheduled(pools, rel, to_place)
+    errors += _scheduled(pools, rel, to_place, objects)
     objs = {name_key(as_map(o.get("metadata")).get("name")): o for o in objects if o.get("kind") == "ResourceFlavor"}
     for (blame, message), (causes, labels) in shared.items():
         file, line = locate(objs[blame])
@@ -276,11 +276,11 @@ SCHEDULED_HINT = ("let the nodes hold the job's pods together: relax a required 
                   "(node_count, or max_count when it autoscales, in the cluster's tfvars)")
 
 
-def _scheduled(pools: list[Pool], rel: str, to_place: list[tuple[dict, dict, dict, str, str]]) -> list[Problem]:
+def _scheduled(pools: list[Pool], rel: str, to_place: list[tuple[dict, dict, dict, str, str]], objects: list[dict]) -> list[Problem]:
     """The samples whose pod sets each land somewhere, all their pods placed one after another by kube-scheduler's
     own plugins on the cluster's nodes (harness.gate.scheduling): pods it places nowhere, at their pod set's template."""
     out = []
-    answers = scheduling.unplaced(pools, [job for job, *_ in to_place], [assign for _, assign, *_ in to_place])
+    answers = scheduling.unplaced(pools, [job for job, *_ in to_place], [assign for _, assign, *_ in to_place], objects)
     for (job, _, roles, head, sample), found in zip(to_place, answers):
         for s in found or []:
             where, set_name = roles.get(s["role"], (PodSetLines(), s["role"]))

@@ -51,12 +51,20 @@ class SchedulingError(HarnessError):
     pass
 
 
-def unplaced(pools: list[Pool], jobs: list[dict], assigns: list[dict[str, dict]]) -> list[list[dict]]:
+def unplaced(pools: list[Pool], jobs: list[dict], assigns: list[dict[str, dict]], objects: list[dict] = ()) -> list[list[dict]]:
     """Per job, its pod sets with pods kube-scheduler places on no node of `pools` (each job alone on the
-    nodes, its pods one after another): {role, template, pods, of, message}, the message the scheduler's
-    own ("0/N nodes are available: ..."). `assigns`: per job, what Kueue adds to each pod set's pods on
-    admission ({role: {nodeSelector, tolerations}}; roles "head", "worker NAME", "submitter")."""
+    nodes, its pods one after another, with the defaults of the LimitRanges among the cluster's `objects` in
+    its namespace): {role, template, pods, of, message}, the message the scheduler's own ("0/N nodes are
+    available: ..."). `assigns`: per job, what Kueue adds to each pod set's pods on admission
+    ({role: {nodeSelector, tolerations}}; roles "head", "worker NAME", "submitter")."""
     if not jobs:
         return []
     nodes = node_objects([p.node_spec() for p in pools if p.count > 0])
-    return helper("kubecheck").call("place", SchedulingError, objects=jobs, nodes=nodes, assign=assigns)
+    ranges = [o for o in objects if o.get("kind") == "LimitRange" and o.get("apiVersion") == "v1"]
+    related = [[o for o in ranges if _namespace(o) == _namespace(job)] for job in jobs]
+    return helper("kubecheck").call("place", SchedulingError, objects=jobs, nodes=nodes, assign=assigns, related=related)
+
+
+def _namespace(obj: dict) -> str:
+    meta = obj.get("metadata")
+    return str((meta.get("namespace") if isinstance(meta, dict) else None) or "default")

@@ -19,7 +19,7 @@ from harness.gate.sku import SKU_FILE, allocatable, sku_table
 from harness.gate.terraform import TerraformConfig, load_tfvars
 from harness.gate.render import render_repository
 from harness.core.versions import REPO_ROOT
-from tests.static.test_gate_corpus import edit
+from tests.static.test_gate_corpus import edit, write
 
 pytestmark = pytest.mark.static
 
@@ -382,6 +382,11 @@ CASES = [
     # node, on prod-eastus2's one GPU node, leave 3 Pending (the real scheduler agrees: tests/integration/test_samples_on_nodes.py).
     ("workers-anti-affine-on-one-gpu-node", "capacity-pods-scheduled", "workloads/llm-training.yaml", ("        template:", 0),
      lambda r: edit(r, "workloads/llm-training.yaml", SAMPLE_WORKER_SPEC, SAMPLE_WORKER_SPEC.replace("containers:", WORKERS_APART + "            containers:"))),
+    # The namespace's LimitRange gives the submitter (no requests of its own) 30 CPU before the scheduler sees it.
+    ("limit-range-default-outgrows-the-node", "capacity-pods-scheduled", "workloads/batch-inference.yaml", ("  submitterPodTemplate:", 0),
+     lambda r: (write(r, "base/limit-range.yaml", "apiVersion: v1\nkind: LimitRange\nmetadata: {name: defaults, namespace: ray}\n"
+                      "spec:\n  limits:\n    - {type: Container, defaultRequest: {cpu: \"30\"}, default: {cpu: \"30\"}}\n"),
+                edit(r, "base/kustomization.yaml", "resources:\n", "resources:\n  - limit-range.yaml\n"))),
     ("pod-set-more-pods-than-nodes", "capacity-pod-set-nodes", "clusters/dev-westus3/samples.yaml", ('NUM_WORKERS: "2"', 0),
      lambda r: edit(r, "clusters/dev-westus3/samples.yaml", 'NUM_WORKERS: "1"', 'NUM_WORKERS: "2"')),
 ]

@@ -45,7 +45,7 @@ type request struct {
 	// WithPods: the answer carries the pods too (the parity test creates them on a real apiserver).
 	WithPods bool `json:"with_pods,omitempty"`
 	// place: the cluster's Node objects, and per object what Kueue adds to each of its pod sets (by role: head,
-	// worker NAME, submitter).
+	// worker NAME, submitter); Related: the LimitRanges of each object's namespace.
 	Nodes  []corev1.Node             `json:"nodes,omitempty"`
 	Assign []map[string]podSetAssign `json:"assign,omitempty"`
 }
@@ -117,7 +117,11 @@ func main() {
 				if i < len(req.Assign) {
 					assign = req.Assign[i]
 				}
-				found, err := place(obj, req.Nodes, assign)
+				var related []map[string]interface{}
+				if i < len(req.Related) {
+					related = req.Related[i]
+				}
+				found, err := place(obj, req.Nodes, assign, related)
 				if err != nil {
 					resp["error"] = err.Error()
 					break

@@ -7,9 +7,10 @@ package main
 // plugins rank first and then counts for the next (its resources, its labels for (anti-)affinity and
 // spread). What it leaves unplaced would stay Pending on the cluster while Kueue holds the job's quota.
 //
-// Not simulated: other workloads, preemption, the cluster autoscaler's choice among pools (an autoscaling
-// pool is given at its max_count) and the plugins that need cluster state the gate does not have (volumes,
-// dynamic resources); their objects are checked by the gate's own rules.
+// The pods get their namespace's LimitRange defaults first, as the LimitRanger admission gives them. Not
+// simulated: other workloads, preemption, the cluster autoscaler's choice among pools (an autoscaling pool is
+// given at its max_count) and the plugins that need cluster state the gate does not have (volumes, dynamic
+// resources); their objects are checked by the gate's own rules.
 
 import (
 	"context"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	fwk "k8s.io/kube-scheduler/framework"
+	api "k8s.io/kubernetes/pkg/apis/core"
 	corev1defaults "k8s.io/kubernetes/pkg/apis/core/v1"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/latest"
@@ -79,7 +81,7 @@ func newScheduler(ctx context.Context, lister *liveLister) (framework.Framework,
 		frameworkruntime.WithSnapshotSharedLister(lister))
 }
 
-func place(obj map[string]interface{}, cluster []corev1.Node, assign map[string]podSetAssign) (out []unplaced, err error) {
+func place(obj map[string]interface{}, cluster []corev1.Node, assign map[string]podSetAssign, related []map[string]interface{}) (out []unplaced, err error) {
 	defer func() {
 		// Pods the apiserver would refuse can trip the plugins: the caller reports this only beside no such refusal.
 		if p := recover(); p != nil {
@@ -90,6 +92,10 @@ func place(obj map[string]interface{}, cluster []corev1.Node, assign map[string]
 	nodes := make([]*corev1.Node, len(cluster))
 	for i := range cluster {
 		nodes[i] = &cluster[i]
+	}
+	ns, err := namespaceOf(related)
+	if err != nil {
+		return nil, nil // the LimitRange's own check reports it
 	}
 	lister := &liveLister{cache.NewSnapshot(nil, nodes)}
 	sched, err := newScheduler(ctx, lister)
@@ -104,6 +110,7 @@ func place(obj map[string]interface{}, cluster []corev1.Node, assign map[string]
 			pod.Name = fmt.Sprintf("%s%d", pod.GenerateName, i)
 			pod.UID = types.UID(fmt.Sprintf("%s/%s", b.role, pod.Name))
 			corev1defaults.SetObjectDefaults_Pod(pod) // requests from limits, as the apiserver defaults them
+			pod = ns.defaulted(pod)
 			a := assign[b.role]
 			for k, v := range a.NodeSelector {
 				if pod.Spec.NodeSelector == nil {
@@ -187,4 +194,19 @@ func scheduleOne(ctx context.Context, sched framework.Framework, lister *liveLis
 		}
 	}
 	return scores[best].Name, ""
+}
+
+// defaulted is the pod with its namespace's LimitRange defaults, as the LimitRanger admission sets them before the
+// scheduler sees it (a container without requests gets the defaultRequest). A pod the LimitRanger refuses is
+// returned as it is: the pod check reports the refusal.
+func (ns namespaceObjects) defaulted(pod *corev1.Pod) *corev1.Pod {
+	internal := &api.Pod{}
+	if corev1defaults.Convert_v1_Pod_To_core_Pod(pod, internal, nil) != nil || ns.admitted(internal) != nil {
+		return pod
+	}
+	out := &corev1.Pod{}
+	if corev1defaults.Convert_core_Pod_To_v1_Pod(internal, out, nil) != nil {
+		return pod
+	}
+	return out
 }
