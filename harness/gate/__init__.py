@@ -9,7 +9,7 @@ from harness.gate.findings import Finding
 from harness.gate.pools import NodeSpec, Pool, cluster_nodes, node_pools
 from harness.gate.render import (ClusterRender, RenderError, build_directory, cluster_dirs, is_component,
                                  is_flux_kustomization, render_cluster, render_repository)
-from harness.gate.scheduling import node_name, node_objects
+from harness.gate.scheduling import node_objects
 from harness.gate.schema_check import kubeconform_args
 from harness.gate.schemas import CRD_SOURCES, schema_dir
 from harness.gate.sources import kustomization_dirs, parse_yaml, parse_yaml_all
@@ -19,5 +19,5 @@ from harness.gate.workloads import pod_sets, render as render_sample, sample_nam
 
 __all__ = ["CRD_SOURCES", "RULE_IDS", "TFVARS_DIR", "ClusterRender", "Finding", "FlavorCapacity", "NodeSpec", "Pool", "RenderError", "TerraformError",
            "build_directory", "cluster_dirs", "cluster_nodes", "flavor_capacities", "is_component", "is_flux_kustomization",
-           "kubeconform_args", "kustomization_dirs", "node_name", "node_objects", "node_pools", "parse_yaml", "parse_yaml_all", "pod_sets", "render_cluster",
+           "kubeconform_args", "kustomization_dirs", "node_objects", "node_pools", "parse_yaml", "parse_yaml_all", "pod_sets", "render_cluster",
            "render_repository", "render_sample", "sample_names", "schema_dir", "validate_repository"]

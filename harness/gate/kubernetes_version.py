@@ -11,20 +11,13 @@ from __future__ import annotations
 import re
 
 from harness.gate.findings import Finding
-from harness.gate.terraform import TERRAFORM_DIR, Evaluation, TerraformError, Value, variable_origin, TerraformConfig
+from harness.gate.terraform import Evaluation, TerraformConfig, TerraformError, setting_origin
 
 RULES = {
     "terraform-kubernetes-version": "each cluster's AKS kubernetes_version (and a node pool's orchestrator_version) is the Kubernetes minor "
                                     "versions.yaml pins as production, the one the gate and the harness validate with",
 }
 SETTINGS = {"azurerm_kubernetes_cluster": "kubernetes_version", "azurerm_kubernetes_cluster_node_pool": "orchestrator_version"}
-
-
-def _written_at(cfg: TerraformConfig, label: str, v: Value) -> tuple[str, int | None]:
-    """The tfvars or default line of the variable the setting is (`x = var.y`), else the setting's own line."""
-    if v.variables and v.text.strip() == f"var.{v.variables[0]}":
-        return variable_origin(cfg, v.variables[0], label if label.endswith(".tfvars") else None)[:2]
-    return v.file or TERRAFORM_DIR, v.line
 
 
 def version_findings(cfg: TerraformConfig, scopes: list[tuple[str, Evaluation]], production: str | None) -> list[Finding]:
@@ -45,7 +38,7 @@ def version_findings(cfg: TerraformConfig, scopes: list[tuple[str, Evaluation]],
                 minor = re.match(r"^(\d+\.\d+)(\.\d+)?$", str(value)) if value is not None else None
                 if value is None or (minor and minor.group(1) == production):
                     continue
-                file, line = _written_at(cfg, label, v)
+                file, line = setting_origin(cfg, v, label if label.endswith(".tfvars") else None)
                 if (file, line, str(value)) in seen:
                     continue
                 seen.add((file, line, str(value)))

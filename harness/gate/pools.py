@@ -26,8 +26,8 @@ from pathlib import Path
 from harness.gate import matching
 from harness.gate.sku import Sku, allocatable, sku_table
 from harness.gate.sources import as_list, as_map, as_maps
-from harness.gate.terraform import (TFVARS_DIR, Block, Body, TerraformConfig, TerraformError, Value, load_tfvars, provider_version,
-                                    variable_origin)
+from harness.gate.terraform import (TFVARS_DIR, Block, Body, TerraformConfig, TerraformError, Value, deciding_variable, load_tfvars,
+                                    provider_version, setting_origin, variable_origin)
 
 SYSTEM_TAINT = "CriticalAddonsOnly=true:NoSchedule"
 SPOT_LABEL = "kubernetes.azure.com/scalesetpriority"
@@ -205,21 +205,9 @@ class _Builder:
                     return value
         return None
 
-    @staticmethod
-    def deciding_variable(v: Value | None, meta: bool = False) -> str | None:
-        """The variable whose value a setting is: `x = var.y`, or a count / for_each decided by one variable alone."""
-        if v is None or not v.variables:
-            return None
-        if v.text.strip() == f"var.{v.variables[0]}" or (meta and len(set(v.refs)) == 1):
-            return v.variables[0]
-        return None
-
     def where(self, block: Block, v: Value | None, meta: bool = False) -> tuple[str, int | None]:
         """Where a setting gets its value: the tfvars or default line of the variable it is, else its own line."""
-        name = None if v is None or v.error else self.deciding_variable(v, meta)
-        if name:
-            return variable_origin(self.cfg, name, self.tfvars_rel)[:2]
-        return (v.file, v.line) if v is not None else (block.file, None)
+        return setting_origin(self.cfg, v, self.tfvars_rel, meta) if v is not None else (block.file, None)
 
     def value(self, block: Block, v: Value | None, attr: str, default=None):
         """A setting's value as Terraform evaluates it; PoolSettingError naming where it is written otherwise."""
@@ -239,7 +227,7 @@ class _Builder:
         return int(value)
 
     def origin(self, block: Block, attr: str, v: Value | None, default=None) -> Origin:
-        name = self.deciding_variable(v, attr in ("count", "for_each"))
+        name = deciding_variable(v, attr in ("count", "for_each"))
         if name:
             file, line, _ = variable_origin(self.cfg, name, self.tfvars_rel)
             return Origin(file, line, f"{name} = {self.ev.variable(name)}")

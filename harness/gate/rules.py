@@ -20,7 +20,8 @@ from harness.gate.findings import Finding
 from harness.gate.kustomize_warnings import reachable
 from harness.gate.origin import line_at
 from harness.gate.render import Build, ClusterRender, is_flux_kustomization
-from harness.gate.sources import SourceError, Sources, as_list, as_map, as_maps, load_yaml, name_key, reachable_dirs, resource_id
+from harness.gate.sources import (SourceError, Sources, as_list, as_map, as_maps, in_namespace_of, load_yaml, name_key, reachable_dirs,
+                                  resource_id)
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -284,9 +285,7 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
         ctx.sample_entries[id(job)] = (samples_file, entry_line)
         ctx.sample_vars[id(job)] = {str(k): (samples_file, line_at(root, samples_file, None, [i, "vars", k]) or entry_line)
                                     for k in as_map(e.get("vars"))}
-        job_ns = as_map(job.get("metadata")).get("namespace", "default")
-        ctx.sample_related[id(job)] = [o for o in objects if o.get("kind") in ("LimitRange", "ResourceQuota")
-                                       and as_map(o.get("metadata")).get("namespace") == job_ns]
+        ctx.sample_related[id(job)] = in_namespace_of(job, objects)
         spec = as_map(job.get("spec"))
         if spec.get("suspend") is not True:
             out.append(ctx.finding(job, None, "sample-suspend", "spec.suspend is not true: the RayJob would start before Kueue admits it",

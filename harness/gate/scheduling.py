@@ -12,6 +12,7 @@ from decimal import Decimal
 from harness.core import HarnessError
 from harness.gate.helper import helper
 from harness.gate.pools import NodeSpec, Pool
+from harness.gate.sources import in_namespace_of
 
 
 def node_name(pool: str, index: int) -> str:
@@ -60,11 +61,5 @@ def unplaced(pools: list[Pool], jobs: list[dict], assigns: list[dict[str, dict]]
     if not jobs:
         return []
     nodes = node_objects([p.node_spec() for p in pools if p.count > 0])
-    ranges = [o for o in objects if o.get("kind") == "LimitRange" and o.get("apiVersion") == "v1"]
-    related = [[o for o in ranges if _namespace(o) == _namespace(job)] for job in jobs]
+    related = [in_namespace_of(job, objects, ("LimitRange",)) for job in jobs]
     return helper("kubecheck").call("place", SchedulingError, objects=jobs, nodes=nodes, assign=assigns, related=related)
-
-
-def _namespace(obj: dict) -> str:
-    meta = obj.get("metadata")
-    return str((meta.get("namespace") if isinstance(meta, dict) else None) or "default")

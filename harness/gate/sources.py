@@ -78,6 +78,13 @@ def strip_lines(value):
     return value
 
 
+def in_namespace_of(obj: dict, objects: list[dict], kinds: tuple[str, ...] = ("LimitRange", "ResourceQuota")) -> list[dict]:
+    """The objects of `kinds` in `obj`'s namespace (default when it names none): by default what the apiserver's
+    admission of its pods reads there, the LimitRanges and ResourceQuotas."""
+    ns = as_map(obj.get("metadata")).get("namespace", "default")
+    return [o for o in objects if o.get("kind") in kinds and as_map(o.get("metadata")).get("namespace") == ns]
+
+
 def resource_id(obj: dict) -> str:
     meta = as_map(obj.get("metadata"))
     name = meta.get("name") or (f"{meta['generateName']}*" if isinstance(meta.get("generateName"), str) else "?")

@@ -303,6 +303,23 @@ def _repo_of(path: Path) -> Path:
 
 
 # -- Where a value is written (for findings that name the file and line of a setting) ------------
+def deciding_variable(v: Value | None, meta: bool = False) -> str | None:
+    """The variable whose value a setting is: `x = var.y`, or (`meta`) a count / for_each decided by one variable alone."""
+    if v is None or not v.variables:
+        return None
+    if v.text.strip() == f"var.{v.variables[0]}" or (meta and len(set(v.refs)) == 1):
+        return v.variables[0]
+    return None
+
+
+def setting_origin(cfg: TerraformConfig, v: Value, tfvars_rel: str | None, meta: bool = False) -> tuple[str, int | None]:
+    """Where a setting gets its value: the tfvars or default line of the variable it is, else its own line."""
+    name = None if v.error else deciding_variable(v, meta)
+    if name:
+        return variable_origin(cfg, name, tfvars_rel)[:2]
+    return v.file or TERRAFORM_DIR, v.line
+
+
 def variable_origin(cfg: TerraformConfig, name: str, tfvars_rel: str | None) -> tuple[str, int | None, bool]:
     """(file, line, set_in_tfvars) where variable `name` gets its value: the tfvars line that sets
     it, else the `default` line of its declaration."""

@@ -87,7 +87,6 @@ def test_unplaced_offline_is_pending_on_the_real_scheduler(tmp_path, layout, que
     nodes(root, cluster)
     entry = next(e for c, _, e in ENTRIES if c == cluster and e["sample"] == "llm-training")
     _, job = render_entry({**entry, "vars": {**(entry.get("vars") or {}), "JOB_NAME": "apart"}}, root)
-    expected = sum(count for _, count, _ in pod_sets(job))
     queues.submit(job)
     queues.wait_admitted("apart")
 
@@ -100,4 +99,3 @@ def test_unplaced_offline_is_pending_on_the_real_scheduler(tmp_path, layout, que
     pods = queues.wait_pods("apart", settled, "the 4 workers each bound or Unschedulable")
     workers = [p for p in pods if (p["metadata"].get("labels") or {}).get("ray.io/group") == "gpu-workers"]
     assert sum(not p["spec"].get("nodeName") for p in workers) == unplaced, [(p["metadata"]["name"], p["spec"].get("nodeName")) for p in workers]
-    assert expected >= len(workers)

@@ -111,24 +111,11 @@ func main() {
 			}
 			resp["answer"] = results
 		case "place":
-			answers := make([][]unplaced, len(req.Objects))
-			for i, obj := range req.Objects {
-				var assign map[string]podSetAssign
-				if i < len(req.Assign) {
-					assign = req.Assign[i]
-				}
-				var related []map[string]interface{}
-				if i < len(req.Related) {
-					related = req.Related[i]
-				}
-				found, err := place(obj, req.Nodes, assign, related)
-				if err != nil {
-					resp["error"] = err.Error()
-					break
-				}
-				answers[i] = append([]unplaced{}, found...)
+			if answers, err := placeAll(req); err != nil {
+				resp["error"] = err.Error()
+			} else {
+				resp["answer"] = answers
 			}
-			resp["answer"] = answers
 		default:
 			resp["error"] = fmt.Sprintf("unknown op %q", req.Op)
 		}

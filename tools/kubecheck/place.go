@@ -81,6 +81,27 @@ func newScheduler(ctx context.Context, lister *liveLister) (framework.Framework,
 		frameworkruntime.WithSnapshotSharedLister(lister))
 }
 
+// placeAll places each object of a `place` request with its own assignments and namespace objects.
+func placeAll(req request) ([][]unplaced, error) {
+	answers := make([][]unplaced, len(req.Objects))
+	for i, obj := range req.Objects {
+		var assign map[string]podSetAssign
+		if i < len(req.Assign) {
+			assign = req.Assign[i]
+		}
+		var related []map[string]interface{}
+		if i < len(req.Related) {
+			related = req.Related[i]
+		}
+		found, err := place(obj, req.Nodes, assign, related)
+		if err != nil {
+			return nil, err
+		}
+		answers[i] = append([]unplaced{}, found...) // [] rather than null for a job placed in full
+	}
+	return answers, nil
+}
+
 func place(obj map[string]interface{}, cluster []corev1.Node, assign map[string]podSetAssign, related []map[string]interface{}) (out []unplaced, err error) {
 	defer func() {
 		// Pods the apiserver would refuse can trip the plugins: the caller reports this only beside no such refusal.
