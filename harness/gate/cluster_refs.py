@@ -14,7 +14,7 @@ to 1 MiB by the apiserver's validation. Names, labels and annotations (lengths, 
 (schema_check: api-validation).
 
 The sample RayJobs (clusters/<name>/samples.yaml) are checked in harness.gate.sample_admission;
-`pod_templates` and `ClusterIndex` are shared with it; lines come from harness.gate.origin.
+`ClusterIndex` and the key check are shared with it (what pod templates name: harness.gate.pod_refs); lines come from harness.gate.origin.
 """
 from __future__ import annotations
 
@@ -27,13 +27,15 @@ from pathlib import Path
 from harness.gate.findings import Finding
 from harness.gate.origin import dotted, line_at
 from harness.gate.render import Build, ClusterRender, is_flux_kustomization
+from harness.gate.pod_refs import optional_ref, pod_key_refs, pod_spec_refs, pod_templates
 from harness.gate.sources import as_list, as_map, as_maps, name_key
 
 RULES = {
     "namespace-missing": "every namespaced object's namespace is created by the cluster's set (a Namespace, a HelmRelease "
                          "with install.createNamespace) or always exists (default, kube-*, flux-system)",
-    "object-ref": "every ServiceAccount, ConfigMap, Secret and PersistentVolumeClaim a Flux object or a pod template names exists in "
-                  "the cluster's set (or in cluster-vars.example.yaml, which Terraform writes); a sample's ServiceAccount and claims too",
+    "object-ref": "every ServiceAccount, ConfigMap, Secret, PersistentVolumeClaim and RuntimeClass a Flux object or a pod template names "
+                  "exists in the cluster's set (or in cluster-vars.example.yaml, which Terraform writes), with every key it names; a "
+                  "sample's ServiceAccount, claims, RuntimeClass and keys of the set's ConfigMaps and Secrets too",
     "flux-health-check": "every object a Flux Kustomization's healthChecks wait for is applied by the cluster's set, when the "
                          "repository renders objects of that kind (else the layer never becomes Ready and its dependents never apply)",
     "priority-class": "every PriorityClass a pod template names is defined by the cluster (or built in)",
@@ -59,42 +61,13 @@ MAX_OBJECT_BYTES = 3 * 512 * 1024  # 1.5 MiB: etcd --max-request-bytes default
 MAX_DATA_BYTES = 1024 * 1024  # core.MaxSecretSize, also the ConfigMap limit
 REF_HINT = ("add the {kind} to the layer that applies this object (a ConfigMap Terraform writes: to cluster-vars.example.yaml "
             "and terraform/), fix the name, or mark the reference optional")
-WORKLOAD_KINDS = {"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "ReplicationController"}
+RUNTIME_CLASS_HINT = ("add the RuntimeClass (node.k8s.io/v1) to the layer that applies this object, or drop runtimeClassName: AKS "
+                      "runs pods without one on its default containerd runtime, GPU nodes included")
+KEY_HINT = "use one of the {kind}'s keys, add the key to the {kind}, or mark the reference optional"
+
 
 
 # -- Shared helpers -------------------------------------------------------------------------------
-def pod_templates(obj: dict) -> list[tuple[list, dict]]:
-    """(field path, pod spec) of every pod template of a workload, a CronJob or a KubeRay object."""
-    kind, spec = obj.get("kind"), as_map(obj.get("spec"))
-    if kind == "Pod":
-        return [(["spec"], spec)]
-    if kind in WORKLOAD_KINDS:
-        return [(["spec", "template", "spec"], as_map(as_map(spec.get("template")).get("spec")))]
-    if kind == "CronJob":
-        job = as_map(as_map(spec.get("jobTemplate")).get("spec"))
-        return [(["spec", "jobTemplate", "spec", "template", "spec"], as_map(as_map(job.get("template")).get("spec")))]
-
-    def ray_cluster(path: list, cluster: dict) -> list[tuple[list, dict]]:
-        head = as_map(as_map(as_map(cluster.get("headGroupSpec")).get("template")).get("spec"))
-        out = [([*path, "headGroupSpec", "template", "spec"], head)]
-        for i, group in enumerate(as_list(cluster.get("workerGroupSpecs"))):
-            out.append(([*path, "workerGroupSpecs", i, "template", "spec"], as_map(as_map(as_map(group).get("template")).get("spec"))))
-        return out
-
-    if not str(obj.get("apiVersion", "")).startswith("ray.io/"):
-        return []
-    if kind == "RayCluster":
-        return ray_cluster(["spec"], spec)
-    if kind == "RayService":
-        return ray_cluster(["spec", "rayClusterConfig"], as_map(spec.get("rayClusterConfig")))
-    if kind == "RayJob":
-        out = ray_cluster(["spec", "rayClusterSpec"], as_map(spec.get("rayClusterSpec")))
-        if spec.get("submitterPodTemplate") is not None:
-            out.append((["spec", "submitterPodTemplate", "spec"], as_map(as_map(spec.get("submitterPodTemplate")).get("spec"))))
-        return out
-    return []
-
-
 def kind_key(obj: dict) -> tuple[str, str | None, str]:
     meta = as_map(obj.get("metadata"))
     ns = meta.get("namespace")
@@ -109,7 +82,7 @@ class ClusterIndex:
     named: dict[tuple, tuple[Build, dict]] = field(default_factory=dict)  # (kind, namespace, name) -> first (build, object)
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> labels the Namespace carries
     cluster_scoped: set[str] = field(default_factory=set)
-    external: set[tuple] = field(default_factory=set)  # (kind, namespace, name) created outside the repository
+    external: dict[tuple, dict] = field(default_factory=dict)  # (kind, namespace, name) -> object created outside the repository
     complete: bool = True  # every layer rendered; else what a failed one applies is unknown
 
     @classmethod
@@ -131,7 +104,7 @@ class ClusterIndex:
             elif kind == "CustomResourceDefinition" and spec.get("scope") == "Cluster":
                 index.cluster_scoped.add(name_key(as_map(spec.get("names")).get("kind")))
         for source in cluster.variables:
-            index.external.add(kind_key(source))
+            index.external.setdefault(kind_key(source), source)
         return index
 
     def has(self, kind: str, namespace: str | None, name) -> bool:
@@ -141,6 +114,15 @@ class ClusterIndex:
         if kind == "ServiceAccount" and name == "default":
             return namespace in self.namespaces
         return kind == "PriorityClass" and name_key(name) in BUILTIN_PRIORITY_CLASSES
+
+    def keys_of(self, kind: str, namespace: str | None, name) -> set[str] | None:
+        """The keys of a ConfigMap (data, binaryData) or Secret (data, stringData) of the cluster; None when it is not known."""
+        key = (kind, namespace, name_key(name))
+        obj = self.named[key][1] if key in self.named else self.external.get(key)
+        if obj is None:
+            return None
+        fields = ("data", "binaryData") if kind == "ConfigMap" else ("data", "stringData")
+        return {str(k) for f in fields for k in as_map(obj.get(f))}
 
     def of_kind(self, kind: str) -> list[tuple[Build, dict]]:
         return [(b, o) for b, o in self.objects if o.get("kind") == kind]
@@ -162,44 +144,16 @@ class ClusterIndex:
 
 
 # -- References -----------------------------------------------------------------------------------
-def _optional_ref(path: list, ref, default_kind: str | None = None) -> list[tuple[list, str, object]]:
-    ref = as_map(ref)
-    if not ref or ref.get("optional") is True or "name" not in ref:
-        return []
-    kind = ref.get("kind", default_kind)
-    return [([*path, "name"], kind, ref["name"])] if kind in ("ConfigMap", "Secret") else []
-
-
-def pod_spec_refs(path: list, pod: dict) -> list[tuple[list, str, object]]:
-    """(field path, kind, name) of the ServiceAccount, ConfigMaps, Secrets and PersistentVolumeClaims a pod spec needs to
-    start (the scheduler places no pod whose claim does not exist)."""
-    out = []
-    for field_name in ("serviceAccountName", "serviceAccount"):
-        if pod.get(field_name):
-            out.append(([*path, field_name], "ServiceAccount", pod[field_name]))
-            break
-    for i, vol in enumerate(as_maps(pod.get("volumes"))):
-        at = [*path, "volumes", i]
-        out += _optional_ref([*at, "configMap"], vol.get("configMap"), "ConfigMap")
-        secret = as_map(vol.get("secret"))
-        if secret.get("secretName") and secret.get("optional") is not True:
-            out.append(([*at, "secret", "secretName"], "Secret", secret["secretName"]))
-        claim = as_map(vol.get("persistentVolumeClaim")).get("claimName")
-        if claim:
-            out.append(([*at, "persistentVolumeClaim", "claimName"], "PersistentVolumeClaim", claim))
-        for j, src in enumerate(as_maps(as_map(vol.get("projected")).get("sources"))):
-            out += _optional_ref([*at, "projected", "sources", j, "configMap"], src.get("configMap"), "ConfigMap")
-            out += _optional_ref([*at, "projected", "sources", j, "secret"], src.get("secret"), "Secret")
-    for group in ("initContainers", "containers"):
-        for i, c in enumerate(as_maps(pod.get(group))):
-            for j, env in enumerate(as_maps(c.get("env"))):
-                source, at = as_map(env.get("valueFrom")), [*path, group, i, "env", j, "valueFrom"]
-                out += _optional_ref([*at, "configMapKeyRef"], source.get("configMapKeyRef"), "ConfigMap")
-                out += _optional_ref([*at, "secretKeyRef"], source.get("secretKeyRef"), "Secret")
-            for j, env in enumerate(as_maps(c.get("envFrom"))):
-                out += _optional_ref([*path, group, i, "envFrom", j, "configMapRef"], env.get("configMapRef"), "ConfigMap")
-                out += _optional_ref([*path, group, i, "envFrom", j, "secretRef"], env.get("secretRef"), "Secret")
-    return out
+def missing_key(index: ClusterIndex, namespace: str, ref: tuple[list, str, object, object]) -> str | None:
+    """The message for a key reference of `pod_key_refs` whose ConfigMap or Secret the cluster has without that key."""
+    path, kind, name, key = ref
+    keys = index.keys_of(kind, namespace, name)
+    if keys is None or str(key) in keys:
+        return None
+    effect = ("the kubelet cannot mount the volume, so the pod stays ContainerCreating" if "volumes" in path
+              else "the kubelet cannot start the container (CreateContainerConfigError)")
+    return (f"{dotted(path)} names key {key!r} of {kind} {namespace}/{name}, which has only {', '.join(sorted(keys)) or 'no key'}: "
+            f"{effect}")
 
 
 def _flux_refs(obj: dict) -> list[tuple[list, str, object]]:
@@ -209,15 +163,15 @@ def _flux_refs(obj: dict) -> list[tuple[list, str, object]]:
         if spec.get("serviceAccountName"):
             out.append((["spec", "serviceAccountName"], "ServiceAccount", spec["serviceAccountName"]))
         for parent in ("kubeConfig", "decryption"):
-            out += _optional_ref(["spec", parent, "secretRef"], as_map(spec.get(parent)).get("secretRef"), "Secret")
+            out += optional_ref(["spec", parent, "secretRef"], as_map(spec.get(parent)).get("secretRef"), "Secret")
         for i, ref in enumerate(as_list(as_map(spec.get("postBuild")).get("substituteFrom"))):
-            out += _optional_ref(["spec", "postBuild", "substituteFrom", i], ref)
+            out += optional_ref(["spec", "postBuild", "substituteFrom", i], ref)
         for i, ref in enumerate(as_list(spec.get("valuesFrom"))):
-            out += _optional_ref(["spec", "valuesFrom", i], ref)
+            out += optional_ref(["spec", "valuesFrom", i], ref)
     elif api.startswith("source.toolkit.fluxcd.io/"):
         for name in ("secretRef", "certSecretRef", "proxySecretRef"):
-            out += _optional_ref(["spec", name], spec.get(name), "Secret")
-        out += _optional_ref(["spec", "verify", "secretRef"], as_map(spec.get("verify")).get("secretRef"), "Secret")
+            out += optional_ref(["spec", name], spec.get(name), "Secret")
+        out += optional_ref(["spec", "verify", "secretRef"], as_map(spec.get("verify")).get("secretRef"), "Secret")
         if spec.get("serviceAccountName"):
             out.append((["spec", "serviceAccountName"], "ServiceAccount", spec["serviceAccountName"]))
     return out
@@ -246,10 +200,15 @@ def _reference_rules(ctx, root: Path, index: ClusterIndex) -> list[Finding]:
         else:  # a layer did not render: only references into what the repository does not render are known
             refs = [r for r in refs if r[1] != "ServiceAccount"]
         for path, ref_kind, ref_name in refs:
-            if not index.has(ref_kind, ns or "default", ref_name):
+            ref_ns = None if ref_kind in index.cluster_scoped else ns or "default"
+            if not index.has(ref_kind, ref_ns, ref_name):
                 out.append(finding_at(ctx, root, o, build, path, "object-ref",
-                                      f"{dotted(path)} names {ref_kind} {ns or 'default'}/{ref_name}, which the cluster does not have",
-                                      REF_HINT.format(kind=ref_kind), cluster=name))
+                                      f"{dotted(path)} names {ref_kind} {f'{ref_ns}/' if ref_ns else ''}{ref_name}, which the cluster does not have",
+                                      RUNTIME_CLASS_HINT if ref_kind == "RuntimeClass" else REF_HINT.format(kind=ref_kind), cluster=name))
+        for ref in [r for path, pod in pod_templates(o) for r in pod_key_refs(path, pod)] if index.complete else []:
+            message = missing_key(index, ns or "default", ref)
+            if message:
+                out.append(finding_at(ctx, root, o, build, ref[0], "object-ref", message, KEY_HINT.format(kind=ref[1]), cluster=name))
         for path, pod in pod_templates(o) if index.complete else []:
             pc = pod.get("priorityClassName")
             if pc and not index.has("PriorityClass", None, pc):

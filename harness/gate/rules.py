@@ -304,6 +304,15 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
             continue  # a layer did not render (its own finding says why): the cluster's queues are unknown
         ns = as_map(job.get("metadata")).get("namespace", "default")
         qname = as_map(as_map(job.get("metadata")).get("labels")).get(QUEUE_LABEL)
+        if qname is None and (name_key(ns), "default") in lqs and isinstance(meta := job.get("metadata"), dict):
+            # Kueue's RayJob webhook labels it with its namespace's LocalQueue "default" (LocalQueueDefaulting, GA in 0.17)
+            meta["labels"], qname = {**as_map(meta.get("labels")), QUEUE_LABEL: "default"}, "default"
+        if qname is None:  # Kueue manages no job without it (manageJobsWithoutQueueName aside): suspended, it never starts
+            out.append(ctx.finding(job, None, "sample-queue", f"has no label {QUEUE_LABEL} and namespace {ns} has no LocalQueue "
+                                   "named default (which Kueue's webhook would put there): Kueue never admits it, and with spec.suspend: "
+                                   "true it never starts", f"add metadata.labels {QUEUE_LABEL}: ${{QUEUE_NAME}} "
+                                   "(scripts/submit-workload fills it from samples.yaml `queue`)", file=wfile, context=where, field="metadata.labels"))
+            continue
         lq = lqs.get((name_key(ns), name_key(qname)))
         reference = f"sample {sample} ({samples_file}:{entry_line}) queue {ns}/{qname}"
         if lq is None and (ctx.renamed("LocalQueue", qname, {n for (lns, n) in lqs if lns == ns}, reference)

@@ -9,8 +9,9 @@ each finding points at the sample's entry line and names the queue object's file
 - the ClusterQueue or LocalQueue is stopped (spec.stopPolicy Hold or HoldAndDrain);
 - the RayJob names a WorkloadPriorityClass (label kueue.x-k8s.io/priority-class) or its pods a
   PriorityClass that the cluster does not define (Kueue fails to create the Workload);
-- its pods name a ServiceAccount the namespace does not have (the apiserver refuses the pods), or mount a
-  PersistentVolumeClaim it does not have (the scheduler places none of them).
+- its pods name a ServiceAccount the namespace does not have or a RuntimeClass the cluster does not have (the
+  apiserver refuses the pods), mount a PersistentVolumeClaim it does not have (the scheduler places none of them),
+  or name a key that a ConfigMap or Secret of the cluster's set does not have (the kubelet cannot start them).
 Per cluster: a ClusterQueue no LocalQueue points at (warning), and the Kueue HelmRelease's manager
 configuration (harness.gate.kueue_manager: the manager refuses it, or it leaves out ray.io/rayjob).
 
@@ -23,11 +24,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from harness.gate import kueue_manager, matching
-from harness.gate.cluster_refs import ClusterIndex, pod_spec_refs, pod_templates, size_problems
+from harness.gate.cluster_refs import KEY_HINT, RUNTIME_CLASS_HINT, ClusterIndex, missing_key, size_problems
+from harness.gate.pod_refs import pod_key_refs, pod_spec_refs, pod_templates
 from harness.gate.origin import dotted, line_at
 from harness.gate.findings import Finding
 from harness.gate.render import ClusterRender
 from harness.gate.sources import as_list, as_map, as_maps, name_key, resource_id
+from harness.gate.workloads import WORKLOADS_DIR
 
 RULES = {
     "queue-namespace-selector": "a sample's ClusterQueue selects the namespace of its LocalQueue (namespaceSelector against the Namespace's labels)",
@@ -65,7 +68,8 @@ def _where(ctx, root: Path, build, obj: dict, path: list | None = None) -> str:
     return f"{f.file}:{line_at(root, f.file, f.line, path)}" if path and f.line else f.location()
 
 
-def _sample_rules(ctx, root: Path, index: ClusterIndex, samples_file: str, line: int | None, sample: str, job: dict) -> list[Finding]:
+def _sample_rules(ctx, root: Path, index: ClusterIndex, samples_file: str, line: int | None, sample: str, job: dict,
+                  keys: dict[tuple, list[Finding]]) -> list[Finding]:
     meta = as_map(job.get("metadata"))
     ns = name_key(meta.get("namespace", "default"))
     queue = as_map(meta.get("labels")).get(QUEUE_LABEL)
@@ -87,8 +91,14 @@ def _sample_rules(ctx, root: Path, index: ClusterIndex, samples_file: str, line:
         if pc and not index.has("PriorityClass", None, pc):
             missing.setdefault(("PriorityClass", name_key(pc)), []).append(f"{dotted(path)}.priorityClassName")
         for where, kind, name in pod_spec_refs(path, pod):
-            if kind in ("ServiceAccount", "PersistentVolumeClaim") and not index.has(kind, ns, name):
+            if kind in ("ServiceAccount", "PersistentVolumeClaim", "RuntimeClass") and not index.has(kind, None if kind == "RuntimeClass" else ns, name):
                 missing.setdefault((kind, name_key(name)), []).append(dotted(where))
+        for ref in pod_key_refs(path, pod):  # of the set's ConfigMaps and Secrets; others are created with the job
+            message = missing_key(index, ns, ref)
+            if message:  # at the workload's line that names the key; admission_rules folds those naming the same key
+                keys.setdefault((ref[1], ns, name_key(ref[2]), str(ref[3])), []).append(
+                    ctx.finding(job, None, "object-ref", f"{message}; the admitted job holds its quota", KEY_HINT.format(kind=ref[1]),
+                                file=f"{WORKLOADS_DIR}/{sample}.yaml", context=context, field=dotted(ref[0])))
     accounts = {n for (k, kns, n) in index.named if k == "ServiceAccount" and kns == ns}
     reference = lambda name: f"sample {sample} ({samples_file}:{line}) serviceAccountName {ns}/{name}"  # noqa: E731
     missing = {(kind, name): fields for (kind, name), fields in missing.items()
@@ -100,6 +110,9 @@ def _sample_rules(ctx, root: Path, index: ClusterIndex, samples_file: str, line:
             finding("sample-priority-class", f"{', '.join(fields)} {name!r} is not a PriorityClass of cluster {index.cluster.name}: "
                     "Kueue cannot create its Workload and the apiserver refuses its pods",
                     f"use the label {PRIORITY_LABEL} with a WorkloadPriorityClass instead, or define the PriorityClass")
+        elif kind == "RuntimeClass":
+            finding("object-ref", f"{', '.join(fields)} names RuntimeClass {name}, which the cluster does not have: the apiserver's "
+                    "RuntimeClass admission refuses the job's pods, and the admitted job holds its quota", RUNTIME_CLASS_HINT)
         elif kind == "PersistentVolumeClaim":
             finding("object-ref", f"{', '.join(fields)} names PersistentVolumeClaim {ns}/{name}, which the cluster does not have: "
                     "the scheduler places none of the pods that mount it, and the admitted job holds its quota",
@@ -175,6 +188,11 @@ def admission_rules(ctx, root: Path, cluster: ClusterRender, samples: list[tuple
     if not index.complete:
         return out  # a layer did not render (kustomize-build says why): what it would apply is unknown
     out += _unreachable(ctx, index)
+    keys: dict[tuple, list[Finding]] = {}  # (kind, namespace, name, key) missing -> the findings of the references naming it
     for sample, job, line in samples:
-        out += _sample_rules(ctx, root, index, samples_file, line, sample, job)
+        out += _sample_rules(ctx, root, index, samples_file, line, sample, job, keys)
+    for same in keys.values():  # one key missing (often renamed in the ConfigMap): one finding, at the first reference
+        same.sort()
+        others = ", ".join(f"{f.file}:{f.line}" for f in same[1:])
+        out.append(replace(same[0], message=same[0].message + (f"; {len(same) - 1} more reference(s) name it: {others}" if others else "")))
     return out

@@ -187,6 +187,20 @@ CORPUS = [
      lambda r: edit(r, "base/namespace.yaml", "  name: ray\n", "  name: ray\n  labels:\n    team: ML Platform\n"), 6),
     ("configmap-key-with-space", "api-validation", SA, lambda r: edit(r, SA, "  AZURE_STORAGE_ACCOUNT_NAME:", "  AZURE STORAGE:"), 18),
     # Samples that can never be admitted (harness/gate/sample_admission.py): at the samples.yaml entry.
+    # A RuntimeClass no layer creates: the RuntimeClass admission refuses the pods of the admitted job.
+    ("sample-runtime-class-missing", "object-ref", f"{PROD}/samples.yaml",
+     lambda r: edit(r, "workloads/batch-inference.yaml", "            serviceAccountName: ray-workload\n",
+                    "            serviceAccountName: ray-workload\n            runtimeClassName: nvidia\n"), 10),
+    ("pod-runtime-class-missing", "object-ref", SA, lambda r: append(r, SA, JOB_WITH.format(extra="      runtimeClassName: kata\n")), 32),
+    # A key the set's ConfigMap does not have: the kubelet cannot start the container (at the key's line, once per key).
+    ("sample-configmap-key-typo", "object-ref", "workloads/batch-inference.yaml",
+     lambda r: edit(r, "workloads/batch-inference.yaml", "key: AZURE_STORAGE_ACCOUNT_NAME}", "key: AZURE_STORAGE_ACCOUNT}"), 56),
+    ("pod-configmap-key-missing", "object-ref", SA,
+     lambda r: append(r, SA, JOB_WITH.format(extra="          env:\n            - name: ACCOUNT\n              valueFrom:\n"
+                                                   "                configMapKeyRef: {name: ray-storage, key: ACCOUNT}\n")), 35),
+    # No queue label and no LocalQueue "default" in the namespace for Kueue's webhook to put there.
+    ("sample-without-queue-label", "sample-queue", "workloads/batch-inference.yaml",
+     lambda r: edit(r, "workloads/batch-inference.yaml", "    kueue.x-k8s.io/queue-name: ${QUEUE_NAME}\n", "    team: ${QUEUE_NAME}\n"), 10),
     ("sample-service-account-missing", "object-ref", f"{PROD}/samples.yaml",
      lambda r: edit(r, "workloads/llm-training.yaml", "serviceAccountName: ray-workload", "serviceAccountName: ray-worker"), 7),
     ("unknown-workload-priority", "sample-priority-class", f"{PROD}/samples.yaml",
@@ -486,5 +500,32 @@ def test_pods_the_apiserver_refuses_are_not_also_unplaced(repo_copy):
 
 def test_a_kubernetes_patch_of_the_pinned_minor_is_clean(repo_copy):
     append(repo_copy, "terraform/clusters/prod-eastus2.tfvars", 'kubernetes_version = "1.35.2"\n')
+    report = validate_repository(repo_copy)
+    assert report.findings == [], "\n".join(f.text() for f in report.findings)
+
+
+def test_a_sample_without_queue_label_goes_to_the_default_local_queue(repo_copy):
+    """Kueue's RayJob webhook labels a job without kueue.x-k8s.io/queue-name with its namespace's LocalQueue
+    "default" (LocalQueueDefaulting, GA in 0.17): dev-westus3 has one, prod-eastus2 has not."""
+    edit(repo_copy, "workloads/batch-inference.yaml", "    kueue.x-k8s.io/queue-name: ${QUEUE_NAME}\n", "    team: ${QUEUE_NAME}\n")
+    edit(repo_copy, f"{PROD}/samples.yaml", "- sample: batch-inference\n  queue: team-b\n", "")
+    report = validate_repository(repo_copy)
+    assert report.findings == [], "\n".join(f.text() for f in report.findings)
+    # On dev-westus3 it is judged on that queue: too large for it, it fails as a labelled sample would.
+    for field in ("requests", "limits"):
+        edit(repo_copy, "workloads/batch-inference.yaml", f'{field}: {{cpu: "12", memory: 80Gi, nvidia.com/gpu: "1"}}',
+             f'{field}: {{cpu: "12", memory: 80Gi, nvidia.com/gpu: "2"}}')
+    assert "sample-fits" in {f.rule for f in validate_repository(repo_copy).findings}
+
+
+def test_a_runtime_class_and_config_map_keys_of_the_set_are_clean(repo_copy):
+    write(repo_copy, "base/runtime-class.yaml", "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata:\n  name: nvidia\nhandler: nvidia\n")
+    edit(repo_copy, "base/kustomization.yaml", "resources:\n", "resources:\n  - runtime-class.yaml\n")
+    edit(repo_copy, "workloads/batch-inference.yaml", "            serviceAccountName: ray-workload\n",
+         "            serviceAccountName: ray-workload\n            runtimeClassName: nvidia\n")
+    edit(repo_copy, "workloads/batch-inference.yaml", "              configMap: {name: batch-inference-scripts}",
+         "              configMap: {name: ray-storage, items: [{key: AZURE_STORAGE_ACCOUNT_NAME, path: account}]}")
+    append(repo_copy, SA, JOB_WITH.format(extra="          env:\n            - name: OPTIONAL\n              valueFrom:\n"
+                                                "                configMapKeyRef: {name: ray-storage, key: NOT_THERE, optional: true}\n"))
     report = validate_repository(repo_copy)
     assert report.findings == [], "\n".join(f.text() for f in report.findings)
