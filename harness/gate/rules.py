@@ -330,7 +330,7 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
             elif "queue" in e:  # the entry's queue fills the label
                 out.append(Finding(samples_file, line_at(root, samples_file, None, [i, "queue"]), resource_id(job), "sample-queue", *text, where))
             else:
-                out.append(ctx.finding(job, None, "sample-queue", *text, file=wfile, context=where, field=f"metadata.labels.{QUEUE_LABEL}"))
+                out.append(ctx.finding(job, None, "sample-queue", *text, file=wfile, context=where, field=f"metadata.labels[{QUEUE_LABEL}]"))
             continue
         cq = cqs.get(name_key(as_map(lq.get("spec")).get("clusterQueue")))
         if cq:

@@ -38,6 +38,7 @@ STAGE_RULES = {
     "controller": "kuberay-validation",  # what KubeRay's RayJob controller validates before it acts
     "scheduler": "kueue-inadmissible",  # what Kueue's scheduler checks of the job's Workload before it looks for quota
     "pod": "pod-validation",  # the apiserver's validation of the pods KubeRay creates once Kueue admits the job (tools/kubecheck)
+    "security": "pod-security",  # the PodSecurity admission of those pods by their namespace's level (tools/kubecheck)
     "quota": "resource-quota",  # the ResourceQuota admission of those pods in their namespace (tools/kubecheck)
 }
 
@@ -55,6 +56,9 @@ RULES = {
     "pod-validation": "every pod KubeRay would create for a RayJob, RayCluster or RayService (head, each worker group, a RayJob's submitter), built by "
                       "KubeRay's own pod builders, passes the pinned apiserver's pod validation (tools/kubecheck); else Kueue admits the "
                       "job and every pod is refused, so it holds its quota without running",
+    "pod-security": "every pod KubeRay would create for a sample or a RayCluster/RayService of the set meets the PodSecurity level "
+                    "its namespace enforces (label pod-security.kubernetes.io/enforce; the pinned apiserver's own policy checks, "
+                    "tools/kubecheck); else Kueue admits the job and the apiserver forbids its pods",
     "resource-quota": "a sample's pods (head, every worker replica, the submitter) together fit each ResourceQuota of its namespace on "
                       "its cluster and carry every resource it tracks (the apiserver's quota evaluator, tools/kubecheck); Kueue does not "
                       "look at ResourceQuotas, so it admits the job and the pods beyond the quota are forbidden",
@@ -70,6 +74,8 @@ HINTS = {
                       "the apiserver refuses the pod KubeRay makes of it)",
     "resource-quota": "raise the namespace's ResourceQuota named (or drop the resource from its hard limits), or shrink the job; "
                       "set the requests and limits a quota tracks on every container",
+    "pod-security": "set in the pod templates the securityContext the level asks for (the message lists each field), or run the "
+                    "jobs in a namespace of a lower level (pod-security.kubernetes.io/enforce: baseline)",
     "kueue-inadmissible": "make the container's requests at most its limits (or drop the limits), and within the min/max of its "
                           "namespace's LimitRange (or change the LimitRange), at the field named",
 }
@@ -82,8 +88,11 @@ WHAT = {
     "kueue-inadmissible": "would never be admitted",
     "pod-validation": "is accepted, but the apiserver refuses the pods KubeRay creates for it (a job Kueue admits holds its quota without running)",
     "resource-quota": "would be admitted, but not all of its pods could be created",
+    "pod-security": "would be admitted, but the apiserver's PodSecurity admission forbids its pods",
 }
 
+
+PSA_ENFORCE = "pod-security.kubernetes.io/enforce"  # the namespace label of the level the PodSecurity admission enforces
 
 # The kinds whose pods KubeRay creates, validated as pods by tools/kubecheck.
 RAY_WORKLOADS = {("ray.io/v1", "RayJob"), ("ray.io/v1", "RayCluster"), ("ray.io/v1", "RayService")}
@@ -180,7 +189,8 @@ class Checker:
             for i, r in zip(builtin, server.result() if server else []):
                 later[i] = Problem("validation", tuple(r["errors"])) if r["errors"] else None
             for i, r in zip(ray, pods.result() if pods else []):
-                later[i] = Problem("pod", tuple(r["errors"])) if r["errors"] else Problem("quota", tuple(r["quota"])) if r["quota"] else None
+                later[i] = next((Problem(stage, tuple(r[key])) for stage, key in (("pod", "errors"), ("security", "security"), ("quota", "quota"))
+                                 if r.get(key)), None)
             problems = [Problem(r["stage"], tuple(r["errors"])) if r["stage"] else later.get(i) for i, r in enumerate(answer.result())]
             return [problems[unique[key]] for key in keys]
         return results
@@ -229,10 +239,38 @@ def _one_per_quota_cause(found: list[Finding]) -> list[Finding]:
     return out
 
 
+def _one_per_namespace_level(ctx, refused: dict[str, list[tuple[dict, dict, Finding]]]) -> list[Finding]:
+    """pod-security findings (namespace -> (object, error, finding) of each pod template it forbids): one per namespace,
+    at its pod-security.kubernetes.io/enforce label, naming the first refusal in full and the other templates refused."""
+    out = []
+    for ns_id, items in sorted(refused.items()):
+        items.sort(key=lambda item: item[2])
+        obj, err, first = items[0]
+        namespace = next((o for o in ctx.sample_related.get(id(obj), []) if resource_id(o) == ns_id), None)
+        where = first if namespace is None else ctx.finding(namespace, None, "", "", "", field=f"metadata.labels[{PSA_ENFORCE}]")
+        by_job: dict[tuple, list[str]] = {}  # (resource, file, line) -> its other templates refused, by their last field
+        for _, e, f in items[1:]:
+            templates = by_job.setdefault((f.resource, f.file, f.line), [])
+            short = str(e.get("field", "")).removesuffix(".template").rsplit(".", 1)[-1]
+            templates += [short] if short not in templates else []
+        others = ", ".join(f"{rid} at {file}:{line} ({', '.join(t)})" for (rid, file, line), t in by_job.items())
+        out.append(replace(first, file=where.file, line=where.line, context=f"{ns_id}, label {PSA_ENFORCE}",
+                           message=f"{first.resource} {WHAT['pod-security']}: {err.get('field')}: {err['message']} "
+                                   f"(at {first.file}:{first.line}){f'; so are the pods of {others}' if others else ''}"))
+    return out
+
+
 def _findings(ctx, validated: list[tuple[object, dict, str | None]], problems: list[Problem | None]) -> list[Finding]:
-    out, by_var = [], {}
+    out, by_var, refused = [], {}, {}
     for (build, obj, file), problem in zip(validated, problems):
         if problem is None:
+            continue
+        if problem.rule == "pod-security":  # the namespace's level forbids them: folded per namespace
+            for err in problem.errors:
+                where = ctx.sample_entries.get(id(obj))
+                found = ctx.finding(obj, None if isinstance(build, str) else build, problem.rule, "", HINTS[problem.rule], file=file,
+                                    context=build if isinstance(build, str) else None, field=err.get("field") or None)
+                refused.setdefault(err.get("object", ""), []).append((obj, err, replace(found, file=where[0], line=where[1]) if where else found))
             continue
         b, label = (None, build) if isinstance(build, str) else (build, None)
         for err in problem.errors:
@@ -253,7 +291,7 @@ def _findings(ctx, validated: list[tuple[object, dict, str | None]], problems: l
             first, errors, uses = by_var.setdefault(key, (found, [], []))
             errors.append(err["message"])
             uses.append(f"{found.file}:{found.line}")
-    out = _one_per_quota_cause(out)
+    out = _one_per_quota_cause(out) + _one_per_namespace_level(ctx, refused)
     for (name, file, line, _, _), (first, errors, uses) in by_var.items():
         out.append(replace(first, file=file, line=line, message=f"{WHAT[first.rule]}: {'; '.join(errors)} "
                                                                  f"(with vars {name}, which {', '.join(sorted(set(uses)))} use)",

@@ -78,11 +78,13 @@ def strip_lines(value):
     return value
 
 
-def in_namespace_of(obj: dict, objects: list[dict], kinds: tuple[str, ...] = ("LimitRange", "ResourceQuota")) -> list[dict]:
-    """The objects of `kinds` in `obj`'s namespace (default when it names none): by default what the apiserver's
-    admission of its pods reads there, the LimitRanges and ResourceQuotas."""
+def in_namespace_of(obj: dict, objects: list[dict], kinds: tuple[str, ...] = ("LimitRange", "ResourceQuota", "Namespace")) -> list[dict]:
+    """The objects of `kinds` in `obj`'s namespace (default when it names none), and that Namespace when asked: by
+    default what the apiserver's admission of its pods reads, the LimitRanges, ResourceQuotas and the Namespace's
+    PodSecurity labels."""
     ns = as_map(obj.get("metadata")).get("namespace", "default")
-    return [o for o in objects if o.get("kind") in kinds and as_map(o.get("metadata")).get("namespace") == ns]
+    return [o for o in objects if o.get("kind") in kinds
+            and (as_map(o.get("metadata")).get("name") if o.get("kind") == "Namespace" else as_map(o.get("metadata")).get("namespace")) == ns]
 
 
 def resource_id(obj: dict) -> str:

@@ -155,3 +155,39 @@ def test_offline_quota_verdict_matches_the_server(kube, names, case, hard, refus
                     assert resource in text, f"{case}: the server named {resource} ({forbidden}); offline: {text}"
     finally:
         kube.delete("v1", "Namespace", namespace)
+
+
+PSA = "pod-security.kubernetes.io/"
+# (case, the labels of the sample's namespace, change to the aurora-finetune sample, refused)
+LEVELS = [
+    ("restricted", {f"{PSA}enforce": "restricted"}, lambda job: None, True),
+    ("restricted-pinned-version", {f"{PSA}enforce": "restricted", f"{PSA}enforce-version": "v1.30"}, lambda job: None, True),
+    ("baseline", {f"{PSA}enforce": "baseline"}, lambda job: None, False),
+    ("baseline-host-network", {f"{PSA}enforce": "baseline"}, lambda job: _worker(job).update(hostNetwork=True), True),
+    ("warn-only", {f"{PSA}warn": "restricted"}, lambda job: None, False),
+]
+
+
+@pytest.mark.parametrize("case,labels,change,refused", LEVELS, ids=[c[0] for c in LEVELS])
+def test_offline_pod_security_verdict_matches_the_server(kube, names, case, labels, change, refused):
+    """The PodSecurity admission (the namespace's enforce level): the server forbids exactly the pods the gate says,
+    with the same words."""
+    namespace = f"{names.namespace}-psa-{case}"
+    job = copy.deepcopy(workloads.render("aurora-finetune", "team-a", root=REPO_ROOT))
+    change(job)
+    problem = validate([job], [[{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ray", "labels": labels}}]])[0]
+    assert problem is None or problem.stage == "security", f"{case}: refused before its namespace's level is met: {problem}"
+    assert (problem is not None) is refused, f"{case}: offline {problem}"
+    kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace, "labels": labels}})
+    try:
+        kube.apply({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "ray-workload", "namespace": namespace}})
+        server = set()
+        for pod in kuberay_pods([job])[0].values():
+            verdict = _server_verdict(kube, {"apiVersion": "v1", "kind": "Pod", **pod, "metadata": {**pod["metadata"], "namespace": namespace}})
+            if verdict is not None:
+                assert "is forbidden: " in verdict, f"{case}: not the admission's refusal: {verdict}"
+                server.add(verdict.split("is forbidden: ", 1)[1])
+        offline = {e["message"] for e in problem.errors} if problem else set()
+        assert offline == server, f"{case}: offline {offline}; server {server}"
+    finally:
+        kube.delete("v1", "Namespace", namespace)

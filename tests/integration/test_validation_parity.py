@@ -77,6 +77,13 @@ BUILTIN = [
     ("namespace-uppercase", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "Parity-Ray"}}, True),
     ("namespace-64-characters", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "p" * 64}}, True),
     ("namespace-dotted", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "parity.ray"}}, True),
+    # The PodSecurity admission's check of a Namespace's level labels.
+    ("namespace-pod-security-level-unknown", {"apiVersion": "v1", "kind": "Namespace", "metadata": {
+        "name": "parity-psa-strict", "labels": {"pod-security.kubernetes.io/enforce": "strict"}}}, True),
+    ("namespace-pod-security-version-bad", {"apiVersion": "v1", "kind": "Namespace", "metadata": {
+        "name": "parity-psa-version", "labels": {"pod-security.kubernetes.io/enforce": "baseline", "pod-security.kubernetes.io/enforce-version": "1.30"}}}, True),
+    ("namespace-pod-security-restricted", {"apiVersion": "v1", "kind": "Namespace", "metadata": {
+        "name": "parity-psa-ok", "labels": {"pod-security.kubernetes.io/enforce": "restricted"}}}, False),
     ("configmap-dotted-name", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "parity.ray"}, "data": {"a": "b"}}, False),
     ("label-with-space", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "p", "labels": {"team": "ML Platform"}}}, True),
     ("label-key-64-characters", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "p", "labels": {"k" * 64: "v"}}}, True),

@@ -187,6 +187,11 @@ CORPUS = [
      lambda r: edit(r, "base/namespace.yaml", "  name: ray\n", "  name: ray\n  labels:\n    team: ML Platform\n"), 6),
     ("configmap-key-with-space", "api-validation", SA, lambda r: edit(r, SA, "  AZURE_STORAGE_ACCOUNT_NAME:", "  AZURE STORAGE:"), 18),
     # Samples that can never be admitted (harness/gate/sample_admission.py): at the samples.yaml entry.
+    # The samples' namespace enforces PodSecurity "restricted": the apiserver forbids every pod KubeRay creates (one finding, at the label).
+    ("namespace-restricted", "pod-security", "base/namespace.yaml",
+     lambda r: edit(r, "base/namespace.yaml", "  name: ray\n", "  name: ray\n  labels:\n    pod-security.kubernetes.io/enforce: restricted\n"), 6),
+    ("namespace-pod-security-level-unknown", "api-validation", "base/namespace.yaml",
+     lambda r: edit(r, "base/namespace.yaml", "  name: ray\n", "  name: ray\n  labels:\n    pod-security.kubernetes.io/enforce: strict\n"), 6),
     # A RuntimeClass no layer creates: the RuntimeClass admission refuses the pods of the admitted job.
     ("sample-runtime-class-missing", "object-ref", f"{PROD}/samples.yaml",
      lambda r: edit(r, "workloads/batch-inference.yaml", "            serviceAccountName: ray-workload\n",
@@ -527,5 +532,13 @@ def test_a_runtime_class_and_config_map_keys_of_the_set_are_clean(repo_copy):
          "              configMap: {name: ray-storage, items: [{key: AZURE_STORAGE_ACCOUNT_NAME, path: account}]}")
     append(repo_copy, SA, JOB_WITH.format(extra="          env:\n            - name: OPTIONAL\n              valueFrom:\n"
                                                 "                configMapKeyRef: {name: ray-storage, key: NOT_THERE, optional: true}\n"))
+    report = validate_repository(repo_copy)
+    assert report.findings == [], "\n".join(f.text() for f in report.findings)
+
+
+@pytest.mark.parametrize("labels", ["    pod-security.kubernetes.io/enforce: baseline\n", "    pod-security.kubernetes.io/warn: restricted\n"])
+def test_a_pod_security_level_the_pods_meet_is_clean(repo_copy, labels):
+    """The samples' pods meet "baseline"; a warn (or audit) level forbids nothing."""
+    edit(repo_copy, "base/namespace.yaml", "  name: ray\n", "  name: ray\n  labels:\n" + labels)
     report = validate_repository(repo_copy)
     assert report.findings == [], "\n".join(f.text() for f in report.findings)

@@ -11,6 +11,7 @@ require (
 	k8s.io/client-go v0.35.4
 	k8s.io/kube-scheduler v0.0.0
 	k8s.io/kubernetes v1.35.4
+	k8s.io/pod-security-admission v0.35.4
 	k8s.io/utils v0.0.0-20251002143259-bc988d571ff4
 	sigs.k8s.io/controller-runtime v0.22.4
 )

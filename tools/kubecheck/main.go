@@ -7,7 +7,8 @@
 //     KubeRay's own builders (DefaultHeadPodTemplate, DefaultWorkerPodTemplate, BuildPod,
 //     GetSubmitterTemplate, as its controllers call them), each taken through the apiserver's create
 //     path for pods in its namespace (the LimitRanger's defaults, the pod strategy), then the
-//     ResourceQuota admission of all of them together.
+//     PodSecurity admission of its namespace's level (security.go), then the ResourceQuota admission of all of them
+//     together.
 //
 // The RayJob and RayCluster CRDs carry the pod template's OpenAPI schema without the apiserver's pod
 // validation: a fractional GPU, GPU requests other than limits, an uppercase container name or a mount
@@ -61,9 +62,11 @@ type fieldError struct {
 }
 
 type result struct {
-	Errors []fieldError           `json:"errors"`
-	Quota  []fieldError           `json:"quota"`
-	Pods   map[string]*corev1.Pod `json:"pods,omitempty"`
+	Errors []fieldError `json:"errors"`
+	Quota  []fieldError `json:"quota"`
+	// Security: the PodSecurity admission's refusals of the pods (security.go), each naming its template.
+	Security []fieldError           `json:"security"`
+	Pods     map[string]*corev1.Pod `json:"pods,omitempty"`
 }
 
 func main() {
@@ -104,8 +107,12 @@ func main() {
 			resp["answer"] = results
 		case "builtin":
 			for i, obj := range req.Objects {
-				results[i] = result{Errors: []fieldError{}, Quota: []fieldError{}}
-				for _, c := range builtinErrors(obj) {
+				results[i] = result{Errors: []fieldError{}, Quota: []fieldError{}, Security: []fieldError{}}
+				causes := builtinErrors(obj)
+				if len(causes) == 0 && obj["apiVersion"] == "v1" && obj["kind"] == "Namespace" {
+					causes = namespaceCauses(obj) // the PodSecurity admission's check of its labels
+				}
+				for _, c := range causes {
 					results[i].Errors = append(results[i].Errors, causeError(c))
 				}
 			}

@@ -35,13 +35,13 @@ type built struct {
 // path in its namespace (`related`: the namespace's LimitRanges and ResourceQuotas on the cluster). An
 // object that is no RayJob, RayCluster or RayService, or does not decode (the CRD checks report that), has no pods.
 func check(obj map[string]interface{}, related []map[string]interface{}) (r result) {
-	r.Errors, r.Quota = []fieldError{}, []fieldError{}
+	r.Errors, r.Quota, r.Security = []fieldError{}, []fieldError{}, []fieldError{}
 	defer func() {
 		// KubeRay's builders assume a spec its controller validated first: the caller reports this only when
 		// every earlier stage accepted the object (else that stage's refusal is the finding).
 		if p := recover(); p != nil {
 			msg := fmt.Sprintf("KubeRay's pod builders fail on this object: %v", p)
-			r = result{Errors: []fieldError{{Type: "InternalError", Detail: msg, Message: msg}}, Quota: []fieldError{}}
+			r = result{Errors: []fieldError{{Type: "InternalError", Detail: msg, Message: msg}}, Quota: []fieldError{}, Security: []fieldError{}}
 		}
 	}()
 	ns, err := namespaceOf(related)
@@ -59,7 +59,11 @@ func check(obj map[string]interface{}, related []map[string]interface{}) (r resu
 		r.Pods[b.role] = &pod
 		internal, causes := validate(b.pod, ns)
 		if len(causes) == 0 {
-			admitted, counts = append(admitted, internal), append(counts, b.count)
+			if refused := ns.securityError(defaulted(b.pod), b.template); refused != nil {
+				r.Security = append(r.Security, *refused)
+			} else {
+				admitted, counts = append(admitted, internal), append(counts, b.count)
+			}
 		}
 		written := map[string]bool{}
 		for _, c := range causes {
@@ -193,8 +197,7 @@ func clusterPods(ctx context.Context, cluster rayv1.RayCluster, spec string) []b
 // type, the LimitRanger's defaults, then the pod REST strategy (beforeCreate). The errors are the
 // Invalid status's causes, with the field under the pod.
 func validate(pod corev1.Pod, ns namespaceObjects) (*api.Pod, []metav1.StatusCause) {
-	pod = *pod.DeepCopy()
-	corev1defaults.SetObjectDefaults_Pod(&pod)
+	pod = defaulted(pod)
 	internal := &api.Pod{}
 	if err := corev1defaults.Convert_v1_Pod_To_core_Pod(&pod, internal, nil); err != nil {
 		return nil, []metav1.StatusCause{{Type: metav1.CauseTypeFieldValueInvalid, Field: "spec", Message: err.Error()}}
@@ -203,6 +206,13 @@ func validate(pod corev1.Pod, ns namespaceObjects) (*api.Pod, []metav1.StatusCau
 		return nil, []metav1.StatusCause{{Type: metav1.CauseTypeForbidden, Message: err.Error()}}
 	}
 	return internal, beforeCreate(podstore.Strategy, genericapirequest.WithNamespace(context.Background(), internal.Namespace), internal)
+}
+
+// defaulted is a copy of the pod with the apiserver's defaults of the v1 API.
+func defaulted(pod corev1.Pod) corev1.Pod {
+	pod = *pod.DeepCopy()
+	corev1defaults.SetObjectDefaults_Pod(&pod)
+	return pod
 }
 
 // located is the cause with its field under the template the pod came from.

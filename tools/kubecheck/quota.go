@@ -21,10 +21,11 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// namespaceObjects are the LimitRanges and ResourceQuotas of the pods' namespace on the cluster.
+// namespaceObjects are the LimitRanges and ResourceQuotas of the pods' namespace on the cluster, and the Namespace.
 type namespaceObjects struct {
 	limitRanges []*corev1.LimitRange
 	quotas      []*corev1.ResourceQuota
+	namespace   *corev1.Namespace // its labels: the PodSecurity level it enforces (security.go)
 }
 
 func namespaceOf(related []map[string]interface{}) (namespaceObjects, error) {
@@ -37,6 +38,12 @@ func namespaceOf(related []map[string]interface{}) (namespaceObjects, error) {
 				return ns, fmt.Errorf("LimitRange does not decode: %v", err)
 			}
 			ns.limitRanges = append(ns.limitRanges, lr)
+		case "Namespace":
+			namespace := &corev1.Namespace{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, namespace); err != nil {
+				return ns, fmt.Errorf("Namespace does not decode: %v", err)
+			}
+			ns.namespace = namespace
 		case "ResourceQuota":
 			rq := &corev1.ResourceQuota{}
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, rq); err != nil {
