@@ -1,7 +1,7 @@
 """Queue configurations under which a sample can never be admitted although every object is
 valid: Kueue creates the Workload and it pends forever (or is never created at all).
 
-Per sample of clusters/<name>/samples.yaml (what rules.sample_rules rendered, with its entry line),
+Per sample of clusters/<name>/samples.yaml (what sample_rules.sample_rules rendered, with its entry line),
 each finding points at the sample's entry line and names the queue object's file:line:
 - the ClusterQueue's namespaceSelector does not select the LocalQueue's namespace (evaluated
   against the rendered Namespace's labels plus kubernetes.io/metadata.name, which the apiserver
@@ -181,7 +181,7 @@ def _unreachable(ctx, index: ClusterIndex) -> list[Finding]:
 
 def admission_rules(ctx, root: Path, cluster: ClusterRender, samples: list[tuple[str, dict, int | None]]) -> list[Finding]:
     """Never-admittable samples and queues of one cluster (`ctx`: rules.Context; `samples`: what
-    rules.sample_rules rendered, with the samples.yaml line of each entry)."""
+    sample_rules.sample_rules rendered, with the samples.yaml line of each entry)."""
     index = ClusterIndex.build(root, cluster)
     samples_file = ctx.config.samples_file(cluster.name)
     out = kueue_manager.manager_config_rules(ctx, root, index)

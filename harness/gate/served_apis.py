@@ -11,6 +11,11 @@ the first object of the group (or the first sample entry, when only samples use 
 
 Only where the repository installs the component on some cluster: a fork that installs Kueue or
 KubeRay outside Flux (Terraform, the platform team) installs it on none, and gets no finding.
+
+kuberay-watch-namespace: the KubeRay chart's operator reconciles only the namespaces its values name
+(`watchNamespace`, else the release's own namespace under `singleNamespaceInstall`, else all), as its
+Deployment template turns them into --watch-namespace. A RayJob elsewhere is admitted by Kueue and then
+never run: no RayCluster is created, and the job holds its quota.
 """
 from __future__ import annotations
 
@@ -24,6 +29,8 @@ from harness.gate.sources import as_map
 RULES = {
     "api-not-served": "every kueue.x-k8s.io and ray.io object a cluster applies, and every sample it submits, has its CRD on the "
                       "cluster: a HelmRelease of the Kueue / KubeRay chart (KubeRay's without install.crds: Skip), or the CRD itself",
+    "kuberay-watch-namespace": "the KubeRay operator's HelmRelease watches the namespace of every RayJob, RayCluster and RayService the "
+                               "cluster applies or submits (values watchNamespace / singleNamespaceInstall)",
 }
 # API group -> (the versions.yaml component whose chart installs its CRDs, whether they are in the
 # chart's crds/ directory, which install.crds: Skip leaves out).
@@ -61,7 +68,7 @@ def installed_somewhere(root: Path, clusters: list[ClusterRender], pinned: dict 
 
 def served_api_rules(ctx, root: Path, cluster: ClusterRender, samples: list[tuple[str, dict, int | None]], pinned: dict | None,
                      installed: set[str]) -> list[Finding]:
-    """`samples`: what rules.sample_rules rendered (sample, RayJob, samples.yaml line); `pinned`:
+    """`samples`: what sample_rules.sample_rules rendered (sample, RayJob, samples.yaml line); `pinned`:
     versions.yaml; `installed`: installed_somewhere() of the repository's clusters."""
     index = ClusterIndex.build(root, cluster)
     if not index.complete:  # a layer did not render: what it installs is unknown
@@ -97,4 +104,41 @@ def served_api_rules(ctx, root: Path, cluster: ClusterRender, samples: list[tupl
         else:
             out.append(Finding(ctx.config.samples_file(cluster.name), submitted[0][1], f"sample/{submitted[0][0]}", "api-not-served",
                                message, hint, f"cluster {cluster.name}"))
+    return out
+
+
+def _watched(hr: dict) -> tuple[set[str] | None, list]:
+    """The namespaces the KubeRay chart's operator watches (None: all), and the values field that says so; unknown
+    (None, []) when its values come from elsewhere too (valuesFrom, a configuration file)."""
+    spec = as_map(hr.get("spec"))
+    values = as_map(spec.get("values"))
+    if spec.get("valuesFrom") or as_map(values.get("configuration")).get("enabled"):
+        return None, []
+    listed = values.get("watchNamespace")
+    if isinstance(listed, list) and listed:
+        return {str(n) for n in listed}, ["spec", "values", "watchNamespace"]
+    if values.get("singleNamespaceInstall") is True:
+        return {str(spec.get("targetNamespace") or as_map(hr.get("metadata")).get("namespace"))}, ["spec", "values", "singleNamespaceInstall"]
+    return None, []
+
+
+def watch_rules(ctx, root: Path, cluster: ClusterRender, samples: list[tuple[str, dict, int | None]], pinned: dict | None) -> list[Finding]:
+    """kuberay-watch-namespace for one cluster (`samples`, `pinned`: as served_api_rules)."""
+    index = ClusterIndex.build(root, cluster)
+    chart = _chart(pinned, "kuberay")
+    jobs = [(f"{o.get('kind')}/{as_map(o.get('metadata')).get('name')}", as_map(o.get("metadata")).get("namespace", "default"))
+            for _, o in index.objects if _group(o) == "ray.io" and o.get("kind") in ("RayJob", "RayCluster", "RayService")]
+    jobs += [(f"sample {sample}", as_map(job.get("metadata")).get("namespace", "default")) for sample, job, _ in samples if _group(job) == "ray.io"]
+    out = []
+    for build, hr in index.of_kind("HelmRelease") if jobs else []:
+        watched, field = _watched(hr) if index.chart_of(hr) == chart else (None, [])
+        unwatched = [(what, ns) for what, ns in jobs if watched is not None and ns not in watched]
+        if unwatched:
+            namespaces = sorted({str(ns) for _, ns in unwatched})
+            out.append(finding_at(ctx, root, hr, build, field, "kuberay-watch-namespace",
+                                  f"the KubeRay operator watches only namespace(s) {', '.join(sorted(watched))}, not {', '.join(namespaces)} of "
+                                  f"{', '.join(what for what, _ in unwatched[:4])}{' and more' if len(unwatched) > 4 else ''}: Kueue admits "
+                                  "such a RayJob and KubeRay never creates its RayCluster, so it holds its quota without running",
+                                  f"add {', '.join(namespaces)} to values.watchNamespace (or drop it to watch every namespace)",
+                                  cluster=cluster.name))
     return out

@@ -25,7 +25,7 @@ from pathlib import Path
 from harness.gate import capacity, config, conversion, gpu_driver, sku_component
 from harness.gate import cluster_refs, kueue_manager, kustomize_warnings, queue_activity, sample_admission, served_apis
 from harness.gate import flux_rules, matching, renames
-from harness.gate import rules
+from harness.gate import rules, sample_rules
 from harness.gate import schema_check
 from harness.gate import terraform, terraform_checks
 from harness.gate import kubernetes_version, version_rules
@@ -39,7 +39,7 @@ from harness.core import HarnessError, versions
 # Every rule id the gate can report, by the module that checks it (the README's table is this).
 RULE_SOURCES = {
     "harness/gate/config.py (the gate's configuration, .ray-kueue-gate.yaml)": config.RULES,
-    "harness/gate/sources.py, rules.py (files, rendering, Kueue objects, clusters, samples)": rules.RULES,
+    "harness/gate/sources.py, rules.py, sample_rules.py (files, rendering, Kueue objects, clusters, samples)": rules.RULES,
     "harness/gate/conversion.py (Kueue objects in the older served version, converted by Kueue's own code)": conversion.RULES,
     "tools/fluxbuild check.go (the apiserver's, Kueue's and KubeRay's own validation)": schema_check.RULES,
     "harness/gate/flux_rules.py (Flux wiring)": flux_rules.RULES,
@@ -186,11 +186,12 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
         per_area["rules"] += rules.cluster_rules(ctx, root, c)
         per_area["rules"] += flux_rules.flux_rules(ctx, c)
         per_area["rules"] += version_rules.version_rules(ctx, root, c, pinned)
-        sample_findings, samples, fits = rules.sample_rules(ctx, root, c)
+        sample_findings, samples, fits = sample_rules.sample_rules(ctx, root, c)
         per_area["rules"] += sample_findings
         presuming += fits
         per_area["rules"] += cluster_refs.cluster_ref_rules(ctx, root, c) + sample_admission.admission_rules(ctx, root, c, samples)
         per_area["rules"] += queue_activity.queue_activity_rules(ctx, root, c) + served_apis.served_api_rules(ctx, root, c, samples, pinned, installed)
+        per_area["rules"] += served_apis.watch_rules(ctx, root, c, samples, pinned)
         validated += [(f"cluster {c.name}: {gate_config.samples}", s, f"{WORKLOADS_DIR}/{name}.yaml") for name, s, _ in samples]
         example = gate_config.variables_file(c.name)
         validated += [(example, s, example) for s in c.variables]

@@ -26,6 +26,14 @@ class WorkloadError(HarnessError, ValueError):
     pass
 
 
+class MissingVariable(WorkloadError):
+    """A ${VAR} of a workload file that neither workloads/defaults.yaml, an entry's vars nor --set gives a value."""
+
+    def __init__(self, message: str, name: str, file: str):
+        super().__init__(message)
+        self.name, self.file = name, file
+
+
 def sample_names(root: Path = REPO_ROOT) -> list[str]:
     return sorted(p.stem for p in (root / WORKLOADS_DIR).glob("*.yaml") if p.name != "defaults.yaml")
 
@@ -67,7 +75,8 @@ def render(sample: str, queue: str, values: dict[str, str] | None = None, root: 
     except SourceError as err:
         raise WorkloadError(str(err)) from None
     except KeyError as err:
-        raise WorkloadError(f"{path.relative_to(root)}: variable ${{{err.args[0]}}} has no value; pass it with --set {err.args[0]}=...") from None
+        raise MissingVariable(f"{path.relative_to(root)}: variable ${{{err.args[0]}}} has no value; pass it with --set {err.args[0]}=...",
+                              str(err.args[0]), str(path.relative_to(root))) from None
     except ValueError as err:
         raise WorkloadError(f"{path.relative_to(root)}: {err}") from None
     try:

@@ -10,7 +10,7 @@ import pytest
 
 from harness.gate.cluster_refs import MAX_DATA_BYTES, ClusterIndex, size_problems
 from harness.gate.render import Build, ClusterRender, substitution_sources
-from harness.gate import config, rules
+from harness.gate import config, rules, sample_rules
 from harness.gate.sample_admission import selector_verdict
 from harness.gate.sources import Sources
 from harness.gate.validate import validate_repository
@@ -59,7 +59,7 @@ def test_rendered_samples_carry_the_line_of_their_entry(tmp_path):
                                            "- sample: job\n  queue: q\n- {sample: nope, queue: q}\n- {sample: job, queue: r}\n")
     ctx = rules.Context(Sources.load(tmp_path), config.DEFAULTS)
     cluster = ClusterRender("c", Build("clusters/c", "clusters/c"))
-    found, rendered, _ = rules.sample_rules(ctx, tmp_path, cluster)
+    found, rendered, _ = sample_rules.sample_rules(ctx, tmp_path, cluster)
     # the second and fourth entries do not render (vars not a mapping, no such sample): reported at their lines
     assert [(sample, line) for sample, _, line in rendered] == [("job", 2), ("job", 7), ("job", 10)]
     assert sorted((f.rule, f.file, f.line) for f in found if f.rule == "sample-render") == [

@@ -192,6 +192,11 @@ CORPUS = [
      lambda r: edit(r, "base/namespace.yaml", "  name: ray\n", "  name: ray\n  labels:\n    pod-security.kubernetes.io/enforce: restricted\n"), 6),
     ("namespace-pod-security-level-unknown", "api-validation", "base/namespace.yaml",
      lambda r: edit(r, "base/namespace.yaml", "  name: ray\n", "  name: ray\n  labels:\n    pod-security.kubernetes.io/enforce: strict\n"), 6),
+    # The KubeRay operator watches other namespaces than the samples': Kueue admits them, KubeRay never runs them.
+    ("kuberay-watches-other-namespace", "kuberay-watch-namespace", KUBERAY,
+     lambda r: edit(r, KUBERAY, "  values:\n", "  values:\n    watchNamespace:\n      - ray-jobs\n"), 40),
+    ("kuberay-single-namespace", "kuberay-watch-namespace", KUBERAY,
+     lambda r: edit(r, KUBERAY, "  values:\n", "  values:\n    singleNamespaceInstall: true\n"), 40),
     # A RuntimeClass no layer creates: the RuntimeClass admission refuses the pods of the admitted job.
     ("sample-runtime-class-missing", "object-ref", f"{PROD}/samples.yaml",
      lambda r: edit(r, "workloads/batch-inference.yaml", "            serviceAccountName: ray-workload\n",
@@ -542,3 +547,18 @@ def test_a_pod_security_level_the_pods_meet_is_clean(repo_copy, labels):
     edit(repo_copy, "base/namespace.yaml", "  name: ray\n", "  name: ray\n  labels:\n" + labels)
     report = validate_repository(repo_copy)
     assert report.findings == [], "\n".join(f.text() for f in report.findings)
+
+
+def test_a_kuberay_operator_watching_the_samples_namespace_is_clean(repo_copy):
+    edit(repo_copy, KUBERAY, "  values:\n", "  values:\n    watchNamespace: [ray, ray-batch]\n")
+    report = validate_repository(repo_copy)
+    assert report.findings == [], "\n".join(f.text() for f in report.findings)
+
+
+def test_a_variable_no_entry_sets_is_one_finding_per_cluster(repo_copy):
+    """${RAY_IMAGE} dropped from workloads/defaults.yaml leaves every entry unrendered: one finding per samples.yaml
+    (it once was one per entry), naming the entries' lines and the files that use it."""
+    edit(repo_copy, "workloads/defaults.yaml", "RAY_IMAGE:", "RAY_IMAGE_OLD:")
+    found = [f for f in validate_repository(repo_copy).findings if f.rule == "sample-render"]
+    assert sorted((f.file, f.line) for f in found) == [(f"{DEV}/samples.yaml", 3), (f"{PROD}/samples.yaml", 5)], found
+    assert all("${RAY_IMAGE}" in f.message and "workloads/defaults.yaml" in f.hint for f in found), found

@@ -1,0 +1,202 @@
+"""The samples each cluster submits (clusters/<name>/samples.yaml, the configuration's samples file),
+rendered from workloads/ as scripts/submit-workload renders them and judged against the cluster's
+queues: the LocalQueue their label names (after Kueue's LocalQueueDefaulting), suspend and TTL, and
+whether the ClusterQueue's quota plus what it can borrow could ever admit them (`sample-fits`). The
+rule ids are documented in harness.gate.rules (RULES), with the rest of the cluster rules.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import replace
+from decimal import Decimal
+from pathlib import Path
+
+from harness.core import format_quantity, parse_quantity
+
+from harness.gate import workloads
+from harness.gate.findings import Finding
+from harness.gate.origin import line_at
+from harness.gate.render import ClusterRender
+from harness.gate.rules import QUEUE_LABEL, Context
+from harness.gate.sources import SourceError, as_map, as_maps, in_namespace_of, load_yaml, name_key, resource_id
+
+
+def _qty(value) -> Decimal | None:
+    try:
+        return parse_quantity(value)
+    except (ValueError, TypeError):
+        return None
+
+
+# -- Kueue objects ----------------------------------------------------------------------------
+
+
+def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list[Finding], list[tuple[str, dict, int | None]], list[tuple[str, Finding]]]:
+    """Checks clusters/<name>/samples.yaml against the cluster's queues; returns (sample, RayJob,
+    samples.yaml line of its entry) for every entry that renders too, and the sample-fits findings
+    apart, each with the ClusterQueue it presumes (resource id): one the apiserver or Kueue's
+    webhook rejects is the cause, and the caller drops them then."""
+    out, rendered, fits = [], [], []
+    samples_file = ctx.config.samples_file(cluster.name)
+    path = root / samples_file
+    if not path.exists():
+        return out, rendered, fits
+    try:
+        entries = load_yaml(path, root) or []
+    except SourceError as err:
+        return [err.finding], rendered, fits
+    if not isinstance(entries, list):
+        return [Finding(samples_file, None, "", "sample-render", f"is a {type(entries).__name__}, not a list of samples",
+                        f"make {ctx.config.samples} a list of entries `- sample: NAME` / `queue: LQ` / `vars: {...}`", f"cluster {cluster.name}")], rendered, fits
+    objects = [o for _, o in cluster.applied()]
+    complete = not cluster.entry.error and not any(b.error for b in cluster.flux)
+    lqs = {(name_key(as_map(o.get("metadata")).get("namespace")), name_key(o["metadata"]["name"])): o for o in objects if o.get("kind") == "LocalQueue"}
+    cqs = {name_key(o["metadata"]["name"]): o for o in objects if o.get("kind") == "ClusterQueue"}
+    lenders = [*cqs.values(), *(o for o in objects if o.get("kind") == "Cohort")]  # what a ClusterQueue may borrow from
+    missing: dict[str, list[tuple[int | None, dict, workloads.MissingVariable]]] = {}  # ${VAR} -> the entries it leaves unrendered
+    for i, entry in enumerate(entries):
+        e = entry if isinstance(entry, dict) else {}
+        where = f"cluster {cluster.name}, sample {e.get('sample')} on {e.get('queue')}"
+        # A sample's findings point at its entry (what is submitted where, with which vars); a
+        # value written in the workload file, at that file's line.
+        entry_line = line_at(root, samples_file, None, [i])
+        try:
+            sample, job = workloads.render_entry(entry, root)
+        except workloads.MissingVariable as err:  # often one cause for several entries: folded below
+            missing.setdefault(err.name, []).append((entry_line, e, err))
+            continue
+        except workloads.WorkloadError as err:
+            out.append(Finding(samples_file, entry_line, f"sample/{e.get('sample')}", "sample-render", str(err),
+                               "each entry needs `sample` (a file in workloads/) and `queue`; pass every ${VAR} in `vars`", where))
+            continue
+        wfile = f"workloads/{sample}.yaml"
+        if wfile in ctx.sources.broken_files():
+            continue  # its YAML error is the finding; what PyYAML made of the file is not what kubectl would submit
+        for name, near in workloads.unused_vars(sample, e.get("vars") or {}, root).items():
+            meant = f"did you mean {near[0]}?" if len(near) == 1 else f"it uses {', '.join(near)}"
+            out.append(Finding(samples_file, line_at(root, samples_file, None, [i, "vars", name]) or entry_line, f"sample/{sample}",
+                               "sample-vars", f"vars sets {name}, which {wfile} does not use ({meant}): the sample is checked "
+                               "with its default instead", f"spell the variable as {wfile} does, or remove it from `vars`", where))
+        rendered.append((sample, job, entry_line))
+        ctx.sample_entries[id(job)] = (samples_file, entry_line)
+        ctx.sample_vars[id(job)] = {str(k): (samples_file, line_at(root, samples_file, None, [i, "vars", k]) or entry_line)
+                                    for k in as_map(e.get("vars"))}
+        ctx.sample_related[id(job)] = in_namespace_of(job, objects)
+        spec = as_map(job.get("spec"))
+        if spec.get("suspend") is not True:
+            out.append(ctx.finding(job, None, "sample-suspend", "spec.suspend is not true: the RayJob would start before Kueue admits it",
+                                   "set spec.suspend: true; Kueue unsuspends it on admission", file=wfile, context=where, field="spec.suspend"))
+        ttl = spec.get("ttlSecondsAfterFinished")
+        if spec.get("shutdownAfterJobFinishes") is True and isinstance(ttl, int) and ttl > 0:
+            # Kueue marks the Workload Finished when the RayJob ends and admits the next job at once;
+            # KubeRay deletes the RayCluster only ttlSecondsAfterFinished later (kueue#3994).
+            found = ctx.finding(job, None, "sample-ttl-holds-nodes",
+                                f"ttlSecondsAfterFinished is {ttl}: Kueue frees the job's quota when it ends, but its RayCluster keeps "
+                                f"its nodes for {ttl} s more, so the job admitted next waits Pending for them",
+                                "set spec.ttlSecondsAfterFinished: 0 (keep logs outside the cluster), or leave headroom in the pools for it",
+                                file=wfile, context=where, field="spec.ttlSecondsAfterFinished")
+            out.append(replace(found, severity="warning"))
+        if not complete:
+            continue  # a layer did not render (its own finding says why): the cluster's queues are unknown
+        ns = as_map(job.get("metadata")).get("namespace", "default")
+        qname = as_map(as_map(job.get("metadata")).get("labels")).get(QUEUE_LABEL)
+        if qname is None and (name_key(ns), "default") in lqs and isinstance(meta := job.get("metadata"), dict):
+            # Kueue's RayJob webhook labels it with its namespace's LocalQueue "default" (LocalQueueDefaulting, GA in 0.17)
+            meta["labels"], qname = {**as_map(meta.get("labels")), QUEUE_LABEL: "default"}, "default"
+        if qname is None:  # Kueue manages no job without it (manageJobsWithoutQueueName aside): suspended, it never starts
+            out.append(ctx.finding(job, None, "sample-queue", f"has no label {QUEUE_LABEL} and namespace {ns} has no LocalQueue "
+                                   "named default (which Kueue's webhook would put there): Kueue never admits it, and with spec.suspend: "
+                                   "true it never starts", f"add metadata.labels {QUEUE_LABEL}: ${{QUEUE_NAME}} "
+                                   "(scripts/submit-workload fills it from samples.yaml `queue`)", file=wfile, context=where, field="metadata.labels"))
+            continue
+        lq = lqs.get((name_key(ns), name_key(qname)))
+        reference = f"sample {sample} ({samples_file}:{entry_line}) queue {ns}/{qname}"
+        if lq is None and (ctx.renamed("LocalQueue", qname, {n for (lns, n) in lqs if lns == ns}, reference)
+                           or ctx.moved(cluster.name, "LocalQueue", ns, qname, reference, lambda other: (other, qname) in lqs)):
+            continue
+        if lq is None:
+            have = ", ".join(sorted(n for (lns, n) in lqs if lns == ns)) or "none"
+            text = (f"label {QUEUE_LABEL}={qname!r}: no such LocalQueue in namespace {ns} on this cluster (have: {have})",
+                    "submit to one of the cluster's LocalQueues (samples.yaml `queue`)")
+            elsewhere = sorted(lns for (lns, n) in lqs if n == qname and lns != ns)
+            if elsewhere:  # the queue exists, in another namespace: the job's namespace is what is wrong
+                out.append(ctx.finding(job, None, "sample-queue", f"{text[0]}; it is in namespace {', '.join(map(str, elsewhere))}",
+                                       f"submit the sample in namespace {elsewhere[0]} (metadata.namespace of {wfile})",
+                                       file=wfile, context=where, field="metadata.namespace"))
+            elif "queue" in e:  # the entry's queue fills the label
+                out.append(Finding(samples_file, line_at(root, samples_file, None, [i, "queue"]), resource_id(job), "sample-queue", *text, where))
+            else:
+                out.append(ctx.finding(job, None, "sample-queue", *text, file=wfile, context=where, field=f"metadata.labels[{QUEUE_LABEL}]"))
+            continue
+        cq = cqs.get(name_key(as_map(lq.get("spec")).get("clusterQueue")))
+        if cq:
+            fits += [(resource_id(cq), f) for f in _fit(job, cq, lenders, samples_file, entry_line, wfile, where)]
+    for name, uses in missing.items():
+        (line, e, err), files = uses[0], sorted({u[2].file for u in uses})
+        message = str(err) if len(uses) == 1 else (
+            f"variable ${{{name}}} has no value for {len(uses)} entries (lines {', '.join(str(u[0]) for u in uses)}): {', '.join(files)} use it, "
+            f"and neither {workloads.WORKLOADS_DIR}/defaults.yaml nor the entries' `vars` set it")
+        out.append(Finding(samples_file, line, f"sample/{e.get('sample')}", "sample-render", message,
+                           f"set {name} in {workloads.WORKLOADS_DIR}/defaults.yaml, or in the `vars` of each entry", f"cluster {cluster.name}"))
+    return out, rendered, fits
+
+
+def _capacity(cq: dict, cqs: list[dict]) -> dict[str, Decimal]:
+    """Most one workload can get per resource from this ClusterQueue: the best flavor's nominal
+    quota plus what it may borrow (bounded by what the rest of the cohort has, the Cohort's own
+    resourceGroups included; a parent Cohort's are not counted)."""
+    spec = as_map(cq.get("spec"))
+    cohort = spec.get("cohortName")
+    peers = [c for c in cqs if cohort and c is not cq and (as_map(c.get("spec")).get("cohortName") == cohort
+                                                                     or (c.get("kind") == "Cohort" and as_map(c.get("metadata")).get("name") == cohort))]
+    best: dict[str, Decimal] = {}
+    for group in as_maps(spec.get("resourceGroups")):
+        for flavor in as_maps(group.get("flavors")):
+            for r in as_maps(flavor.get("resources")):
+                name = r.get("name")
+                if not isinstance(name, str):
+                    continue  # the schema check reports it
+                nominal = _qty(r.get("nominalQuota", 0)) or Decimal(0)
+                extra = Decimal(0)
+                if cohort:
+                    lendable = sum((_peer_lendable(p, flavor.get("name"), name) for p in peers), Decimal(0))
+                    # A limit that is no quantity is the schema check's finding: no borrowing is counted.
+                    limit = (_qty(r["borrowingLimit"]) or Decimal(0)) if "borrowingLimit" in r else None
+                    extra = lendable if limit is None else min(limit, lendable)
+                best[name] = max(best.get(name, Decimal(0)), nominal + extra)
+    return best
+
+
+def _peer_lendable(peer: dict, flavor: str, resource: str) -> Decimal:
+    for group in as_maps(as_map(peer.get("spec")).get("resourceGroups")):
+        for f in as_maps(group.get("flavors")):
+            if f.get("name") == flavor:
+                for r in as_maps(f.get("resources")):
+                    if r.get("name") == resource:
+                        nominal = _qty(r.get("nominalQuota", 0)) or Decimal(0)
+                        lending = _qty(r["lendingLimit"]) if "lendingLimit" in r else None
+                        return nominal if lending is None else min(nominal, lending)
+    return Decimal(0)
+
+
+def _fit(job: dict, cq: dict, cqs: list[dict], samples_file: str, line: int | None, wfile: str, where: str) -> list[Finding]:
+    """At the sample's samples.yaml entry: the job as rendered from `wfile` with the entry's vars."""
+    out = []
+    need: dict[str, Decimal] = defaultdict(Decimal)
+    for _name, count, requests in workloads.pod_sets(job):
+        for res, qty in requests.items():
+            need[res] += qty * count
+    capacity = _capacity(cq, cqs)
+    for res, qty in sorted(need.items()):
+        if qty == 0:
+            continue
+        if res not in capacity:
+            out.append(Finding(samples_file, line, resource_id(job), "sample-fits",
+                               f"{wfile} requests {format_quantity(res, qty)} {res}, which ClusterQueue {cq['metadata']['name']} does not cover: Kueue never admits it",
+                               f"add {res} to a resource group of {cq['metadata']['name']}, or drop the request", where))
+        elif qty > capacity[res]:
+            out.append(Finding(samples_file, line, resource_id(job), "sample-fits",
+                               f"{wfile} as submitted needs {format_quantity(res, qty)} {res} in total but ClusterQueue {cq['metadata']['name']} "
+                               f"can give at most {format_quantity(res, capacity[res])} (nominal + borrowing): it would pend forever",
+                               "shrink the job (fewer workers, smaller pods) or raise the quota through the cluster's gpu-sku component", where))
+    return out
