@@ -214,6 +214,10 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
     # inadmissible): what follows from its values (a quota, a sample measured against it) is not reported beside.
     rejected = {f.resource for f in per_area["schema"] if f.rule in ("api-validation", "kueue-webhook", "kueue-inadmissible")}
     per_area["rules"] += [f for rid, f in presuming if rid not in rejected and f.resource not in rejected]
+    # A sample Kueue never admits on a cluster (sample-fits) is never placed there: where its pods would land is not reported beside.
+    on = lambda f: (f.resource, f.context.split(",")[0].split(":")[0])  # noqa: E731 (resource, "cluster NAME")
+    never = {on(f) for f in per_area["rules"] if f.rule == "sample-fits"}
+    per_area["capacity"] = [f for f in per_area["capacity"] if not (f.rule.startswith(("capacity-pod-", "capacity-pods-")) and on(f) in never)]
     per_area["capacity"] = [f for f in per_area["capacity"] if not (f.rule == "capacity-quota" and f.resource in rejected)]
     # Pods the apiserver refuses are never placed, nor those of a job it refuses: where they would land is not reported beside.
     refused_pods = {f.resource for f in per_area["schema"] if f.rule == "pod-validation"} | rejected

@@ -562,3 +562,13 @@ def test_a_variable_no_entry_sets_is_one_finding_per_cluster(repo_copy):
     found = [f for f in validate_repository(repo_copy).findings if f.rule == "sample-render"]
     assert sorted((f.file, f.line) for f in found) == [(f"{DEV}/samples.yaml", 3), (f"{PROD}/samples.yaml", 5)], found
     assert all("${RAY_IMAGE}" in f.message and "workloads/defaults.yaml" in f.hint for f in found), found
+
+
+def test_a_sample_kueue_never_admits_is_not_also_unplaced(repo_copy):
+    """A GPU on batch-inference's head too: dev-westus3's queue gives 1 GPU, the job needs 2, so Kueue never admits it
+    there (sample-fits); that its second GPU pod would find no node on that cluster is not reported beside."""
+    for field in ("requests", "limits"):
+        edit(repo_copy, "workloads/batch-inference.yaml", f'{field}: {{cpu: "4", memory: 16Gi}}', f'{field}: {{cpu: "4", memory: 16Gi, nvidia.com/gpu: "1"}}')
+    found = validate_repository(repo_copy).findings
+    assert {f.rule for f in found} == {"sample-fits"} and all(f.file == f"{DEV}/samples.yaml" for f in found), \
+        "\n".join(f.text() for f in found)
