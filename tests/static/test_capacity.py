@@ -26,6 +26,7 @@ pytestmark = pytest.mark.static
 PROD_TFVARS = "terraform/clusters/prod-eastus2.tfvars"
 DEV_TFVARS = "terraform/clusters/dev-westus3.tfvars"
 ND96 = "components/gpu-sku/standard-nd96amsr-a100-v4/kustomization.yaml"
+NC24 = "components/gpu-sku/standard-nc24ads-a100-v4/kustomization.yaml"
 
 
 def findings(root: Path):
@@ -387,8 +388,12 @@ CASES = [
      lambda r: (write(r, "base/limit-range.yaml", "apiVersion: v1\nkind: LimitRange\nmetadata: {name: defaults, namespace: ray}\n"
                       "spec:\n  limits:\n    - {type: Container, defaultRequest: {cpu: \"30\"}, default: {cpu: \"30\"}}\n"),
                 edit(r, "base/kustomization.yaml", "resources:\n", "resources:\n  - limit-range.yaml\n"))),
+    # Quota for two GPU workers (else Kueue never admits the job, sample-fits, and where its pods land is not reported), one GPU node.
     ("pod-set-more-pods-than-nodes", "capacity-pod-set-nodes", "clusters/dev-westus3/samples.yaml", ('NUM_WORKERS: "2"', 0),
-     lambda r: edit(r, "clusters/dev-westus3/samples.yaml", 'NUM_WORKERS: "1"', 'NUM_WORKERS: "2"')),
+     lambda r: (edit(r, "clusters/dev-westus3/samples.yaml", 'NUM_WORKERS: "1"', 'NUM_WORKERS: "2"'),
+                [edit(r, NC24, f"{path}, value: {old}}}", f"{path}, value: {new}}}") for path, old, new in (
+                    ("resources/0/nominalQuota", '"24"', '"48"'), ("resources/1/nominalQuota", "200Gi", "400Gi"),
+                    ("/spec/resourceGroups/1/flavors/0/resources/0/nominalQuota", '"1"', '"2"'))])),
 ]
 
 
