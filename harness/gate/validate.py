@@ -24,7 +24,7 @@ from pathlib import Path
 
 from harness.gate import capacity, config, conversion, gpu_driver, sku_component
 from harness.gate import cluster_refs, kueue_manager, kustomize_warnings, queue_activity, sample_admission, served_apis
-from harness.gate import flux_rules, matching, renames
+from harness.gate import flux_rules, flux_tenancy, matching, renames
 from harness.gate import rules, sample_rules
 from harness.gate import schema_check
 from harness.gate import terraform, terraform_checks
@@ -43,6 +43,7 @@ RULE_SOURCES = {
     "harness/gate/conversion.py (Kueue objects in the older served version, converted by Kueue's own code)": conversion.RULES,
     "tools/fluxbuild check.go (the apiserver's, Kueue's and KubeRay's own validation)": schema_check.RULES,
     "harness/gate/flux_rules.py (Flux wiring)": flux_rules.RULES,
+    "harness/gate/flux_tenancy.py (the AKS Flux extension's multi-tenancy lockdown)": flux_tenancy.RULES,
     "harness/gate/version_rules.py (versions.yaml drift)": version_rules.RULES,
     "harness/gate/cluster_refs.py (references and sizes in each cluster's rendered set)": cluster_refs.RULES,
     "harness/gate/sample_admission.py (samples that could never be admitted)": sample_admission.RULES,
@@ -182,9 +183,10 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
     presuming: list[tuple[str, Finding]] = []  # (resource id of an object the finding presumes accepted, finding)
     pinned = version_rules.pins(root)
     installed = served_apis.installed_somewhere(root, clusters, pinned)
+    locked = flux_tenancy.lockdown(root, gate_config)
     for c in clusters:
         per_area["rules"] += rules.cluster_rules(ctx, root, c)
-        per_area["rules"] += flux_rules.flux_rules(ctx, c)
+        per_area["rules"] += flux_rules.flux_rules(ctx, c) + flux_tenancy.tenancy_rules(ctx, root, c, locked)
         per_area["rules"] += version_rules.version_rules(ctx, root, c, pinned)
         sample_findings, samples, fits = sample_rules.sample_rules(ctx, root, c)
         per_area["rules"] += sample_findings

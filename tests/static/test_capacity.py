@@ -445,10 +445,10 @@ def test_gpu_driver_none_with_the_gpu_operator_is_clean(repo_copy: Path):
     controllers = repo_copy / "flux/infrastructure/controllers"
     (controllers / "gpu-operator.yaml").write_text(
         "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: gpu-operator\n---\n"
-        "apiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmRepository\nmetadata:\n  name: nvidia\n  namespace: gpu-operator\n"
+        "apiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmRepository\nmetadata:\n  name: nvidia\n  namespace: flux-system\n"
         "spec:\n  interval: 24h\n  url: https://helm.ngc.nvidia.com/nvidia\n---\n"
-        "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: gpu-operator\n  namespace: gpu-operator\n"
-        "spec:\n  interval: 12h\n  chart:\n    spec:\n      chart: gpu-operator\n      version: v25.3.0\n"
+        "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: gpu-operator\n  namespace: flux-system\n"
+        "spec:\n  targetNamespace: gpu-operator\n  interval: 12h\n  chart:\n    spec:\n      chart: gpu-operator\n      version: v25.3.0\n"
         "      sourceRef:\n        kind: HelmRepository\n        name: nvidia\n  values:\n    driver:\n      enabled: true\n")
     k = controllers / "kustomization.yaml"
     k.write_text(k.read_text() + "  - gpu-operator.yaml\n")

@@ -171,6 +171,6 @@ def test_health_check_on_a_chart_object_is_not_judged(repo_copy):
     assert "  wait: true\n" in text
     (repo_copy / infra).write_text(text.replace("  wait: true\n", "  healthChecks:\n"
         "    - {apiVersion: apps/v1, kind: Deployment, name: kueue-controller-manager, namespace: kueue-system}\n"
-        "    - {apiVersion: helm.toolkit.fluxcd.io/v2, kind: HelmRelease, name: kueue, namespace: kueue-system}\n"))
+        "    - {apiVersion: helm.toolkit.fluxcd.io/v2, kind: HelmRelease, name: kueue, namespace: flux-system}\n"))
     report = validate_repository(repo_copy)
     assert report.findings == [], "\n".join(f.text() for f in report.findings)

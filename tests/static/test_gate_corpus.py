@@ -157,7 +157,7 @@ CORPUS = [
     ("chart-tag-drift", "versions-drift", "flux/infrastructure/controllers/kueue.yaml",
      lambda r: edit(r, "flux/infrastructure/controllers/kueue.yaml", "    tag: 0.17.1", "    tag: 0.17.2"), 15),
     ("image-tag-drift", "versions-drift", "flux/infrastructure/controllers/kuberay-operator.yaml",
-     lambda r: edit(r, "flux/infrastructure/controllers/kuberay-operator.yaml", "      tag: v1.6.1", "      tag: v1.6.2"), 42),
+     lambda r: edit(r, "flux/infrastructure/controllers/kuberay-operator.yaml", "      tag: v1.6.1", "      tag: v1.6.2"), 47),
     ("pin-moved-alone", "versions-drift", "flux/infrastructure/controllers/kueue.yaml",
      lambda r: edit(r, "versions.yaml", "  production: 0.17.1", "  production: 0.18.1")),
     ("two-layers-same-queues", "object-collision", TEAM_A,
@@ -192,11 +192,17 @@ CORPUS = [
      lambda r: edit(r, "base/namespace.yaml", "  name: ray\n", "  name: ray\n  labels:\n    pod-security.kubernetes.io/enforce: restricted\n"), 6),
     ("namespace-pod-security-level-unknown", "api-validation", "base/namespace.yaml",
      lambda r: edit(r, "base/namespace.yaml", "  name: ray\n", "  name: ray\n  labels:\n    pod-security.kubernetes.io/enforce: strict\n"), 6),
+    # The AKS Flux extension's multi-tenancy (terraform/flux.tf): a HelmRelease outside flux-system acts as <ns>/flux-applier, with no rights.
+    ("helm-release-outside-flux-system", "flux-multi-tenancy", KUEUE,
+     lambda r: edit(r, KUEUE, "kind: HelmRelease\nmetadata:\n  name: kueue\n  namespace: flux-system\n",
+                    "kind: HelmRelease\nmetadata:\n  name: kueue\n  namespace: kueue-system\n"), 24),
+    ("chart-ref-across-namespaces", "flux-multi-tenancy", KUEUE,
+     lambda r: edit(r, KUEUE, "    kind: OCIRepository\n    name: kueue\n", "    kind: OCIRepository\n    name: kueue\n    namespace: kueue-system\n"), 36),
     # The KubeRay operator watches other namespaces than the samples': Kueue admits them, KubeRay never runs them.
     ("kuberay-watches-other-namespace", "kuberay-watch-namespace", KUBERAY,
-     lambda r: edit(r, KUBERAY, "  values:\n", "  values:\n    watchNamespace:\n      - ray-jobs\n"), 40),
+     lambda r: edit(r, KUBERAY, "  values:\n", "  values:\n    watchNamespace:\n      - ray-jobs\n"), 45),
     ("kuberay-single-namespace", "kuberay-watch-namespace", KUBERAY,
-     lambda r: edit(r, KUBERAY, "  values:\n", "  values:\n    singleNamespaceInstall: true\n"), 40),
+     lambda r: edit(r, KUBERAY, "  values:\n", "  values:\n    singleNamespaceInstall: true\n"), 45),
     # A RuntimeClass no layer creates: the RuntimeClass admission refuses the pods of the admitted job.
     ("sample-runtime-class-missing", "object-ref", f"{PROD}/samples.yaml",
      lambda r: edit(r, "workloads/batch-inference.yaml", "            serviceAccountName: ray-workload\n",
@@ -232,9 +238,9 @@ CORPUS = [
      lambda r: edit(r, SINGLE, "  clusterQueue: cluster-queue", "  clusterQueue: cluster-queue\n  stopPolicy: HoldAndDrain"), 3),
     ("clusterqueue-unreachable", "clusterqueue-unreachable", TEAM_B,
      lambda r: edit(r, TEAM_B, "clusterQueue: team-b-cq", "clusterQueue: team-a-cq"), 1, "warning"),
-    ("kueue-without-rayjob", "kueue-rayjob-integration", KUEUE, lambda r: edit(r, KUEUE, "            - ray.io/rayjob\n", ""), 67),
+    ("kueue-without-rayjob", "kueue-rayjob-integration", KUEUE, lambda r: edit(r, KUEUE, "            - ray.io/rayjob\n", ""), 72),
     ("release-depends-on-nothing", "flux-depends-on", KUBERAY,
-     lambda r: edit(r, KUBERAY, "  interval: 12h\n", "  interval: 12h\n  dependsOn:\n    - name: cert-manager\n"), 28),
+     lambda r: edit(r, KUBERAY, "  interval: 12h\n", "  interval: 12h\n  dependsOn:\n    - name: cert-manager\n"), 33),
     ("health-check-names-nothing", "flux-health-check", f"{PROD}/infrastructure.yaml",
      lambda r: edit(r, f"{PROD}/infrastructure.yaml", "  wait: true\n", "  healthChecks:\n    - apiVersion: helm.toolkit.fluxcd.io/v2\n"
                     "      kind: HelmRelease\n      name: kueue-typo\n      namespace: kueue-system\n"), 14),
@@ -249,24 +255,24 @@ CORPUS = [
     ("name-prefix-on-queues", "kustomize-rename", "overlays/team-queues/kustomization.yaml",
      lambda r: edit(r, "overlays/team-queues/kustomization.yaml", "resources:", "namePrefix: prod-\nresources:"), 5),
     # The Kueue manager's configuration, loaded as the pinned manager loads it at start (kueue_manager.py).
-    ("kueue-config-unknown-framework", "kueue-config", KUEUE, lambda r: edit(r, KUEUE, "            - pod\n", "            - pods\n"), 69),
+    ("kueue-config-unknown-framework", "kueue-config", KUEUE, lambda r: edit(r, KUEUE, "            - pod\n", "            - pods\n"), 74),
     ("kueue-config-unknown-feature-gate", "kueue-config", KUEUE,
-     lambda r: edit(r, KUEUE, "FinishOrphanedWorkloads: false", "FinishOrphanedWorkload: false"), 76),
-    ("kueue-config-unknown-field", "kueue-config", KUEUE, lambda r: edit(r, KUEUE, "        integrations:\n", "        integrationz:\n"), 66),
+     lambda r: edit(r, KUEUE, "FinishOrphanedWorkloads: false", "FinishOrphanedWorkload: false"), 81),
+    ("kueue-config-unknown-field", "kueue-config", KUEUE, lambda r: edit(r, KUEUE, "        integrations:\n", "        integrationz:\n"), 71),
     ("kueue-config-bad-duration", "kueue-config", KUEUE,
-     lambda r: edit(r, KUEUE, "        integrations:\n", "        waitForPodsReady:\n          timeout: 10 minutes\n        integrations:\n"), 67),
+     lambda r: edit(r, KUEUE, "        integrations:\n", "        waitForPodsReady:\n          timeout: 10 minutes\n        integrations:\n"), 72),
     ("kueue-config-yaml-error", "kueue-config", KUEUE,
-     lambda r: edit(r, KUEUE, "healthProbeBindAddress: :8081", "healthProbeBindAddress: [:8081"), 58),
+     lambda r: edit(r, KUEUE, "healthProbeBindAddress: :8081", "healthProbeBindAddress: [:8081"), 63),
     # APIs a cluster uses but does not install, while the repository installs them elsewhere (served_apis.py).
     ("cluster-without-kuberay", "api-not-served", f"{DEV}/samples.yaml",
      lambda r: edit(r, f"{DEV}/kustomization.yaml", "  - infrastructure.yaml\n", ""), 3),
     ("cluster-without-kueue", "api-not-served", "base/resource-flavors.yaml",
      lambda r: edit(r, f"{DEV}/kustomization.yaml", "  - infrastructure.yaml\n", ""), 4),
-    ("kuberay-crds-skipped", "api-not-served", KUBERAY, lambda r: edit(r, KUBERAY, "crds: CreateReplace", "crds: Skip"), 32),
+    ("kuberay-crds-skipped", "api-not-served", KUBERAY, lambda r: edit(r, KUBERAY, "crds: CreateReplace", "crds: Skip"), 37),
     ("suspended-layer", "flux-suspended", f"{PROD}/queues.yaml", lambda r: edit(r, f"{PROD}/queues.yaml", "  prune: true", "  prune: true\n  suspend: true"),
      16, "warning"),
     ("kueue-default-integrations", "kueue-rayjob-integration", KUEUE,
-     lambda r: edit(r, KUEUE, "        integrations:\n          frameworks:\n            - batch/job\n            - pod\n            - ray.io/rayjob\n", ""), 54),
+     lambda r: edit(r, KUEUE, "        integrations:\n          frameworks:\n            - batch/job\n            - pod\n            - ray.io/rayjob\n", ""), 59),
     ("cohort-quota-over-capacity", "capacity-quota", TEAM_A,
      lambda r: append(r, TEAM_A, "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata:\n  name: shared-cohort\nspec:\n"
                                "  resourceGroups:\n    - coveredResources: [nvidia.com/gpu]\n      flavors:\n        - name: gpu\n"
@@ -572,3 +578,15 @@ def test_a_sample_kueue_never_admits_is_not_also_unplaced(repo_copy):
     found = validate_repository(repo_copy).findings
     assert {f.rule for f in found} == {"sample-fits"} and all(f.file == f"{DEV}/samples.yaml" for f in found), \
         "\n".join(f.text() for f in found)
+
+
+def test_a_helm_release_in_its_own_namespace_is_clean_when_the_extension_opts_out(repo_copy):
+    """With configuration_settings multiTenancy.enforce = "false" the extension's controllers keep their own rights, and
+    a chartRef may cross namespaces."""
+    edit(repo_copy, KUEUE, "kind: HelmRelease\nmetadata:\n  name: kueue\n  namespace: flux-system\n",
+         "kind: HelmRelease\nmetadata:\n  name: kueue\n  namespace: kueue-system\n")
+    edit(repo_copy, KUEUE, "    kind: OCIRepository\n    name: kueue\n", "    kind: OCIRepository\n    name: kueue\n    namespace: flux-system\n")
+    edit(repo_copy, "terraform/flux.tf", '  release_train  = "Stable"\n',
+         '  release_train  = "Stable"\n  configuration_settings = {\n    "multiTenancy.enforce" = "false"\n  }\n')
+    report = validate_repository(repo_copy)
+    assert report.findings == [], "\n".join(f.text() for f in report.findings)

@@ -1,0 +1,93 @@
+"""The AKS Flux extension's multi-tenancy lockdown, for the clusters terraform/ bootstraps with it.
+
+The microsoft.flux extension enforces multi-tenancy unless its configuration settings say
+`multiTenancy.enforce = "false"`: its kustomize-controller and helm-controller run with
+`--default-service-account=flux-applier` and `--no-cross-namespace-refs=true`, and the extension
+creates that ServiceAccount, bound to cluster-admin, only in the namespace of the Flux configuration
+(flux-system here). So on such a cluster:
+- a Flux Kustomization or HelmRelease without spec.serviceAccountName in another namespace acts as
+  <its namespace>/flux-applier, which has no permissions there: nothing of it is applied or
+  installed (helm-controller: "secrets is forbidden: User system:serviceaccount:<ns>:flux-applier
+  cannot list ...", fluxcd/flux2#3182; Azure/AKS#3099);
+- a sourceRef or chartRef into another namespace is refused.
+`flux bootstrap` sets neither flag, so a repository can work there and fail on AKS.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.gate.cluster_refs import ClusterIndex, finding_at
+from harness.gate.config import GateConfig
+from harness.gate.findings import Finding
+from harness.gate.render import ClusterRender, is_flux_kustomization
+from harness.gate.sources import as_map
+from harness.gate.terraform import TERRAFORM_DIR, TerraformConfig, TerraformError
+
+RULES = {
+    "flux-multi-tenancy": "on clusters terraform/ bootstraps with the AKS Flux extension in its default multi-tenancy mode, every Flux "
+                          "Kustomization and HelmRelease outside the Flux configuration's namespace names a spec.serviceAccountName "
+                          "(else it acts as <namespace>/flux-applier, which has no permissions), and no sourceRef or chartRef crosses "
+                          "namespaces",
+}
+ENFORCE_SETTING = "multiTenancy.enforce"
+APPLIER = "flux-applier"
+
+
+def lockdown(root: Path, gate_config: GateConfig) -> tuple[str, str] | None:
+    """(where the extension is written, the Flux configuration's namespace) when terraform/ installs the Flux extension
+    with multi-tenancy enforced; None when it does not, opts out, or cannot be read (its own findings say why)."""
+    if not gate_config.terraform or not (root / TERRAFORM_DIR).is_dir():
+        return None
+    try:
+        cfg = TerraformConfig.load(root)
+    except TerraformError:
+        return None
+    for ext in cfg.of_type("azurerm_kubernetes_cluster_extension"):
+        kind = ext.body.get("extension_type")
+        if kind is None or not kind.known or kind.value != "microsoft.flux":
+            continue
+        settings = ext.body.get("configuration_settings")
+        if settings is not None and (not settings.known or str(as_map(settings.value).get(ENFORCE_SETTING, "true")).lower() == "false"):
+            return None  # opted out, or not known before apply: not judged
+        namespaces = [fc.body.get("namespace") for fc in cfg.of_type("azurerm_kubernetes_flux_configuration")]
+        known = [str(v.value) for v in namespaces if v is not None and v.known]
+        return f"{ext.file}:{ext.line}", (known[0] if known else "flux-system")
+    return None
+
+
+def _refs(obj: dict) -> list[tuple[list, dict]]:
+    spec = as_map(obj.get("spec"))
+    return [(["spec", "sourceRef"], as_map(spec.get("sourceRef"))), (["spec", "chartRef"], as_map(spec.get("chartRef"))),
+            (["spec", "chart", "spec", "sourceRef"], as_map(as_map(as_map(spec.get("chart")).get("spec")).get("sourceRef")))]
+
+
+def tenancy_rules(ctx, root: Path, cluster: ClusterRender, locked: tuple[str, str] | None) -> list[Finding]:
+    """flux-multi-tenancy for one cluster's set (`locked`: lockdown() of the repository)."""
+    if locked is None:
+        return []
+    where, home = locked
+    index = ClusterIndex.build(root, cluster)
+    out = []
+    for build, obj in index.objects:
+        helm = str(obj.get("apiVersion", "")).startswith("helm.toolkit.fluxcd.io/") and obj.get("kind") == "HelmRelease"
+        if not (helm or is_flux_kustomization(obj)):
+            continue
+        ns = str(as_map(obj.get("metadata")).get("namespace") or "default")
+        controller = "helm-controller" if helm else "kustomize-controller"
+        if ns != home and not as_map(obj.get("spec")).get("serviceAccountName"):
+            out.append(finding_at(ctx, root, obj, build, ["metadata", "namespace"], "flux-multi-tenancy",
+                                  f"on AKS the Flux extension ({where}) enforces multi-tenancy: {controller} acts as ServiceAccount "
+                                  f"{ns}/{APPLIER}, which has no permissions in {ns} (the extension binds {APPLIER} to cluster-admin only in "
+                                  f"{home}), so nothing of it is {'installed' if helm else 'applied'}",
+                                  f"put it (and its source) in namespace {home}" + (f" with spec.targetNamespace: {ns}, spec.releaseName and "
+                                  f"spec.storageNamespace: {ns}" if helm else "") + "; or set spec.serviceAccountName to an account bound to the "
+                                  f"rights it needs; or opt out with configuration_settings = {{\"{ENFORCE_SETTING}\" = \"false\"}} on the extension",
+                                  cluster=cluster.name))
+        for path, ref in _refs(obj):
+            if ref.get("namespace") not in (None, ns):
+                out.append(finding_at(ctx, root, obj, build, [*path, "namespace"], "flux-multi-tenancy",
+                                      f"{'.'.join(path)} names {ref.get('kind')} {ref.get('namespace')}/{ref.get('name')} in another namespace; "
+                                      f"on AKS the Flux extension ({where}) runs {controller} with --no-cross-namespace-refs, which refuses it",
+                                      f"move the source into namespace {ns}, or opt out with configuration_settings = "
+                                      f"{{\"{ENFORCE_SETTING}\" = \"false\"}} on the extension", cluster=cluster.name))
+    return out
