@@ -4,8 +4,9 @@ without, and what the apiserver, kustomize-controller or helm-controller only re
 The set is `ClusterRender.applied()` (everything the cluster's Flux Kustomizations apply) plus
 what exists without the repository: the namespaces Kubernetes creates itself and flux-system
 (bootstrap or the AKS Flux extension), the `default` ServiceAccount of every namespace, the
-built-in PriorityClasses, and the ConfigMaps/Secrets of clusters/<name>/cluster-vars.example.yaml
-(the shape of what Terraform writes; the gate substitutes from them offline as well).
+built-in PriorityClasses, the ConfigMaps/Secrets of clusters/<name>/cluster-vars.example.yaml
+(the shape of what Terraform writes; the gate substitutes from them offline as well), and what the
+platform provides (ClusterRender.provided: the AKS Flux extension's flux-applier ServiceAccount).
 
 Sizes: etcd's default `--max-request-bytes` is 1.5 MiB, below the apiserver's own 3 MiB request
 limit, so 1.5 MiB of JSON is the practical bound of one object; ConfigMap/Secret data is limited
@@ -103,7 +104,7 @@ class ClusterIndex:
                     index.namespaces.setdefault(target, {NAMESPACE_NAME_LABEL: target})
             elif kind == "CustomResourceDefinition" and spec.get("scope") == "Cluster":
                 index.cluster_scoped.add(name_key(as_map(spec.get("names")).get("kind")))
-        for source in cluster.variables:
+        for source in [*cluster.variables, *cluster.provided]:
             index.external.setdefault(kind_key(source), source)
         return index
 

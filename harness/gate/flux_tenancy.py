@@ -55,6 +55,11 @@ def lockdown(root: Path, gate_config: GateConfig) -> tuple[str, str] | None:
     return None
 
 
+def provided(locked: tuple[str, str] | None) -> list[dict]:
+    """What the extension creates on every cluster: ServiceAccount flux-applier in the Flux configuration's namespace."""
+    return [{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": APPLIER, "namespace": locked[1]}}] if locked else []
+
+
 def _refs(obj: dict) -> list[tuple[list, dict]]:
     spec = as_map(obj.get("spec"))
     return [(["spec", "sourceRef"], as_map(spec.get("sourceRef"))), (["spec", "chartRef"], as_map(spec.get("chartRef"))),

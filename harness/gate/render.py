@@ -42,6 +42,7 @@ class ClusterRender:
     flux: list[Build] = field(default_factory=list)  # one per Flux Kustomization
     variables: list[dict] = field(default_factory=list)  # the offline substituteFrom stand-ins (substitution_sources)
     bootstrap: bool = False  # a `flux bootstrap` cluster: no kustomization.yaml, Flux's generator builds the directory
+    provided: list[dict] = field(default_factory=list)  # objects the platform creates outside the repository (flux_tenancy)
 
     @property
     def entry_file(self) -> str:

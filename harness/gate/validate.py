@@ -182,8 +182,10 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
         per_area["rules"] += rules.kueue_rules(ctx, b, b.objects)
     presuming: list[tuple[str, Finding]] = []  # (resource id of an object the finding presumes accepted, finding)
     pinned = version_rules.pins(root)
-    installed = served_apis.installed_somewhere(root, clusters, pinned)
     locked = flux_tenancy.lockdown(root, gate_config)
+    for c in clusters:
+        c.provided += flux_tenancy.provided(locked)
+    installed = served_apis.installed_somewhere(root, clusters, pinned)
     for c in clusters:
         per_area["rules"] += rules.cluster_rules(ctx, root, c)
         per_area["rules"] += flux_rules.flux_rules(ctx, c) + flux_tenancy.tenancy_rules(ctx, root, c, locked)

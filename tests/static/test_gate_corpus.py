@@ -590,3 +590,11 @@ def test_a_helm_release_in_its_own_namespace_is_clean_when_the_extension_opts_ou
          '  release_train  = "Stable"\n  configuration_settings = {\n    "multiTenancy.enforce" = "false"\n  }\n')
     report = validate_repository(repo_copy)
     assert report.findings == [], "\n".join(f.text() for f in report.findings)
+
+
+def test_flux_objects_naming_the_extensions_flux_applier_are_clean(repo_copy):
+    """The AKS Flux extension creates ServiceAccount flux-system/flux-applier (bound to cluster-admin): naming it is no dangling reference."""
+    edit(repo_copy, f"{PROD}/queues.yaml", "  prune: true\n", "  prune: true\n  serviceAccountName: flux-applier\n")
+    edit(repo_copy, KUEUE, "  releaseName: kueue\n", "  releaseName: kueue\n  serviceAccountName: flux-applier\n")
+    report = validate_repository(repo_copy)
+    assert report.findings == [], "\n".join(f.text() for f in report.findings)
