@@ -39,7 +39,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from harness.core import format_quantity, parse_quantity
-from harness.gate import placement, podsets, sku_component
+from harness.gate import node_settings, placement, podsets, sku_component
 from harness.gate.findings import Finding
 from harness.gate.gpu_driver import gpu_driver_findings
 from harness.gate.placement import Problem
@@ -190,7 +190,7 @@ def _cluster_findings(root: Path, cfg: TerraformConfig, sources: Sources, cluste
                         "give pool settings values known before apply (variables, locals, literals, functions of them); counts are whole numbers", ctx)]
 
     out = [Finding(file, line, p.address, "capacity-autoscaling", message, hint, ctx) for p in pools for file, line, message, hint in p.notes]
-    out += gpu_driver_findings(root, cluster, pools, ctx)
+    out += gpu_driver_findings(root, cluster, pools, ctx) + node_settings.node_setting_findings(pools, ctx)
     for p in pools:
         if p.sku is None:
             at = p.vm_size_origin

@@ -98,6 +98,7 @@ class Pool:
     gpu_driver: str | None = None  # azurerm gpu_driver: "Install" (AKS's NVIDIA driver and device plugin) or "None"
     gpu_driver_origin: Origin | None = None
     vm_size_origin: Origin | None = None
+    written: dict[str, tuple[object, Origin]] = field(default_factory=dict)  # node_labels / node_taints as the pool sets them
 
     @property
     def autoscaled(self) -> bool:
@@ -251,6 +252,7 @@ class _Builder:
         pool = Pool(name, address, block.file, block.line, vm_size, 0, max_pods, labels, taints, system, sku,
                     zones=zones, region=self.region)
         pool.vm_size_origin = self.origin(block, "vm_size", body.get("vm_size"))
+        pool.written = {a: (get(a), self.origin(block, a, body.get(a))) for a in ("node_labels", "node_taints") if body.get(a) is not None}
         if get("gpu_driver") is not None:
             pool.gpu_driver, pool.gpu_driver_origin = str(get("gpu_driver")), self.origin(block, "gpu_driver", body.get("gpu_driver"))
         key = next((k for k in AUTOSCALING_KEYS if k in body), None)

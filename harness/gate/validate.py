@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.gate import capacity, config, conversion, gpu_driver, sku_component
+from harness.gate import capacity, config, conversion, gpu_driver, node_settings, sku_component
 from harness.gate import cluster_refs, kueue_manager, kustomize_warnings, queue_activity, sample_admission, served_apis
 from harness.gate import flux_rules, flux_tenancy, matching, renames
 from harness.gate import rules, sample_rules
@@ -55,6 +55,7 @@ RULE_SOURCES = {
     "harness/gate/capacity.py (quota and pods vs the Terraform node pools)": capacity.RULES,
     "harness/gate/sku_component.py (the gpu-sku component vs the pools' vm_size)": sku_component.RULES,
     "harness/gate/gpu_driver.py (GPU pools without the NVIDIA device plugin)": gpu_driver.RULES,
+    "harness/gate/node_settings.py (the labels and taints node pools register their nodes with)": node_settings.RULES,
     "harness/gate/terraform_checks.py (Terraform wiring)": terraform_checks.RULES,
     "harness/gate/kubernetes_version.py (the AKS Kubernetes version against the pinned one)": kubernetes_version.RULES,
 }

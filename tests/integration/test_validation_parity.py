@@ -132,3 +132,31 @@ def test_builtin_metadata_verdict_matches_server_dry_run(kube, names, case, obj,
     for err in problem.errors:  # a label or annotation is named offline by its key, the server names the whole map
         field = err["field"].split("[")[0] if err["field"].startswith(("metadata.labels[", "metadata.annotations[")) else err["field"]
         assert field in server and err["detail"] in server, f"{case}: offline {err['message']!r} not in the server's answer: {server}"
+
+
+def _pool_node(name: str, labels: dict, taints: list) -> dict:
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}, "spec": {"taints": taints}}
+
+
+# The apiserver's part of capacity-node-settings (tools/kubecheck op node-pools, ValidateNode): a pool's Node created for
+# real; the kubelet's --node-labels rule is the kubelet's, not the apiserver's, so it is left out here.
+NODE_POOLS = [
+    ("taint-effect-typo", _pool_node("parity-pool-a", {}, [{"key": "sku", "value": "gpu", "effect": "NoSchedul"}]), True),
+    ("label-value-with-space", _pool_node("parity-pool-b", {"gpu": "A100 80GB"}, []), True),
+    ("taint-key-with-space", _pool_node("parity-pool-c", {}, [{"key": "gpu sku", "value": "a100", "effect": "NoSchedule"}]), True),
+    ("tainted-and-labelled", _pool_node("parity-pool-d", {"team": "ml", "node.kubernetes.io/gpu-class": "a100"},
+                                        [{"key": "sku", "value": "gpu", "effect": "NoSchedule"}]), False),
+]
+
+
+@pytest.mark.parametrize("case,node,rejected", NODE_POOLS, ids=[c[0] for c in NODE_POOLS])
+def test_node_pool_verdict_matches_server_dry_run(kube, case, node, rejected):
+    from harness.gate.helper import helper
+    from harness.gate.node_settings import NodeSettingsError
+
+    server = _server_verdict(kube, node)
+    assert (server is not None) == rejected, f"{case}: the server {'rejected' if server else 'accepted'} it: {server}"
+    offline = helper("kubecheck").call("node-pools", NodeSettingsError, objects=[node])[0]["errors"]
+    assert bool(offline) == rejected, f"{case}: offline {offline}"
+    for err in offline:
+        assert err["detail"] in server, f"{case}: offline {err['message']!r} not in the server's answer: {server}"

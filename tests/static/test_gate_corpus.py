@@ -192,6 +192,12 @@ CORPUS = [
      lambda r: edit(r, "base/namespace.yaml", "  name: ray\n", "  name: ray\n  labels:\n    pod-security.kubernetes.io/enforce: restricted\n"), 6),
     ("namespace-pod-security-level-unknown", "api-validation", "base/namespace.yaml",
      lambda r: edit(r, "base/namespace.yaml", "  name: ray\n", "  name: ray\n  labels:\n    pod-security.kubernetes.io/enforce: strict\n"), 6),
+    # Node pool labels and taints the kubelet or the apiserver refuses: the pool's nodes never join (node_settings.py).
+    ("node-label-the-kubelet-refuses", "capacity-node-settings", "terraform/node_pools.tf",
+     lambda r: edit(r, "terraform/node_pools.tf", '"aks.azure.com/gpu-sku" = var.gpu_sku_label }',
+                    '"aks.azure.com/gpu-sku" = var.gpu_sku_label, "node-role.kubernetes.io/gpu" = "" }'), 25),
+    ("node-taint-effect-typo", "capacity-node-settings", "terraform/node_pools.tf",
+     lambda r: edit(r, "terraform/node_pools.tf", "  node_taints = []\n", '  node_taints = ["sku=gpu:NoSchedul"]\n'), 26),
     # The AKS Flux extension's multi-tenancy (terraform/flux.tf): a HelmRelease outside flux-system acts as <ns>/flux-applier, with no rights.
     ("helm-release-outside-flux-system", "flux-multi-tenancy", KUEUE,
      lambda r: edit(r, KUEUE, "kind: HelmRelease\nmetadata:\n  name: kueue\n  namespace: flux-system\n",
@@ -596,5 +602,12 @@ def test_flux_objects_naming_the_extensions_flux_applier_are_clean(repo_copy):
     """The AKS Flux extension creates ServiceAccount flux-system/flux-applier (bound to cluster-admin): naming it is no dangling reference."""
     edit(repo_copy, f"{PROD}/queues.yaml", "  prune: true\n", "  prune: true\n  serviceAccountName: flux-applier\n")
     edit(repo_copy, KUEUE, "  releaseName: kueue\n", "  releaseName: kueue\n  serviceAccountName: flux-applier\n")
+    report = validate_repository(repo_copy)
+    assert report.findings == [], "\n".join(f.text() for f in report.findings)
+
+
+def test_node_labels_the_kubelet_may_set_are_clean(repo_copy):
+    edit(repo_copy, "terraform/node_pools.tf", '"aks.azure.com/gpu-sku" = var.gpu_sku_label }',
+         '"aks.azure.com/gpu-sku" = var.gpu_sku_label, "node.kubernetes.io/gpu-class" = "a100", "team" = "ml-platform" }')
     report = validate_repository(repo_copy)
     assert report.findings == [], "\n".join(f.text() for f in report.findings)

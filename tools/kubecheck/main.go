@@ -117,6 +117,14 @@ func main() {
 				}
 			}
 			resp["answer"] = results
+		case "node-pools":
+			for i, obj := range req.Objects {
+				results[i] = result{Errors: []fieldError{}, Quota: []fieldError{}, Security: []fieldError{}}
+				for _, c := range nodePoolCauses(obj) {
+					results[i].Errors = append(results[i].Errors, causeError(c))
+				}
+			}
+			resp["answer"] = results
 		case "place":
 			if answers, err := placeAll(req); err != nil {
 				resp["error"] = err.Error()

@@ -1,0 +1,45 @@
+"""The labels and taints a node pool gives its nodes, judged as the kubelet and the apiserver judge them.
+
+AKS passes a pool's node_labels to the kubelet as --node-labels and its node_taints as --register-with-taints.
+A label the kubelet may not set on itself (kubernetes.io / k8s.io namespaces outside its allowed set, such as
+node-role.kubernetes.io/*), a label or taint whose syntax the apiserver's Node validation refuses, or a taint
+effect that is not NoSchedule, PreferNoSchedule or NoExecute: the pool's nodes never join (AKS refuses the pool).
+tools/kubecheck (op node-pools) runs k8s.io/kubelet's label rule and the pinned apiserver's ValidateNode.
+"""
+from __future__ import annotations
+
+from harness.core import HarnessError
+from harness.gate.findings import Finding
+from harness.gate.helper import helper
+from harness.gate.pools import Pool, taint_dict
+from harness.gate.sources import as_list, as_map
+
+RULES = {
+    "capacity-node-settings": "every node pool's node_labels and node_taints are ones its nodes can register with: the kubelet's rule for "
+                              "--node-labels (no kubernetes.io / k8s.io label outside its allowed set) and the apiserver's Node validation "
+                              "(label syntax; taints key=value:Effect with NoSchedule, PreferNoSchedule or NoExecute)",
+}
+
+
+class NodeSettingsError(HarnessError, RuntimeError):
+    pass
+
+
+def node_setting_findings(pools: list[Pool], context: str) -> list[Finding]:
+    """capacity-node-settings for the pools of one cluster, at the line that sets the refused labels or taints."""
+    written = [p for p in pools if p.written]
+    if not written:
+        return []
+    nodes = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": p.name, "labels": {str(k): str(v) for k, v in as_map(
+        p.written.get("node_labels", (None,))[0]).items()}}, "spec": {"taints": [taint_dict(t) for t in as_list(
+            p.written.get("node_taints", (None,))[0])]}} for p in written]
+    out = []
+    for pool, answer in zip(written, helper("kubecheck").call("node-pools", NodeSettingsError, objects=nodes)):
+        for err in answer.get("errors") or []:
+            attr = "node_taints" if "taints" in str(err.get("field")) else "node_labels"
+            _, origin = pool.written.get(attr) or next(iter(pool.written.values()))
+            out.append(Finding(origin.file, origin.line, pool.address, "capacity-node-settings",
+                               f"{pool.address} (pool {pool.name}) {attr}: {err.get('detail') or err.get('message')}; its nodes never join the cluster",
+                               "use labels outside kubernetes.io and k8s.io (except node.kubernetes.io/ and kubelet.kubernetes.io/), valid label "
+                               "keys and values, and taints written key=value:NoSchedule|PreferNoSchedule|NoExecute", context))
+    return out
