@@ -9,6 +9,8 @@ each finding points at the sample's entry line and names the queue object's file
 - the ClusterQueue or LocalQueue is stopped (spec.stopPolicy Hold or HoldAndDrain);
 - the RayJob names a WorkloadPriorityClass (label kueue.x-k8s.io/priority-class) or its pods a
   PriorityClass that the cluster does not define (Kueue fails to create the Workload);
+- its spec.managedBy hands it to another controller than KubeRay's while its ClusterQueue has no MultiKueue
+  admission check (KubeRay skips it; Kueue admits it and nothing runs it);
 - its pods name a ServiceAccount the namespace does not have or a RuntimeClass the cluster does not have (the
   apiserver refuses the pods), mount a PersistentVolumeClaim it does not have (the scheduler places none of them),
   or name a key that a ConfigMap or Secret of the cluster's set does not have (the kubelet cannot start them).
@@ -35,12 +37,15 @@ from harness.gate.workloads import WORKLOADS_DIR
 RULES = {
     "queue-namespace-selector": "a sample's ClusterQueue selects the namespace of its LocalQueue (namespaceSelector against the Namespace's labels)",
     "queue-stopped": "a sample's ClusterQueue and LocalQueue are not stopped (spec.stopPolicy Hold or HoldAndDrain)",
+    "sample-managed-by": "a sample's spec.managedBy is KubeRay's (or unset), unless its ClusterQueue has a MultiKueue admission check",
     "sample-priority-class": "the WorkloadPriorityClass (label kueue.x-k8s.io/priority-class) or PriorityClass a sample names exists on the cluster",
     "clusterqueue-unreachable": "(warning) every ClusterQueue is the spec.clusterQueue of some LocalQueue",
 }
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 STOPPED = ("Hold", "HoldAndDrain")
+KUBERAY_CONTROLLER = "ray.io/kuberay-operator"  # utils.KubeRayController: the managedBy KubeRay's RayJob controller acts on
+MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
 
 
 def selector_verdict(selector: dict, labels: dict[str, str]) -> tuple[bool, str]:
@@ -60,6 +65,14 @@ def selector_verdict(selector: dict, labels: dict[str, str]) -> tuple[bool, str]
             values = as_list(expr.get("values"))
             return False, f"matchExpressions {expr.get('key')} {expr.get('operator')}{' ' + str(values) if values else ''}"
     return False, "the selector"
+
+
+def _check_controllers(index: ClusterIndex, cq: dict) -> set[str]:
+    """The controllerName of every AdmissionCheck the ClusterQueue names (admissionChecks, or admissionChecksStrategy)."""
+    spec = as_map(cq.get("spec"))
+    names = [*as_list(spec.get("admissionChecks")), *(as_map(c).get("name") for c in as_list(as_map(spec.get("admissionChecksStrategy")).get("admissionChecks")))]
+    checks = [index.named.get(("AdmissionCheck", None, name_key(n))) for n in names]
+    return {str(as_map(ac.get("spec")).get("controllerName")) for _, ac in (c for c in checks if c)}
 
 
 def _where(ctx, root: Path, build, obj: dict, path: list | None = None) -> str:
@@ -134,6 +147,11 @@ def _sample_rules(ctx, root: Path, index: ClusterIndex, samples_file: str, line:
         return out  # localqueue-clusterqueue reports it
     cq_build, cq = cq_entry
     cq_name = as_map(cq.get("metadata")).get("name")
+    managed_by = as_map(job.get("spec")).get("managedBy")
+    if managed_by not in (None, KUBERAY_CONTROLLER) and MULTIKUEUE_CONTROLLER not in _check_controllers(index, cq):
+        finding("sample-managed-by", f"spec.managedBy is {managed_by!r}: KubeRay's operator skips the RayJob, and ClusterQueue {cq_name} has "
+                f"no {MULTIKUEUE_CONTROLLER} admission check to dispatch it to a worker cluster: it never runs (admitted, it holds its quota)",
+                f"drop spec.managedBy (or set {KUBERAY_CONTROLLER}), or submit it to a ClusterQueue with a MultiKueue admission check")
     for build, obj, what in ((cq_build, cq, f"ClusterQueue {cq_name}"), (lq_build, lq, f"LocalQueue {ns}/{queue}")):
         policy = as_map(obj.get("spec")).get("stopPolicy")
         if policy in STOPPED:

@@ -48,6 +48,8 @@ RULES = {
     "terraform-undeclared-variable": "every variable a cluster's tfvars sets is declared in terraform/ (Terraform only warns and ignores "
                                      "the value; an error when the name is a misspelling of a declared one, which keeps its default)",
     "terraform-federated-subject": f"the federated identity credential trusts system:serviceaccount:<ns>:<name> of the workload ServiceAccount in {SERVICE_ACCOUNT_FILE}",
+    "terraform-workload-identity": "the AKS cluster sets oidc_issuer_enabled and workload_identity_enabled, which the federated credential "
+                                   f"(its issuer) and the workload pods' token injection need, when {SERVICE_ACCOUNT_FILE} has the workload ServiceAccount",
     "terraform-cluster-vars": "Terraform writes ConfigMap flux-system/cluster-vars with exactly the keys of clusters/<name>/cluster-vars.example.yaml",
     "terraform-flux-configuration": "the Flux configuration is named flux-system and reconciles clusters/<cluster_name>, which exists",
 }
@@ -136,6 +138,15 @@ def _identity_findings(root: Path, cfg: TerraformConfig, scopes: list[tuple[str,
                         f"no ServiceAccount with annotation {CLIENT_ID_ANNOTATION} in {SERVICE_ACCOUNT_FILE}",
                         "restore the workload ServiceAccount ray/ray-workload")]
     expected = f"system:serviceaccount:{sa[0]}:{sa[1]}"
+    for label, ev in scopes:  # the cluster's OIDC issuer and the workload identity webhook, which the identity needs
+        for aks in ev.of_type("azurerm_kubernetes_cluster"):
+            for attr in ("oidc_issuer_enabled", "workload_identity_enabled"):
+                v = aks.body.get(attr)
+                if v is None or (v.known and v.value is not True):
+                    out.append(Finding(v.file if v else aks.file, v.line if v else aks.line, aks.address, "terraform-workload-identity",
+                                       f"{aks.address} {attr} is {v.text if v else 'not set (false)'} ({label}), but pods of {sa[0]}/{sa[1]} use "
+                                       f"workload identity: {'the federated credential has no issuer' if attr.startswith('oidc') else 'no token is injected'}"
+                                       ", so their Azure calls fail", f"set {attr} = true"))
     if not creds:
         return [Finding(f"{TERRAFORM_DIR}/identity.tf", None, "", "terraform-federated-subject",
                         f"no azurerm_federated_identity_credential: pods of {sa[0]}/{sa[1]} get no Azure token",
@@ -168,7 +179,10 @@ def _identity_findings(root: Path, cfg: TerraformConfig, scopes: list[tuple[str,
                                    f"{where} subject is {value!r} with {label}, but the workload ServiceAccount in {SERVICE_ACCOUNT_FILE} is {sa[0]}/{sa[1]} "
                                    f"({expected}): Azure would refuse its token exchange",
                                    "make workload_namespace / workload_service_account_name match base/service-account.yaml"))
-    return out
+    once: dict[tuple, Finding] = {}  # one per place and setting, with the first variable set that shows it
+    for f in out:
+        once.setdefault((f.file, f.line, f.message.split(" (")[0]), f)
+    return list(once.values())
 
 
 def cluster_vars_keys(cfg: TerraformConfig) -> tuple[Block | None, set[str] | None]:

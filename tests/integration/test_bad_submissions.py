@@ -71,3 +71,25 @@ def test_a_limit_range_below_a_request_is_inadmissible_as_the_gate_says(layout, 
     finally:
         queues.delete("over-limit-range")
         kube.delete("v1", "LimitRange", names.localize(limits)["metadata"]["name"], names.namespace)
+
+
+def test_a_rayjob_managed_by_another_controller_is_admitted_and_never_run(layout, queues):
+    """spec.managedBy kueue.x-k8s.io/multikueue on a ClusterQueue without a MultiKueue admission check: the gate's
+    sample-managed-by. The real Kueue admits it (its quota is held) and the real KubeRay operator skips it: the job
+    is unsuspended and no RayCluster is ever created, while an identical job without managedBy gets its cluster."""
+    layout("overlays/team-queues")
+    elsewhere = rayjob("batch-inference", "elsewhere", "team-b")
+    elsewhere["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
+    try:
+        queues.submit(elsewhere)
+        wl = queues.wait_admitted("elsewhere")
+        assert condition(wl, "QuotaReserved")["status"] == "True", wl
+        queues.submit(rayjob("batch-inference", "kuberay-run", "team-a"))
+        queues.wait_rayclusters(["kuberay-run"], lambda clusters: clusters, "kuberay-run's RayCluster")
+        status = queues.job("elsewhere").get("status") or {}
+        assert not status.get("jobDeploymentStatus"), f"KubeRay acted on a RayJob managed by another controller: {status}"
+        assert not queues.wait_rayclusters(["elsewhere"], lambda clusters: True, "elsewhere's RayClusters (none)"), \
+            "KubeRay created a RayCluster for a RayJob managed by another controller"
+    finally:
+        queues.delete("elsewhere")
+        queues.delete("kuberay-run")

@@ -192,6 +192,15 @@ CORPUS = [
      lambda r: edit(r, "base/namespace.yaml", "  name: ray\n", "  name: ray\n  labels:\n    pod-security.kubernetes.io/enforce: restricted\n"), 6),
     ("namespace-pod-security-level-unknown", "api-validation", "base/namespace.yaml",
      lambda r: edit(r, "base/namespace.yaml", "  name: ray\n", "  name: ray\n  labels:\n    pod-security.kubernetes.io/enforce: strict\n"), 6),
+    # A RayJob handed to MultiKueue on a cluster without a MultiKueue admission check: KubeRay skips it, Kueue admits it.
+    ("sample-managed-by-multikueue", "sample-managed-by", f"{PROD}/samples.yaml",
+     lambda r: edit(r, "workloads/batch-inference.yaml", "  shutdownAfterJobFinishes: true\n",
+                    "  shutdownAfterJobFinishes: true\n  managedBy: kueue.x-k8s.io/multikueue\n"), 10),
+    # The workload identity the samples' ServiceAccount uses needs the cluster's OIDC issuer and the identity webhook.
+    ("aks-without-oidc-issuer", "terraform-workload-identity", "terraform/aks.tf",
+     lambda r: edit(r, "terraform/aks.tf", "oidc_issuer_enabled       = true", "oidc_issuer_enabled       = false"), 15),
+    ("aks-without-workload-identity", "terraform-workload-identity", "terraform/aks.tf",
+     lambda r: edit(r, "terraform/aks.tf", "  workload_identity_enabled = true\n", ""), 5),
     # Node pool labels and taints the kubelet or the apiserver refuses: the pool's nodes never join (node_settings.py).
     ("node-label-the-kubelet-refuses", "capacity-node-settings", "terraform/node_pools.tf",
      lambda r: edit(r, "terraform/node_pools.tf", '"aks.azure.com/gpu-sku" = var.gpu_sku_label }',
