@@ -115,8 +115,8 @@ def _watched(hr: dict) -> tuple[set[str] | None, list]:
     if spec.get("valuesFrom") or as_map(values.get("configuration")).get("enabled"):
         return None, []
     listed = values.get("watchNamespace")
-    if isinstance(listed, list) and listed:
-        return {str(n) for n in listed}, ["spec", "values", "watchNamespace"]
+    if isinstance(listed, str | list) and listed:  # the chart joins it with "," (sprig's join takes a string as one item)
+        return {str(n) for n in ([listed] if isinstance(listed, str) else listed)}, ["spec", "values", "watchNamespace"]
     if values.get("singleNamespaceInstall") is True:
         return {str(spec.get("targetNamespace") or as_map(hr.get("metadata")).get("namespace"))}, ["spec", "values", "singleNamespaceInstall"]
     return None, []
