@@ -48,6 +48,31 @@ def optional_ref(path: list, ref, default_kind: str | None = None) -> list[tuple
     return [([*path, "name"], kind, ref["name"])] if kind in ("ConfigMap", "Secret") else []
 
 
+def _sources(path: list, pod: dict):
+    """(field path, reference, kind, the field naming it, how it names keys) of every ConfigMap and Secret a pod spec names:
+    volumes and projected sources (their items), env valueFrom (its key) and envFrom (no key)."""
+    for i, vol in enumerate(as_maps(pod.get("volumes"))):
+        at = [*path, "volumes", i]
+        yield [*at, "configMap"], as_map(vol.get("configMap")), "ConfigMap", "name", "items"
+        yield [*at, "secret"], as_map(vol.get("secret")), "Secret", "secretName", "items"
+        for j, src in enumerate(as_maps(as_map(vol.get("projected")).get("sources"))):
+            yield [*at, "projected", "sources", j, "configMap"], as_map(src.get("configMap")), "ConfigMap", "name", "items"
+            yield [*at, "projected", "sources", j, "secret"], as_map(src.get("secret")), "Secret", "name", "items"
+    for group in ("initContainers", "containers"):
+        for i, c in enumerate(as_maps(pod.get(group))):
+            for j, env in enumerate(as_maps(c.get("env"))):
+                source, at = as_map(env.get("valueFrom")), [*path, group, i, "env", j, "valueFrom"]
+                yield [*at, "configMapKeyRef"], as_map(source.get("configMapKeyRef")), "ConfigMap", "name", "key"
+                yield [*at, "secretKeyRef"], as_map(source.get("secretKeyRef")), "Secret", "name", "key"
+            for j, env in enumerate(as_maps(c.get("envFrom"))):
+                yield [*path, group, i, "envFrom", j, "configMapRef"], as_map(env.get("configMapRef")), "ConfigMap", "name", None
+                yield [*path, group, i, "envFrom", j, "secretRef"], as_map(env.get("secretRef")), "Secret", "name", None
+
+
+def _needed(ref: dict, name_field: str) -> bool:
+    return bool(ref.get(name_field)) and ref.get("optional") is not True
+
+
 def pod_spec_refs(path: list, pod: dict) -> list[tuple[list, str, object]]:
     """(field path, kind, name) of the ServiceAccount, ConfigMaps, Secrets, PersistentVolumeClaims and RuntimeClass a pod spec
     needs to start (the scheduler places no pod whose claim does not exist; the RuntimeClass admission refuses a pod whose
@@ -60,53 +85,21 @@ def pod_spec_refs(path: list, pod: dict) -> list[tuple[list, str, object]]:
             out.append(([*path, field_name], "ServiceAccount", pod[field_name]))
             break
     for i, vol in enumerate(as_maps(pod.get("volumes"))):
-        at = [*path, "volumes", i]
-        out += optional_ref([*at, "configMap"], vol.get("configMap"), "ConfigMap")
-        secret = as_map(vol.get("secret"))
-        if secret.get("secretName") and secret.get("optional") is not True:
-            out.append(([*at, "secret", "secretName"], "Secret", secret["secretName"]))
         claim = as_map(vol.get("persistentVolumeClaim")).get("claimName")
         if claim:
-            out.append(([*at, "persistentVolumeClaim", "claimName"], "PersistentVolumeClaim", claim))
-        for j, src in enumerate(as_maps(as_map(vol.get("projected")).get("sources"))):
-            out += optional_ref([*at, "projected", "sources", j, "configMap"], src.get("configMap"), "ConfigMap")
-            out += optional_ref([*at, "projected", "sources", j, "secret"], src.get("secret"), "Secret")
-    for group in ("initContainers", "containers"):
-        for i, c in enumerate(as_maps(pod.get(group))):
-            for j, env in enumerate(as_maps(c.get("env"))):
-                source, at = as_map(env.get("valueFrom")), [*path, group, i, "env", j, "valueFrom"]
-                out += optional_ref([*at, "configMapKeyRef"], source.get("configMapKeyRef"), "ConfigMap")
-                out += optional_ref([*at, "secretKeyRef"], source.get("secretKeyRef"), "Secret")
-            for j, env in enumerate(as_maps(c.get("envFrom"))):
-                out += optional_ref([*path, group, i, "envFrom", j, "configMapRef"], env.get("configMapRef"), "ConfigMap")
-                out += optional_ref([*path, group, i, "envFrom", j, "secretRef"], env.get("secretRef"), "Secret")
-    return out
-
-
-def _items_keys(path: list, source, kind: str) -> list[tuple[list, str, object, object]]:
-    source = as_map(source)
-    name = source.get("name" if kind == "ConfigMap" else "secretName", source.get("name"))
-    if name is None or source.get("optional") is True:
-        return []
-    return [([*path, "items", k, "key"], kind, name, item["key"]) for k, item in enumerate(as_maps(source.get("items"))) if "key" in item]
+            out.append(([*path, "volumes", i, "persistentVolumeClaim", "claimName"], "PersistentVolumeClaim", claim))
+    return out + [([*at, name_field], kind, ref[name_field]) for at, ref, kind, name_field, _ in _sources(path, pod) if _needed(ref, name_field)]
 
 
 def pod_key_refs(path: list, pod: dict) -> list[tuple[list, str, object, object]]:
     """(field path, kind, name, key) of every ConfigMap or Secret key a pod spec needs (not optional): an env value the kubelet
     cannot find fails the container (CreateContainerConfigError), a volume item it cannot find fails the mount."""
     out = []
-    for i, vol in enumerate(as_maps(pod.get("volumes"))):
-        at = [*path, "volumes", i]
-        out += _items_keys([*at, "configMap"], vol.get("configMap"), "ConfigMap") + _items_keys([*at, "secret"], vol.get("secret"), "Secret")
-        for j, src in enumerate(as_maps(as_map(vol.get("projected")).get("sources"))):
-            out += _items_keys([*at, "projected", "sources", j, "configMap"], src.get("configMap"), "ConfigMap")
-            out += _items_keys([*at, "projected", "sources", j, "secret"], src.get("secret"), "Secret")
-    for group in ("initContainers", "containers"):
-        for i, c in enumerate(as_maps(pod.get(group))):
-            for j, env in enumerate(as_maps(c.get("env"))):
-                source = as_map(env.get("valueFrom"))
-                for field_name, kind in (("configMapKeyRef", "ConfigMap"), ("secretKeyRef", "Secret")):
-                    ref = as_map(source.get(field_name))
-                    if "name" in ref and "key" in ref and ref.get("optional") is not True:
-                        out.append(([*path, group, i, "env", j, "valueFrom", field_name, "key"], kind, ref["name"], ref["key"]))
+    for at, ref, kind, name_field, keys in _sources(path, pod):
+        if not _needed(ref, name_field):
+            continue
+        if keys == "key" and "key" in ref:
+            out.append(([*at, "key"], kind, ref[name_field], ref["key"]))
+        elif keys == "items":
+            out += [([*at, "items", k, "key"], kind, ref[name_field], item["key"]) for k, item in enumerate(as_maps(ref.get("items"))) if "key" in item]
     return out
