@@ -56,7 +56,7 @@ RULES = {
     "pod-validation": "every pod KubeRay would create for a RayJob, RayCluster or RayService (head, each worker group, a RayJob's submitter), built by "
                       "KubeRay's own pod builders, passes the pinned apiserver's pod validation (tools/kubecheck); else Kueue admits the "
                       "job and every pod is refused, so it holds its quota without running",
-    "pod-security": "every pod KubeRay would create for a sample or a RayCluster/RayService of the set meets the PodSecurity level "
+    "pod-security": "every pod KubeRay would create for a sample (head, each worker group, the submitter) meets the PodSecurity level "
                     "its namespace enforces (label pod-security.kubernetes.io/enforce; the pinned apiserver's own policy checks, "
                     "tools/kubecheck); else Kueue admits the job and the apiserver forbids its pods",
     "resource-quota": "a sample's pods (head, every worker replica, the submitter) together fit each ResourceQuota of its namespace on "
