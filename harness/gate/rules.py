@@ -55,6 +55,7 @@ class Context:
         self.sample_vars: dict[int, dict[str, tuple[str, int | None]]] = {}  # id(rendered sample) -> VAR -> (file, line)
         self.sample_related: dict[int, list[dict]] = {}  # id(rendered sample) -> its namespace's LimitRanges, ResourceQuotas on its cluster
         self.sample_entries: dict[int, tuple[str, int | None]] = {}  # id(rendered sample) -> (samples file, line of its entry)
+        self.pod_security: list[tuple[dict, dict, Finding]] = []  # (object, error, finding) of each pod template a namespace's level forbids
 
     def renamed(self, kind: str, name, present, reference: str) -> bool:
         """Whether a kustomization renamed the missing `kind` `name` to one in `present` (its

@@ -56,7 +56,7 @@ RULES = {
     "pod-validation": "every pod KubeRay would create for a RayJob, RayCluster or RayService (head, each worker group, a RayJob's submitter), built by "
                       "KubeRay's own pod builders, passes the pinned apiserver's pod validation (tools/kubecheck); else Kueue admits the "
                       "job and every pod is refused, so it holds its quota without running",
-    "pod-security": "every pod KubeRay would create for a sample (head, each worker group, the submitter) meets the PodSecurity level "
+    "pod-security": "every pod KubeRay would create for a sample or a Ray object a layer applies meets the PodSecurity level "
                     "its namespace enforces (label pod-security.kubernetes.io/enforce; the pinned apiserver's own policy checks, "
                     "tools/kubecheck); else Kueue admits the job and the apiserver forbids its pods",
     "resource-quota": "a sample's pods (head, every worker replica, the submitter) together fit each ResourceQuota of its namespace on "
@@ -234,14 +234,19 @@ def _one_per_quota_cause(found: list[Finding]) -> list[Finding]:
     out = [f for f in found if f.rule != "resource-quota"]
     for same in groups.values():
         same.sort()
-        others = ", ".join(f"{f.resource} ({f.file}:{f.line})" for f in same[1:])
+        others = ", ".join(dict.fromkeys(f"{f.resource} ({f.file}:{f.line})" for f in same[1:] if (f.resource, f.file, f.line) != (same[0].resource, same[0].file, same[0].line)))
         out.append(replace(same[0], message=same[0].message + (f"; the same for {others}" if others else "")))
     return out
 
 
-def _one_per_namespace_level(ctx, refused: dict[str, list[tuple[dict, dict, Finding]]]) -> list[Finding]:
-    """pod-security findings (namespace -> (object, error, finding) of each pod template it forbids): one per namespace,
-    at its pod-security.kubernetes.io/enforce label, naming the first refusal in full and the other templates refused."""
+def pod_security_findings(ctx) -> list[Finding]:
+    """The pod-security findings of every check so far (ctx.pod_security: samples and the objects layers apply): one per
+    namespace, at its pod-security.kubernetes.io/enforce label, naming the first refusal in full and the other templates refused."""
+    refused: dict[str, list[tuple[dict, dict, Finding]]] = {}
+    for obj, err, found in ctx.pod_security:
+        items = refused.setdefault(err.get("object", ""), [])
+        if all((f.resource, f.file, f.line, e.get("field")) != (found.resource, found.file, found.line, err.get("field")) for _, e, f in items):
+            items.append((obj, err, found))
     out = []
     for ns_id, items in sorted(refused.items()):
         items.sort(key=lambda item: item[2])
@@ -261,16 +266,16 @@ def _one_per_namespace_level(ctx, refused: dict[str, list[tuple[dict, dict, Find
 
 
 def _findings(ctx, validated: list[tuple[object, dict, str | None]], problems: list[Problem | None]) -> list[Finding]:
-    out, by_var, refused = [], {}, {}
+    out, by_var = [], {}
     for (build, obj, file), problem in zip(validated, problems):
         if problem is None:
             continue
-        if problem.rule == "pod-security":  # the namespace's level forbids them: folded per namespace
+        if problem.rule == "pod-security":  # the namespace's level forbids them: folded per namespace (pod_security_findings)
             for err in problem.errors:
                 where = ctx.sample_entries.get(id(obj))
                 found = ctx.finding(obj, None if isinstance(build, str) else build, problem.rule, "", HINTS[problem.rule], file=file,
                                     context=build if isinstance(build, str) else None, field=err.get("field") or None)
-                refused.setdefault(err.get("object", ""), []).append((obj, err, replace(found, file=where[0], line=where[1]) if where else found))
+                ctx.pod_security.append((obj, err, replace(found, file=where[0], line=where[1]) if where else found))
             continue
         b, label = (None, build) if isinstance(build, str) else (build, None)
         for err in problem.errors:
@@ -291,7 +296,7 @@ def _findings(ctx, validated: list[tuple[object, dict, str | None]], problems: l
             first, errors, uses = by_var.setdefault(key, (found, [], []))
             errors.append(err["message"])
             uses.append(f"{found.file}:{found.line}")
-    out = _one_per_quota_cause(out) + _one_per_namespace_level(ctx, refused)
+    out = _one_per_quota_cause(out)
     for (name, file, line, _, _), (first, errors, uses) in by_var.items():
         out.append(replace(first, file=file, line=line, message=f"{WHAT[first.rule]}: {'; '.join(errors)} "
                                                                  f"(with vars {name}, which {', '.join(sorted(set(uses)))} use)",

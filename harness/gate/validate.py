@@ -24,7 +24,7 @@ from pathlib import Path
 
 from harness.gate import capacity, config, conversion, gpu_driver, node_settings, sku_component
 from harness.gate import cluster_refs, kueue_manager, kustomize_warnings, queue_activity, sample_admission, served_apis
-from harness.gate import flux_rules, flux_tenancy, matching, renames
+from harness.gate import flux_rules, flux_tenancy, folding, matching, renames
 from harness.gate import rules, sample_rules
 from harness.gate import schema_check
 from harness.gate import terraform, terraform_checks
@@ -32,7 +32,7 @@ from harness.gate import kubernetes_version, version_rules
 from harness.gate import formats
 from harness.gate.findings import Finding
 from harness.gate.render import FluxBuild, render_repository
-from harness.gate.sources import Sources, resource_id
+from harness.gate.sources import Sources, in_namespace_of, resource_id
 from harness.gate.workloads import WORKLOADS_DIR
 from harness.core import HarnessError, versions
 
@@ -170,6 +170,9 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
     # The rendered objects go to the helper's checks now too; the samples and variables follow once the rules made them.
     rendered = [(b, o, None) for b in builds if not b.error for o in b.objects]
     rendered += [(fb, o, None) for c in clusters for fb in c.flux for o in fb.objects]
+    for c in clusters:  # a RayCluster, RayService or RayJob a layer applies meets its namespace's admission (LimitRanges, PodSecurity, quota)
+        applied = [o for _, o in c.applied()]
+        ctx.sample_related.update({id(o): in_namespace_of(o, applied) for o in applied if schema_check.is_ray_workload(o)})
     checked = schema_check.submit(ctx, checker, rendered)
     # What follows judges Kueue's objects as Kueue stores them (v1beta1 ones converted); the checks above, as written.
     per_area["rules"] += conversion.convert_stored(ctx, builds, clusters)
@@ -214,22 +217,8 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
     timings["rules"] = time.monotonic() - t
 
     t = time.monotonic()
-    per_area["schema"] += joined(schema)
-    # An object the apiserver or Kueue's webhook rejects never reaches Kueue's quota (nor one its scheduler finds
-    # inadmissible): what follows from its values (a quota, a sample measured against it) is not reported beside.
-    rejected = {f.resource for f in per_area["schema"] if f.rule in ("api-validation", "kueue-webhook", "kueue-inadmissible")}
-    per_area["rules"] += [f for rid, f in presuming if rid not in rejected and f.resource not in rejected]
-    # A sample Kueue never admits on a cluster (sample-fits) is never placed there: where its pods would land is not reported beside.
-    on = lambda f: (f.resource, f.context.split(",")[0].split(":")[0])  # noqa: E731 (resource, "cluster NAME")
-    never = {on(f) for f in per_area["rules"] if f.rule == "sample-fits"}
-    per_area["capacity"] = [f for f in per_area["capacity"] if not (f.rule.startswith(("capacity-pod-", "capacity-pods-")) and on(f) in never)]
-    per_area["capacity"] = [f for f in per_area["capacity"] if not (f.rule == "capacity-quota" and f.resource in rejected)]
-    # Pods the apiserver refuses are never placed, nor those of a job it refuses: where they would land is not reported beside.
-    refused_pods = {f.resource for f in per_area["schema"] if f.rule == "pod-validation"} | rejected
-    per_area["capacity"] = [f for f in per_area["capacity"] if not (f.rule.startswith(("capacity-pod-", "capacity-pods-")) and f.resource in refused_pods)]
-    # A Flux Kustomization the apiserver refuses is never built by kustomize-controller: its build error is not reported beside.
-    refused_at = {(f.resource, f.file) for f in per_area["schema"] if f.rule == "api-validation"}
-    per_area["rules"] = [f for f in per_area["rules"] if not (f.rule == "kustomize-build" and (f.resource, f.file) in refused_at)]
+    per_area["schema"] += joined(schema) + schema_check.pod_security_findings(ctx)
+    folding.fold(per_area, presuming)  # follow-ons under their root cause
     timings["schema"] = time.monotonic() - t  # what was left to wait for once the rules were done
     timings["total"] = time.monotonic() - t0
 

@@ -620,3 +620,20 @@ def test_node_labels_the_kubelet_may_set_are_clean(repo_copy):
          '"aks.azure.com/gpu-sku" = var.gpu_sku_label, "node.kubernetes.io/gpu-class" = "a100", "team" = "ml-platform" }')
     report = validate_repository(repo_copy)
     assert report.findings == [], "\n".join(f.text() for f in report.findings)
+
+
+def test_a_ray_service_a_layer_applies_meets_its_namespace_admission(repo_copy):
+    """Its pods face the namespace's PodSecurity level (one finding with the samples') and its ResourceQuota, as the samples' do."""
+    write(repo_copy, "base/ray-service.yaml", RAY_SERVICE.replace('{limits: {nvidia.com/gpu: "0.5"}}', '{limits: {nvidia.com/gpu: "1"}}'))
+    write(repo_copy, "base/quota.yaml", "apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: q\n  namespace: ray\nspec:\n  hard:\n    limits.cpu: \"100\"\n")
+    edit(repo_copy, "base/kustomization.yaml", "resources:\n", "resources:\n  - ray-service.yaml\n  - quota.yaml\n")
+    edit(repo_copy, "base/namespace.yaml", "  name: ray\n", "  name: ray\n  labels:\n    pod-security.kubernetes.io/enforce: restricted\n")
+    found = validate_repository(repo_copy).findings
+    security = [f for f in found if f.rule == "pod-security"]
+    assert len(security) == 1 and "RayService/ray/serve" in security[0].message and "RayJob/ray/llm-training" in security[0].message, security
+    assert (security[0].file, security[0].line) == ("base/namespace.yaml", 6), security
+    assert not [f for f in found if f.rule == "resource-quota" and f.resource == "RayService/ray/serve"], \
+        "pods the PodSecurity admission forbids are not also measured against the quota"
+    edit(repo_copy, "base/namespace.yaml", "    pod-security.kubernetes.io/enforce: restricted\n", "    pod-security.kubernetes.io/enforce: baseline\n")
+    quota = [f for f in validate_repository(repo_copy).findings if f.rule == "resource-quota" and f.resource == "RayService/ray/serve"]
+    assert len(quota) == 1 and "limits.cpu" in quota[0].message and quota[0].file == "base/ray-service.yaml", quota

@@ -1,0 +1,33 @@
+"""Follow-on findings folded under their root cause, once every area of the gate has reported.
+
+An object the apiserver or Kueue's webhook rejects never exists, and a Workload Kueue's scheduler finds
+inadmissible never gets quota: what would follow from their values (a quota measured against capacity, a
+sample measured against a queue, where their pods land) is not reported beside the refusal. The same for a
+sample Kueue never admits on a cluster (sample-fits: its placement there), pods the apiserver refuses (their
+placement) and a Flux Kustomization the apiserver refuses (kustomize-controller never builds it).
+"""
+from __future__ import annotations
+
+from harness.gate.findings import Finding
+
+PLACEMENT = ("capacity-pod-", "capacity-pods-")
+
+
+def _on(f: Finding) -> tuple[str, str]:
+    """(resource, "cluster NAME") of a finding whose context starts with its cluster."""
+    return f.resource, f.context.split(",")[0].split(":")[0]
+
+
+def fold(per_area: dict[str, list[Finding]], presuming: list[tuple[str, Finding]]) -> None:
+    """Folds, in place, the follow-ons in `per_area` (area -> findings); `presuming`: (resource id of an object the
+    finding presumes accepted, finding), kept only when neither is rejected."""
+    schema = per_area["schema"]
+    rejected = {f.resource for f in schema if f.rule in ("api-validation", "kueue-webhook", "kueue-inadmissible")}
+    per_area["rules"] += [f for rid, f in presuming if rid not in rejected and f.resource not in rejected]
+    never = {_on(f) for f in per_area["rules"] if f.rule == "sample-fits"}
+    refused_pods = {f.resource for f in schema if f.rule == "pod-validation"} | rejected
+    per_area["capacity"] = [f for f in per_area["capacity"]
+                            if not (f.rule == "capacity-quota" and f.resource in rejected)
+                            and not (f.rule.startswith(PLACEMENT) and (_on(f) in never or f.resource in refused_pods))]
+    refused_at = {(f.resource, f.file) for f in schema if f.rule == "api-validation"}
+    per_area["rules"] = [f for f in per_area["rules"] if not (f.rule == "kustomize-build" and (f.resource, f.file) in refused_at)]
