@@ -13,7 +13,8 @@ each finding points at the sample's entry line and names the queue object's file
   admission check (KubeRay skips it; Kueue admits it and nothing runs it);
 - its pods name a ServiceAccount the namespace does not have or a RuntimeClass the cluster does not have (the
   apiserver refuses the pods), mount a PersistentVolumeClaim it does not have (the scheduler places none of them),
-  or name a key that a ConfigMap or Secret of the cluster's set does not have (the kubelet cannot start them).
+  or name a key that a ConfigMap or Secret of the cluster's set does not have (the kubelet cannot start them),
+  or name a ConfigMap or Secret the layer generates with kustomize's content-hash suffix (one finding, at the generator).
 Per cluster: a ClusterQueue no LocalQueue points at (warning), and the Kueue HelmRelease's manager
 configuration (harness.gate.kueue_manager: the manager refuses it, or it leaves out ray.io/rayjob).
 
@@ -75,6 +76,20 @@ def _check_controllers(index: ClusterIndex, cq: dict) -> set[str]:
     return {str(as_map(ac.get("spec")).get("controllerName")) for _, ac in (c for c in checks if c)}
 
 
+def _hashed(ctx, root: Path, index: ClusterIndex, kind: str, ns: str, name) -> tuple[str, int | None, str] | None:
+    """(file and line where the generator is written, the name it makes) when a kustomization generates `kind` `name` with kustomize's
+    content-hash suffix and the cluster's set has it under that suffixed name; else None."""
+    made = [n for (k, kns, n) in index.named if k == kind and kns == ns and str(n).startswith(f"{name}-")]
+    field = "configMapGenerator" if kind == "ConfigMap" else "secretGenerator"
+    for doc in ctx.sources.docs if made else []:
+        off = as_map(as_map(doc.obj).get("generatorOptions")).get("disableNameSuffixHash") is True
+        for i, gen in enumerate(as_list(as_map(doc.obj).get(field))):
+            gen = as_map(gen)
+            if gen.get("name") == name and not as_map(gen.get("options")).get("disableNameSuffixHash", off):
+                return doc.file, line_at(root, doc.file, doc.line, [field, i, "name"]), str(made[0])
+    return None
+
+
 def _where(ctx, root: Path, build, obj: dict, path: list | None = None) -> str:
     """file:line where `obj` (or the value at `path` in it) is written."""
     f = ctx.finding(obj, build, "", "", "")
@@ -82,7 +97,7 @@ def _where(ctx, root: Path, build, obj: dict, path: list | None = None) -> str:
 
 
 def _sample_rules(ctx, root: Path, index: ClusterIndex, samples_file: str, line: int | None, sample: str, job: dict,
-                  keys: dict[tuple, list[Finding]]) -> list[Finding]:
+                  keys: dict[tuple, list[Finding]], generated: dict[tuple, set[str]]) -> list[Finding]:
     meta = as_map(job.get("metadata"))
     ns = name_key(meta.get("namespace", "default"))
     queue = as_map(meta.get("labels")).get(QUEUE_LABEL)
@@ -106,6 +121,9 @@ def _sample_rules(ctx, root: Path, index: ClusterIndex, samples_file: str, line:
         for where, kind, name in pod_spec_refs(path, pod):
             if kind in ("ServiceAccount", "PersistentVolumeClaim", "RuntimeClass") and not index.has(kind, None if kind == "RuntimeClass" else ns, name):
                 missing.setdefault((kind, name_key(name)), []).append(dotted(where))
+            made = _hashed(ctx, root, index, kind, ns, name) if kind in ("ConfigMap", "Secret") and not index.has(kind, ns, name) else None
+            if made:  # one finding per generator, at its line (admission_rules)
+                generated.setdefault((kind, ns, name_key(name), *made), set()).add(sample)
         for ref in pod_key_refs(path, pod):  # of the set's ConfigMaps and Secrets; others are created with the job
             message = missing_key(index, ns, ref)
             if message:  # at the workload's line that names the key; admission_rules folds those naming the same key
@@ -207,8 +225,15 @@ def admission_rules(ctx, root: Path, cluster: ClusterRender, samples: list[tuple
         return out  # a layer did not render (kustomize-build says why): what it would apply is unknown
     out += _unreachable(ctx, index)
     keys: dict[tuple, list[Finding]] = {}  # (kind, namespace, name, key) missing -> the findings of the references naming it
+    generated: dict[tuple, set[str]] = {}  # (kind, namespace, name, generator file, line, name made) -> the samples naming it
     for sample, job, line in samples:
-        out += _sample_rules(ctx, root, index, samples_file, line, sample, job, keys)
+        out += _sample_rules(ctx, root, index, samples_file, line, sample, job, keys, generated)
+    for (kind, ns, name, file, at, made), users in generated.items():
+        out.append(Finding(file, at, f"{kind}/{ns}/{name}", "object-ref",
+                           f"the layer generates {kind} {ns}/{name} as {made} (kustomize's content-hash suffix), but the samples "
+                           f"{', '.join(sorted(users))} name {name}: kustomize rewrites the name only in the objects of its own build, so "
+                           "their pods find none and never start, while the admitted jobs hold their quota",
+                           "set options.disableNameSuffixHash: true on this generator (or generatorOptions), so that the name stays"))
     for same in keys.values():  # one key missing (often renamed in the ConfigMap): one finding, at the first reference
         same.sort()
         others = ", ".join(f"{f.file}:{f.line}" for f in same[1:])

@@ -637,3 +637,24 @@ def test_a_ray_service_a_layer_applies_meets_its_namespace_admission(repo_copy):
     edit(repo_copy, "base/namespace.yaml", "    pod-security.kubernetes.io/enforce: restricted\n", "    pod-security.kubernetes.io/enforce: baseline\n")
     quota = [f for f in validate_repository(repo_copy).findings if f.rule == "resource-quota" and f.resource == "RayService/ray/serve"]
     assert len(quota) == 1 and "limits.cpu" in quota[0].message and quota[0].file == "base/ray-service.yaml", quota
+
+
+RAY_STORAGE = ("---\n# Storage account the workloads read and write (random name, so it is a cluster variable).\napiVersion: v1\nkind: ConfigMap\n"
+               "metadata:\n  name: ray-storage\n  namespace: ray\ndata:\n  AZURE_STORAGE_ACCOUNT_NAME: \"${AZURE_STORAGE_ACCOUNT_NAME}\"\n")
+
+
+@pytest.mark.parametrize("hashed", [True, False])
+def test_a_generated_config_map_the_samples_name_keeps_its_name(repo_copy, hashed):
+    """ray-storage made by a configMapGenerator: with kustomize's content-hash suffix the samples (outside the build) name a
+    ConfigMap that does not exist, one finding at the generator; with disableNameSuffixHash it is clean."""
+    edit(repo_copy, SA, RAY_STORAGE, "")
+    options = "" if hashed else "    options:\n      disableNameSuffixHash: true\n"
+    edit(repo_copy, "base/kustomization.yaml", "resources:\n", "configMapGenerator:\n  - name: ray-storage\n    namespace: ray\n"
+         f"{options}    literals:\n      - AZURE_STORAGE_ACCOUNT_NAME=${{AZURE_STORAGE_ACCOUNT_NAME}}\nresources:\n")
+    found = validate_repository(repo_copy).findings
+    if not hashed:
+        assert found == [], "\n".join(f.text() for f in found)
+        return
+    assert [(f.rule, f.file, f.line, f.resource) for f in found] == [("object-ref", "base/kustomization.yaml", 7, "ConfigMap/ray/ray-storage")], \
+        "\n".join(f.text() for f in found)
+    assert "aurora-finetune, batch-inference, llm-training" in found[0].message, found[0].message
