@@ -188,7 +188,7 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
     pinned = version_rules.pins(root)
     locked = flux_tenancy.lockdown(root, gate_config)
     for c in clusters:
-        c.provided += flux_tenancy.provided(locked)
+        c.provided += flux_tenancy.provided(locked) if (root / gate_config.tfvars_file(c.name)).is_file() else []
     installed = served_apis.installed_somewhere(root, clusters, pinned)
     for c in clusters:
         per_area["rules"] += rules.cluster_rules(ctx, root, c)

@@ -658,3 +658,20 @@ def test_a_generated_config_map_the_samples_name_keeps_its_name(repo_copy, hashe
     assert [(f.rule, f.file, f.line, f.resource) for f in found] == [("object-ref", "base/kustomization.yaml", 7, "ConfigMap/ray/ray-storage")], \
         "\n".join(f.text() for f in found)
     assert "aurora-finetune, batch-inference, llm-training" in found[0].message, found[0].message
+
+
+def test_a_cluster_terraform_does_not_provision_has_no_extension_lockdown(repo_copy):
+    """clusters/local (no tfvars: the embedded plane's Flux, not the AKS extension) may keep a HelmRelease in its own namespace."""
+    write(repo_copy, "clusters/local/infrastructure/extra.yaml",
+          "apiVersion: source.toolkit.fluxcd.io/v1\nkind: OCIRepository\nmetadata:\n  name: extra\n  namespace: ray\nspec:\n"
+          "  interval: 1h\n  url: oci://example.invalid/charts/extra\n  ref:\n    tag: 1.0.0\n---\n"
+          "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: extra\n  namespace: ray\nspec:\n"
+          "  interval: 1h\n  chartRef:\n    kind: OCIRepository\n    name: extra\n")
+    edit(repo_copy, "clusters/local/infrastructure/kustomization.yaml", "resources: []", "resources:\n  - extra.yaml")
+    found = [f for f in validate_repository(repo_copy).findings if f.rule == "flux-multi-tenancy"]
+    assert found == [], "\n".join(f.text() for f in found)
+    # The same HelmRelease on prod-eastus2, which terraform/ provisions with the extension, is reported.
+    write(repo_copy, "flux/infrastructure/controllers/extra.yaml", (repo_copy / "clusters/local/infrastructure/extra.yaml").read_text())
+    edit(repo_copy, "flux/infrastructure/controllers/kustomization.yaml", "  - kueue.yaml\n", "  - kueue.yaml\n  - extra.yaml\n")
+    found = [f for f in validate_repository(repo_copy).findings if f.rule == "flux-multi-tenancy"]
+    assert {f.file for f in found} == {"flux/infrastructure/controllers/extra.yaml"}, "\n".join(f.text() for f in found)
