@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.gate.cluster_refs import ClusterIndex, finding_at
+from harness.gate.cluster_refs import finding_at
 from harness.gate.config import GateConfig
 from harness.gate.findings import Finding
 from harness.gate.render import ClusterRender, is_flux_kustomization
@@ -72,9 +72,8 @@ def tenancy_rules(ctx, root: Path, cluster: ClusterRender, locked: tuple[str, st
     if locked is None or not (root / ctx.config.tfvars_file(cluster.name)).is_file():
         return []
     where, home = locked
-    index = ClusterIndex.build(root, cluster)
     out = []
-    for build, obj in index.objects:
+    for build, obj in cluster.applied():
         helm = str(obj.get("apiVersion", "")).startswith("helm.toolkit.fluxcd.io/") and obj.get("kind") == "HelmRelease"
         if not (helm or is_flux_kustomization(obj)):
             continue

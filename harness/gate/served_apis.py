@@ -68,12 +68,12 @@ def installed_somewhere(root: Path, clusters: list[ClusterRender], pinned: dict 
 
 def served_api_rules(ctx, root: Path, cluster: ClusterRender, samples: list[tuple[str, dict, int | None]], pinned: dict | None,
                      installed: set[str]) -> list[Finding]:
-    """`samples`: what sample_rules.sample_rules rendered (sample, RayJob, samples.yaml line); `pinned`:
-    versions.yaml; `installed`: installed_somewhere() of the repository's clusters."""
+    """api-not-served and kuberay-watch-namespace for one cluster. `samples`: what sample_rules.sample_rules rendered
+    (sample, RayJob, samples.yaml line); `pinned`: versions.yaml; `installed`: installed_somewhere() of the repository's clusters."""
     index = ClusterIndex.build(root, cluster)
     if not index.complete:  # a layer did not render: what it installs is unknown
         return []
-    out = []
+    out = _watch_rules(ctx, root, index, samples, pinned)
     for group, (component, crds_dir) in PROVIDERS.items():
         if group not in installed:
             continue  # installed outside the repository, if at all: nothing to compare with
@@ -122,9 +122,9 @@ def _watched(hr: dict) -> tuple[set[str] | None, list]:
     return None, []
 
 
-def watch_rules(ctx, root: Path, cluster: ClusterRender, samples: list[tuple[str, dict, int | None]], pinned: dict | None) -> list[Finding]:
+def _watch_rules(ctx, root: Path, index: ClusterIndex, samples: list[tuple[str, dict, int | None]], pinned: dict | None) -> list[Finding]:
     """kuberay-watch-namespace for one cluster (`samples`, `pinned`: as served_api_rules)."""
-    index = ClusterIndex.build(root, cluster)
+    cluster = index.cluster
     chart = _chart(pinned, "kuberay")
     jobs = [(f"{o.get('kind')}/{as_map(o.get('metadata')).get('name')}", as_map(o.get("metadata")).get("namespace", "default"))
             for _, o in index.objects if _group(o) == "ray.io" and o.get("kind") in ("RayJob", "RayCluster", "RayService")]

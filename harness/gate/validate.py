@@ -199,7 +199,6 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
         presuming += fits
         per_area["rules"] += cluster_refs.cluster_ref_rules(ctx, root, c) + sample_admission.admission_rules(ctx, root, c, samples)
         per_area["rules"] += queue_activity.queue_activity_rules(ctx, root, c) + served_apis.served_api_rules(ctx, root, c, samples, pinned, installed)
-        per_area["rules"] += served_apis.watch_rules(ctx, root, c, samples, pinned)
         validated += [(f"cluster {c.name}: {gate_config.samples}", s, f"{WORKLOADS_DIR}/{name}.yaml") for name, s, _ in samples]
         example = gate_config.variables_file(c.name)
         validated += [(example, s, example) for s in c.variables]
