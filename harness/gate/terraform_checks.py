@@ -138,11 +138,13 @@ def _identity_findings(root: Path, cfg: TerraformConfig, scopes: list[tuple[str,
                         f"no ServiceAccount with annotation {CLIENT_ID_ANNOTATION} in {SERVICE_ACCOUNT_FILE}",
                         "restore the workload ServiceAccount ray/ray-workload")]
     expected = f"system:serviceaccount:{sa[0]}:{sa[1]}"
+    off: set[tuple] = set()  # (cluster, setting): reported once, with the first variable set that shows it
     for label, ev in scopes:  # the cluster's OIDC issuer and the workload identity webhook, which the identity needs
         for aks in ev.of_type("azurerm_kubernetes_cluster"):
             for attr in ("oidc_issuer_enabled", "workload_identity_enabled"):
                 v = aks.body.get(attr)
-                if v is None or (v.known and v.value is not True):
+                if (v is None or (v.known and v.value is not True)) and (aks.address, attr) not in off:
+                    off.add((aks.address, attr))
                     out.append(Finding(v.file if v else aks.file, v.line if v else aks.line, aks.address, "terraform-workload-identity",
                                        f"{aks.address} {attr} is {v.text if v else 'not set (false)'} ({label}), but pods of {sa[0]}/{sa[1]} use "
                                        f"workload identity: {'the federated credential has no issuer' if attr.startswith('oidc') else 'no token is injected'}"
@@ -179,10 +181,7 @@ def _identity_findings(root: Path, cfg: TerraformConfig, scopes: list[tuple[str,
                                    f"{where} subject is {value!r} with {label}, but the workload ServiceAccount in {SERVICE_ACCOUNT_FILE} is {sa[0]}/{sa[1]} "
                                    f"({expected}): Azure would refuse its token exchange",
                                    "make workload_namespace / workload_service_account_name match base/service-account.yaml"))
-    once: dict[tuple, Finding] = {}  # one per place and setting, with the first variable set that shows it
-    for f in out:
-        once.setdefault((f.file, f.line, f.message.split(" (")[0]), f)
-    return list(once.values())
+    return out
 
 
 def cluster_vars_keys(cfg: TerraformConfig) -> tuple[Block | None, set[str] | None]:

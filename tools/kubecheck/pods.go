@@ -57,9 +57,11 @@ func check(obj map[string]interface{}, related []map[string]interface{}) (r resu
 	for _, b := range pods {
 		pod := b.pod
 		r.Pods[b.role] = &pod
-		internal, causes := validate(b.pod, ns)
+		defaulted := b.pod.DeepCopy()
+		corev1defaults.SetObjectDefaults_Pod(defaulted) // the apiserver's defaults of the v1 API
+		internal, causes := validate(*defaulted, ns)
 		if len(causes) == 0 {
-			if refused := ns.securityError(defaulted(b.pod), b.template); refused != nil {
+			if refused := ns.securityError(*defaulted, b.template); refused != nil {
 				r.Security = append(r.Security, *refused)
 			} else {
 				admitted, counts = append(admitted, internal), append(counts, b.count)
@@ -193,11 +195,10 @@ func clusterPods(ctx context.Context, cluster rayv1.RayCluster, spec string) []b
 	return out
 }
 
-// validate is the apiserver's create of a pod in its namespace: defaulting, conversion to the internal
+// validate is the apiserver's create of a pod (already defaulted) in its namespace: conversion to the internal
 // type, the LimitRanger's defaults, then the pod REST strategy (beforeCreate). The errors are the
 // Invalid status's causes, with the field under the pod.
 func validate(pod corev1.Pod, ns namespaceObjects) (*api.Pod, []metav1.StatusCause) {
-	pod = defaulted(pod)
 	internal := &api.Pod{}
 	if err := corev1defaults.Convert_v1_Pod_To_core_Pod(&pod, internal, nil); err != nil {
 		return nil, []metav1.StatusCause{{Type: metav1.CauseTypeFieldValueInvalid, Field: "spec", Message: err.Error()}}
@@ -206,13 +207,6 @@ func validate(pod corev1.Pod, ns namespaceObjects) (*api.Pod, []metav1.StatusCau
 		return nil, []metav1.StatusCause{{Type: metav1.CauseTypeForbidden, Message: err.Error()}}
 	}
 	return internal, beforeCreate(podstore.Strategy, genericapirequest.WithNamespace(context.Background(), internal.Namespace), internal)
-}
-
-// defaulted is a copy of the pod with the apiserver's defaults of the v1 API.
-func defaulted(pod corev1.Pod) corev1.Pod {
-	pod = *pod.DeepCopy()
-	corev1defaults.SetObjectDefaults_Pod(&pod)
-	return pod
 }
 
 // located is the cause with its field under the template the pod came from.
