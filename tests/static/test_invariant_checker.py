@@ -132,6 +132,27 @@ def test_pod_binding_invariant_can_fail():
     assert len(violations) == 1 and "ray/w" in violations[0] and "untolerated taint" in violations[0], violations
 
 
+def test_a_violation_a_test_took_is_not_reported_again_and_others_still_are():
+    """A test takes the violation it provoked; the checker's watches may still hold the pod a moment later and
+    must not report it anew (the CI flake of test_pod_bigger_than_any_node...), while another pod still fails."""
+    now = [100.0]
+    checker = InvariantChecker(api_client=None, pod_bound=30, clock=lambda: now[0])
+    checker.state["Node"] = {(None, "n"): {"metadata": {"name": "n"}}}
+    checker.state["Pod"] = {("ray", "two-gpus-w"): _pod("two-gpus-w", bound=False, unschedulable="Insufficient nvidia.com/gpu")}
+    checker.check()
+    now[0] += 31
+    assert len(checker.check()) == 1
+    assert checker.take("nothing-such") == [] and len(checker.violations) == 1
+    assert len(checker.take("two-gpus")) == 1 and checker.violations == []
+    now[0] += 1
+    assert checker.check() == [], "the taken violation came back"
+    checker.state["Pod"][("ray", "other-w")] = _pod("other-w", bound=False)
+    checker.check()
+    now[0] += 31
+    violations = checker.check()
+    assert len(violations) == 1 and "ray/other-w" in violations[0], violations
+
+
 def test_pod_binding_invariant_ignores_clusters_without_nodes_and_pods_outside_kueue():
     now = [0.0]
     checker = InvariantChecker(api_client=None, pod_bound=30, clock=lambda: now[0])
