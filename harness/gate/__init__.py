@@ -3,21 +3,43 @@ strictly against the pinned schemas, then the cross-resource, capacity and Terra
 Findings name the file and line, the resource, the rule and the fix.
 
     scripts/validate [REPO_DIR] [--format FORMAT[=DEST]]... [--version]   (entry point ray-kueue-validate)
-"""
-from harness.gate.capacity import FlavorCapacity, flavor_capacities
-from harness.gate.findings import Finding
-from harness.gate.pools import NodeSpec, Pool, cluster_nodes, node_pools
-from harness.gate.render import (ClusterRender, RenderError, build_directory, cluster_dirs, is_component,
-                                 is_flux_kustomization, render_cluster, render_repository)
-from harness.gate.scheduling import node_objects
-from harness.gate.schema_check import kubeconform_args
-from harness.gate.schemas import CRD_SOURCES, schema_dir
-from harness.gate.sources import kustomization_dirs, parse_yaml, parse_yaml_all
-from harness.gate.terraform import TFVARS_DIR, TerraformError
-from harness.gate.validate import RULE_IDS, validate_repository
-from harness.gate.workloads import pod_sets, render as render_sample, sample_names
 
-__all__ = ["CRD_SOURCES", "RULE_IDS", "TFVARS_DIR", "ClusterRender", "Finding", "FlavorCapacity", "NodeSpec", "Pool", "RenderError", "TerraformError",
-           "build_directory", "cluster_dirs", "cluster_nodes", "flavor_capacities", "is_component", "is_flux_kustomization",
-           "kubeconform_args", "kustomization_dirs", "node_objects", "node_pools", "parse_yaml", "parse_yaml_all", "pod_sets", "render_cluster",
-           "render_repository", "render_sample", "sample_names", "schema_dir", "validate_repository"]
+The public names below load their module on first use (PEP 562), so that the entry point
+(harness.gate.entry) can start the Go helpers before the rest of the gate is imported.
+"""
+from __future__ import annotations
+
+import importlib
+
+# Public name -> (module of this package, its name there).
+_EXPORTS = {
+    "FlavorCapacity": ("capacity", "FlavorCapacity"), "flavor_capacities": ("capacity", "flavor_capacities"),
+    "Finding": ("findings", "Finding"),
+    "NodeSpec": ("pools", "NodeSpec"), "Pool": ("pools", "Pool"), "cluster_nodes": ("pools", "cluster_nodes"), "node_pools": ("pools", "node_pools"),
+    "ClusterRender": ("render", "ClusterRender"), "RenderError": ("render", "RenderError"), "build_directory": ("render", "build_directory"),
+    "cluster_dirs": ("render", "cluster_dirs"), "is_component": ("render", "is_component"),
+    "is_flux_kustomization": ("render", "is_flux_kustomization"), "render_cluster": ("render", "render_cluster"),
+    "render_repository": ("render", "render_repository"),
+    "node_objects": ("scheduling", "node_objects"),
+    "kubeconform_args": ("schema_check", "kubeconform_args"),
+    "CRD_SOURCES": ("schemas", "CRD_SOURCES"), "schema_dir": ("schemas", "schema_dir"),
+    "kustomization_dirs": ("sources", "kustomization_dirs"), "parse_yaml": ("sources", "parse_yaml"),
+    "parse_yaml_all": ("sources", "parse_yaml_all"),
+    "TFVARS_DIR": ("terraform", "TFVARS_DIR"), "TerraformError": ("terraform", "TerraformError"),
+    "RULE_IDS": ("validate", "RULE_IDS"), "validate_repository": ("validate", "validate_repository"),
+    "pod_sets": ("workloads", "pod_sets"), "render_sample": ("workloads", "render"), "sample_names": ("workloads", "sample_names"),
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, attr = _EXPORTS[name]
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), attr)
+    globals()[name] = value  # looked up once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -23,3 +23,11 @@ def helper(name: str = "fluxbuild") -> tools.RequestProcess:
             # own, and tearing down its memory would otherwise add to every gate run.
             atexit.register(process.close, wait=False)
         return _HELPERS[name]
+
+
+def prestart(*names: str) -> None:
+    """Starts the helpers among `names` whose binaries are built already (never builds one: a command
+    that ends before it needs them, like --help, must not wait for a build)."""
+    for name in names:
+        if tools.tool(name).is_cached():
+            helper(name).start()
