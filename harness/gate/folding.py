@@ -4,13 +4,15 @@ An object the apiserver or Kueue's webhook rejects never exists, and a Workload 
 inadmissible never gets quota: what would follow from their values (a quota measured against capacity, a
 sample measured against a queue, where their pods land) is not reported beside the refusal. The same for a
 sample Kueue never admits on a cluster (sample-fits: its placement there), pods the apiserver refuses (their
-placement) and a Flux Kustomization the apiserver refuses (kustomize-controller never builds it).
+placement), a Flux Kustomization the apiserver refuses (kustomize-controller never builds it) and a sample the
+apiserver or Kueue's webhook refuses on a cluster (its queue, quota and settings there: it is never created).
 """
 from __future__ import annotations
 
 from harness.gate.findings import Finding
 
 PLACEMENT = ("capacity-pod-", "capacity-pods-")
+ENTRY_RULES = ("sample-vars", "sample-duplicate", "sample-render")
 
 
 def _on(f: Finding) -> tuple[str, str]:
@@ -29,5 +31,9 @@ def fold(per_area: dict[str, list[Finding]], presuming: list[tuple[str, Finding]
     per_area["capacity"] = [f for f in per_area["capacity"]
                             if not (f.rule == "capacity-quota" and f.resource in rejected)
                             and not (f.rule.startswith(PLACEMENT) and (_on(f) in never or f.resource in refused_pods))]
+    # A sample's findings on a cluster where it is refused, but for its entry's own mistakes (sample-vars, -duplicate, -render).
+    never_created = {_on(f) for f in schema if f.rule in ("api-validation", "kueue-webhook")}
+    per_area["rules"] = [f for f in per_area["rules"]
+                         if not (f.rule.startswith("sample-") and f.rule not in ENTRY_RULES and _on(f) in never_created)]
     refused_at = {(f.resource, f.file) for f in schema if f.rule == "api-validation"}
     per_area["rules"] = [f for f in per_area["rules"] if not (f.rule == "kustomize-build" and (f.resource, f.file) in refused_at)]

@@ -302,6 +302,9 @@ def cluster_pools(cfg: TerraformConfig, tfvars: dict, tfvars_rel: str | None = N
     instance (count / for_each expanded), those count / for_each leave out with 0 nodes. `tfvars_rel`
     (the tfvars file, repository-relative) lets `count_origin` name the tfvars line that sets a node count."""
     builder = _Builder(cfg, tfvars, tfvars_rel)
+    refused = [d for d in builder.ev.errors() if tfvars_rel and d.file == tfvars_rel]
+    if refused:  # Terraform refuses a value of this cluster's file (a variable's validation, its type): it plans no pool at all
+        raise PoolSettingError(refused[0].text(), refused[0].file, refused[0].line, diagnostic=True)
     pools = []
     for block in builder.ev.of_type("azurerm_kubernetes_cluster"):
         for body in block.body.nested("default_node_pool"):

@@ -39,6 +39,7 @@ RULES = {
     "sample-queue": "a sample names a LocalQueue that exists in its namespace",
     "sample-vars": "every `vars` entry of a samples.yaml entry is a ${VAR} its sample uses (a misspelt one leaves the default in place)",
     "sample-suspend": "a sample is created suspended",
+    "sample-duplicate": "no two entries of a cluster's samples.yaml render the same object (namespace and name): the apiserver refuses the second",
     "sample-ttl-holds-nodes": "a sample's RayCluster is deleted as its job ends (ttlSecondsAfterFinished: 0), since Kueue gives its quota to the next job at once (warning)",
     "sample-fits": "a sample fits its ClusterQueue's nominal quota plus borrowing limit",
 }
@@ -52,7 +53,7 @@ class Context:
         self.config = gate_config
         self.failed_dirs: set[str] = set()  # directories whose plain build fails (set once rendered)
         self.renames = None  # renames.Renames (set once rendered): a missing name a namePrefix/nameSuffix explains
-        self.sample_vars: dict[int, dict[str, tuple[str, int | None]]] = {}  # id(rendered sample) -> VAR -> (file, line)
+        self.sample_vars: dict[int, dict[str, tuple[str, int | None, str]]] = {}  # id(rendered sample) -> VAR -> (file, line, entry key)
         self.sample_related: dict[int, list[dict]] = {}  # id(rendered sample) -> its namespace's LimitRanges, ResourceQuotas on its cluster
         self.sample_entries: dict[int, tuple[str, int | None]] = {}  # id(rendered sample) -> (samples file, line of its entry)
         self.pod_security: list[tuple[dict, dict, Finding]] = []  # (object, error, finding) of each pod template a namespace's level forbids

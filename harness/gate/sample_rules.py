@@ -54,6 +54,7 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
     cqs = {name_key(o["metadata"]["name"]): o for o in objects if o.get("kind") == "ClusterQueue"}
     lenders = [*cqs.values(), *(o for o in objects if o.get("kind") == "Cohort")]  # what a ClusterQueue may borrow from
     missing: dict[str, list[tuple[int | None, dict, workloads.MissingVariable]]] = {}  # ${VAR} -> the entries it leaves unrendered
+    names: dict[tuple, tuple[int | None, str]] = {}  # (namespace, name) rendered -> (line, sample) of the first entry
     for i, entry in enumerate(entries):
         e = entry if isinstance(entry, dict) else {}
         where = f"cluster {cluster.name}, sample {e.get('sample')} on {e.get('queue')}"
@@ -72,6 +73,18 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
         wfile = f"workloads/{sample}.yaml"
         if wfile in ctx.sources.broken_files():
             continue  # its YAML error is the finding; what PyYAML made of the file is not what kubectl would submit
+        meta = as_map(job.get("metadata"))
+        key = (name_key(meta.get("namespace", "default")), name_key(meta.get("name")))
+        if meta.get("name") and key in names:  # the same object twice: the second `kubectl create` is refused
+            first, first_sample = names[key]
+            named = "JOB_NAME" in workloads.used_vars(sample, root)
+            out.append(Finding(samples_file, entry_line, resource_id(job), "sample-duplicate",
+                               f"renders {job.get('kind')} {key[0]}/{key[1]}, as the entry at line {first} ({first_sample}) does: the apiserver "
+                               "refuses the second while the first exists (AlreadyExists), so this entry never runs",
+                               f"give the entry a name of its own: `vars: {{JOB_NAME: {sample}-2}}`" if named else
+                               f"give the entry a name of its own (metadata.name of {wfile} is fixed: add a ${{JOB_NAME}} there)", where))
+            continue
+        names[key] = (entry_line, sample)
         for name, near in workloads.unused_vars(sample, e.get("vars") or {}, root).items():
             meant = f"did you mean {near[0]}?" if len(near) == 1 else f"it uses {', '.join(near)}"
             out.append(Finding(samples_file, line_at(root, samples_file, None, [i, "vars", name]) or entry_line, f"sample/{sample}",
@@ -79,8 +92,9 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
                                "with its default instead", f"spell the variable as {wfile} does, or remove it from `vars`", where))
         rendered.append((sample, job, entry_line))
         ctx.sample_entries[id(job)] = (samples_file, entry_line)
-        ctx.sample_vars[id(job)] = {str(k): (samples_file, line_at(root, samples_file, None, [i, "vars", k]) or entry_line)
-                                    for k in as_map(e.get("vars"))}
+        # Where each ${VAR} this entry gives is written: its `queue` fills QUEUE_NAME (unless `vars` sets it).
+        ctx.sample_vars[id(job)] = {"QUEUE_NAME": (samples_file, line_at(root, samples_file, None, [i, "queue"]) or entry_line, "queue")} | {
+            str(k): (samples_file, line_at(root, samples_file, None, [i, "vars", k]) or entry_line, f"vars {k}") for k in as_map(e.get("vars"))}
         ctx.sample_related[id(job)] = in_namespace_of(job, objects)
         spec = as_map(job.get("spec"))
         if spec.get("suspend") is not True:

@@ -292,13 +292,14 @@ def _findings(ctx, validated: list[tuple[object, dict, str | None]], problems: l
             if var is None:
                 out.append(found)
                 continue
-            key = (*var, found.rule, found.resource)  # (VAR, file, line, rule, resource)
+            key = (*var, found.rule, found.resource)  # (VAR, file, line, entry key, rule, resource)
             first, errors, uses = by_var.setdefault(key, (found, [], []))
             errors.append(err["message"])
             uses.append(f"{found.file}:{found.line}")
     out = _one_per_quota_cause(out)
-    for (name, file, line, _, _), (first, errors, uses) in by_var.items():
+    for (name, file, line, given, _, _), (first, errors, uses) in by_var.items():
         out.append(replace(first, file=file, line=line, message=f"{WHAT[first.rule]}: {'; '.join(errors)} "
-                                                                 f"(with vars {name}, which {', '.join(sorted(set(uses)))} use)",
-                           hint=f"give vars {name} of this entry a value those fields accept (see the message), or drop it to use the default"))
+                                                                 f"(with {given}, which fills ${{{name}}} at {', '.join(sorted(set(uses)))})",
+                           hint=f"give {given} of this entry a value those fields accept (see the message)"
+                                + (", or drop it to use the default" if given.startswith("vars ") else "")))
     return out

@@ -31,6 +31,8 @@ RULES = {
                       "cluster: a HelmRelease of the Kueue / KubeRay chart (KubeRay's without install.crds: Skip), or the CRD itself",
     "kuberay-watch-namespace": "the KubeRay operator's HelmRelease watches the namespace of every RayJob, RayCluster and RayService the "
                                "cluster applies or submits (values watchNamespace / singleNamespaceInstall)",
+    "helm-crds-upgrade": "a HelmRelease of a chart that keeps its CRDs in crds/ (KubeRay's) sets upgrade.crds: CreateReplace, so a chart "
+                         "upgrade upgrades the CRDs too (warning)",
 }
 # API group -> (the versions.yaml component whose chart installs its CRDs, whether they are in the
 # chart's crds/ directory, which install.crds: Skip leaves out).
@@ -73,7 +75,7 @@ def served_api_rules(ctx, root: Path, cluster: ClusterRender, samples: list[tupl
     index = ClusterIndex.build(root, cluster)
     if not index.complete:  # a layer did not render: what it installs is unknown
         return []
-    out = _watch_rules(ctx, root, index, samples, pinned)
+    out = _watch_rules(ctx, root, index, samples, pinned) + _upgrade_rules(ctx, root, index, pinned)
     for group, (component, crds_dir) in PROVIDERS.items():
         if group not in installed:
             continue  # installed outside the repository, if at all: nothing to compare with
@@ -104,6 +106,25 @@ def served_api_rules(ctx, root: Path, cluster: ClusterRender, samples: list[tupl
         else:
             out.append(Finding(ctx.config.samples_file(cluster.name), submitted[0][1], f"sample/{submitted[0][0]}", "api-not-served",
                                message, hint, f"cluster {cluster.name}"))
+    return out
+
+
+def _upgrade_rules(ctx, root: Path, index: ClusterIndex, pinned: dict | None) -> list[Finding]:
+    """helm-crds-upgrade: Helm installs a chart's crds/ once and never upgrades them; helm-controller replaces them on
+    upgrade only under upgrade.crds: CreateReplace (Skip is its default, Create adds new CRDs only)."""
+    out = []
+    for component, crds_dir in PROVIDERS.values():
+        chart = _chart(pinned, component)
+        for build, hr in index.of_kind("HelmRelease") if crds_dir else []:
+            upgrade = as_map(as_map(hr.get("spec")).get("upgrade"))
+            if index.chart_of(hr) != chart or upgrade.get("crds") == "CreateReplace":
+                continue
+            written = ["spec", "upgrade", "crds"] if "crds" in upgrade else ["spec", "upgrade"] if upgrade else ["spec"]
+            out.append(finding_at(ctx, root, hr, build, written, "helm-crds-upgrade",
+                                  f"upgrade.crds is {upgrade.get('crds') or 'not set (Skip)'}: the {chart} chart keeps its CRDs in crds/, which "
+                                  "Helm installs once and helm-controller replaces on upgrade only with CreateReplace, so a version bump "
+                                  "(versions.yaml, the chart tag) runs the new operator on the old CRDs, whose schemas prune the fields it adds",
+                                  "set spec.upgrade.crds: CreateReplace", cluster=index.cluster.name, severity="warning"))
     return out
 
 

@@ -88,16 +88,21 @@ def render(sample: str, queue: str, values: dict[str, str] | None = None, root: 
     return job
 
 
+def used_vars(sample: str, root: Path = REPO_ROOT) -> list[str]:
+    """The ${VAR} names of `sample`'s file (it renders: render_entry said so)."""
+    return string.Template(read_source(root / WORKLOADS_DIR / f"{sample}.yaml", root)).get_identifiers()
+
+
 def unused_vars(sample: str, values: dict, root: Path = REPO_ROOT) -> dict[str, list[str]]:
     """The names in `values` that `sample` has no ${VAR} for, each with the sample's variables closest
     to it (a misspelling leaves the default in place); the sample renders (render_entry said so)."""
-    used = string.Template(read_source(root / WORKLOADS_DIR / f"{sample}.yaml", root)).get_identifiers()
+    used = used_vars(sample, root)
     return {str(k): difflib.get_close_matches(str(k), used, n=1) or sorted(used) for k in values if str(k) not in used}
 
 
-def var_at(root: Path, finding, var_lines: dict[str, tuple[str, int | None]]) -> tuple[str, str, int | None] | None:
-    """(VAR, file, line) when the line of a sample's template `finding` points at takes its value from
-    a ${VAR} the samples.yaml entry sets (`var_lines`: VAR -> where the entry sets it); else None."""
+def var_at(root: Path, finding, var_lines: dict[str, tuple[str, int | None, str]]) -> tuple[str, str, int | None, str] | None:
+    """(VAR, file, line, entry key) when the line of a sample's template `finding` points at takes its value from
+    a ${VAR} the samples.yaml entry sets (`var_lines`: VAR -> (file, line, the entry's key that sets it)); else None."""
     if not finding.line or not var_lines:
         return None
     try:

@@ -56,14 +56,17 @@ def test_rendered_samples_carry_the_line_of_their_entry(tmp_path):
                                                     "  labels:\n    kueue.x-k8s.io/queue-name: ${QUEUE_NAME}\n")
     (tmp_path / "clusters" / "c").mkdir(parents=True)
     (tmp_path / "clusters" / "c" / "samples.yaml").write_text("# samples\n- sample: job\n  queue: q\n- sample: job\n  vars: oops\n  queue: q\n"
-                                           "- sample: job\n  queue: q\n- {sample: nope, queue: q}\n- {sample: job, queue: r}\n")
+                                           "- sample: job\n  queue: q\n  vars: {JOB_NAME: job-b}\n- {sample: nope, queue: q}\n"
+                                           "- {sample: job, queue: r, vars: {JOB_NAME: job-c}}\n- {sample: job, queue: r}\n")
     ctx = rules.Context(Sources.load(tmp_path), config.DEFAULTS)
     cluster = ClusterRender("c", Build("clusters/c", "clusters/c"))
     found, rendered, _ = sample_rules.sample_rules(ctx, tmp_path, cluster)
-    # the second and fourth entries do not render (vars not a mapping, no such sample): reported at their lines
-    assert [(sample, line) for sample, _, line in rendered] == [("job", 2), ("job", 7), ("job", 10)]
-    assert sorted((f.rule, f.file, f.line) for f in found if f.rule == "sample-render") == [
-        ("sample-render", "clusters/c/samples.yaml", 4), ("sample-render", "clusters/c/samples.yaml", 9)]
+    # the second and fourth entries do not render (vars not a mapping, no such sample): reported at their lines;
+    # the last renders RayJob job as the first does: the apiserver would refuse it
+    assert [(sample, line) for sample, _, line in rendered] == [("job", 2), ("job", 7), ("job", 11)]
+    assert sorted((f.rule, f.file, f.line) for f in found if f.rule in ("sample-render", "sample-duplicate")) == [
+        ("sample-duplicate", "clusters/c/samples.yaml", 12),
+        ("sample-render", "clusters/c/samples.yaml", 4), ("sample-render", "clusters/c/samples.yaml", 10)]
 
 
 def _rules(obj: dict) -> list[str]:

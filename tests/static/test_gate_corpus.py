@@ -259,6 +259,10 @@ CORPUS = [
     ("health-check-names-nothing", "flux-health-check", f"{PROD}/infrastructure.yaml",
      lambda r: edit(r, f"{PROD}/infrastructure.yaml", "  wait: true\n", "  healthChecks:\n    - apiVersion: helm.toolkit.fluxcd.io/v2\n"
                     "      kind: HelmRelease\n      name: kueue-typo\n      namespace: kueue-system\n"), 14),
+    # The same sample twice on a cluster: the second `kubectl create` of RayJob ray/aurora-finetune is refused (AlreadyExists).
+    ("sample-listed-twice", "sample-duplicate", f"{PROD}/samples.yaml", lambda r: append(r, f"{PROD}/samples.yaml", "- sample: aurora-finetune\n  queue: team-b\n"), 12),
+    # KubeRay's CRDs are in its chart's crds/: without upgrade.crds CreateReplace a chart upgrade keeps the old ones.
+    ("kuberay-crds-not-upgraded", "helm-crds-upgrade", KUBERAY, lambda r: edit(r, KUBERAY, "  upgrade:\n    crds: CreateReplace\n", "  upgrade:\n"), 40, "warning"),
     # A Spot GPU pool: AKS taints its nodes kubernetes.azure.com/scalesetpriority=spot:NoSchedule (pools.py).
     ("gpu-pool-on-spot", "capacity-flavor-labels", "base/resource-flavors.yaml",
      lambda r: edit(r, "terraform/node_pools.tf", "  gpu_driver  = var.gpu_driver\n",
@@ -675,3 +679,21 @@ def test_a_cluster_terraform_does_not_provision_has_no_extension_lockdown(repo_c
     edit(repo_copy, "flux/infrastructure/controllers/kustomization.yaml", "  - kueue.yaml\n", "  - kueue.yaml\n  - extra.yaml\n")
     found = [f for f in validate_repository(repo_copy).findings if f.rule == "flux-multi-tenancy"]
     assert {f.file for f in found} == {"flux/infrastructure/controllers/extra.yaml"}, "\n".join(f.text() for f in found)
+
+
+def test_a_sample_with_a_queue_name_the_apiserver_refuses_is_one_finding_at_its_queue(repo_copy):
+    """An invalid label value from the entry's `queue`: the apiserver refuses the RayJob, at the entry's queue line, and
+    that no LocalQueue has that name is not reported beside (the job is never created)."""
+    edit(repo_copy, f"{DEV}/samples.yaml", "- sample: batch-inference\n  queue: default", "- sample: batch-inference\n  queue: Team_A!")
+    found = validate_repository(repo_copy).findings
+    assert [(f.rule, f.file, f.line) for f in found] == [("api-validation", f"{DEV}/samples.yaml", 9)], "\n".join(f.text() for f in found)
+    assert "with queue, which fills ${QUEUE_NAME} at workloads/batch-inference.yaml:" in found[0].message, found[0].message
+
+
+def test_a_tfvars_value_terraform_refuses_is_one_finding(repo_copy):
+    """A GPU pool size that terraform/variables.tf's validation refuses: Terraform plans nothing for that cluster, so what
+    its pools would hold (flavors, quotas, the empty CPU pool) is not reported beside."""
+    edit(repo_copy, "terraform/clusters/dev-westus3.tfvars", 'gpu_vm_size    = "Standard_NC24ads_A100_v4"', 'gpu_vm_size    = "Standard_D16ds_v5"')
+    found = validate_repository(repo_copy).findings
+    assert [(f.rule, f.file, f.line) for f in found] == [("terraform-expression", "terraform/clusters/dev-westus3.tfvars", 10)], \
+        "\n".join(f.text() for f in found)
