@@ -42,11 +42,28 @@ class KueueConfigError(HarnessError, RuntimeError):
 
 
 @lru_cache(maxsize=16)
+def _load(text: str) -> dict:
+    """The helper's answer for `text`: {"problems": [...], "config": {...} when there are none}. It depends on the
+    text alone: every cluster sharing the HelmRelease asks once."""
+    return helper().call("kueue-config", KueueConfigError, text=text)
+
+
 def refusals(text: str) -> tuple[dict, ...]:
     """Why the pinned Kueue manager would refuse `text` as its configuration ({"field", "detail"} each);
-    () when it starts with it. The answer depends on the text alone: every cluster sharing the
-    HelmRelease asks once."""
-    return tuple(helper().call("kueue-config", KueueConfigError, text=text) or ())
+    () when it starts with it."""
+    return tuple(_load(text).get("problems") or ())
+
+
+def loaded(text) -> dict | None:
+    """The configuration the pinned Kueue manager runs with, given `text` (its defaults filled in by Kueue's own
+    loader, v1beta2 field names); None when it refuses the text."""
+    return _load(text).get("config") if isinstance(text, str) else None
+
+
+def manager_text(hr: dict):
+    """The manager configuration a Kueue HelmRelease writes (values.managerConfig.controllerManagerConfigYaml), None
+    when it keeps the chart's."""
+    return as_map(as_map(as_map(hr.get("spec")).get("values")).get("managerConfig")).get("controllerManagerConfigYaml")
 
 
 def manager_config_rules(ctx, root: Path, index) -> list[Finding]:
@@ -56,13 +73,10 @@ def manager_config_rules(ctx, root: Path, index) -> list[Finding]:
     for build, hr in index.of_kind("HelmRelease"):
         if index.chart_of(hr) != "kueue":
             continue
-        text = as_map(as_map(as_map(hr.get("spec")).get("values")).get("managerConfig")).get("controllerManagerConfigYaml")
+        text = manager_text(hr)
         if text is None:
             continue  # the chart's own configuration, which enables ray.io/rayjob
-        located = ctx.finding(hr, build, "kueue-config", "", "", cluster=index.cluster.name)
-        key, node = node_at(root, located.file, located.line, CONFIG_PATH)
-        block = _Block(key.start_mark.line + 1 if key is not None else located.line,
-                       getattr(node, "style", None) == "|" and isinstance(text, str), text)
+        located, block = locate(ctx, root, index, build, hr, "kueue-config")
         found = _refused(text, block) or _without_rayjob(text, block)
         if found:
             rule, line, problem, hint = found
@@ -71,7 +85,16 @@ def manager_config_rules(ctx, root: Path, index) -> list[Finding]:
     return out
 
 
-class _Block:
+def locate(ctx, root: Path, index, build, hr: dict, rule: str) -> tuple[Finding, "ConfigBlock"]:
+    """A finding of `rule` located at the HelmRelease, and the lines of its manager configuration's text."""
+    located = ctx.finding(hr, build, rule, "", "", cluster=index.cluster.name)
+    text = manager_text(hr)
+    key, node = node_at(root, located.file, located.line, CONFIG_PATH)
+    return located, ConfigBlock(key.start_mark.line + 1 if key is not None else located.line,
+                                getattr(node, "style", None) == "|" and isinstance(text, str), text)
+
+
+class ConfigBlock:
     """Lines inside the literal block (`|`) the configuration is written in; else the key's line."""
 
     def __init__(self, key_line: int | None, literal: bool, text):
@@ -90,7 +113,7 @@ class _Block:
         return self.key_line + key.start_mark.line + 1 if key is not None and path else self.key_line
 
 
-def _refused(text, block: _Block) -> tuple[str, int | None, str, str] | None:
+def _refused(text, block: ConfigBlock) -> tuple[str, int | None, str, str] | None:
     if not isinstance(text, str):
         return ("kueue-config", block.line(), f"is a {type(text).__name__}, not the text of a Kueue Configuration: "
                 "the Kueue manager does not start", "write the Configuration as a YAML literal block (`controllerManagerConfigYaml: |`)")
@@ -142,7 +165,7 @@ def _value_line(text: str, values: list[str]) -> int | None:
     return found[0] if len(found) == 1 else None
 
 
-def _without_rayjob(text: str, block: _Block) -> tuple[str, int | None, str, str] | None:
+def _without_rayjob(text: str, block: ConfigBlock) -> tuple[str, int | None, str, str] | None:
     try:
         config = parse_yaml(text)
     except yaml.YAMLError:

@@ -16,7 +16,8 @@ each finding points at the sample's entry line and names the queue object's file
   or name a key that a ConfigMap or Secret of the cluster's set does not have (the kubelet cannot start them),
   or name a ConfigMap or Secret the layer generates with kustomize's content-hash suffix (one finding, at the generator).
 Per cluster: a ClusterQueue no LocalQueue points at (warning), and the Kueue HelmRelease's manager
-configuration (harness.gate.kueue_manager: the manager refuses it, or it leaves out ray.io/rayjob).
+configuration (harness.gate.kueue_manager: the manager refuses it, or it leaves out ray.io/rayjob; harness.gate.kueue_wiring:
+it disagrees with the chart, gates the pods of other namespaces, or drops a resource the queues have quota for).
 
 Label selectors are evaluated by apimachinery's own LabelSelectorAsSelector in tools/fluxbuild
 (harness.gate.matching), which also refuses what the apiserver refuses.
@@ -26,7 +27,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from harness.gate import kueue_manager, matching
+from harness.gate import kueue_manager, kueue_wiring, matching
 from harness.gate.cluster_refs import KEY_HINT, RUNTIME_CLASS_HINT, ClusterIndex, missing_key, size_problems
 from harness.gate.pod_refs import pod_key_refs, pod_spec_refs, pod_templates
 from harness.gate.origin import dotted, line_at
@@ -223,7 +224,7 @@ def admission_rules(ctx, root: Path, cluster: ClusterRender, samples: list[tuple
     out = kueue_manager.manager_config_rules(ctx, root, index)
     if not index.complete:
         return out  # a layer did not render (kustomize-build says why): what it would apply is unknown
-    out += _unreachable(ctx, index)
+    out += _unreachable(ctx, index) + kueue_wiring.wiring_rules(ctx, root, index)
     keys: dict[tuple, list[Finding]] = {}  # (kind, namespace, name, key) missing -> the findings of the references naming it
     generated: dict[tuple, set[str]] = {}  # (kind, namespace, name, generator file, line, name made) -> the samples naming it
     for sample, job, line in samples:

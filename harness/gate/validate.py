@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.gate import capacity, config, conversion, gpu_driver, node_settings, sku_component
-from harness.gate import cluster_refs, kueue_manager, kustomize_warnings, queue_activity, sample_admission, served_apis
+from harness.gate import cluster_refs, kueue_manager, kueue_wiring, kustomize_warnings, queue_activity, sample_admission, served_apis
 from harness.gate import flux_rules, flux_tenancy, folding, matching, renames
 from harness.gate import rules, sample_rules
 from harness.gate import schema_check
@@ -48,6 +48,7 @@ RULE_SOURCES = {
     "harness/gate/cluster_refs.py (references and sizes in each cluster's rendered set)": cluster_refs.RULES,
     "harness/gate/sample_admission.py (samples that could never be admitted)": sample_admission.RULES,
     "harness/gate/kueue_manager.py (the Kueue manager's own configuration)": kueue_manager.RULES,
+    "harness/gate/kueue_wiring.py (the Kueue manager's configuration against its chart and the cluster)": kueue_wiring.RULES,
     "harness/gate/renames.py (namePrefix/nameSuffix, targetNamespace and the references left behind)": renames.RULES,
     "harness/gate/queue_activity.py (ClusterQueues Kueue would keep inactive)": queue_activity.RULES,
     "harness/gate/served_apis.py (the Kueue and KubeRay APIs each cluster installs)": served_apis.RULES,

@@ -263,6 +263,19 @@ CORPUS = [
     ("sample-listed-twice", "sample-duplicate", f"{PROD}/samples.yaml", lambda r: append(r, f"{PROD}/samples.yaml", "- sample: aurora-finetune\n  queue: team-b\n"), 12),
     # KubeRay's CRDs are in its chart's crds/: without upgrade.crds CreateReplace a chart upgrade keeps the old ones.
     ("kuberay-crds-not-upgraded", "helm-crds-upgrade", KUBERAY, lambda r: edit(r, KUBERAY, "  upgrade:\n    crds: CreateReplace\n", "  upgrade:\n"), 40, "warning"),
+    # The Kueue manager configuration against what its chart wires and the cluster runs (kueue_wiring.py).
+    ("kueue-webhook-port-not-the-services", "kueue-chart-wiring", KUEUE, lambda r: edit(r, KUEUE, "          port: 9443\n", "          port: 9444\n"), 67),
+    ("kueue-probe-port-not-the-charts", "kueue-chart-wiring", KUEUE,
+     lambda r: edit(r, KUEUE, "healthProbeBindAddress: :8081", "healthProbeBindAddress: :9090"), 63),
+    ("kueue-without-webhook-certificates", "kueue-chart-wiring", KUEUE,
+     lambda r: edit(r, KUEUE, "        integrations:\n", "        internalCertManagement:\n          enable: false\n        integrations:\n"), 72),
+    ("kueue-no-replicas", "kueue-chart-wiring", KUEUE, lambda r: edit(r, KUEUE, "    controllerManager:\n", "    controllerManager:\n      replicas: 0\n"), 46),
+    ("kueue-manages-pods-of-flux", "kueue-manage-without-queue-name", KUEUE,
+     lambda r: edit(r, KUEUE, "        integrations:\n", "        manageJobsWithoutQueueName: true\n        integrations:\n"), 71),
+    ("kueue-excludes-gpus", "kueue-excluded-resource", KUEUE,
+     lambda r: edit(r, KUEUE, "        integrations:\n", "        resources:\n          excludeResourcePrefixes: [nvidia.com/]\n        integrations:\n"), 72),
+    ("kueue-cert-manager-not-installed", "kueue-chart-wiring", KUEUE,
+     lambda r: edit(r, KUEUE, "    controllerManager:\n", "    enableCertManager: true\n    controllerManager:\n"), 45, "warning"),
     # A Spot GPU pool: AKS taints its nodes kubernetes.azure.com/scalesetpriority=spot:NoSchedule (pools.py).
     ("gpu-pool-on-spot", "capacity-flavor-labels", "base/resource-flavors.yaml",
      lambda r: edit(r, "terraform/node_pools.tf", "  gpu_driver  = var.gpu_driver\n",
@@ -697,3 +710,12 @@ def test_a_tfvars_value_terraform_refuses_is_one_finding(repo_copy):
     found = validate_repository(repo_copy).findings
     assert [(f.rule, f.file, f.line) for f in found] == [("terraform-expression", "terraform/clusters/dev-westus3.tfvars", 10)], \
         "\n".join(f.text() for f in found)
+
+
+def test_kueue_managing_jobs_without_queue_name_in_the_teams_namespace_only_is_clean(repo_copy):
+    """manageJobsWithoutQueueName with a managedJobsNamespaceSelector that selects only the samples' namespace: the Flux
+    controllers' and the operators' pods stay out of Kueue's hands."""
+    edit(repo_copy, KUEUE, "        integrations:\n", "        manageJobsWithoutQueueName: true\n        managedJobsNamespaceSelector:\n"
+                                                      "          matchLabels: {kubernetes.io/metadata.name: ray}\n        integrations:\n")
+    found = validate_repository(repo_copy).findings
+    assert found == [], "\n".join(f.text() for f in found)

@@ -26,10 +26,25 @@ type configProblem struct {
 	Detail string `json:"detail"`
 }
 
+// loadedConfig is the answer of op kueue-config: why the manager would refuse the text, else the
+// configuration it runs with (Kueue's defaults filled in, as config.Load fills them).
+type loadedConfig struct {
+	Problems []configProblem          `json:"problems"`
+	Config   *configapi.Configuration `json:"config,omitempty"`
+}
+
+func kueueConfigAnswer(text string) loadedConfig {
+	problems, cfg := kueueConfig(text)
+	if len(problems) > 0 {
+		return loadedConfig{Problems: problems}
+	}
+	return loadedConfig{Problems: []configProblem{}, Config: cfg}
+}
+
 // kueueConfig runs what the pinned Kueue manager does with its --config file before it starts
 // (cmd/kueue/main.go: config.Load, then config.ValidateFeatureGates and the feature gates set from
 // the configuration's map), with Kueue's own functions. Problems: none when the manager starts.
-func kueueConfig(text string) []configProblem {
+func kueueConfig(text string) ([]configProblem, *configapi.Configuration) {
 	scheme := managerScheme()
 	dir, err := os.MkdirTemp("", "kueue-config-")
 	if err != nil {
@@ -42,16 +57,16 @@ func kueueConfig(text string) []configProblem {
 	}
 	_, cfg, err := kueueconfig.Load(scheme, path)
 	if err != nil {
-		return problemsOf(err)
+		return problemsOf(err), nil
 	}
 	if errs := kueueconfig.ValidateFeatureGates("", cfg.FeatureGates); len(errs) > 0 {
-		return problemsOf(errs.ToAggregate())
+		return problemsOf(errs.ToAggregate()), nil
 	}
 	// On a copy: the process-wide gates stay as the webhook and scheduler checks expect them.
 	if err := utilfeature.DefaultMutableFeatureGate.DeepCopy().SetFromMap(cfg.FeatureGates); err != nil {
-		return []configProblem{{Field: "featureGates", Detail: err.Error()}}
+		return []configProblem{{Field: "featureGates", Detail: err.Error()}}, nil
 	}
-	return nil
+	return nil, &cfg
 }
 
 // managerScheme is what cmd/kueue's init registers that its configuration is decoded and judged with:

@@ -15,8 +15,8 @@
 //	        builds the validators of those kinds in the background (check.go)
 //	check   {"schema_dir", "kubernetes_version", "objects"[, "related"]} -> [checkResult] (check.go)
 //	match   {"queries"}                                     -> [answer] (match.go)
-//	kueue-config {"text"}                                   -> [configProblem] (kueueconfig.go): why
-//	        the pinned Kueue manager would refuse this configuration and exit
+//	kueue-config {"text"}                                   -> {"problems", "config"} (kueueconfig.go): why
+//	        the pinned Kueue manager would refuse this configuration and exit, else what it runs with
 //
 // Its end of stdin ends the process once every request is answered.
 package main
@@ -151,7 +151,7 @@ func handle(req request) (resp response) {
 	case "check":
 		resp.Answer = schemas(req.SchemaDir, req.KubernetesVersion).check(req.Objects, req.Related)
 	case "kueue-config":
-		resp.Answer = kueueConfig(req.Text)
+		resp.Answer = kueueConfigAnswer(req.Text)
 	case "convert":
 		resp.Answer = convertObjects(req.Objects)
 	case "match":
