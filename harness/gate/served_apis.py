@@ -16,6 +16,10 @@ kuberay-watch-namespace: the KubeRay chart's operator reconciles only the namesp
 (`watchNamespace`, else the release's own namespace under `singleNamespaceInstall`, else all), as its
 Deployment template turns them into --watch-namespace. A RayJob elsewhere is admitted by Kueue and then
 never run: no RayCluster is created, and the job holds its quota.
+
+helm-crds-upgrade (warning): Helm installs a chart's crds/ directory once and never upgrades it; helm-controller
+replaces those CRDs on a chart upgrade only under upgrade.crds: CreateReplace. Without it, bumping KubeRay
+(versions.yaml and the chart tag) leaves the cluster on the CRDs it was first installed with.
 """
 from __future__ import annotations
 
