@@ -2,7 +2,8 @@
 
 The gate's Go helper (tools/fluxbuild/match.go) runs component-helpers' FindMatchingUntoleratedTaint
 and nodeaffinity.GetRequiredNodeAffinity(pod).Match (what kube-scheduler's TaintToleration and
-NodeAffinity filters and Kueue's flavor assigner call) and apimachinery's LabelSelectorAsSelector.
+NodeAffinity filters and Kueue's flavor assigner call), apimachinery's LabelSelectorAsSelector, and
+Kueue's own accounting of a pod's requests (workload.NewInfo).
 Answers are cached for the process.
 """
 from __future__ import annotations
@@ -54,3 +55,11 @@ def selector_matches(selector: dict | None, labels: dict[str, str]) -> tuple[boo
     everything, a null one nothing (the caller decides what null means), an invalid one is the error."""
     answer = _ask({"selector": {"selector": selector, "labels": labels}})
     return bool(answer.get("match")), answer.get("error") or None
+
+
+def pod_requests(template: dict | None) -> dict[str, str]:
+    """What the pinned Kueue charges its ClusterQueue for one pod of `template` ({resource: quantity}): the larger of
+    the biggest init container and the containers plus sidecars, limits standing in for missing requests (Kueue's
+    workload.NewInfo after UseLimitsAsMissingRequestsInPod). {} for a template that does not decode (the schema
+    check reports it)."""
+    return _ask({"podRequests": {"template": template if isinstance(template, dict) else {}}}).get("requests") or {}

@@ -13,6 +13,7 @@ from pathlib import Path
 import yaml
 
 from harness.core import HarnessError, parse_quantity, releases, versions
+from harness.gate import matching
 from harness.gate.sources import SourceError, load_yaml, parse_yaml, read_source
 
 from harness.core import REPO_ROOT
@@ -153,18 +154,8 @@ def _count(value, default: int = 0) -> int:
 
 
 def _pod_requests(template: dict | None) -> dict[str, Decimal]:
-    """Sum of container requests (limits stand in where requests are absent, as the apiserver defaults)."""
-    total: dict[str, Decimal] = {}
-    containers = _dict(_dict(template).get("spec")).get("containers")
-    for c in (c for c in (containers if isinstance(containers, list) else []) if isinstance(c, dict)):
-        res = _dict(c.get("resources"))
-        merged = {**_dict(res.get("limits")), **_dict(res.get("requests"))}
-        for name, qty in merged.items():
-            try:
-                total[str(name)] = total.get(str(name), 0) + parse_quantity(qty)
-            except (ValueError, TypeError, ArithmeticError):
-                continue
-    return total
+    """Per-pod requests as the pinned Kueue charges them (harness.gate.matching.pod_requests)."""
+    return {name: parse_quantity(qty) for name, qty in matching.pod_requests(template).items()}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -263,6 +263,11 @@ CORPUS = [
     ("sample-listed-twice", "sample-duplicate", f"{PROD}/samples.yaml", lambda r: append(r, f"{PROD}/samples.yaml", "- sample: aurora-finetune\n  queue: team-b\n"), 12),
     # KubeRay's CRDs are in its chart's crds/: without upgrade.crds CreateReplace a chart upgrade keeps the old ones.
     ("kuberay-crds-not-upgraded", "helm-crds-upgrade", KUBERAY, lambda r: edit(r, KUBERAY, "  upgrade:\n    crds: CreateReplace\n", "  upgrade:\n"), 40, "warning"),
+    # An init container bigger than the containers: Kueue charges the larger of the two (30 + 2 head + submitter > 24 cpu on dev).
+    ("init-container-over-the-queue", "sample-fits", f"{DEV}/samples.yaml",
+     lambda r: edit(r, "workloads/aurora-finetune.yaml", "            containers:\n              - name: ray-worker\n",
+                    "            initContainers:\n              - name: warm\n                image: ${RAY_IMAGE}\n                resources:\n"
+                    "                  limits: {cpu: \"30\", memory: 1Gi}\n            containers:\n              - name: ray-worker\n"), 3),
     # The Kueue manager configuration against what its chart wires and the cluster runs (kueue_wiring.py).
     ("kueue-webhook-port-not-the-services", "kueue-chart-wiring", KUEUE, lambda r: edit(r, KUEUE, "          port: 9443\n", "          port: 9444\n"), 67),
     ("kueue-probe-port-not-the-charts", "kueue-chart-wiring", KUEUE,

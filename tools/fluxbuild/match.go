@@ -1,12 +1,16 @@
 package main
 
 import (
+	"encoding/json"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/workload"
 )
 
 // Placement and selector questions the gate's capacity and admission rules ask, answered with
@@ -21,6 +25,8 @@ import (
 //	    -> {"match": bool, "error": ""}   nodeaffinity.GetRequiredNodeAffinity(pod).Match(node)
 //	{"selector": {"selector": LabelSelector, "labels": {...}}}
 //	    -> {"match": bool, "error": ""}   metav1.LabelSelectorAsSelector(...).Matches(labels)
+//	{"podRequests": {"template": PodTemplateSpec}}
+//	    -> {"requests": {name: quantity}, "error": ""}   what Kueue charges one pod of the template (podRequests)
 type query struct {
 	Untolerated *struct {
 		Taints      []v1.Taint      `json:"taints"`
@@ -35,12 +41,16 @@ type query struct {
 		Selector *metav1.LabelSelector `json:"selector"`
 		Labels   map[string]string     `json:"labels"`
 	} `json:"selector,omitempty"`
+	PodRequests *struct {
+		Template json.RawMessage `json:"template"` // decoded here: one that does not decode is this answer's error only
+	} `json:"podRequests,omitempty"`
 }
 
 type answer struct {
-	Taint *v1.Taint `json:"taint,omitempty"`
-	Match bool      `json:"match"`
-	Error string    `json:"error,omitempty"`
+	Taint    *v1.Taint         `json:"taint,omitempty"`
+	Match    bool              `json:"match"`
+	Error    string            `json:"error,omitempty"`
+	Requests map[string]string `json:"requests,omitempty"`
 }
 
 func blocking(t *v1.Taint) bool {
@@ -70,6 +80,27 @@ func answerQuery(q query) answer {
 			return answer{Error: err.Error()}
 		}
 		return answer{Match: sel.Matches(labels.Set(q.Selector.Labels))}
+	case q.PodRequests != nil:
+		return podRequests(q.PodRequests.Template)
 	}
 	return answer{Error: "empty query"}
+}
+
+// podRequests is what the pinned Kueue charges a ClusterQueue for one pod of a pod set built from the
+// template: the Workload's requests as workload.NewInfo computes them (resourcehelpers.PodRequests: the
+// larger of the biggest init container and the containers plus sidecars), after the job reconciler's
+// limits-as-missing-requests adjustment. The namespace's LimitRange defaults and a RuntimeClass's
+// overhead, which AdjustResources would add, are not.
+func podRequests(raw json.RawMessage) answer {
+	var template v1.PodTemplateSpec
+	if err := json.Unmarshal(raw, &template); err != nil {
+		return answer{Error: err.Error()}
+	}
+	wl := &kueue.Workload{Spec: kueue.WorkloadSpec{PodSets: []kueue.PodSet{{Name: kueue.DefaultPodSetName, Count: 1, Template: template}}}}
+	workload.UseLimitsAsMissingRequestsInPod(&wl.Spec.PodSets[0].Template.Spec)
+	requests := map[string]string{}
+	for name, quantity := range workload.NewInfo(wl).TotalRequests[0].Requests.ToResourceList() {
+		requests[string(name)] = quantity.String()
+	}
+	return answer{Match: true, Requests: requests}
 }
