@@ -63,8 +63,8 @@ def workload_lines(text: str) -> list[PodSetLines]:
     out = []
     for line, template, replicas in sets:
         lines = PodSetLines(line)
-        containers = _path(template, "spec", "containers")
-        for c in containers.value if isinstance(containers, yaml.SequenceNode) else []:
+        groups = [_path(template, "spec", group) for group in ("initContainers", "containers")]  # Kueue charges init containers too
+        for c in (c for g in groups if isinstance(g, yaml.SequenceNode) for c in g.value):
             res, written = _path(c, "resources"), {}
             for part in ("limits", "requests"):  # requests win, as in workloads.pod_sets
                 node = _path(res, part)
