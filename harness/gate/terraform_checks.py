@@ -27,7 +27,7 @@ from pathlib import Path
 
 import yaml
 
-from harness.gate import kubernetes_version, version_rules
+from harness.gate import kubernetes_version, subnets, version_rules
 from harness.gate.config import DEFAULTS, GateConfig
 from harness.gate.terraform import TERRAFORM_DIR, TFVARS_DIR, Block, Evaluation, TerraformConfig, TerraformError, load_tfvars
 from harness.gate.findings import Finding
@@ -93,7 +93,7 @@ def wiring_findings(root: Path, gate_config: GateConfig = DEFAULTS) -> list[Find
     scopes = _scopes(root, cfg, gate_config.tfvars)
     production = str(as_map(as_map(version_rules.pins(root)).get("kubernetes")).get("production") or "") or None
     return (_expression_findings(scopes) + _undeclared_findings(scopes) + _identity_findings(root, cfg, scopes) + _cluster_vars_findings(root, cfg, gate_config)
-            + _flux_findings(root, cfg, scopes) + kubernetes_version.version_findings(cfg, scopes, production))
+            + _flux_findings(root, cfg, scopes) + kubernetes_version.version_findings(cfg, scopes, production) + subnets.subnet_findings(root, cfg, scopes))
 
 
 def _expression_findings(scopes: list[tuple[str, Evaluation]]) -> list[Finding]:

@@ -27,7 +27,7 @@ from harness.gate import cluster_refs, kueue_manager, kueue_wiring, kustomize_wa
 from harness.gate import flux_rules, flux_tenancy, folding, matching, renames
 from harness.gate import rules, sample_rules
 from harness.gate import schema_check
-from harness.gate import terraform, terraform_checks
+from harness.gate import subnets, terraform, terraform_checks
 from harness.gate import kubernetes_version, version_rules
 from harness.gate import formats
 from harness.gate.findings import Finding
@@ -59,6 +59,7 @@ RULE_SOURCES = {
     "harness/gate/node_settings.py (the labels and taints node pools register their nodes with)": node_settings.RULES,
     "harness/gate/terraform_checks.py (Terraform wiring)": terraform_checks.RULES,
     "harness/gate/kubernetes_version.py (the AKS Kubernetes version against the pinned one)": kubernetes_version.RULES,
+    "harness/gate/subnets.py (the node subnets against the nodes in them)": subnets.RULES,
 }
 RULE_IDS = {rule: text for found in RULE_SOURCES.values() for rule, text in found.items()}
 

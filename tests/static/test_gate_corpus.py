@@ -268,6 +268,14 @@ CORPUS = [
      lambda r: edit(r, "workloads/aurora-finetune.yaml", "            containers:\n              - name: ray-worker\n",
                     "            initContainers:\n              - name: warm\n                image: ${RAY_IMAGE}\n                resources:\n"
                     "                  limits: {cpu: \"30\", memory: 1Gi}\n            containers:\n              - name: ray-worker\n"), 3),
+    # A node subnet too small for the pools' nodes and an upgrade's surge, or outside its virtual network (subnets.py).
+    ("node-subnet-too-small", "terraform-node-subnet", "terraform/clusters/prod-eastus2.tfvars",
+     lambda r: append(r, "terraform/clusters/prod-eastus2.tfvars", 'nodes_subnet_cidr = "10.240.0.0/29"\n'), 16),
+    ("node-subnet-outside-the-vnet", "terraform-node-subnet", "terraform/clusters/prod-eastus2.tfvars",
+     lambda r: append(r, "terraform/clusters/prod-eastus2.tfvars", 'nodes_subnet_cidr = "10.250.0.0/22"\n'), 16),
+    ("pod-addresses-in-a-small-subnet", "terraform-node-subnet", "terraform/variables.tf",
+     lambda r: (edit(r, "terraform/aks.tf", '    network_plugin_mode = "overlay"\n', ""),
+                edit(r, "terraform/variables.tf", 'default     = "10.240.0.0/22"', 'default     = "10.240.0.0/25"'))),
     # The Kueue manager configuration against what its chart wires and the cluster runs (kueue_wiring.py).
     ("kueue-webhook-port-not-the-services", "kueue-chart-wiring", KUEUE, lambda r: edit(r, KUEUE, "          port: 9443\n", "          port: 9444\n"), 67),
     ("kueue-probe-port-not-the-charts", "kueue-chart-wiring", KUEUE,
