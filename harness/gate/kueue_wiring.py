@@ -129,7 +129,8 @@ def _unmanaged_namespaces(index: ClusterIndex, config: dict, written: str, at) -
         runs.setdefault("flux-system", []).append("the Flux controllers")
         for _, hr in index.of_kind("HelmRelease"):
             spec, meta = as_map(hr.get("spec")), as_map(hr.get("metadata"))
-            runs.setdefault(str(spec.get("targetNamespace") or meta.get("namespace")), []).append(f"the {index.chart_of(hr)} chart's pods")
+            runs.setdefault(str(spec.get("targetNamespace") or meta.get("namespace")), []).append(
+                f"the {index.chart_of(hr) or meta.get('name')} chart's pods")
     for _, o in index.objects:
         meta = as_map(o.get("metadata"))
         if QUEUE_LABEL in as_map(meta.get("labels")) or not (pods and o.get("kind") in POD_OWNERS or jobs and o.get("kind") in JOB_KINDS):
