@@ -57,9 +57,10 @@ def selector_matches(selector: dict | None, labels: dict[str, str]) -> tuple[boo
     return bool(answer.get("match")), answer.get("error") or None
 
 
-def pod_requests(template: dict | None) -> dict[str, str]:
+def pod_requests(template: dict | None, limit_ranges: list[dict] = ()) -> dict[str, str]:
     """What the pinned Kueue charges its ClusterQueue for one pod of `template` ({resource: quantity}): the larger of
-    the biggest init container and the containers plus sidecars, limits standing in for missing requests (Kueue's
-    workload.NewInfo after UseLimitsAsMissingRequestsInPod). {} for a template that does not decode (the schema
-    check reports it)."""
-    return _ask({"podRequests": {"template": template if isinstance(template, dict) else {}}}).get("requests") or {}
+    the biggest init container and the containers plus sidecars, after the defaults of `limit_ranges` (the LimitRanges
+    of the pod's namespace) and with limits standing in for missing requests (Kueue's workload.NewInfo after
+    AdjustResources). {} for a template that does not decode (the schema check reports it)."""
+    query = {"template": template if isinstance(template, dict) else {}, "limitRanges": list(limit_ranges)}
+    return _ask({"podRequests": query}).get("requests") or {}

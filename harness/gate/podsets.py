@@ -20,7 +20,7 @@ from harness.gate.findings import Finding
 from harness.gate.placement import Problem, PodView, flavor, flavors_of, groups_of, plan, pod_templates, pod_view
 from harness.gate.pools import Pool, node_matches, taint_text, untolerated
 from harness.gate.origin import compose, descend, step
-from harness.gate.sources import SourceError, as_map, load_yaml, name_key, read_source, resource_id
+from harness.gate.sources import SourceError, as_map, in_namespace_of, load_yaml, name_key, read_source, resource_id
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
@@ -173,7 +173,7 @@ def sample_problems(root: Path, cluster: str, objects: list[dict], pools: list[P
             lines = []
         templates = pod_templates(job)
         context = f"{ctx}, sample {sample} on {entry['queue']}"
-        sets = workloads.pod_sets(job)
+        sets = workloads.pod_sets(job, limit_ranges=in_namespace_of(job, objects, ("LimitRange",)))
         before = (len(errors), sum(len(labels) for _, labels in shared.values()))
         assign, roles = {}, {}
         for idx, (set_name, count, requests) in enumerate(sets):

@@ -144,7 +144,8 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
             continue
         cq = cqs.get(name_key(as_map(lq.get("spec")).get("clusterQueue")))
         if cq:
-            fits += [(resource_id(cq), f) for f in _fit(job, cq, lenders, samples_file, entry_line, wfile, where)]
+            limit_ranges = [o for o in ctx.sample_related.get(id(job), []) if o.get("kind") == "LimitRange"]
+            fits += [(resource_id(cq), f) for f in _fit(job, cq, lenders, samples_file, entry_line, wfile, where, limit_ranges)]
     for name, uses in missing.items():
         (line, e, err), files = uses[0], sorted({u[2].file for u in uses})
         message = str(err) if len(uses) == 1 else (
@@ -193,14 +194,18 @@ def _peer_lendable(peer: dict, flavor: str, resource: str) -> Decimal:
     return Decimal(0)
 
 
-def _fit(job: dict, cq: dict, cqs: list[dict], samples_file: str, line: int | None, wfile: str, where: str) -> list[Finding]:
-    """At the sample's samples.yaml entry: the job as rendered from `wfile` with the entry's vars."""
+def _fit(job: dict, cq: dict, cqs: list[dict], samples_file: str, line: int | None, wfile: str, where: str,
+         limit_ranges: list[dict]) -> list[Finding]:
+    """At the sample's samples.yaml entry: the job as rendered from `wfile` with the entry's vars, its pods with the
+    defaults of `limit_ranges` (its namespace's on the cluster)."""
     out = []
     need: dict[str, Decimal] = defaultdict(Decimal)
-    for _name, count, requests in workloads.pod_sets(job):
+    for _name, count, requests in workloads.pod_sets(job, limit_ranges=limit_ranges):
         for res, qty in requests.items():
             need[res] += qty * count
     capacity = _capacity(cq, cqs)
+    named = ", ".join(sorted(resource_id(lr) for lr in limit_ranges))
+    defaults = f" (its containers with the defaults of {named})" if named else ""
     for res, qty in sorted(need.items()):
         if qty == 0:
             continue
@@ -210,7 +215,7 @@ def _fit(job: dict, cq: dict, cqs: list[dict], samples_file: str, line: int | No
                                f"add {res} to a resource group of {cq['metadata']['name']}, or drop the request", where))
         elif qty > capacity[res]:
             out.append(Finding(samples_file, line, resource_id(job), "sample-fits",
-                               f"{wfile} as submitted needs {format_quantity(res, qty)} {res} in total but ClusterQueue {cq['metadata']['name']} "
+                               f"{wfile} as submitted needs {format_quantity(res, qty)} {res} in total{defaults} but ClusterQueue {cq['metadata']['name']} "
                                f"can give at most {format_quantity(res, capacity[res])} (nominal + borrowing): it would pend forever",
                                "shrink the job (fewer workers, smaller pods) or raise the quota through the cluster's gpu-sku component", where))
     return out

@@ -117,13 +117,14 @@ def _plain_name(name: str) -> bool:
     return bool(name) and not name.startswith(".") and all(c.isalnum() or c in "-_." for c in name)
 
 
-def pod_sets(rayjob: dict, kueue_version: str | None = None) -> list[tuple[str, int, dict[str, Decimal]]]:
+def pod_sets(rayjob: dict, kueue_version: str | None = None, limit_ranges: list[dict] = ()) -> list[tuple[str, int, dict[str, Decimal]]]:
     """(name, count, per-pod requests) for each group of pods Kueue will charge to the queue, as
-    `kueue_version` (default: the one validated, versions.module("kueue")) counts them.
+    `kueue_version` (default: the one validated, versions.module("kueue")) counts them, with the defaults of
+    `limit_ranges` (the LimitRanges of the job's namespace on its cluster).
     Values of the wrong type or that are no quantity count as absent: the schema check reports them."""
     spec = _dict(rayjob.get("spec"))
     cluster = _dict(spec.get("rayClusterSpec"))
-    head = _pod_requests(_dict(cluster.get("headGroupSpec")).get("template"))
+    head = _pod_requests(_dict(cluster.get("headGroupSpec")).get("template"), limit_ranges)
     mode = spec.get("submissionMode", "K8sJobMode")
     if mode == "SidecarMode" and releases.has("kueue", "sidecar-submitter-counted", kueue_version or versions.module("kueue")[1]):
         # KubeRay injects its default submitter container into the head pod (kueue#12726).
@@ -133,12 +134,12 @@ def pod_sets(rayjob: dict, kueue_version: str | None = None) -> list[tuple[str, 
     groups = cluster.get("workerGroupSpecs")
     for group in (g for g in (groups if isinstance(groups, list) else []) if isinstance(g, dict)):
         count = _count(group.get("replicas", 0)) * _count(group.get("numOfHosts", 1), default=1)
-        sets.append((str(group.get("groupName", "?")), count, _pod_requests(group.get("template"))))
+        sets.append((str(group.get("groupName", "?")), count, _pod_requests(group.get("template"), limit_ranges)))
     if mode == "K8sJobMode":
         # Without a submitterPodTemplate, Kueue charges KubeRay's default submitter; a template
         # without resources is charged nothing (seen on the real Kueue: usage stays at 68 CPU).
         template = spec.get("submitterPodTemplate")
-        submitter = _pod_requests(template) if template else dict(SUBMITTER_DEFAULT_REQUESTS)
+        submitter = _pod_requests(template, limit_ranges) if template else dict(SUBMITTER_DEFAULT_REQUESTS)
         sets.append(("submitter", 1, submitter))
     return sets
 
@@ -153,9 +154,9 @@ def _count(value, default: int = 0) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
-def _pod_requests(template: dict | None) -> dict[str, Decimal]:
+def _pod_requests(template: dict | None, limit_ranges: list[dict] = ()) -> dict[str, Decimal]:
     """Per-pod requests as the pinned Kueue charges them (harness.gate.matching.pod_requests)."""
-    return {name: parse_quantity(qty) for name, qty in matching.pod_requests(template).items()}
+    return {name: parse_quantity(qty) for name, qty in matching.pod_requests(template, limit_ranges).items()}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from harness.core import REPO_ROOT
+from harness.core import REPO_ROOT, parse_quantity
 from harness.gate import cluster_dirs, parse_yaml, pod_sets, render_cluster, render_sample, validate_repository
 from harness.gate.workloads import render_entry
 from harness.k8s import is_true
@@ -99,3 +99,30 @@ def test_unplaced_offline_is_pending_on_the_real_scheduler(tmp_path, layout, que
     pods = queues.wait_pods("apart", settled, "the 4 workers each bound or Unschedulable")
     workers = [p for p in pods if (p["metadata"].get("labels") or {}).get("ray.io/group") == "gpu-workers"]
     assert sum(not p["spec"].get("nodeName") for p in workers) == unplaced, [(p["metadata"]["name"], p["spec"].get("nodeName")) for p in workers]
+
+
+LIMIT_RANGE = {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "defaults", "namespace": "ray"},
+               "spec": {"limits": [{"type": "Container", "defaultRequest": {"cpu": "1", "memory": "1Gi"},
+                                    "default": {"cpu": "1", "memory": "1Gi"}}]}}
+
+
+def test_the_gate_charges_a_sample_as_the_real_kueue_does(layout, queues, nodes):
+    """What the gate counts for each pod set of a sample (workloads.pod_sets: Kueue's workload.NewInfo after AdjustResources, in
+    tools/fluxbuild) is what the real Kueue reserves for it, here with the namespace's LimitRange defaults filling the
+    submitter, which asks for nothing of its own."""
+    cluster = "dev-westus3"
+    objects = [o for _, o in render_cluster(REPO_ROOT, cluster, f"clusters/{cluster}").applied()]
+    queue_namespaces = {o["metadata"].get("namespace") for o in objects if o.get("kind") == "LocalQueue"}
+    queues.apply_objects([o for o in objects if o.get("kind") in APPLIED
+                          or (o.get("kind") == "Namespace" and o["metadata"]["name"] in queue_namespaces)] + [LIMIT_RANGE])
+    nodes(REPO_ROOT, cluster)
+    entry = next(e for c, _, e in ENTRIES if c == cluster and e["sample"] == "aurora-finetune")
+    _, job = render_entry({**entry, "vars": {**(entry.get("vars") or {}), "JOB_NAME": "charged"}})
+    assert not (job["spec"]["submitterPodTemplate"]["spec"]["containers"][0].get("resources")), "the case needs a submitter without requests"
+    expected = {name: {r: q * count for r, q in requests.items()} for name, count, requests in pod_sets(job, limit_ranges=[LIMIT_RANGE])}
+    assert expected["submitter"]["cpu"] == 1, expected
+    queues.submit(job)
+    wl = queues.wait_admitted("charged")
+    reserved = {a["name"]: {r: parse_quantity(q) for r, q in (a.get("resourceUsage") or {}).items()}
+                for a in wl["status"]["admission"]["podSetAssignments"]}
+    assert reserved == expected, f"the real Kueue reserved {reserved}, the gate counts {expected}"

@@ -383,11 +383,13 @@ CASES = [
     # node, on prod-eastus2's one GPU node, leave 3 Pending (the real scheduler agrees: tests/integration/test_samples_on_nodes.py).
     ("workers-anti-affine-on-one-gpu-node", "capacity-pods-scheduled", "workloads/llm-training.yaml", ("        template:", 0),
      lambda r: edit(r, "workloads/llm-training.yaml", SAMPLE_WORKER_SPEC, SAMPLE_WORKER_SPEC.replace("containers:", WORKERS_APART + "            containers:"))),
-    # The namespace's LimitRange gives the submitter (no requests of its own) 30 CPU before the scheduler sees it.
-    ("limit-range-default-outgrows-the-node", "capacity-pods-scheduled", "workloads/batch-inference.yaml", ("  submitterPodTemplate:", 0),
+    # The namespace's LimitRange gives the submitter (no requests of its own) 30 CPU, more than a 24-vCPU node has. Kueue
+    # charges it too (AdjustResources), so dev-westus3's CPU quota is raised for Kueue to admit the job (else sample-fits).
+    ("limit-range-default-outgrows-the-node", "capacity-pod-fits-node", "workloads/batch-inference.yaml", ("  submitterPodTemplate:", 0),
      lambda r: (write(r, "base/limit-range.yaml", "apiVersion: v1\nkind: LimitRange\nmetadata: {name: defaults, namespace: ray}\n"
                       "spec:\n  limits:\n    - {type: Container, defaultRequest: {cpu: \"30\"}, default: {cpu: \"30\"}}\n"),
-                edit(r, "base/kustomization.yaml", "resources:\n", "resources:\n  - limit-range.yaml\n"))),
+                edit(r, "base/kustomization.yaml", "resources:\n", "resources:\n  - limit-range.yaml\n"),
+                edit(r, NC24, 'resources/0/nominalQuota, value: "24"}', 'resources/0/nominalQuota, value: "96"}'))),
     # Quota for two GPU workers (else Kueue never admits the job, sample-fits, and where its pods land is not reported), one GPU node.
     ("pod-set-more-pods-than-nodes", "capacity-pod-set-nodes", "clusters/dev-westus3/samples.yaml", ('NUM_WORKERS: "2"', 0),
      lambda r: (edit(r, "clusters/dev-westus3/samples.yaml", 'NUM_WORKERS: "1"', 'NUM_WORKERS: "2"'),

@@ -276,6 +276,10 @@ CORPUS = [
     ("pod-addresses-in-a-small-subnet", "terraform-node-subnet", "terraform/variables.tf",
      lambda r: (edit(r, "terraform/aks.tf", '    network_plugin_mode = "overlay"\n', ""),
                 edit(r, "terraform/variables.tf", 'default     = "10.240.0.0/22"', 'default     = "10.240.0.0/25"'))),
+    # A LimitRange default for containers without requests: Kueue charges it to the submitters (AdjustResources), 30 + the rest > 24 cpu.
+    ("limit-range-default-over-the-queue", "sample-fits", f"{DEV}/samples.yaml",
+     lambda r: append(r, "base/namespace.yaml", "---\napiVersion: v1\nkind: LimitRange\nmetadata:\n  name: defaults\n  namespace: ray\n"
+                      "spec:\n  limits:\n    - type: Container\n      default: {cpu: \"30\", memory: 1Gi}\n      defaultRequest: {cpu: \"30\", memory: 1Gi}\n"), 3),
     # The Kueue manager configuration against what its chart wires and the cluster runs (kueue_wiring.py).
     ("kueue-webhook-port-not-the-services", "kueue-chart-wiring", KUEUE, lambda r: edit(r, KUEUE, "          port: 9443\n", "          port: 9444\n"), 67),
     ("kueue-probe-port-not-the-charts", "kueue-chart-wiring", KUEUE,

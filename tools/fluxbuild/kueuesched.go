@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/controller/core/indexer"
 	"sigs.k8s.io/kueue/pkg/controller/jobs/rayjob"
 	"sigs.k8s.io/kueue/pkg/workload"
 )
@@ -74,7 +75,7 @@ func clusterWith(objects []map[string]interface{}) (client.Client, error) {
 	if len(objects) == 0 {
 		return emptyCluster(), nil
 	}
-	builder := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithTypeConverters(managedfields.NewDeducedTypeConverter())
+	builder := clusterBuilder()
 	for _, obj := range objects {
 		lr := &corev1.LimitRange{}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, lr); err != nil {
@@ -87,9 +88,14 @@ func clusterWith(objects []map[string]interface{}) (client.Client, error) {
 
 // emptyCluster is a client of a cluster with no objects (no LimitRange, no RuntimeClass), built once;
 // its deduced type converter spares parsing client-go's apply schemas, which nothing here applies.
-var emptyCluster = sync.OnceValue(func() client.Client {
-	return fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithTypeConverters(managedfields.NewDeducedTypeConverter()).Build()
-})
+var emptyCluster = sync.OnceValue(func() client.Client { return clusterBuilder().Build() })
+
+// clusterBuilder makes the fake clusters above with the LimitRange index Kueue's AdjustResources lists by (the
+// manager registers it at start; without it the List fails and no LimitRange default is applied).
+func clusterBuilder() *fake.ClientBuilder {
+	return fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithTypeConverters(managedfields.NewDeducedTypeConverter()).
+		WithIndex(&corev1.LimitRange{}, indexer.LimitRangeHasContainerType, indexer.IndexLimitRangeHasContainerType)
+}
 
 // The pinned Kueue scheduler's inadmissible messages (scheduler.go, unexported).
 const (

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
@@ -25,7 +27,7 @@ import (
 //	    -> {"match": bool, "error": ""}   nodeaffinity.GetRequiredNodeAffinity(pod).Match(node)
 //	{"selector": {"selector": LabelSelector, "labels": {...}}}
 //	    -> {"match": bool, "error": ""}   metav1.LabelSelectorAsSelector(...).Matches(labels)
-//	{"podRequests": {"template": PodTemplateSpec}}
+//	{"podRequests": {"template": PodTemplateSpec, "limitRanges": [LimitRange]}}
 //	    -> {"requests": {name: quantity}, "error": ""}   what Kueue charges one pod of the template (podRequests)
 type query struct {
 	Untolerated *struct {
@@ -42,7 +44,8 @@ type query struct {
 		Labels   map[string]string     `json:"labels"`
 	} `json:"selector,omitempty"`
 	PodRequests *struct {
-		Template json.RawMessage `json:"template"` // decoded here: one that does not decode is this answer's error only
+		Template    json.RawMessage          `json:"template"` // decoded here: one that does not decode is this answer's error only
+		LimitRanges []map[string]interface{} `json:"limitRanges"`
 	} `json:"podRequests,omitempty"`
 }
 
@@ -81,7 +84,7 @@ func answerQuery(q query) answer {
 		}
 		return answer{Match: sel.Matches(labels.Set(q.Selector.Labels))}
 	case q.PodRequests != nil:
-		return podRequests(q.PodRequests.Template)
+		return podRequests(q.PodRequests.Template, q.PodRequests.LimitRanges)
 	}
 	return answer{Error: "empty query"}
 }
@@ -89,15 +92,23 @@ func answerQuery(q query) answer {
 // podRequests is what the pinned Kueue charges a ClusterQueue for one pod of a pod set built from the
 // template: the Workload's requests as workload.NewInfo computes them (resourcehelpers.PodRequests: the
 // larger of the biggest init container and the containers plus sidecars), after the job reconciler's
-// limits-as-missing-requests adjustment. The namespace's LimitRange defaults and a RuntimeClass's
-// overhead, which AdjustResources would add, are not.
-func podRequests(raw json.RawMessage) answer {
+// workload.AdjustResources with the namespace's LimitRanges (their defaults, then limits standing in for
+// missing requests). A RuntimeClass's overhead is not added: the cluster it asks holds no RuntimeClass.
+func podRequests(raw json.RawMessage, limitRanges []map[string]interface{}) answer {
 	var template v1.PodTemplateSpec
 	if err := json.Unmarshal(raw, &template); err != nil {
 		return answer{Error: err.Error()}
 	}
+	cluster, err := clusterWith(limitRanges)
+	if err != nil {
+		return answer{Error: err.Error()}
+	}
 	wl := &kueue.Workload{Spec: kueue.WorkloadSpec{PodSets: []kueue.PodSet{{Name: kueue.DefaultPodSetName, Count: 1, Template: template}}}}
-	workload.UseLimitsAsMissingRequestsInPod(&wl.Spec.PodSets[0].Template.Spec)
+	for _, lr := range limitRanges { // the Workload lives in the namespace whose LimitRanges these are
+		wl.Namespace, _, _ = unstructured.NestedString(lr, "metadata", "namespace")
+	}
+	wl.Spec.PodSets[0].Template.Spec.RuntimeClassName = nil // its overhead is not known here (see above)
+	workload.AdjustResources(context.Background(), cluster, wl)
 	requests := map[string]string{}
 	for name, quantity := range workload.NewInfo(wl).TotalRequests[0].Requests.ToResourceList() {
 		requests[string(name)] = quantity.String()
