@@ -20,6 +20,9 @@ never run: no RayCluster is created, and the job holds its quota.
 helm-crds-upgrade (warning): Helm installs a chart's crds/ directory once and never upgrades it; helm-controller
 replaces those CRDs on a chart upgrade only under upgrade.crds: CreateReplace. Without it, bumping KubeRay
 (versions.yaml and the chart tag) leaves the cluster on the CRDs it was first installed with.
+
+flux-layer-order (warning): a Flux Kustomization applying Kueue or KubeRay objects comes after (dependsOn) the one that
+installs them, and that one waits for the HelmRelease (wait: true or a health check), as the README's layers do.
 """
 from __future__ import annotations
 
@@ -28,7 +31,7 @@ from pathlib import Path
 from harness.gate.cluster_refs import ClusterIndex, finding_at
 from harness.gate.findings import Finding
 from harness.gate.render import ClusterRender
-from harness.gate.sources import as_map
+from harness.gate.sources import as_list, as_map, as_maps, name_key
 
 RULES = {
     "api-not-served": "every kueue.x-k8s.io and ray.io object a cluster applies, and every sample it submits, has its CRD on the "
@@ -37,6 +40,8 @@ RULES = {
                                "cluster applies or submits (values watchNamespace / singleNamespaceInstall)",
     "helm-crds-upgrade": "a HelmRelease of a chart that keeps its CRDs in crds/ (KubeRay's) sets upgrade.crds: CreateReplace, so a chart "
                          "upgrade upgrades the CRDs too (warning)",
+    "flux-layer-order": "a Flux Kustomization that applies Kueue or KubeRay objects dependsOn (directly or through others) the one that "
+                        "installs them, and that one waits for the HelmRelease to be Ready (wait: true or a health check) (warning)",
 }
 # API group -> (the versions.yaml component whose chart installs its CRDs, whether they are in the
 # chart's crds/ directory, which install.crds: Skip leaves out).
@@ -79,7 +84,7 @@ def served_api_rules(ctx, root: Path, cluster: ClusterRender, samples: list[tupl
     index = ClusterIndex.build(root, cluster)
     if not index.complete:  # a layer did not render: what it installs is unknown
         return []
-    out = _watch_rules(ctx, root, index, samples, pinned) + _upgrade_rules(ctx, root, index, pinned)
+    out = _watch_rules(ctx, root, index, samples, pinned) + _upgrade_rules(ctx, root, index, pinned) + _order_rules(ctx, root, index, pinned)
     for group, (component, crds_dir) in PROVIDERS.items():
         if group not in installed:
             continue  # installed outside the repository, if at all: nothing to compare with
@@ -129,6 +134,73 @@ def _upgrade_rules(ctx, root: Path, index: ClusterIndex, pinned: dict | None) ->
                                   "Helm installs once and helm-controller replaces on upgrade only with CreateReplace, so a version bump "
                                   "(versions.yaml, the chart tag) runs the new operator on the old CRDs, whose schemas prune the fields it adds",
                                   "set spec.upgrade.crds: CreateReplace", cluster=index.cluster.name, severity="warning"))
+    return out
+
+
+def _ks_key(ks: dict) -> tuple[str, str]:
+    meta = as_map(ks.get("metadata"))
+    return name_key(meta.get("namespace", "flux-system")), name_key(meta.get("name"))
+
+
+def _waits_for(ks: dict, provider: dict) -> bool:
+    """Whether Kustomization `ks` becomes Ready only once `provider` (a HelmRelease it applies) is: wait: true, or a
+    health check on it. A CRD is served once applied."""
+    spec = as_map(ks.get("spec"))
+    if provider.get("kind") != "HelmRelease" or spec.get("wait") is True:
+        return True
+    meta = as_map(provider.get("metadata"))
+    return any(as_map(c).get("kind") == "HelmRelease" and as_map(c).get("name") == meta.get("name")
+               and as_map(c).get("namespace", _ks_key(ks)[0]) == meta.get("namespace") for c in as_list(spec.get("healthChecks")))
+
+
+def _order_rules(ctx, root: Path, index: ClusterIndex, pinned: dict | None) -> list[Finding]:
+    """flux-layer-order: on a new cluster, kustomize-controller reconciles every Kustomization at once but for dependsOn,
+    and a Kustomization is Ready once applied unless it waits. One that applies Kueue or KubeRay objects before the layer
+    installing them is Ready has its dry-run fail (no matches for kind, or Kueue's webhook without an endpoint) and
+    stays not Ready until a retry after the install: the README's layers are in order so that this never happens."""
+    layers = {_ks_key(b.flux_kustomization): b.flux_kustomization for b in index.cluster.flux if b.flux_kustomization}
+    owners = {id(o): b for b, o in index.objects}
+
+    def before(k: tuple[str, str]) -> set[tuple[str, str]]:
+        seen, todo = set(), [k]
+        while todo:
+            ns, _ = current = todo.pop()
+            for dep in as_maps(as_map(as_map(layers.get(current)).get("spec")).get("dependsOn")):
+                target = (name_key(dep.get("namespace", ns)), name_key(dep.get("name")))
+                if target not in seen:
+                    seen.add(target)
+                    todo.append(target)
+        return seen
+    out = []
+    for group, (component, _) in PROVIDERS.items():
+        chart = _chart(pinned, component)
+        providers = [(_ks_key(b.flux_kustomization), o) for b, o in index.objects if b.flux_kustomization is not None and (
+            (o.get("kind") == "HelmRelease" and index.chart_of(o) == chart)
+            or (o.get("kind") == "CustomResourceDefinition" and as_map(o.get("spec")).get("group") == group))]
+        for build in index.cluster.flux if providers else []:
+            ks = build.flux_kustomization
+            used = [o for o in build.objects if _group(o) == group]
+            if ks is None or not used or any(p == _ks_key(ks) for p, _ in providers):
+                continue
+            earlier = before(_ks_key(ks))
+            if any(p in earlier and _waits_for(layers[p], o) for p, o in providers):
+                continue
+            installer = next((p for p, _ in providers if p in earlier), None)
+            what = ", ".join(f"{o.get('kind')}/{as_map(o.get('metadata')).get('name')}" for o in used[:3]) + (" and more" if len(used) > 3 else "")
+            why = (f"dependsOn {installer[1]}, which is Ready as soon as it has applied the {component} HelmRelease (no wait: true, no "
+                   "health check on it)" if installer else f"does not dependsOn the Kustomization that installs {component} "
+                   f"({', '.join(sorted({p[1] for p, _ in providers}))}), directly or through others")
+            # The cause is written where the fix goes: the installing layer that does not wait, else the layer without dependsOn.
+            at = layers[installer] if installer else ks
+            spec = as_map(at.get("spec"))
+            field = ["spec", "wait"] if installer and "wait" in spec else ["spec", "dependsOn"] if not installer and "dependsOn" in spec else ["spec"]
+            out.append(finding_at(ctx, root, at, owners.get(id(at)), field, "flux-layer-order",
+                                  f"Kustomization {_ks_key(ks)[1]} applies {group} objects ({what}) and {why}: on a new cluster it is "
+                                  f"applied before {component} serves them, its dry-run fails (no matches for kind, or the webhook has no "
+                                  "endpoint) and it stays not Ready until a later retry",
+                                  "set wait: true on this Kustomization (or a health check on the HelmRelease)" if installer else
+                                  f"add dependsOn the layer that installs {component}, and let that layer wait: true",
+                                  cluster=index.cluster.name, severity="warning"))
     return out
 
 

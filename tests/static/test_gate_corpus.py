@@ -280,6 +280,11 @@ CORPUS = [
     ("limit-range-default-over-the-queue", "sample-fits", f"{DEV}/samples.yaml",
      lambda r: append(r, "base/namespace.yaml", "---\napiVersion: v1\nkind: LimitRange\nmetadata:\n  name: defaults\n  namespace: ray\n"
                       "spec:\n  limits:\n    - type: Container\n      default: {cpu: \"30\", memory: 1Gi}\n      defaultRequest: {cpu: \"30\", memory: 1Gi}\n"), 3),
+    # The queue layer ordered after the layer that installs Kueue, which waits for it (served_apis.py; the README's layers).
+    ("queues-before-kueue", "flux-layer-order", f"{PROD}/queues.yaml",
+     lambda r: edit(r, f"{PROD}/queues.yaml", "  dependsOn:\n    - name: infra-controllers\n", ""), 9, "warning"),
+    ("infrastructure-does-not-wait", "flux-layer-order", f"{PROD}/infrastructure.yaml",
+     lambda r: edit(r, f"{PROD}/infrastructure.yaml", "  wait: true\n", "  wait: false\n"), 13, "warning"),
     # The Kueue manager configuration against what its chart wires and the cluster runs (kueue_wiring.py).
     ("kueue-webhook-port-not-the-services", "kueue-chart-wiring", KUEUE, lambda r: edit(r, KUEUE, "          port: 9443\n", "          port: 9444\n"), 67),
     ("kueue-probe-port-not-the-charts", "kueue-chart-wiring", KUEUE,
@@ -735,4 +740,12 @@ def test_kueue_managing_jobs_without_queue_name_in_the_teams_namespace_only_is_c
     edit(repo_copy, KUEUE, "        integrations:\n", "        manageJobsWithoutQueueName: true\n        managedJobsNamespaceSelector:\n"
                                                       "          matchLabels: {kubernetes.io/metadata.name: ray}\n        integrations:\n")
     found = validate_repository(repo_copy).findings
+    assert found == [], "\n".join(f.text() for f in found)
+
+
+def test_an_infrastructure_layer_with_a_health_check_on_kueue_is_in_order(repo_copy):
+    """wait: false with a health check on the Kueue HelmRelease: the queue layer still waits for Kueue."""
+    edit(repo_copy, f"{PROD}/infrastructure.yaml", "  wait: true\n", "  wait: false\n  healthChecks:\n    - apiVersion: helm.toolkit.fluxcd.io/v2\n"
+                                                                   "      kind: HelmRelease\n      name: kueue\n      namespace: flux-system\n")
+    found = [f for f in validate_repository(repo_copy).findings if f.rule == "flux-layer-order"]
     assert found == [], "\n".join(f.text() for f in found)
