@@ -144,8 +144,8 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
             continue
         cq = cqs.get(name_key(as_map(lq.get("spec")).get("clusterQueue")))
         if cq:
-            limit_ranges = [o for o in ctx.sample_related.get(id(job), []) if o.get("kind") == "LimitRange"]
-            fits += [(resource_id(cq), f) for f in _fit(job, cq, lenders, samples_file, entry_line, wfile, where, limit_ranges)]
+            fits += [(resource_id(cq), f) for f in _fit(job, cq, lenders, samples_file, entry_line, wfile, where,
+                                                         in_namespace_of(job, objects, ("LimitRange",)))]
     for name, uses in missing.items():
         (line, e, err), files = uses[0], sorted({u[2].file for u in uses})
         message = str(err) if len(uses) == 1 else (
