@@ -34,3 +34,4 @@ KIND_CREATE = 300.0   # `kind create cluster --wait`: the control plane of a kin
 KIND_KUBECTL = 120.0  # one kind or kubectl command against a kind cluster (apply, label, delete)
 NODES_READY = 60.0  # KWOK nodes Ready and the node-lifecycle controller's not-ready taint lifted
 POD_BOUND = 30.0  # the scheduler binds every pod of an admitted workload (the invariant checker's bound)
+SUSPEND_BOUND = 10.0  # Kueue suspends a RayJob whose Workload lost its admission (the invariant checker's bound)

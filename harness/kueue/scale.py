@@ -56,6 +56,7 @@ class ScaleResult:
     borrowed: dict[str, str] = field(default_factory=dict)
     events: int = 0
     reconnects: int = 0
+    brief_unadmitted: int = 0  # RayJobs unsuspended without admission for a moment (Kueue's stale-cache window)
     lost_events: list[str] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
     watched_workloads: int = 0
@@ -137,7 +138,7 @@ def run(cluster: LocalCluster, n: int, timeout: float | None = None) -> ScaleRes
         result.lost_events = checker.lost_events()
     finally:
         checker.stop()
-        result.events, result.reconnects = checker.events, checker.reconnects
+        result.events, result.reconnects, result.brief_unadmitted = checker.events, checker.reconnects, checker.brief_unadmitted
         result.violations = list(checker.violations)
         result.watched_workloads = len(checker.state["Workload"])
         api.close()

@@ -217,8 +217,10 @@ def test_a_node_that_stops_heartbeating_is_reported():
 
 @pytest.mark.parametrize("deployment, reported", [("Running", True), ("ValidationFailed", False)])
 def test_unsuspended_rayjob_without_admission_unless_kuberay_refused_it(monkeypatch, deployment, reported):
-    """Invariant 1 on a fresh read: an unsuspended RayJob whose Workload is not admitted is reported,
-    unless KubeRay refused its spec (ValidationFailed: nothing runs; Kueue 0.19 releases the quota first)."""
+    """Invariant 1 on a fresh read: a RayJob unsuspended without an admitted Workload for longer than
+    the bound is reported, unless KubeRay refused its spec (ValidationFailed: nothing runs; Kueue 0.19
+    releases the quota first). Within the bound it is not yet: Kueue's job reconciler can clear a
+    preempted Workload's quota a moment before it suspends the RayJob."""
     from harness.kueue import invariants
 
     job = {"metadata": {"name": "job", "namespace": "ray", "uid": "j"}, "spec": {"suspend": False},
@@ -227,8 +229,53 @@ def test_unsuspended_rayjob_without_admission_unless_kuberay_refused_it(monkeypa
     wl["metadata"]["ownerReferences"] = [{"uid": "j"}]
     monkeypatch.setattr(invariants, "get_object", lambda api, rtype, name, ns: job)
     monkeypatch.setattr(invariants, "list_objects", lambda api, rtype, ns: {"items": [wl]})
-    c = InvariantChecker(client.ApiClient())
+    now = [100.0]
+    c = InvariantChecker(client.ApiClient(), suspend_bound=10, clock=lambda: now[0])
     c.state = {"ClusterQueue": {(None, "team-a-cq"): cq("team-a-cq", 4)}, "Workload": {("ray", "job-wl"): wl},
                "RayJob": {("ray", "job"): job}}
+    assert [v for v in c.check() if "unsuspended" in v] == []  # first seen: within the bound
+    now[0] += 11
     found = [v for v in c.check() if "unsuspended" in v]
     assert bool(found) == reported, found
+
+
+def test_a_rayjob_suspended_again_within_the_bound_is_a_brief_window_not_a_violation():
+    """Kueue's stale-cache window (admitted, preempted at once, the quota cleared before the RayJob is
+    suspended) heals within the bound: counted, not reported, even when time passes afterwards."""
+    job = {"metadata": {"name": "job", "namespace": "ray", "uid": "j"}, "spec": {"suspend": False}, "status": {"jobDeploymentStatus": "New"}}
+    now = [100.0]
+    c = InvariantChecker(client.ApiClient(), suspend_bound=10, clock=lambda: now[0])
+    c.state = {"ClusterQueue": {}, "Workload": {}, "RayJob": {("ray", "job"): job}}
+    assert c.check() == []
+    now[0] += 0.2
+    job["spec"]["suspend"] = True
+    assert c.check() == [] and c.brief_unadmitted == 1
+    now[0] += 60
+    assert c.check() == []
+
+
+def test_lost_events_tells_a_lost_event_from_the_cluster_moving_on(monkeypatch):
+    """The watches are compared with a fresh listing: an object deleted after the listing (a fresh read
+    finds it gone) and one created after it are the cluster moving on; a listed object the watch lacks
+    while it still exists, one it holds at an older version, and one it holds that the listing at a
+    later version lacks, are lost events."""
+    from harness.kueue import invariants
+
+    def pod(name, rv):
+        return {"metadata": {"name": name, "namespace": "ray", "resourceVersion": str(rv)}}
+
+    listed = [pod("kept", 10), pod("deleted-since", 12), pod("missed", 13), pod("stale", 15)]
+    exists = {"kept", "missed", "stale", "created-since"}
+
+    def list_objects(api, rtype, ns=None):
+        return {"metadata": {"resourceVersion": "20"}, "items": listed if rtype.kind == "Pod" else []}
+
+    monkeypatch.setattr(invariants, "list_objects", list_objects)
+    monkeypatch.setattr(invariants, "get_object", lambda api, rtype, name, ns=None: pod(name, 1) if name in exists else None)
+    c = InvariantChecker(client.ApiClient())
+    c.state["Pod"] = {("ray", p["metadata"]["name"]): p for p in (pod("kept", 10), pod("stale", 14), pod("created-since", 25),
+                                                                  pod("deletion-missed", 5))}
+    lost = c.lost_events(timeout=0)
+    assert sorted(lost) == ["Pod ('ray', 'deletion-missed'): held by the watch at 5, not listed at 20",
+                            "Pod ('ray', 'missed'): listed at 13, watch has None",
+                            "Pod ('ray', 'stale'): listed at 15, watch has 14"], lost
