@@ -143,6 +143,19 @@ class ClusterIndex:
         url = str(as_map(source[1].get("spec")).get("url", "")) if source else ""
         return url.rstrip("/").rsplit("/", 1)[-1] if url else as_map(hr.get("metadata")).get("name")
 
+    def chart_version_of(self, hr: dict) -> str | None:
+        """The chart version a HelmRelease names, when it names one exactly: spec.chart.spec.version, or the tag of
+        the OCIRepository its chartRef names (None for a semver range, a digest, or no version at all)."""
+        spec = as_map(hr.get("spec"))
+        chart = as_map(as_map(spec.get("chart")).get("spec"))
+        if chart:
+            return str(chart["version"]) if chart.get("version") is not None else None
+        ref = as_map(spec.get("chartRef"))
+        source = self.named.get((name_key(ref.get("kind")), name_key(ref.get("namespace", as_map(hr.get("metadata")).get("namespace"))),
+                                 name_key(ref.get("name")))) if ref else None
+        tag = as_map(as_map(source[1].get("spec")).get("ref")) if source else {}
+        return str(tag["tag"]) if tag.get("tag") is not None and not tag.get("digest") and not tag.get("semver") else None
+
 
 # -- References -----------------------------------------------------------------------------------
 def missing_key(index: ClusterIndex, namespace: str, ref: tuple[list, str, object, object]) -> str | None:

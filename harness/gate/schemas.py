@@ -30,6 +30,7 @@ The directory is generated once per set of pinned versions (and version of the g
 from __future__ import annotations
 
 import concurrent.futures
+import fnmatch
 import functools
 import hashlib
 import json
@@ -67,6 +68,16 @@ CRD_SOURCES: dict[str, tuple[str, tuple[str, ...]]] = {
     "flux.helm-controller": ("config/crd/bases", ("HelmRelease",)),
 }
 PINS = (KUBERNETES, *CRD_SOURCES)
+# Charts the pinned modules carry, copied as charts/<name> for tools/fluxbuild's op helm (harness.gate.helm_values):
+# pin key -> (chart directory inside the module, what is left out (fnmatch patterns): what Helm never renders, the
+# CRD templates (the pinned CRDs, checked as such), and the 42 aggregated editor/viewer ClusterRoles, which take
+# nothing from the values but the release's name and labels (helpers kueue.fullname and kueue.labels, which the
+# Deployment, Services and webhooks rendered beside them carry too; tests/static/test_kueue_wiring.py holds them to
+# that), and are two thirds of what rendering and checking would cost.
+CHARTS = "charts"
+CHART_SOURCES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "kueue": ("charts/kueue", ("tests/*", "README*", "templates/crd/*", "templates/rbac/*_editor_role.yaml", "templates/rbac/*_viewer_role.yaml")),
+}
 
 OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 
@@ -252,6 +263,7 @@ def _generate(target: Path, extra_crds: tuple[Path, ...] = ()) -> None:
             (staging / name).write_text(json.dumps(schema, separators=(",", ":")))
         (staging / INDEX).write_text(json.dumps(dict(sorted(index.items())), indent=1) + "\n")
         _write_crds(staging / CRDS, [crd for _, docs in parsed for crd in docs])
+        _copy_charts(staging / CHARTS)
         (staging / STAMP).write_text(f"{pins}\n")
         publish_dir(staging, target)  # replaces a half-written directory without a stamp
     finally:
@@ -269,6 +281,24 @@ def _write_crds(directory: Path, crds: list[dict]) -> None:
         entries.append({"group": str(spec.get("group", "")), "kind": str(names.get("kind", "")), "served": served, "file": f"{i}.json"})
         (directory / f"{i}.json").write_text(json.dumps(crd, separators=(",", ":"), default=str))
     (directory / "index.json").write_text(json.dumps(entries, indent=1) + "\n")
+
+
+def _copy_charts(directory: Path) -> None:
+    """Copies each chart's files (not their read-only modes) from the module cache."""
+    for pin, (subdir, left_out) in CHART_SOURCES.items():
+        source = _module_dir(pin) / subdir
+        if not (source / "Chart.yaml").is_file():
+            raise SchemaError(f"{pin} {versions.module(pin)[1]}: no chart in {source}")
+        for path in sorted(source.rglob("*")):
+            relative = path.relative_to(source).as_posix()
+            if path.is_file() and not any(fnmatch.fnmatch(relative, pattern) for pattern in left_out):
+                (directory / pin / relative).parent.mkdir(parents=True, exist_ok=True)
+                (directory / pin / relative).write_bytes(path.read_bytes())
+
+
+def chart_dir(pin: str, extra_crds: tuple[Path, ...] = ()) -> Path:
+    """The copy of a pinned chart (CHART_SOURCES) in the schema directory."""
+    return schema_dir(extra_crds) / CHARTS / pin
 
 
 def index() -> dict[str, dict]:

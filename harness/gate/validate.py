@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.gate import capacity, config, conversion, gpu_driver, node_settings, sku_component
-from harness.gate import cluster_refs, kueue_manager, kueue_wiring, kustomize_warnings, queue_activity, sample_admission, served_apis
+from harness.gate import cluster_refs, helm_values, kueue_manager, kueue_wiring, kustomize_warnings, queue_activity, sample_admission, served_apis
 from harness.gate import flux_rules, flux_tenancy, folding, matching, renames
 from harness.gate import rules, sample_rules
 from harness.gate import schema_check
@@ -49,6 +49,7 @@ RULE_SOURCES = {
     "harness/gate/sample_admission.py (samples that could never be admitted)": sample_admission.RULES,
     "harness/gate/kueue_manager.py (the Kueue manager's own configuration)": kueue_manager.RULES,
     "harness/gate/kueue_wiring.py (the Kueue manager's configuration against its chart and the cluster)": kueue_wiring.RULES,
+    "harness/gate/helm_values.py (a HelmRelease's values rendered with its chart by Helm's own engine)": helm_values.RULES,
     "harness/gate/renames.py (namePrefix/nameSuffix, targetNamespace and the references left behind)": renames.RULES,
     "harness/gate/queue_activity.py (ClusterQueues Kueue would keep inactive)": queue_activity.RULES,
     "harness/gate/served_apis.py (the Kueue and KubeRay APIs each cluster installs)": served_apis.RULES,
@@ -117,7 +118,7 @@ def validate_repository(root: Path) -> Report:
     # overlaps; the patch probe and the checks then run beside the Python rules.
     checker = schema_check.Checker(tuple(gate_config.crd_files(root))).start()
     try:
-        with FluxBuild(root).start() as session, ThreadPoolExecutor(2, thread_name_prefix="gate") as pool:
+        with FluxBuild(root).start() as session, ThreadPoolExecutor(3, thread_name_prefix="gate") as pool:
             matching.start()
             terraform.start()
             return _validate(root, gate_config, checker, session, pool, areas, timings, t0)
@@ -162,6 +163,7 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
     timed("terraform", t_tf)
     builds, clusters = joined(rendering)
     timings["render"] = time.monotonic() - t
+    helm = beside("rules", helm_values.helm_rules, ctx, root, clusters)  # it waits on the helpers: beside the rules below
 
     t = time.monotonic()
     ctx.failed_dirs = {b.dir for b in builds if b.error}
@@ -214,7 +216,7 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
     t_cap = time.monotonic()
     per_area["capacity"] += capacity.capacity_findings(root, clusters, sources, gate_config)
     timed("capacity", t_cap)
-    per_area["rules"] += joined(warnings)
+    per_area["rules"] += joined(warnings) + joined(helm)
     timings["rules"] = time.monotonic() - t
 
     t = time.monotonic()

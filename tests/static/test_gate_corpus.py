@@ -222,6 +222,9 @@ CORPUS = [
     ("sample-runtime-class-missing", "object-ref", f"{PROD}/samples.yaml",
      lambda r: edit(r, "workloads/batch-inference.yaml", "            serviceAccountName: ray-workload\n",
                     "            serviceAccountName: ray-workload\n            runtimeClassName: nvidia\n"), 10),
+    # No OpenAPI pattern for a quantity: only the apiserver's decoding refuses it (tools/kubecheck decodes as it does).
+    ("job-quantity-unparsable", "api-validation", SA,
+     lambda r: append(r, SA, JOB_WITH.format(extra="          resources:\n            limits:\n              memory: 4 GiB\n")), 34),
     ("pod-runtime-class-missing", "object-ref", SA, lambda r: append(r, SA, JOB_WITH.format(extra="      runtimeClassName: kata\n")), 32),
     # A key the set's ConfigMap does not have: the kubelet cannot start the container (at the key's line, once per key).
     ("sample-configmap-key-typo", "object-ref", "workloads/batch-inference.yaml",
@@ -296,6 +299,15 @@ CORPUS = [
      lambda r: edit(r, KUEUE, "        integrations:\n", "        manageJobsWithoutQueueName: true\n        integrations:\n"), 71),
     ("kueue-excludes-gpus", "kueue-excluded-resource", KUEUE,
      lambda r: edit(r, KUEUE, "        integrations:\n", "        resources:\n          excludeResourcePrefixes: [nvidia.com/]\n        integrations:\n"), 72),
+    # The Kueue chart rendered with the HelmRelease's values by Helm's engine, its objects through the apiserver's validation.
+    ("kueue-values-toleration-typo", "helm-values", KUEUE, lambda r: edit(r, KUEUE, "          effect: NoSchedule\n", "          effect: NoSchedul\n"), 54),
+    ("kueue-values-bad-quantity", "helm-values", KUEUE,
+     lambda r: edit(r, KUEUE, "          tag: v0.17.1\n", "          tag: v0.17.1\n        resources:\n          limits:\n            cpu: 2 cores\n"), 52),
+    ("kueue-values-image-as-string", "helm-values", KUEUE,
+     lambda r: edit(r, KUEUE, "        image:\n          repository: mcr.microsoft.com/oss/v2/kueue/kueue\n          tag: v0.17.1\n",
+                    "        image: mcr.microsoft.com/oss/v2/kueue/kueue:v0.17.1\n"), 47),
+    ("kueue-values-name-too-long", "helm-values", KUEUE,
+     lambda r: edit(r, KUEUE, "    controllerManager:\n", "    fullnameOverride: kueue-controller-manager-for-the-production-gpu-clusters-eastus2\n    controllerManager:\n"), 44),
     ("kueue-cert-manager-not-installed", "kueue-chart-wiring", KUEUE,
      lambda r: edit(r, KUEUE, "    controllerManager:\n", "    enableCertManager: true\n    controllerManager:\n"), 45, "warning"),
     # A Spot GPU pool: AKS taints its nodes kubernetes.azure.com/scalesetpriority=spot:NoSchedule (pools.py).

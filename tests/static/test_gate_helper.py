@@ -114,17 +114,20 @@ def test_kubecheck_refuses_an_unknown_op_and_goes_on():
     assert helper("kubecheck").call("builtin", CheckError, objects=[]) == []
 
 
-def test_objects_kubecheck_cannot_decode_are_left_to_the_schema_check():
-    """A built-in or Ray object whose fields have the wrong types: kubeconform (or the CRD) names the field,
-    kubecheck adds nothing and does not end."""
+def test_objects_kubecheck_cannot_decode_are_the_schema_checks_finding():
+    """A built-in or Ray object whose fields have the wrong types: kubeconform (or the CRD) names the field, and
+    that is the finding; kubecheck does not end. For a built-in it answers the apiserver's decoding refusal (what
+    decides when the schema has no pattern, as for a quantity), which the schema's verdict outranks here."""
     limit_range = {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "x", "namespace": "ray"}, "spec": {"limits": "all"}}
     rayjob = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "j", "namespace": "ray"},
               "spec": {"rayClusterSpec": {"workerGroupSpecs": "many"}}}
     problems = schema_check.validate([limit_range, rayjob])
     assert [p.rule if p else None for p in problems] == ["schema", "api-validation"], problems
-    answers = helper("kubecheck").call("builtin", CheckError, objects=[limit_range]) + \
-        helper("kubecheck").call("pods", CheckError, objects=[rayjob])
-    assert [a["errors"] for a in answers] == [[], []], answers
+    assert "cannot be handled as" not in str(problems)
+    builtin = helper("kubecheck").call("builtin", CheckError, objects=[limit_range])
+    assert [(e["field"], "LimitRange in version \"v1\" cannot be handled as a LimitRange" in e["detail"]) for e in builtin[0]["errors"]] == \
+        [("spec.limits", True)], builtin
+    assert helper("kubecheck").call("pods", CheckError, objects=[rayjob])[0]["errors"] == []
 
 
 def test_a_kind_or_api_version_that_is_no_string_is_the_schema_checks_finding():

@@ -110,7 +110,7 @@ def test_fluxbuild_links_the_pinned_apiserver_kueue_and_kuberay():
     linked = {r["Path"]: r["Version"] for r in gomod["Require"]}
     linked |= {r["Old"]["Path"]: r["New"]["Version"] for r in gomod.get("Replace") or [] if not r["Old"].get("Version")}
     staging = versions.staging_version(versions.module("kubernetes")[1])
-    expected = {versions.module(pin)[0]: versions.module(pin)[1] for pin in ("kueue", "kuberay", "kubeconform")}
+    expected = {versions.module(pin)[0]: versions.module(pin)[1] for pin in ("kueue", "kuberay", "kubeconform", "fluxbuild.helm")}
     expected |= {f"k8s.io/{m}": staging for m in ("apiextensions-apiserver", "apiserver", "apimachinery", "api", "client-go")}
     assert {m: linked.get(m) for m in expected} == expected
 
@@ -127,6 +127,21 @@ def test_fluxbuild_replaces_are_the_recorded_skew():
                                       capture_output=True, text=True, check=True).stdout)
     wanted = {r["Path"]: r["Version"] for r in kueue["Require"]}["sigs.k8s.io/controller-runtime"]
     assert replaces["sigs.k8s.io/controller-runtime"] == wanted
+
+
+def test_fluxbuilds_helm_is_the_release_helm_controllers_fork_is_cut_from():
+    """The gate renders a HelmRelease's values with the Helm helm-controller links: its go.mod replaces
+    helm.sh/helm/v4 with a fork named after the release it is cut from (v4.2.4-flux.1), which the proxy
+    does not serve; fluxbuild links that release (versions.yaml fluxbuild.helm, with its skew). A
+    helm-controller bump onto another Helm release fails here."""
+    mod, version = versions.module("flux.helm-controller")
+    controller = json.loads(subprocess.run(["go", "mod", "edit", "-json", tools.module_info(mod, version)["GoMod"]],
+                                           capture_output=True, text=True, check=True).stdout)
+    helm_mod, helm_version = versions.module("fluxbuild.helm")
+    fork = {r["Old"]["Path"]: r["New"] for r in controller.get("Replace") or []}.get(helm_mod)
+    linked = fork["Version"] if fork else {r["Path"]: r["Version"] for r in controller["Require"]}[helm_mod]
+    assert linked == helm_version or linked.startswith(helm_version + "-"), (helm_mod, linked, helm_version)
+    assert fork is None or versions.entry("fluxbuild")["helm"]["skew"].count(fork["Version"]) == 1
 
 
 def test_tfeval_links_the_pinned_terraform_evaluator():

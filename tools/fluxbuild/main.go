@@ -53,6 +53,7 @@ type request struct {
 	// Related: per object of a check, the cluster's objects its admission depends on (a RayJob's
 	// namespace's LimitRanges), in the objects' order; absent for an object checked on its own.
 	Related [][]map[string]interface{} `json:"related,omitempty"`
+	Helm    *helmRequest               `json:"helm,omitempty"`
 }
 
 type response struct {
@@ -152,6 +153,11 @@ func handle(req request) (resp response) {
 		resp.Answer = schemas(req.SchemaDir, req.KubernetesVersion).check(req.Objects, req.Related)
 	case "kueue-config":
 		resp.Answer = kueueConfigAnswer(req.Text)
+	case "helm":
+		if req.Helm == nil {
+			failRequest("op helm without helm")
+		}
+		resp.Answer = helmRender(*req.Helm, req.KubernetesVersion)
 	case "convert":
 		resp.Answer = convertObjects(req.Objects)
 	case "match":

@@ -11,6 +11,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -75,7 +77,9 @@ var strategies = map[schema.GroupKind]rest.RESTCreateStrategy{
 }
 
 // builtinErrors is the apiserver's create validation of a built-in object: nil when it accepts it, or
-// when its kind is not one of `strategies` or the object does not decode (the schema check reports that).
+// when its kind is not one of `strategies`. An object that does not decode into its type is refused as the
+// apiserver refuses it (400: "cannot be handled as"): the schema check reports a wrong type first, but the
+// OpenAPI schema has no pattern for a quantity ("2 cores") or an int-or-string, which only decoding refuses.
 func builtinErrors(obj map[string]interface{}) (causes []metav1.StatusCause) {
 	defer func() {
 		if p := recover(); p != nil { // a finding on the object, not the end of the gate's run
@@ -89,8 +93,11 @@ func builtinErrors(obj map[string]interface{}) (causes []metav1.StatusCause) {
 		return nil
 	}
 	external, err := legacyscheme.Scheme.New(gvk)
-	if err != nil || runtime.DefaultUnstructuredConverter.FromUnstructured(obj, external) != nil {
+	if err != nil {
 		return nil
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, external); err != nil {
+		return decodeCauses(obj, gvk, err)
 	}
 	legacyscheme.Scheme.Default(external)
 	internal, err := legacyscheme.Scheme.ConvertToVersion(external, schema.GroupVersion{Group: gvk.Group, Version: runtime.APIVersionInternal})
@@ -102,4 +109,56 @@ func builtinErrors(obj map[string]interface{}) (causes []metav1.StatusCause) {
 		ns = "default" // what kubectl and Flux send when the object names none
 	}
 	return beforeCreate(strategy, genericapirequest.WithNamespace(context.Background(), ns), internal)
+}
+
+// decodeCauses is the apiserver's refusal of an object its decoder cannot read (its message names no field), at
+// the value that fails: the first leaf (in key order) that, emptied, lets the object decode.
+func decodeCauses(obj map[string]interface{}, gvk schema.GroupVersionKind, decodeErr error) []metav1.StatusCause {
+	message := fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", gvk.Kind, gvk.Version, gvk.Kind, decodeErr)
+	copied := runtime.DeepCopyJSON(obj)
+	decodes := func() bool {
+		external, err := legacyscheme.Scheme.New(gvk)
+		return err == nil && runtime.DefaultUnstructuredConverter.FromUnstructured(copied, external) == nil
+	}
+	var found *metav1.StatusCause
+	var walk func(node interface{}, path string, set func(interface{}))
+	walk = func(node interface{}, path string, set func(interface{})) {
+		if found != nil {
+			return
+		}
+		switch v := node.(type) {
+		case map[string]interface{}:
+			keys := make([]string, 0, len(v))
+			for k := range v {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				step := "." + k
+				if strings.ContainsAny(k, "./") {
+					step = "[" + k + "]"
+				}
+				walk(v[k], strings.TrimPrefix(path+step, "."), func(x interface{}) { v[k] = x })
+			}
+		case []interface{}:
+			for i, item := range v {
+				walk(item, fmt.Sprintf("%s[%d]", path, i), func(x interface{}) { v[i] = x })
+			}
+		default:
+			if set == nil || path == "apiVersion" || path == "kind" {
+				return
+			}
+			set(nil)
+			ok := decodes()
+			set(node)
+			if ok {
+				found = &metav1.StatusCause{Type: metav1.CauseTypeFieldValueInvalid, Field: path, Message: message}
+			}
+		}
+	}
+	walk(copied, "", nil)
+	if found != nil {
+		return []metav1.StatusCause{*found}
+	}
+	return []metav1.StatusCause{{Type: metav1.CauseTypeFieldValueInvalid, Message: message}}
 }

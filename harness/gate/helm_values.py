@@ -1,0 +1,157 @@
+"""A HelmRelease's values rendered with its chart as helm-controller renders them, and the objects that makes
+checked as the apiserver would check them on install.
+
+helm-controller installs a chart by rendering it with the HelmRelease's values (Helm's own engine: values
+coalesced with the chart's values.yaml, validated against its values.schema.json, templates executed for the
+cluster's Kubernetes version) and creating the objects. A value the templates cannot use (a string where a
+map is expected), or one they copy into an object the apiserver refuses (a toleration's effect `NoSchedul`,
+a quantity `2 cores`), fails the install or the upgrade: the release is failed, helm-controller retries, and
+the cluster keeps no Kueue (on a new cluster) or the previous release while every layer that dependsOn it
+waits. Every object is valid YAML in the repository, so no other check sees it.
+
+tools/fluxbuild's op helm renders the chart with Helm's engine (helm.sh/helm/v4, the line helm-controller
+links; versions.yaml records the release used), as helm-controller names the release (spec.releaseName, else
+<targetNamespace>-<name> or <name>) into its namespace (targetNamespace, else the HelmRelease's). The objects go
+through the gate's create validation (schema_check: the apiserver's own, in tools/fluxbuild and
+tools/kubecheck). Which charts: those a pinned module carries (harness.gate.schemas.CHART_SOURCES; the MCR
+chart of versions.yaml packages the same chart), matched by the chart a HelmRelease installs
+(ClusterIndex.chart_of); KubeRay's chart is not in any module the proxy serves, so its values are not rendered.
+
+Objects of a kind the gate has no schema for (cert-manager's Certificate with values.enableCertManager, Prometheus'
+ServiceMonitor) are not judged: their CRDs may be installed from outside the repository (kueue_wiring warns when
+cert-manager is missing). A finding is reported where the value is written: the values key a Helm error names (.Values.a.b), or the
+values entry that holds the value the apiserver quotes, else the HelmRelease's `values`.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from harness.core import HarnessError
+from harness.gate import schema_check, schemas
+from harness.gate.cluster_refs import ClusterIndex, finding_at
+from harness.gate.findings import Finding
+from harness.gate.origin import segments, value_at
+from harness.gate.helper import helper
+from harness.gate.sources import as_list, as_map
+
+RULES = {
+    "helm-values": "each HelmRelease of a chart the pinned modules carry (Kueue's) renders with its values as helm-controller renders "
+                   "it (Helm's own engine and the chart's values schema) into objects the apiserver accepts (its own create "
+                   "validation); else the install or upgrade fails and the layers that dependsOn it wait",
+}
+HINT = "change the value at this line so that the chart renders what the message asks for (see the chart's values.yaml)"
+VALUES_PATH = re.compile(r"<\.Values((?:\.[A-Za-z0-9_-]+)+)>")  # text/template: at <.Values.controllerManager.replicas>
+SCHEMA_PATH = re.compile(r"at '/([^']*)'")  # Helm's values schema errors: - at '/controllerManager/replicas': ...
+QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')
+
+
+class HelmError(HarnessError, RuntimeError):
+    pass
+
+
+def release_of(hr: dict) -> tuple[str, str]:
+    """(release name, namespace) as helm-controller's HelmRelease.GetReleaseName and GetReleaseNamespace give them."""
+    spec, meta = as_map(hr.get("spec")), as_map(hr.get("metadata"))
+    target = spec.get("targetNamespace")
+    name = spec.get("releaseName") or (f"{target}-{meta.get('name')}" if target else meta.get("name"))
+    return str(name), str(target or meta.get("namespace") or "default")
+
+
+def helm_rules(ctx, root: Path, clusters: list) -> list[Finding]:
+    """helm-values on every cluster whose layers all render; the same HelmRelease (the same request) is rendered and
+    checked once for all clusters. It waits on the helpers only: validate.py runs it beside the other rules."""
+    releases, pending = [], {}
+    for cluster in clusters:
+        index = ClusterIndex.build(root, cluster)
+        if not index.complete:
+            continue  # a layer did not render (kustomize-build says why)
+        for build, hr in index.of_kind("HelmRelease"):
+            pin, spec = index.chart_of(hr), as_map(hr.get("spec"))
+            if pin not in schemas.CHART_SOURCES or as_list(spec.get("valuesFrom")) or as_list(spec.get("postRenderers")):
+                continue  # no chart offline; values from elsewhere or post-renderers the gate does not apply: not judged
+            name, namespace = release_of(hr)
+            request = {"chart": str(schemas.chart_dir(pin, tuple(ctx.config.crd_files(root)))), "values": as_map(spec.get("values")),
+                       "release": name, "namespace": namespace}
+            key = json.dumps(request, sort_keys=True, default=str)
+            if key not in pending:
+                pending[key] = helper().submit("helm", HelmError, helm=request, kubernetes_version=schema_check.KUBERNETES_VERSION)
+            releases.append((index, build, hr, pin, key))
+    checker = schema_check.Checker(tuple(ctx.config.crd_files(root)))
+    answers = {key: job.result() for key, job in pending.items()}
+    checks = {key: checker.submit([r["object"] for r in a.get("objects") or []]) for key, a in answers.items() if not a.get("error")}
+    problems = {key: job() for key, job in checks.items()}
+    out = []
+    for index, build, hr, pin, key in releases:
+        values, answer = as_map(as_map(hr.get("spec")).get("values")), answers[key]
+
+        def at(path: list, message: str) -> Finding:
+            return finding_at(ctx, root, hr, build, ["spec", "values", *_written(values, path)], "helm-values",
+                              f"the {pin} chart {answer.get('version')} with these values: {message}", HINT, cluster=index.cluster.name)
+
+        if index.chart_version_of(hr) not in (None, answer.get("version")):
+            continue  # another chart version than the pinned one: versions-drift is the finding, these values are for that chart
+        if answer.get("error"):
+            error = " ".join(answer["error"].split())  # Helm's template errors span lines
+            out.append(at(_error_path(error), f"Helm refuses to render it, so the release fails: {error}"))
+            continue
+        refused: dict[tuple, list[str]] = {}  # values path written -> the refusals it explains (one finding each path)
+        for item, problem in zip(answer.get("objects") or [], problems[key]):
+            if problem is None or problem.rule == "schema-unknown-kind":
+                continue  # a kind the gate has no CRD for (cert-manager's Certificate, a ServiceMonitor) may come from outside
+            for err in problem.errors:
+                obj = item["object"]
+                what = f"{obj.get('kind')} {as_map(obj.get('metadata')).get('name')} ({item['template']}, {problem.rule})"
+                refused.setdefault(tuple(_holding(values, obj, err)), []).append(f"{what}: {err.get('message')}")
+        for path, why in refused.items():
+            shown = "; ".join(why[:3]) + (f"; and {len(why) - 3} more" if len(why) > 3 else "")
+            out.append(at(list(path), f"it renders {'an object' if len(why) == 1 else f'{len(why)} objects'} the apiserver refuses, "
+                                      f"so the release fails: {shown}"))
+    return out
+
+
+def _error_path(error: str) -> list:
+    """The values path a Helm error names, if it names one."""
+    found = VALUES_PATH.search(error)
+    if found:
+        return found.group(1).strip(".").split(".")
+    found = SCHEMA_PATH.search(error)
+    return [int(p) if p.isdigit() else p for p in found.group(1).split("/") if p] if found else []
+
+
+def _holding(values: dict, obj: dict, err: dict) -> list:
+    """The path of the values entry that holds the refused value, when exactly one does: the value at the error's
+    field in the rendered object, else a value the message quotes."""
+    wanted = set(QUOTED.findall(err.get("message", "")))
+    at = value_at(obj, segments(err.get("field") or ""))
+    if isinstance(at, (str, int, float)) and not isinstance(at, bool):
+        wanted = {str(at)}
+    paths = [path for path, leaf in _leaves(values, []) if isinstance(leaf, (str, int, float)) and not isinstance(leaf, bool)
+             and str(leaf) in wanted]
+    return paths[0] if len(paths) == 1 else []
+
+
+def _leaves(node, path: list):
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _leaves(v, [*path, k])
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _leaves(v, [*path, i])
+    else:
+        yield path, node
+
+
+def _written(values: dict, path: list) -> list:
+    """The longest prefix of `path` that the values write (a default's path ends where the user's values do)."""
+    node, written = values, []
+    for step in path:
+        if isinstance(node, dict) and step in node:
+            node = node[step]
+        elif isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node):
+            node = node[step]
+        else:
+            break
+        written.append(step)
+    return written

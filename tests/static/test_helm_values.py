@@ -1,0 +1,82 @@
+"""harness/gate/helm_values.py: the Kueue chart rendered by Helm's own engine with the HelmRelease's values, as
+helm-controller renders it, and what the copy of the chart leaves out."""
+from __future__ import annotations
+
+import fnmatch
+import re
+
+import pytest
+
+from harness import toolchain
+from harness.gate import helm_values, schemas
+
+pytestmark = pytest.mark.static
+
+
+def test_the_templates_left_out_take_nothing_from_the_values_but_the_release_name_and_labels():
+    """The copy of the chart leaves out the aggregated editor/viewer ClusterRoles: the gate may, only while they
+    read no value and no condition, and no helper but the name and labels the checked objects carry too."""
+    subdir, left_out = schemas.CHART_SOURCES["kueue"]
+    chart = toolchain.module_dir("kueue") / subdir
+    roles = [p for p in sorted((chart / "templates").rglob("*.yaml"))
+             if any(fnmatch.fnmatch(p.relative_to(chart).as_posix(), pat) for pat in left_out)
+             and not p.relative_to(chart).as_posix().startswith("templates/crd/")]
+    assert len(roles) >= 40, roles  # a chart that renamed them: the patterns no longer leave them out
+    for path in roles:
+        text = path.read_text()
+        actions = re.findall(r"{{-?\s*(.*?)\s*-?}}", text, re.S)
+        used = {a for a in actions if not a.startswith("/*")}
+        assert used <= {'include "kueue.fullname" .', 'include "kueue.labels" . | nindent 4'}, (path, used)
+
+
+def test_the_objects_rendered_beside_them_carry_the_same_name_and_labels():
+    """What the left-out roles take (kueue.fullname, kueue.labels) is checked on the objects rendered beside them:
+    the manager's ConfigMap and the batch admin ClusterRole (kept) include both as the roles do."""
+    chart = toolchain.module_dir("kueue") / "charts" / "kueue" / "templates"
+    for rel in ("manager/manager-config.yaml", "rbac/batch_admin_role.yaml"):
+        text = (chart / rel).read_text()
+        assert 'include "kueue.fullname" .' in text and 'include "kueue.labels" .' in text, rel
+
+
+def test_the_repositorys_values_render_and_are_accepted():
+    """The HelmRelease of the repository, as every production cluster installs it: no finding, and the render
+    is the chart's (the Deployment, its webhook Service and the configuration the gate's other rules read)."""
+    from harness.core import versions
+    from harness.gate import render_repository
+    from harness.gate.cluster_refs import ClusterIndex
+    from harness.gate.helper import helper
+    from harness.gate.rules import Context
+    from harness.gate.sources import Sources
+
+    root = versions.REPO_ROOT
+    _, clusters = render_repository(root)
+    assert helm_values.helm_rules(Context(Sources.load(root)), root, clusters) == []
+    index = ClusterIndex.build(root, next(c for c in clusters if c.name == "prod-eastus2"))
+    hr = next(hr for _, hr in index.of_kind("HelmRelease") if index.chart_of(hr) == "kueue")
+    name, namespace = helm_values.release_of(hr)
+    assert (name, namespace) == ("kueue", "kueue-system")
+    answer = helper().call("helm", helm_values.HelmError, kubernetes_version="1.35.4",
+                           helm={"chart": str(schemas.chart_dir("kueue")), "values": hr["spec"]["values"], "release": name, "namespace": namespace})
+    kinds = {(o["object"]["kind"], o["object"]["metadata"]["name"]) for o in answer["objects"]}
+    assert {("Deployment", "kueue-controller-manager"), ("Service", "kueue-webhook-service"), ("ConfigMap", "kueue-manager-config")} <= kinds
+
+
+@pytest.mark.parametrize("spec, release", [
+    ({"metadata": {"name": "kueue", "namespace": "flux-system"}, "spec": {"targetNamespace": "kueue-system"}}, ("kueue-system-kueue", "kueue-system")),
+    ({"metadata": {"name": "kueue", "namespace": "flux-system"}, "spec": {"releaseName": "k", "targetNamespace": "q"}}, ("k", "q")),
+    ({"metadata": {"name": "kueue", "namespace": "kueue-system"}, "spec": {}}, ("kueue", "kueue-system")),
+])
+def test_the_release_is_named_as_helm_controller_names_it(spec, release):
+    assert helm_values.release_of(spec) == release
+
+
+def test_values_for_another_chart_version_are_not_judged_with_the_pinned_chart(repo_copy):
+    """A chart tag other than the pinned one is versions-drift; the values may be that chart's, so helm-values does
+    not render them with the pinned chart (the same typo is found once the versions agree)."""
+    from harness.gate.validate import validate_repository
+    from tests.static.test_gate_corpus import KUEUE, edit
+
+    edit(repo_copy, KUEUE, "          effect: NoSchedule\n", "          effect: NoSchedul\n")
+    assert {f.rule for f in validate_repository(repo_copy).findings} == {"helm-values"}
+    edit(repo_copy, KUEUE, "    tag: 0.17.1\n", "    tag: 0.18.0\n")
+    assert {f.rule for f in validate_repository(repo_copy).findings} == {"versions-drift"}
