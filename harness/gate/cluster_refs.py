@@ -40,6 +40,8 @@ RULES = {
     "flux-health-check": "every object a Flux Kustomization's healthChecks wait for is applied by the cluster's set, when the "
                          "repository renders objects of that kind (else the layer never becomes Ready and its dependents never apply)",
     "priority-class": "every PriorityClass a pod template names is defined by the cluster (or built in)",
+    "priority-class-default": "at most one PriorityClass of a cluster sets globalDefault: true (the apiserver's Priority admission "
+                              "refuses a second, so its layer fails to apply)",
     "cohort-alone": "(warning) a ClusterQueue's cohortName is shared by another ClusterQueue or a Cohort, else it can never borrow or lend",
     "object-size": "every object is at most 1.5 MiB as JSON (etcd's default --max-request-bytes)",
     "data-size": "a ConfigMap's or Secret's data is at most 1 MiB (apiserver validation)",
@@ -256,6 +258,18 @@ def _health_checks(ctx, root: Path, index: ClusterIndex) -> list[Finding]:
     return out
 
 
+def _global_default(ctx, root: Path, index: ClusterIndex) -> list[Finding]:
+    """The apiserver's Priority admission plugin admits one PriorityClass with globalDefault: true and refuses every
+    other ("is already marked as default"): reported at each one after the first, by name (the order of one apply)."""
+    defaults = sorted(((str(as_map(o.get("metadata")).get("name")), b, o) for b, o in index.of_kind("PriorityClass")
+                       if o.get("globalDefault") is True), key=lambda d: d[0])
+    return [finding_at(ctx, root, o, b, ["globalDefault"], "priority-class-default",
+                       f"PriorityClass {name} sets globalDefault: true, as {defaults[0][0]} does: the apiserver's Priority admission admits "
+                       "one default PriorityClass and refuses the other (applied in one batch, at the next reconcile), so the layer fails",
+                       "keep globalDefault: true on one PriorityClass of the cluster (pods without priorityClassName get its value)",
+                       cluster=index.cluster.name) for name, b, o in defaults[1:]]
+
+
 def _cohort_rules(ctx, root: Path, index: ClusterIndex) -> list[Finding]:
     out = []
     cqs, cohorts = index.of_kind("ClusterQueue"), index.of_kind("Cohort")
@@ -312,6 +326,7 @@ def size_problems(obj: dict) -> list[tuple[str, str, str, list]]:
 def cluster_ref_rules(ctx, root: Path, cluster: ClusterRender) -> list[Finding]:
     """References, cohorts and size limits of one cluster's rendered set (`ctx`: rules.Context)."""
     index = ClusterIndex.build(root, cluster)
-    out = _reference_rules(ctx, root, index) + (_cohort_rules(ctx, root, index) + _health_checks(ctx, root, index) if index.complete else [])
+    out = _reference_rules(ctx, root, index) + _global_default(ctx, root, index)
+    out += _cohort_rules(ctx, root, index) + _health_checks(ctx, root, index) if index.complete else []
     return out + [finding_at(ctx, root, o, build, path, rule, message, hint, cluster=cluster.name)
                   for build, o in index.objects for rule, message, hint, path in size_problems(o)]

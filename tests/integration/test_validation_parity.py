@@ -5,6 +5,7 @@ both (accepted, or rejected at the same field paths with the same messages)."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from kubernetes.dynamic.exceptions import ApiException
@@ -168,3 +169,19 @@ def test_node_pool_verdict_matches_server_dry_run(kube, case, node, rejected):
     assert bool(offline) == rejected, f"{case}: offline {offline}"
     for err in offline:
         assert err["detail"] in server, f"{case}: offline {err['message']!r} not in the server's answer: {server}"
+
+
+def test_a_second_default_priority_class_is_refused_as_the_gate_says(kube, names):
+    """priority-class-default: with one PriorityClass marked globalDefault on the cluster, the apiserver's Priority
+    admission refuses another (value 0: nothing else on the cluster is moved while the first exists)."""
+    first, second = (names.priority(n) for n in ("parity-default-a", "parity-default-b"))
+    kube.create({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": first}, "value": 0, "globalDefault": True})
+    try:
+        deadline, server = time.monotonic() + 10, None
+        while server is None and time.monotonic() < deadline:  # the plugin reads PriorityClasses from its informer's cache
+            server = _server_verdict(kube, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": second},
+                                            "value": 0, "globalDefault": True})
+            time.sleep(0.2)
+        assert server is not None and "already marked as default" in server, server
+    finally:
+        kube.delete("scheduling.k8s.io/v1", "PriorityClass", first)

@@ -222,6 +222,10 @@ CORPUS = [
     ("sample-runtime-class-missing", "object-ref", f"{PROD}/samples.yaml",
      lambda r: edit(r, "workloads/batch-inference.yaml", "            serviceAccountName: ray-workload\n",
                     "            serviceAccountName: ray-workload\n            runtimeClassName: nvidia\n"), 10),
+    # Two default PriorityClasses: the apiserver's Priority admission refuses the second (reported at it, by name order).
+    ("two-default-priority-classes", "priority-class-default", SA,
+     lambda r: append(r, SA, "".join(f"---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: {n}\nvalue: {v}\n"
+                                     f"globalDefault: true\n" for n, v in (("batch-default", 100), ("serving-default", 1000)))), 32),
     # No OpenAPI pattern for a quantity: only the apiserver's decoding refuses it (tools/kubecheck decodes as it does).
     ("job-quantity-unparsable", "api-validation", SA,
      lambda r: append(r, SA, JOB_WITH.format(extra="          resources:\n            limits:\n              memory: 4 GiB\n")), 34),
