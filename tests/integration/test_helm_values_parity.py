@@ -13,7 +13,7 @@ from harness.core import versions
 from harness.gate import helm_values, schema_check, schemas
 from harness.gate.helper import helper
 from harness.gate.schema_check import validate
-from tests.integration.test_validation_parity import _server_verdict
+from harness.testing.dry_run import server_verdict
 
 pytestmark = pytest.mark.integration
 
@@ -54,7 +54,7 @@ def test_rendered_objects_get_the_servers_verdict(kube, names, case, mutate):
     assert any(o["kind"] == "Deployment" for o in objects), [o["kind"] for o in objects]
     refused = 0
     for obj, problem in zip(objects, validate(objects)):
-        server = _server_verdict(kube, obj)
+        server = server_verdict(kube, obj)
         what = f"{case}: {obj['kind']} {obj['metadata']['name']}"
         assert (problem is None) == (server is None), f"{what}: offline {problem}, server {server}"
         for err in problem.errors if problem else ():

@@ -8,11 +8,11 @@ import json
 import time
 
 import pytest
-from kubernetes.dynamic.exceptions import ApiException
 
 from harness.gate import render_repository
 from harness.gate.schema_check import validate
 from harness.testing import copy_config
+from harness.testing.dry_run import server_verdict
 from tests.static.test_gate_apiserver import CASES
 
 pytestmark = pytest.mark.integration
@@ -37,17 +37,6 @@ def clean_objects(tmp_path_factory) -> set[str]:
     return {_key(o) for o in _objects(copy_config(tmp_path_factory.mktemp("clean") / "repo"))}
 
 
-def _server_verdict(kube, obj: dict) -> str | None:
-    """None when the apiserver (with Kueue's webhooks) accepts the object, else its message."""
-    try:
-        kube.create(obj, dry_run=True, strict=True)
-        return None
-    except ApiException as err:
-        body = json.loads(err.body) if err.body else {}
-        causes = [f"{c.get('field')}: {c.get('message')}" for c in (body.get("details") or {}).get("causes") or []]
-        return " | ".join([body.get("message", str(err)), *causes])
-
-
 @pytest.mark.parametrize("case,rule,file,line,text,mutate", CASES, ids=[c[0] for c in CASES])
 def test_offline_verdict_matches_server_dry_run(tmp_path, kube, names, clean_objects, case, rule, file, line, text, mutate):
     root = copy_config(tmp_path / "repo")
@@ -58,7 +47,7 @@ def test_offline_verdict_matches_server_dry_run(tmp_path, kube, names, clean_obj
     compared = 0
     for obj, problem in zip(changed, validate(changed)):
         local = names.localize(obj)  # this run's names; the field paths do not change
-        server = _server_verdict(kube, local)
+        server = server_verdict(kube, local)
         where = f"{case}: {obj['kind']}/{obj['metadata'].get('name')}"
         if problem is None:
             assert server is None, f"{where}: accepted offline, rejected by the server: {server}"
@@ -130,7 +119,7 @@ def test_builtin_metadata_verdict_matches_server_dry_run(kube, names, case, obj,
     if obj["kind"] != "Namespace":
         kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": names.namespace}})
         obj = {**obj, "metadata": {**obj["metadata"], "namespace": names.namespace}}
-    server = _server_verdict(kube, obj)
+    server = server_verdict(kube, obj)
     assert (server is not None) == rejected, f"{case}: the server {'rejected' if server else 'accepted'} it: {server}"
     problem = validate([obj])[0]
     if problem is None:
@@ -163,7 +152,7 @@ def test_node_pool_verdict_matches_server_dry_run(kube, case, node, rejected):
     from harness.gate.helper import helper
     from harness.gate.node_settings import NodeSettingsError
 
-    server = _server_verdict(kube, node)
+    server = server_verdict(kube, node)
     assert (server is not None) == rejected, f"{case}: the server {'rejected' if server else 'accepted'} it: {server}"
     offline = helper("kubecheck").call("node-pools", NodeSettingsError, objects=[node])[0]["errors"]
     assert bool(offline) == rejected, f"{case}: offline {offline}"
@@ -179,7 +168,7 @@ def test_a_second_default_priority_class_is_refused_as_the_gate_says(kube, names
     try:
         deadline, server = time.monotonic() + 10, None
         while server is None and time.monotonic() < deadline:  # the plugin reads PriorityClasses from its informer's cache
-            server = _server_verdict(kube, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": second},
+            server = server_verdict(kube, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": second},
                                             "value": 0, "globalDefault": True})
             time.sleep(0.2)
         assert server is not None and "already marked as default" in server, server
