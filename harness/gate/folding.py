@@ -10,6 +10,7 @@ apiserver or Kueue's webhook refuses on a cluster (its queue, quota and settings
 from __future__ import annotations
 
 from harness.gate.findings import Finding
+from harness.gate.kueue_fit import placement_only
 
 PLACEMENT = ("capacity-pod-", "capacity-pods-")
 ENTRY_RULES = ("sample-vars", "sample-duplicate", "sample-render")
@@ -26,6 +27,9 @@ def fold(per_area: dict[str, list[Finding]], presuming: list[tuple[str, Finding]
     schema = per_area["schema"]
     rejected = {f.resource for f in schema if f.rule in ("api-validation", "kueue-webhook", "kueue-inadmissible")}
     per_area["rules"] += [f for rid, f in presuming if rid not in rejected and f.resource not in rejected]
+    # Kueue placing a sample on no flavor (taints, affinity) is reported where the pods or flavors say so, at their line.
+    placed = {_on(f) for f in per_area["capacity"] if f.rule == "capacity-pod-placement"}
+    per_area["rules"] = [f for f in per_area["rules"] if not (placement_only(f) and _on(f) in placed)]
     never = {_on(f) for f in per_area["rules"] if f.rule == "sample-fits"}
     refused_pods = {f.resource for f in schema if f.rule == "pod-validation"} | rejected
     per_area["capacity"] = [f for f in per_area["capacity"]

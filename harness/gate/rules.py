@@ -41,7 +41,10 @@ RULES = {
     "sample-suspend": "a sample is created suspended",
     "sample-duplicate": "no two entries of a cluster's samples.yaml render the same object (namespace and name): the apiserver refuses the second",
     "sample-ttl-holds-nodes": "a sample's RayCluster is deleted as its job ends (ttlSecondsAfterFinished: 0), since Kueue gives its quota to the next job at once (warning)",
-    "sample-fits": "a sample fits its ClusterQueue's nominal quota plus borrowing limit",
+    "sample-fits": "Kueue's own flavor assigner (tools/fluxbuild kueueadmit.go, the pinned Kueue's scheduler cache and flavorassigner) "
+                   "admits a sample in its ClusterQueue on the idle cluster: one flavor per resource group and pod set, nominal quota "
+                   "plus what the cohort tree lends, the pods resource, TAS-only flavors, the manager's resource transformations and "
+                   "excluded prefixes; else it pends forever",
 }
 
 
@@ -57,6 +60,7 @@ class Context:
         self.sample_related: dict[int, list[dict]] = {}  # id(rendered sample) -> its namespace's LimitRanges, ResourceQuotas on its cluster
         self.sample_entries: dict[int, tuple[str, int | None]] = {}  # id(rendered sample) -> (samples file, line of its entry)
         self.pod_security: list[tuple[dict, dict, Finding]] = []  # (object, error, finding) of each pod template a namespace's level forbids
+        self.checker = None  # the run's schema_check.Checker (set by the gate; rules that ask its helper make one when it is not)
 
     def renamed(self, kind: str, name, present, reference: str) -> bool:
         """Whether a kustomization renamed the missing `kind` `name` to one in `present` (its

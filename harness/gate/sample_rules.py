@@ -1,31 +1,21 @@
 """The samples each cluster submits (clusters/<name>/samples.yaml, the configuration's samples file),
 rendered from workloads/ as scripts/submit-workload renders them and judged against the cluster's
 queues: the LocalQueue their label names (after Kueue's LocalQueueDefaulting), suspend and TTL, and
-whether the ClusterQueue's quota plus what it can borrow could ever admit them (`sample-fits`). The
+whether Kueue's own flavor assigner could ever admit them in their ClusterQueue (`sample-fits`, kueue_fit.py). The
 rule ids are documented in harness.gate.rules (RULES), with the rest of the cluster rules.
 """
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import replace
-from decimal import Decimal
 from pathlib import Path
 
-from harness.core import format_quantity, parse_quantity
-
-from harness.gate import workloads
+from harness.gate import kueue_fit, workloads
 from harness.gate.findings import Finding
 from harness.gate.origin import line_at
 from harness.gate.render import ClusterRender
 from harness.gate.rules import QUEUE_LABEL, Context
-from harness.gate.sources import SourceError, as_map, as_maps, in_namespace_of, load_yaml, name_key, resource_id
-
-
-def _qty(value) -> Decimal | None:
-    try:
-        return parse_quantity(value)
-    except (ValueError, TypeError):
-        return None
+from harness.gate.schema_check import Checker
+from harness.gate.sources import SourceError, as_map, in_namespace_of, load_yaml, name_key, resource_id
 
 
 # -- Kueue objects ----------------------------------------------------------------------------
@@ -52,7 +42,7 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
     complete = not cluster.entry.error and not any(b.error for b in cluster.flux)
     lqs = {(name_key(as_map(o.get("metadata")).get("namespace")), name_key(o["metadata"]["name"])): o for o in objects if o.get("kind") == "LocalQueue"}
     cqs = {name_key(o["metadata"]["name"]): o for o in objects if o.get("kind") == "ClusterQueue"}
-    lenders = [*cqs.values(), *(o for o in objects if o.get("kind") == "Cohort")]  # what a ClusterQueue may borrow from
+    candidates: list[kueue_fit.Candidate] = []  # the samples whose ClusterQueue is known: Kueue's flavor assigner judges them below
     missing: dict[str, list[tuple[int | None, dict, workloads.MissingVariable]]] = {}  # ${VAR} -> the entries it leaves unrendered
     names: dict[tuple, tuple[int | None, str]] = {}  # (namespace, name) rendered -> (line, sample) of the first entry
     for i, entry in enumerate(entries):
@@ -144,8 +134,7 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
             continue
         cq = cqs.get(name_key(as_map(lq.get("spec")).get("clusterQueue")))
         if cq:
-            fits += [(resource_id(cq), f) for f in _fit(job, cq, lenders, samples_file, entry_line, wfile, where,
-                                                         in_namespace_of(job, objects, ("LimitRange",)))]
+            candidates.append(kueue_fit.Candidate(job, cq, in_namespace_of(job, objects, ("LimitRange",)), samples_file, entry_line, wfile, where))
     for name, uses in missing.items():
         (line, e, err), files = uses[0], sorted({u[2].file for u in uses})
         message = str(err) if len(uses) == 1 else (
@@ -153,69 +142,5 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
             f"and neither {workloads.WORKLOADS_DIR}/defaults.yaml nor the entries' `vars` set it")
         out.append(Finding(samples_file, line, f"sample/{e.get('sample')}", "sample-render", message,
                            f"set {name} in {workloads.WORKLOADS_DIR}/defaults.yaml, or in the `vars` of each entry", f"cluster {cluster.name}"))
+    fits += kueue_fit.fit_findings(ctx.checker or Checker(tuple(ctx.config.crd_files(root))).start(), root, cluster, candidates, ctx.config)
     return out, rendered, fits
-
-
-def _capacity(cq: dict, cqs: list[dict]) -> dict[str, Decimal]:
-    """Most one workload can get per resource from this ClusterQueue: the best flavor's nominal
-    quota plus what it may borrow (bounded by what the rest of the cohort has, the Cohort's own
-    resourceGroups included; a parent Cohort's are not counted)."""
-    spec = as_map(cq.get("spec"))
-    cohort = spec.get("cohortName")
-    peers = [c for c in cqs if cohort and c is not cq and (as_map(c.get("spec")).get("cohortName") == cohort
-                                                                     or (c.get("kind") == "Cohort" and as_map(c.get("metadata")).get("name") == cohort))]
-    best: dict[str, Decimal] = {}
-    for group in as_maps(spec.get("resourceGroups")):
-        for flavor in as_maps(group.get("flavors")):
-            for r in as_maps(flavor.get("resources")):
-                name = r.get("name")
-                if not isinstance(name, str):
-                    continue  # the schema check reports it
-                nominal = _qty(r.get("nominalQuota", 0)) or Decimal(0)
-                extra = Decimal(0)
-                if cohort:
-                    lendable = sum((_peer_lendable(p, flavor.get("name"), name) for p in peers), Decimal(0))
-                    # A limit that is no quantity is the schema check's finding: no borrowing is counted.
-                    limit = (_qty(r["borrowingLimit"]) or Decimal(0)) if "borrowingLimit" in r else None
-                    extra = lendable if limit is None else min(limit, lendable)
-                best[name] = max(best.get(name, Decimal(0)), nominal + extra)
-    return best
-
-
-def _peer_lendable(peer: dict, flavor: str, resource: str) -> Decimal:
-    for group in as_maps(as_map(peer.get("spec")).get("resourceGroups")):
-        for f in as_maps(group.get("flavors")):
-            if f.get("name") == flavor:
-                for r in as_maps(f.get("resources")):
-                    if r.get("name") == resource:
-                        nominal = _qty(r.get("nominalQuota", 0)) or Decimal(0)
-                        lending = _qty(r["lendingLimit"]) if "lendingLimit" in r else None
-                        return nominal if lending is None else min(nominal, lending)
-    return Decimal(0)
-
-
-def _fit(job: dict, cq: dict, cqs: list[dict], samples_file: str, line: int | None, wfile: str, where: str,
-         limit_ranges: list[dict]) -> list[Finding]:
-    """At the sample's samples.yaml entry: the job as rendered from `wfile` with the entry's vars, its pods with the
-    defaults of `limit_ranges` (its namespace's on the cluster)."""
-    out = []
-    need: dict[str, Decimal] = defaultdict(Decimal)
-    for _name, count, requests in workloads.pod_sets(job, limit_ranges=limit_ranges):
-        for res, qty in requests.items():
-            need[res] += qty * count
-    capacity = _capacity(cq, cqs)
-    named = ", ".join(sorted(resource_id(lr) for lr in limit_ranges))
-    defaults = f" (its containers with the defaults of {named})" if named else ""
-    for res, qty in sorted(need.items()):
-        if qty == 0:
-            continue
-        if res not in capacity:
-            out.append(Finding(samples_file, line, resource_id(job), "sample-fits",
-                               f"{wfile} requests {format_quantity(res, qty)} {res}, which ClusterQueue {cq['metadata']['name']} does not cover: Kueue never admits it",
-                               f"add {res} to a resource group of {cq['metadata']['name']}, or drop the request", where))
-        elif qty > capacity[res]:
-            out.append(Finding(samples_file, line, resource_id(job), "sample-fits",
-                               f"{wfile} as submitted needs {format_quantity(res, qty)} {res} in total{defaults} but ClusterQueue {cq['metadata']['name']} "
-                               f"can give at most {format_quantity(res, capacity[res])} (nominal + borrowing): it would pend forever",
-                               "shrink the job (fewer workers, smaller pods) or raise the quota through the cluster's gpu-sku component", where))
-    return out

@@ -145,20 +145,21 @@ class Checker:
         self._extra_crds = extra_crds
         self._schema_dir: str | None = None
 
-    def _schemas(self) -> dict[str, str]:
+    def schema_request(self) -> dict[str, str]:
+        """The schema directory and Kubernetes version a helper request about these CRDs carries."""
         if self._schema_dir is None:
             self._schema_dir = str(schemas.schema_dir(self._extra_crds))
         return {"schema_dir": self._schema_dir, "kubernetes_version": KUBERNETES_VERSION}
 
     def start(self) -> "Checker":
         """Has the helper load the CRDs now, while the caller reads and renders (and starts kubecheck)."""
-        helper().submit("prepare", CheckError, kinds=[], **self._schemas())
+        helper().submit("prepare", CheckError, kinds=[], **self.schema_request())
         helper("kubecheck").start()
         return self
 
     def expect(self, kinds: set[tuple[str, str]]) -> None:
         """The (apiVersion, kind) pairs the objects will have, to prepare their validators."""
-        helper().submit("prepare", CheckError, kinds=sorted(kinds), **self._schemas())
+        helper().submit("prepare", CheckError, kinds=sorted(kinds), **self.schema_request())
 
     def check(self, objects: list[dict], related: list[list[dict]] | None = None) -> list[Problem | None]:
         """One result per object, in order: None when the cluster would accept it. `related`, in the
@@ -176,7 +177,7 @@ class Checker:
         pairs = [json.loads(k) for k in unique]
         # Kueue's scheduler (fluxbuild) applies the namespace's LimitRanges; kubecheck takes its ResourceQuotas too.
         limit_ranges = [[o for o in r if isinstance(o, dict) and o.get("kind") == "LimitRange"] for _, r in pairs]
-        answer = helper().submit("check", CheckError, objects=[o for o, _ in pairs], related=limit_ranges, **self._schemas())
+        answer = helper().submit("check", CheckError, objects=[o for o, _ in pairs], related=limit_ranges, **self.schema_request())
         ray = [i for i, (o, _) in enumerate(pairs) if is_ray_workload(o)]
         builtin = [i for i, (o, _) in enumerate(pairs) if is_builtin(o)]
         pods = helper("kubecheck").submit("pods", CheckError, objects=[pairs[i][0] for i in ray], related=[pairs[i][1] for i in ray]) if ray else None

@@ -39,7 +39,7 @@ from harness.core import HarnessError, versions
 # Every rule id the gate can report, by the module that checks it (the README's table is this).
 RULE_SOURCES = {
     "harness/gate/config.py (the gate's configuration, .ray-kueue-gate.yaml)": config.RULES,
-    "harness/gate/sources.py, rules.py, sample_rules.py (files, rendering, Kueue objects, clusters, samples)": rules.RULES,
+    "harness/gate/sources.py, rules.py, sample_rules.py, kueue_fit.py (files, rendering, Kueue objects, clusters, samples)": rules.RULES,
     "harness/gate/conversion.py (Kueue objects in the older served version, converted by Kueue's own code)": conversion.RULES,
     "tools/fluxbuild check.go (the apiserver's, Kueue's and KubeRay's own validation)": schema_check.RULES,
     "harness/gate/flux_rules.py (Flux wiring)": flux_rules.RULES,
@@ -154,6 +154,7 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
     checker.expect({(str(d.obj.get("apiVersion")), str(d.obj.get("kind"))) for d in sources.docs})
     per_area["yaml"] += sources.errors + list(gate_config.findings)
     ctx = rules.Context(sources, gate_config)
+    ctx.checker = checker
     timings["parse"] = time.monotonic() - t0
     timed("yaml", t_parse)
 

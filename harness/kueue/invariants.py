@@ -12,8 +12,8 @@ It follows RayJobs, Workloads, ClusterQueues and Cohorts (and Pods and Nodes) wi
      confirmed on fresh reads is a violation. The ticker re-checks once a second;
   2. per ClusterQueue, flavor and resource: quota held by its Workloads <= nominalQuota + borrowingLimit;
   3. per cohort, flavor and resource: quota held in total <= the sum of nominal quotas (its
-     ClusterQueues' and the Cohort object's own resourceGroups; a Cohort with a parent may borrow
-     from above it and is not bounded here);
+     ClusterQueues' and the Cohort object's own resourceGroups; a Cohort seen with a parent may borrow
+     from above it and is not bounded here, nor after it lost the parent or was deleted);
   4. no workload admitted twice: at most one admitted Workload per RayJob, and a Workload is
      admitted again only after an eviction (admissions <= 1 + the evictions Kueue counts in
      status.schedulingStats);
@@ -70,6 +70,7 @@ class InvariantChecker:
         self._admissions: dict[str, set[str]] = defaultdict(set)  # Workload uid -> Admitted transition times
         self.synced: set[str] = set()
         self._held_memo: dict[str, tuple] = {}  # Workload uid -> (resourceVersion, quota it holds)
+        self._parented: set[str] = set()  # Cohorts seen with a parent: what they borrowed from above stays admitted after
         self._changed = threading.Condition()  # held while the watches apply an event; notified after each
         self._stop = threading.Event()
         self._watches: list[ListWatch] = []
@@ -370,7 +371,7 @@ class InvariantChecker:
                         limits[(name, f["name"], r["name"])] = (nominal, borrow)
                         if cohort_of[name]:
                             cohort_nominal[(cohort_of[name], f["name"], r["name"])] += nominal
-        unbounded = set()
+        unbounded = self._parented  # (a Cohort deleted or cut from its parent leaves that usage admitted)
         for (_, name), cohort in (self.state.get("Cohort") or {}).items():
             spec = cohort.get("spec") or {}
             if spec.get("parentName"):

@@ -284,6 +284,23 @@ CORPUS = [
      lambda r: (edit(r, "terraform/aks.tf", '    network_plugin_mode = "overlay"\n', ""),
                 edit(r, "terraform/variables.tf", 'default     = "10.240.0.0/22"', 'default     = "10.240.0.0/25"'))),
     # A LimitRange default for containers without requests: Kueue charges it to the submitters (AdjustResources), 30 + the rest > 24 cpu.
+    # Kueue's flavor assigner (kueue_fit.py): cpu from one flavor and memory from another is no assignment for a pod set.
+    ("cpu-and-memory-on-two-flavors", "sample-fits", f"{DEV}/samples.yaml",
+     lambda r: (append(r, "base/resource-flavors.yaml", "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: default-b\nspec: {}\n"),
+                edit(r, "overlays/single-queue/cluster-queue.yaml", "    - coveredResources: [nvidia.com/gpu]",
+                     "        - name: default-b\n          resources:\n            - name: cpu\n              nominalQuota: \"4\"\n"
+                     "            - name: memory\n              nominalQuota: 180Gi\n    - coveredResources: [nvidia.com/gpu]"),
+                edit(r, "components/gpu-sku/standard-nc24ads-a100-v4/kustomization.yaml", "value: 200Gi}", "value: 20Gi}")), 3),
+    # A pods quota of 2: Kueue charges one pod per head, worker and submitter.
+    ("pods-quota-below-the-pod-sets", "sample-fits", f"{DEV}/samples.yaml",
+     lambda r: (edit(r, "overlays/single-queue/cluster-queue.yaml", "    - coveredResources: [cpu, memory]", "    - coveredResources: [cpu, memory, pods]"),
+                edit(r, "overlays/single-queue/cluster-queue.yaml", "              nominalQuota: \"0\"     # set by components/gpu-sku\n    - coveredResources: [nvidia",
+                     "              nominalQuota: \"0\"     # set by components/gpu-sku\n            - name: pods\n              nominalQuota: \"2\"\n"
+                     "    - coveredResources: [nvidia")), 3),
+    # The manager's resource transformations add a resource no ClusterQueue covers to every GPU pod set.
+    ("transformation-to-an-uncovered-resource", "sample-fits", f"{PROD}/samples.yaml",
+     lambda r: edit(r, KUEUE, "        featureGates:\n", "        resources:\n          transformations:\n            - input: nvidia.com/gpu\n"
+                    "              strategy: Retain\n              outputs:\n                example.com/gpu-memory: 80Gi\n        featureGates:\n"), 5),
     ("limit-range-default-over-the-queue", "sample-fits", f"{DEV}/samples.yaml",
      lambda r: append(r, "base/namespace.yaml", "---\napiVersion: v1\nkind: LimitRange\nmetadata:\n  name: defaults\n  namespace: ray\n"
                       "spec:\n  limits:\n    - type: Container\n      default: {cpu: \"30\", memory: 1Gi}\n      defaultRequest: {cpu: \"30\", memory: 1Gi}\n"), 3),

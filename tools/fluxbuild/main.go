@@ -15,6 +15,8 @@
 //	        builds the validators of those kinds in the background (check.go)
 //	check   {"schema_dir", "kubernetes_version", "objects"[, "related"]} -> [checkResult] (check.go)
 //	match   {"queries"}                                     -> [answer] (match.go)
+//	admit   {"schema_dir", "kubernetes_version", "admit"} -> [admitAnswer] (kueueadmit.go): whether the pinned
+//	        Kueue's flavor assigner fits each RayJob's Workload in its ClusterQueue on the idle cluster
 //	kueue-config {"text"}                                   -> {"problems", "config"} (kueueconfig.go): why
 //	        the pinned Kueue manager would refuse this configuration and exit, else what it runs with
 //
@@ -54,6 +56,7 @@ type request struct {
 	// namespace's LimitRanges), in the objects' order; absent for an object checked on its own.
 	Related [][]map[string]interface{} `json:"related,omitempty"`
 	Helm    *helmRequest               `json:"helm,omitempty"`
+	Admit   *admitRequest              `json:"admit,omitempty"`
 }
 
 type response struct {
@@ -151,6 +154,11 @@ func handle(req request) (resp response) {
 		schemas(req.SchemaDir, req.KubernetesVersion).prepare(req.Kinds)
 	case "check":
 		resp.Answer = schemas(req.SchemaDir, req.KubernetesVersion).check(req.Objects, req.Related)
+	case "admit":
+		if req.Admit == nil {
+			failRequest("op admit without admit")
+		}
+		resp.Answer = admitAnswers(schemas(req.SchemaDir, req.KubernetesVersion), *req.Admit)
 	case "kueue-config":
 		resp.Answer = kueueConfigAnswer(req.Text)
 	case "helm":

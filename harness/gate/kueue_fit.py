@@ -1,0 +1,138 @@
+"""Whether the pinned Kueue could ever admit a sample in its ClusterQueue (`sample-fits`), decided by
+Kueue's own scheduler code in the gate's Go helper (tools/fluxbuild kueueadmit.go): the cluster's
+ResourceFlavors, Topologies, Cohorts and ClusterQueues in Kueue's scheduler cache, the Workload Kueue's
+Ray integration builds of the RayJob (with its namespace's LimitRange defaults, and the manager
+configuration's resource transformations and excluded prefixes), and Kueue's flavor assigner on the
+idle cluster. What it cannot fit there (one flavor per resource group and pod set, nominal quota plus
+what the cohort tree lends, the pods resource, TAS-only flavors) it never admits: the job pends forever.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.core import HarnessError, format_quantity, parse_quantity
+from harness.gate.cluster_refs import ClusterIndex
+from harness.gate.config import GateConfig
+from harness.gate.findings import Finding
+from harness.gate.helper import helper
+from harness.gate.kueue_manager import manager_text
+from harness.gate.pools import cluster_pools
+from harness.gate.render import ClusterRender
+from harness.gate.scheduling import node_objects
+from harness.gate.sources import as_map, resource_id
+from harness.gate.terraform import TerraformConfig, TerraformError, load_tfvars
+
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
+QUEUE_KINDS = {"ResourceFlavor", "Topology", "Cohort", "ClusterQueue"}
+
+
+class AdmitError(HarnessError):
+    pass
+
+
+@dataclass
+class Candidate:
+    """One sample submitted on a cluster: its RayJob, the ClusterQueue its LocalQueue points at, its namespace's
+    LimitRanges, and where a finding about it points."""
+
+    job: dict
+    cq: dict
+    limit_ranges: list[dict]
+    samples_file: str
+    line: int | None
+    wfile: str
+    where: str
+
+
+def manager_config(root: Path, cluster: ClusterRender) -> str | None:
+    """The manager configuration text of the cluster's Kueue HelmRelease; None for the chart's own."""
+    index = ClusterIndex.build(root, cluster)
+    texts = [manager_text(hr) for _, hr in index.of_kind("HelmRelease") if index.chart_of(hr) == "kueue"]
+    return next((t for t in texts if isinstance(t, str)), None)
+
+
+def verdicts(checker, queue_objects: list[dict], jobs: list[tuple[dict, str, list[dict]]], config: str | None = None,
+             nodes: list[dict] = ()) -> list[dict]:
+    """Per (RayJob, ClusterQueue name, its namespace's LimitRanges) of `jobs`, Kueue's flavor assigner's answer on the
+    idle cluster of `queue_objects` (ResourceFlavors, Topologies, Cohorts, ClusterQueues) and `nodes`, with the manager
+    configuration `config` (None: the chart's): {"mode": "Fit"|"Preempt"|"NoFit", "message", "pod_sets": [{"name",
+    "count", "requests", "flavors", "reasons"}]}, or {"mode": "", "skipped": why} when not judged."""
+    return helper().call("admit", AdmitError, admit={
+        "kueue": queue_objects, "config": config, "nodes": list(nodes),
+        "jobs": [{"object": job, "cluster_queue": cq, "related": related} for job, cq, related in jobs],
+    }, **checker.schema_request())
+
+
+def _tas_nodes(root: Path, cluster: ClusterRender, gate_config: GateConfig) -> list[dict] | None:
+    """The cluster's Node objects from its Terraform node pools (as AKS registers them), which Kueue's TAS cache
+    holds; None when the pools cannot be read (the capacity rules say why)."""
+    if not gate_config.terraform:
+        return None
+    rel = gate_config.tfvars_file(cluster.name)
+    try:
+        pools = cluster_pools(TerraformConfig.load(root), load_tfvars(root / rel, root), rel)
+        return node_objects([p.node_spec() for p in pools if p.count > 0])
+    except (TerraformError, ValueError, OSError):
+        return None
+
+
+def fit_findings(checker, root: Path, cluster: ClusterRender, candidates: list[Candidate], gate_config: GateConfig) -> list[tuple[str, Finding]]:
+    """sample-fits for each candidate Kueue's flavor assigner cannot fit in its ClusterQueue on the idle cluster,
+    with the ClusterQueue it presumes (resource id). `checker`: the run's schema_check.Checker (its CRDs default
+    the objects as the apiserver stores them). Topology-aware flavors are judged on the cluster's nodes."""
+    if not candidates:
+        return []
+    queue_objects = [o for _, o in cluster.applied() if o.get("kind") in QUEUE_KINDS and o.get("apiVersion") == KUEUE_API]
+    tas = any(o.get("kind") == "ResourceFlavor" and as_map(o.get("spec")).get("topologyName") for o in queue_objects)
+    nodes = _tas_nodes(root, cluster, gate_config) if tas else []
+    answers = verdicts(checker, queue_objects, [(c.job, as_map(c.cq.get("metadata")).get("name"), c.limit_ranges) for c in candidates],
+                       manager_config(root, cluster), nodes or [])
+    out = []
+    for c, answer in zip(candidates, answers):
+        if answer.get("mode") in (None, "", "Fit"):
+            continue  # admitted on the idle cluster, or not judged (its own finding says why: an invalid Workload, a refused queue)
+        if nodes is None and any(w in (answer.get("message") or "") for w in ("opology", "TAS")):
+            continue  # the nodes a topology-aware flavor needs are unknown (the capacity rules say why): not judged
+        out.append((resource_id(c.cq), _finding(c, answer)))
+    return out
+
+
+_PLACEMENT = re.compile(r"^(untolerated taint .* in flavor \S+|flavor \S+ doesn't match node affinity)$")
+
+
+def placement_only(f: Finding) -> bool:
+    """Whether a sample-fits finding's every reason is where the pods may land (a flavor's taints the pods do not
+    tolerate, its node labels their affinity excludes): the capacity-pod-placement rules name the line of that."""
+    said = re.search(r'Kueue\'s flavor assigner says "(.*)"; it would pend forever', f.message)
+    if f.rule != "sample-fits" or not said:
+        return False
+    reasons = [r.strip() for part in said.group(1).split("; ") for r in part.split(": ", 1)[-1].split(", ")]
+    return bool(reasons) and all(_PLACEMENT.match(r) for r in reasons)
+
+
+def _finding(c: Candidate, answer: dict) -> Finding:
+    cq = as_map(c.cq.get("metadata")).get("name")
+    named = ", ".join(sorted(resource_id(lr) for lr in c.limit_ranges))
+    defaults = f", its containers with the defaults of {named}" if named else ""
+    sets = "; ".join(f"{ps['name']} {ps['count']} pod(s): " + (", ".join(f"{r} {_quantity(r, q)}" for r, q in sorted(ps["requests"].items()))
+                                                                  or "no requests") for ps in answer.get("pod_sets") or [])
+    reason = answer.get("message") or "no flavor fits"
+    if "unavailable in ClusterQueue" in reason or "doesn't have quota for" in reason:
+        hint = f"add the resource to a resource group of ClusterQueue {cq} (through the cluster's gpu-sku component), or drop the request"
+    elif any(w in reason for w in ("opology", "TAS")):
+        hint = (f"give ClusterQueue {cq} a flavor for the pod sets that do not ask for a topology (or one with topologyName for those "
+                "that do), or remove the topology request")
+    else:
+        hint = "shrink the job (fewer workers, smaller pods) or raise the quota through the cluster's gpu-sku component"
+    return Finding(c.samples_file, c.line, resource_id(c.job), "sample-fits",
+                   f"{c.wfile} as submitted ({sets}{defaults}) is never admitted by ClusterQueue {cq}, not even on an idle cluster: "
+                   f"Kueue's flavor assigner says \"{reason}\"; it would pend forever", hint, c.where)
+
+
+def _quantity(resource: str, value: str) -> str:
+    try:
+        return format_quantity(resource, parse_quantity(value))
+    except (ValueError, TypeError):
+        return value

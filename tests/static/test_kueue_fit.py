@@ -1,0 +1,69 @@
+"""sample-fits as Kueue's own flavor assigner decides it (harness/gate/kueue_fit.py): queue shapes the real Kueue
+admits must be clean, each next to the variant it does not admit (the broken variants of other shapes are in
+test_gate_corpus.py's CORPUS; tests/integration/test_admit_parity.py holds the verdicts to the real Kueue's)."""
+from __future__ import annotations
+
+import pytest
+
+from harness.gate.validate import validate_repository
+from tests.static.test_gate_corpus import DEV, KUEUE, PROD, append, edit
+
+pytestmark = pytest.mark.static
+
+SKU_TEAM = "components/gpu-sku/standard-nd96amsr-a100-v4/kustomization.yaml"
+
+
+def _fits(repo) -> list:
+    return [f for f in validate_repository(repo).findings if f.rule == "sample-fits"]
+
+
+def _parent_cohort(repo, workers: str) -> None:
+    """Each team 1 GPU of its own and no borrowing limit; their cohort's parent holds 4 more."""
+    edit(repo, SKU_TEAM, '      - {op: replace, path: /spec/resourceGroups/1/flavors/0/resources/0/nominalQuota, value: "4"}\n'
+         '      - {op: replace, path: /spec/resourceGroups/1/flavors/0/resources/0/borrowingLimit, value: "4"}',
+         '      - {op: replace, path: /spec/resourceGroups/1/flavors/0/resources/0/nominalQuota, value: "1"}\n'
+         '      - {op: remove, path: /spec/resourceGroups/1/flavors/0/resources/0/borrowingLimit}')
+    append(repo, "overlays/team-queues/team-a.yaml",
+           "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata:\n  name: shared-cohort\nspec:\n  parentName: root\n"
+           "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata:\n  name: root\nspec:\n  resourceGroups:\n"
+           "    - coveredResources: [nvidia.com/gpu]\n      flavors:\n        - name: gpu\n          resources:\n"
+           "            - name: nvidia.com/gpu\n              nominalQuota: \"4\"\n")
+    edit(repo, f"{PROD}/samples.yaml", 'NUM_WORKERS: "4"', f'NUM_WORKERS: "{workers}"')
+
+
+def test_quota_a_parent_cohort_lends_is_counted(repo_copy):
+    _parent_cohort(repo_copy, "5")  # 1 + team-b's 1 + the parent's 4 = 6 GPUs reachable: 5 workers fit
+    assert _fits(repo_copy) == []
+
+
+def test_more_than_the_cohort_tree_holds_pends(repo_copy):
+    _parent_cohort(repo_copy, "7")
+    found = _fits(repo_copy)
+    assert [(f.file, f.line) for f in found] == [(f"{PROD}/samples.yaml", 7)], found
+    assert "couldn't assign flavors to pod set gpu-workers" in found[0].message and "nvidia.com/gpu" not in found[0].hint
+
+
+def test_pod_sets_may_take_different_flavors(repo_copy):
+    """The head takes `default`, the 12-cpu worker no longer fits there and takes `default-b`."""
+    append(repo_copy, "base/resource-flavors.yaml", "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: default-b\nspec: {}\n")
+    edit(repo_copy, "overlays/single-queue/cluster-queue.yaml", "    - coveredResources: [nvidia.com/gpu]",
+         "        - name: default-b\n          resources:\n            - name: cpu\n              nominalQuota: \"12\"\n"
+         "            - name: memory\n              nominalQuota: 100Gi\n    - coveredResources: [nvidia.com/gpu]")
+    edit(repo_copy, "components/gpu-sku/standard-nc24ads-a100-v4/kustomization.yaml", 'value: "24"}', 'value: "12"}')
+    edit(repo_copy, "components/gpu-sku/standard-nc24ads-a100-v4/kustomization.yaml", "value: 200Gi}", "value: 100Gi}")
+    (repo_copy / DEV / "samples.yaml").write_text("- sample: batch-inference\n  queue: default\n")
+    assert _fits(repo_copy) == []
+
+
+@pytest.mark.parametrize("excluded", [True, False])
+def test_a_resource_the_manager_excludes_is_not_charged(repo_copy, excluded):
+    edit(repo_copy, "workloads/batch-inference.yaml", 'requests: {cpu: "12", memory: 80Gi, nvidia.com/gpu: "1"}',
+         'requests: {cpu: "12", memory: 80Gi, nvidia.com/gpu: "1", ephemeral-storage: 1Gi}')
+    if excluded:
+        edit(repo_copy, KUEUE, "        featureGates:\n", "        resources:\n          excludeResourcePrefixes: [ephemeral-storage]\n        featureGates:\n")
+    found = _fits(repo_copy)
+    if excluded:
+        assert found == []
+    else:
+        assert {(f.file, f.line) for f in found} == {(f"{DEV}/samples.yaml", 8), (f"{PROD}/samples.yaml", 10)}, found
+        assert all("ephemeral-storage unavailable in ClusterQueue" in f.message and "add the resource" in f.hint for f in found)
