@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Callable
 from pathlib import Path
 
 from harness.core import HarnessError, format_quantity, parse_quantity
@@ -59,7 +60,13 @@ def verdicts(checker, queue_objects: list[dict], jobs: list[tuple[dict, str, lis
     idle cluster of `queue_objects` (ResourceFlavors, Topologies, Cohorts, ClusterQueues) and `nodes`, with the manager
     configuration `config` (None: the chart's): {"mode": "Fit"|"Preempt"|"NoFit", "message", "pod_sets": [{"name",
     "count", "requests", "flavors", "reasons"}]}, or {"mode": "", "skipped": why} when not judged."""
-    return helper().call("admit", AdmitError, admit={
+    return submit(checker, queue_objects, jobs, config, nodes).result()
+
+
+def submit(checker, queue_objects: list[dict], jobs: list[tuple[dict, str, list[dict]]], config: str | None = None,
+           nodes: list[dict] = ()):
+    """`verdicts`, sent now: the returned future's result() waits for them."""
+    return helper().submit("admit", AdmitError, admit={
         "kueue": queue_objects, "config": config, "nodes": list(nodes),
         "jobs": [{"object": job, "cluster_queue": cq, "related": related} for job, cq, related in jobs],
     }, **checker.schema_request())
@@ -78,17 +85,23 @@ def _tas_nodes(root: Path, cluster: ClusterRender, gate_config: GateConfig) -> l
         return None
 
 
-def fit_findings(checker, root: Path, cluster: ClusterRender, candidates: list[Candidate], gate_config: GateConfig) -> list[tuple[str, Finding]]:
-    """sample-fits for each candidate Kueue's flavor assigner cannot fit in its ClusterQueue on the idle cluster,
-    with the ClusterQueue it presumes (resource id). `checker`: the run's schema_check.Checker (its CRDs default
-    the objects as the apiserver stores them). Topology-aware flavors are judged on the cluster's nodes."""
+def fit_findings(checker, root: Path, cluster: ClusterRender, candidates: list[Candidate],
+                 gate_config: GateConfig) -> Callable[[], list[tuple[str, Finding]]]:
+    """Sends the candidates to Kueue's flavor assigner now; the returned function waits for its answers and gives
+    sample-fits for each candidate it cannot fit in its ClusterQueue on the idle cluster, with the ClusterQueue it
+    presumes (resource id). `checker`: the run's schema_check.Checker (its CRDs default the objects as the apiserver
+    stores them). Topology-aware flavors are judged on the cluster's nodes."""
     if not candidates:
-        return []
+        return list
     queue_objects = [o for _, o in cluster.applied() if o.get("kind") in QUEUE_KINDS and o.get("apiVersion") == KUEUE_API]
     tas = any(o.get("kind") == "ResourceFlavor" and as_map(o.get("spec")).get("topologyName") for o in queue_objects)
     nodes = _tas_nodes(root, cluster, gate_config) if tas else []
-    answers = verdicts(checker, queue_objects, [(c.job, as_map(c.cq.get("metadata")).get("name"), c.limit_ranges) for c in candidates],
-                       manager_config(root, cluster), nodes or [])
+    pending = submit(checker, queue_objects, [(c.job, as_map(c.cq.get("metadata")).get("name"), c.limit_ranges) for c in candidates],
+                     manager_config(root, cluster), nodes or [])
+    return lambda: _judged(candidates, pending.result(), nodes)
+
+
+def _judged(candidates: list[Candidate], answers: list[dict], nodes: list[dict] | None) -> list[tuple[str, Finding]]:
     out = []
     for c, answer in zip(candidates, answers):
         if answer.get("mode") in (None, "", "Fit"):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Callable
 
 from harness.gate import kueue_fit, workloads
 from harness.gate.findings import Finding
@@ -21,12 +22,14 @@ from harness.gate.sources import SourceError, as_map, in_namespace_of, load_yaml
 # -- Kueue objects ----------------------------------------------------------------------------
 
 
-def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list[Finding], list[tuple[str, dict, int | None]], list[tuple[str, Finding]]]:
+def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list[Finding], list[tuple[str, dict, int | None]],
+                                                                           Callable[[], list[tuple[str, Finding]]]]:
     """Checks clusters/<name>/samples.yaml against the cluster's queues; returns (sample, RayJob,
-    samples.yaml line of its entry) for every entry that renders too, and the sample-fits findings
-    apart, each with the ClusterQueue it presumes (resource id): one the apiserver or Kueue's
+    samples.yaml line of its entry) for every entry that renders too, and a function giving the sample-fits findings
+    apart (Kueue's flavor assigner answers them in the gate's helper meanwhile), each with the ClusterQueue it presumes (resource id): one the apiserver or Kueue's
     webhook rejects is the cause, and the caller drops them then."""
-    out, rendered, fits = [], [], []
+    out, rendered = [], []
+    fits: Callable[[], list[tuple[str, Finding]]] = list
     samples_file = ctx.config.samples_file(cluster.name)
     path = root / samples_file
     if not path.exists():
@@ -142,5 +145,5 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
             f"and neither {workloads.WORKLOADS_DIR}/defaults.yaml nor the entries' `vars` set it")
         out.append(Finding(samples_file, line, f"sample/{e.get('sample')}", "sample-render", message,
                            f"set {name} in {workloads.WORKLOADS_DIR}/defaults.yaml, or in the `vars` of each entry", f"cluster {cluster.name}"))
-    fits += kueue_fit.fit_findings(ctx.checker or Checker(tuple(ctx.config.crd_files(root))).start(), root, cluster, candidates, ctx.config)
+    fits = kueue_fit.fit_findings(ctx.checker or Checker(tuple(ctx.config.crd_files(root))).start(), root, cluster, candidates, ctx.config)
     return out, rendered, fits

@@ -190,6 +190,7 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
             continue
         per_area["rules"] += rules.kueue_rules(ctx, b, b.objects)
     presuming: list[tuple[str, Finding]] = []  # (resource id of an object the finding presumes accepted, finding)
+    pending_fits: list = []  # per cluster, the function giving its sample-fits findings (sample_rules)
     pinned = version_rules.pins(root)
     locked = flux_tenancy.lockdown(root, gate_config)
     for c in clusters:
@@ -201,7 +202,7 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
         per_area["rules"] += version_rules.version_rules(ctx, root, c, pinned)
         sample_findings, samples, fits = sample_rules.sample_rules(ctx, root, c)
         per_area["rules"] += sample_findings
-        presuming += fits
+        pending_fits.append(fits)  # Kueue's flavor assigner answers in the helper while the rules below run
         per_area["rules"] += cluster_refs.cluster_ref_rules(ctx, root, c) + sample_admission.admission_rules(ctx, root, c, samples)
         per_area["rules"] += queue_activity.queue_activity_rules(ctx, root, c) + served_apis.served_api_rules(ctx, root, c, samples, pinned, installed)
         validated += [(f"cluster {c.name}: {gate_config.samples}", s, f"{WORKLOADS_DIR}/{name}.yaml") for name, s, _ in samples]
@@ -218,6 +219,7 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
     per_area["capacity"] += capacity.capacity_findings(root, clusters, sources, gate_config)
     timed("capacity", t_cap)
     per_area["rules"] += joined(warnings) + joined(helm)
+    presuming += [found for fits in pending_fits for found in fits()]
     timings["rules"] = time.monotonic() - t
 
     t = time.monotonic()
