@@ -27,21 +27,26 @@ import yaml
 from harness.gate.origin import line_at, quoted_value_line
 from harness.gate.findings import Finding
 from harness.gate.render import Build, ClusterRender, FluxBuild, run_fluxbuild
-from harness.gate.sources import SKIP_DIRS, SourceError, as_list, as_map, kustomization_dirs, load_yaml, resource_id
+from harness.gate.sources import (KUSTOMIZATION_FILES, SKIP_DIRS, SourceError, as_list, as_map, kustomization_dirs, kustomization_file,
+                                  load_yaml, resource_id)
 
 RULES = {
     "kustomize-unlisted": "(warning) every YAML manifest in a kustomization's folder is listed by a kustomization; an unlisted one is silently not applied",
     "patch-unmatched": "(warning) every targeted patch matches an object in some build that includes it; kustomize silently ignores one that matches nothing",
 }
-KUSTOMIZATION = "kustomization.yaml"
 PATH_LISTS = ("resources", "bases", "components", "crds", "configurations", "generators", "transformers", "validators", "patchesStrategicMerge")
 PATH_ENTRIES = ("patches", "patchesJson6902", "replacements")
 PROBE = "gate-probe.invalid/p"
 
 
+def kfile(directory: Path) -> Path:
+    """`directory`'s kustomization file; kustomization.yaml when it has none (a finding names it so)."""
+    return kustomization_file(directory) or directory / KUSTOMIZATION_FILES[0]
+
+
 def _doc(directory: Path) -> dict:
     try:
-        doc = load_yaml(directory / KUSTOMIZATION)
+        doc = load_yaml(kfile(directory))
     except SourceError:
         return {}  # yaml-syntax reports it
     return doc if isinstance(doc, dict) else {}
@@ -71,7 +76,7 @@ def references(directory: Path) -> tuple[set[Path], set[Path]]:
 def build_error(root: Path, build: Build) -> Finding:
     """A plain directory that does not build (kustomize-build): at the entry of its
     kustomization.yaml that kustomize names first ("... from 'ENTRY'"), when it lists one."""
-    file, line = f"{build.dir}/{KUSTOMIZATION}", None
+    file, line = f"{build.dir}/{kfile(root / build.dir).name}", None
     named = re.search(r"from '([^']+)'", build.error)
     doc = _doc(root / build.dir) if named else {}
     for key in PATH_LISTS if named else ():
@@ -100,7 +105,7 @@ def reachable(start: Path, seen: set[Path] | None = None) -> set[Path]:
     """Kustomization directories a build of `start` reads (itself, its resources and components)."""
     seen = set() if seen is None else seen
     start = start.resolve()
-    if start in seen or not (start / KUSTOMIZATION).is_file():
+    if start in seen or kustomization_file(start) is None:
         return seen
     seen.add(start)
     for d in references(start)[1]:
@@ -120,7 +125,7 @@ def _owned_files(directory: Path, kustomization_roots: set[Path]) -> list[Path]:
     for dirpath, dirnames, filenames in os.walk(directory):
         here = Path(dirpath)
         dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS and (here / d).resolve() not in kustomization_roots]
-        out += [here / f for f in filenames if f.endswith((".yaml", ".yml")) and f != KUSTOMIZATION]
+        out += [here / f for f in filenames if f.endswith((".yaml", ".yml")) and f not in KUSTOMIZATION_FILES]
     return out
 
 
@@ -142,7 +147,7 @@ def unlisted_manifests(ctx, root: Path) -> list[Finding]:
             if rel not in docs or path.resolve() in listed or (cluster_dir and path.name in (ctx.config.samples, ctx.config.cluster_variables)):
                 continue
             first = docs[rel][0]
-            kust = (d / KUSTOMIZATION).relative_to(root).as_posix()
+            kust = kfile(d).relative_to(root).as_posix()
             out.append(Finding(rel, first.line, resource_id(first.obj), "kustomize-unlisted",
                                f"no kustomization lists this file, so {len(docs[rel])} object(s) in it are never applied",
                                f"add `- {path.relative_to(d).as_posix()}` to resources: in {kust}, or delete the file if it is not meant to be applied",
@@ -180,7 +185,7 @@ def _with_probes(entries: list, at: list, file: str, doc_line: int | None, root:
 
 def _inputs(root: Path, dirs: set[Path], extra_trees: set[Path]) -> list[str]:
     """The files the probed builds read, relative to the checkout (one outside it: the build reports it)."""
-    files = {d / KUSTOMIZATION for d in dirs}
+    files = {kfile(d) for d in dirs}
     for d in dirs:
         files |= references(d)[0]
     for tree in extra_trees:
@@ -202,12 +207,12 @@ def probe_patches(ctx, root: Path, builds: list[Build], clusters: list[ClusterRe
     rewritten: dict[Path, dict] = {}
     for d in sorted(local_kustomization_dirs(root)):
         doc = _doc(d)
-        rel = (d / KUSTOMIZATION).relative_to(root).as_posix()
+        rel = kfile(d).relative_to(root).as_posix()
         before = len(patches)
         probed = {f: _with_probes(as_list(doc.get(f)), [f], rel, None, root, patches) for f in ("patches", "patchesJson6902")}
         if len(patches) > before:
             rewritten[d] = {**doc, **{f: v for f, v in probed.items() if v}}
-    owners = {p.key: {d for d in rewritten if p.file == (d / KUSTOMIZATION).relative_to(root).as_posix()} for p in patches}
+    owners = {p.key: {d for d in rewritten if p.file == kfile(d).relative_to(root).as_posix()} for p in patches}
     jobs, job_dirs, include, blocked = [], set(), {}, set()
     for b in builds if rewritten else []:
         dirs = reachable(root / b.dir)
@@ -240,7 +245,7 @@ def probe_patches(ctx, root: Path, builds: list[Build], clusters: list[ClusterRe
     # kustomizations over them. A build the probe breaks comes back as that job's error (judged
     # below); an exception here means the probe itself could not run: exit 2, never a pass.
     probe = {"files": _inputs(root, job_dirs, flux_trees),
-             "overlay": {(d / KUSTOMIZATION).relative_to(root).as_posix(): yaml.safe_dump(doc, sort_keys=False) for d, doc in rewritten.items()}}
+             "overlay": {kfile(d).relative_to(root).as_posix(): yaml.safe_dump(doc, sort_keys=False) for d, doc in rewritten.items()}}
     if session is not None:
         pending = session.submit(jobs, probe)
     else:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from harness.gate.findings import Finding
 from harness.gate.origin import line_at
-from harness.gate.sources import as_map
+from harness.gate.sources import as_map, is_kustomization_file
 
 RULES = {
     "kustomize-rename": "a kustomization's namePrefix/nameSuffix renames no object that Kueue objects or samples refer to by the "
@@ -70,7 +70,7 @@ class Renames:
                                              line_at(root, file, doc_line, ["spec", "targetNamespace"]), target, objects))
         built = {b.dir: b for b in builds if not b.error}
         for doc in sources.docs:
-            if not doc.file.endswith("kustomization.yaml"):
+            if not is_kustomization_file(doc.file):
                 continue
             prefix, suffix = (doc.obj.get(k) for k in ("namePrefix", "nameSuffix"))
             prefix, suffix = (v if isinstance(v, str) else "" for v in (prefix, suffix))

@@ -18,7 +18,7 @@ from pathlib import Path
 from harness.core import HarnessError
 from harness.gate.config import DEFAULTS, GateConfig
 from harness.gate.helper import helper
-from harness.gate.sources import SKIP_DIRS, SourceError, kustomization_dirs, load_yaml, load_yaml_all
+from harness.gate.sources import SKIP_DIRS, SourceError, as_map, kustomization_dirs, kustomization_file, load_yaml, load_yaml_all, reachable_dirs
 
 FLUX_KS_API = "kustomize.toolkit.fluxcd.io"
 MAX_FLUX_DEPTH = 5  # nested Flux Kustomizations deeper than this are reported, not followed
@@ -43,11 +43,12 @@ class ClusterRender:
     variables: list[dict] = field(default_factory=list)  # the offline substituteFrom stand-ins (substitution_sources)
     bootstrap: bool = False  # a `flux bootstrap` cluster: no kustomization.yaml, Flux's generator builds the directory
     provided: list[dict] = field(default_factory=list)  # objects the platform creates outside the repository (flux_tenancy)
+    entry_name: str = "kustomization.yaml"  # the name of its entry's kustomization file (kustomize reads three)
 
     @property
     def entry_file(self) -> str:
-        """The file that makes the directory a cluster: its kustomization.yaml, or flux-system/gotk-sync.yaml."""
-        return f"{self.entry.dir}/{BOOTSTRAP_SYNC if self.bootstrap else 'kustomization.yaml'}"
+        """The file that makes the directory a cluster: its kustomization file, or flux-system/gotk-sync.yaml."""
+        return f"{self.entry.dir}/{BOOTSTRAP_SYNC if self.bootstrap else self.entry_name}"
 
     def kustomizations(self) -> list[dict]:
         return [o for b in [self.entry, *self.flux] for o in b.objects if is_flux_kustomization(o)]
@@ -110,6 +111,26 @@ class FluxBuild:
         return lambda: {r["id"]: r for r in answer.result()}
 
 
+def substituted_dirs(root: Path, clusters: list[ClusterRender]) -> set[str]:
+    """The directories (repository-relative) a Flux Kustomization with spec.postBuild builds: kustomize-controller
+    replaces the ${VAR}s of their objects, which the gate checks as substituted in that cluster's render."""
+    out: set[str] = set()
+    for c in clusters:
+        for b in c.flux:
+            if b.flux_kustomization and isinstance(as_map(b.flux_kustomization.get("spec")).get("postBuild"), dict):
+                out |= {d.relative_to(root).as_posix() for d in reachable_dirs(root, root / b.dir) if d.is_relative_to(root)}
+    return out
+
+
+def has_variable(value) -> bool:
+    """Whether a ${VAR} is written anywhere in `value` (an object, a list or a string)."""
+    if isinstance(value, str):
+        return "${" in value
+    if isinstance(value, dict):
+        return any(has_variable(k) or has_variable(v) for k, v in value.items())
+    return isinstance(value, list) and any(has_variable(v) for v in value)
+
+
 def run_fluxbuild(root: Path, jobs: list[dict], probe: dict | None = None) -> dict[str, dict]:
     """One request in a fluxbuild process of its own."""
     with FluxBuild(root) as fb:
@@ -126,7 +147,8 @@ def build_directory(root: Path, directory: str) -> list[dict]:
 
 def is_component(directory: Path) -> bool:
     try:
-        doc = load_yaml(directory / "kustomization.yaml") or {}
+        file = kustomization_file(directory)
+        doc = (load_yaml(file) if file else None) or {}
     except SourceError:
         return False  # the YAML check reports it, and the build fails on it
     return isinstance(doc, dict) and doc.get("kind") == "Component"
@@ -138,14 +160,14 @@ BOOTSTRAP_SYNC = "flux-system/gotk-sync.yaml"
 def is_bootstrap_cluster(directory: Path) -> bool:
     """A cluster directory as `flux bootstrap` writes it: flux-system/ and no kustomization.yaml
     (kustomize-controller's generator then builds every manifest of the directory)."""
-    return not (directory / "kustomization.yaml").exists() and (directory / "flux-system" / "kustomization.yaml").is_file()
+    return kustomization_file(directory) is None and kustomization_file(directory / "flux-system") is not None
 
 
 def cluster_dirs(root: Path, gate_config: GateConfig = DEFAULTS) -> list[Path]:
     """The clusters: each directory of the clusters directory with a kustomization.yaml or, from
     `flux bootstrap`, a flux-system/."""
     clusters = root / gate_config.clusters
-    return sorted(d for d in clusters.iterdir() if (d / "kustomization.yaml").exists() or is_bootstrap_cluster(d)) if clusters.is_dir() else []
+    return sorted(d for d in clusters.iterdir() if kustomization_file(d) or is_bootstrap_cluster(d)) if clusters.is_dir() else []
 
 
 def substitution_sources(cluster_dir: Path, variables_file: str = DEFAULTS.cluster_variables) -> list[dict]:
@@ -200,7 +222,9 @@ def _render_all(fb: FluxBuild, root: Path, skip_dirs: set[str], gate_config: Gat
         else:
             entry = plain_builds.get(rel) or Build(rel, rel, error="cluster entry point was not built")
         entry.cluster = cdir.name
-        clusters.append(ClusterRender(cdir.name, entry, variables=variables, bootstrap=rel in bootstrap_jobs))
+        found = kustomization_file(cdir)
+        clusters.append(ClusterRender(cdir.name, entry, variables=variables, bootstrap=rel in bootstrap_jobs,
+                                      entry_name=found.name if found else "kustomization.yaml"))
     for rid, res in fb.run(list(bootstrap_jobs.values())).items():
         entry = next(c.entry for c in clusters if c.entry.dir == rid)
         entry.objects, entry.error, entry.undefined = res.get("objects") or [], res.get("error", ""), res.get("undefined") or []

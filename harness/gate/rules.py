@@ -8,6 +8,7 @@ Every rule returns Findings; `RULES` documents each id with the fix it suggests.
 """
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -185,6 +186,7 @@ def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Find
         for msg in build.undefined:
             out.append(ctx.finding(ks, build, "flux-variable-undefined", f"postBuild substitution: {msg}",
                                    f"define the variable in postBuild.substitute or in the substituteFrom ConfigMap (see {ctx.config.variables_file(cluster.name)})"))
+        out += _unsubstituted(ctx, cluster, build, ks)
     for cycle in _cycles(graph):
         ks = next(k for k in kss if (as_map(k.get("metadata")).get("namespace", "flux-system"), k["metadata"]["name"]) == cycle[0])
         out.append(ctx.finding(ks, None, "flux-cycle", "dependsOn cycle: " + " -> ".join(n for _, n in cycle + [cycle[0]]),
@@ -231,3 +233,30 @@ def _cycles(graph: dict) -> list[list]:
 
 
 # -- Sample workloads ------------------------------------------------------------------------------
+
+
+_VARIABLE = re.compile(r"(?<!\$)\$\{([A-Za-z_][A-Za-z0-9_]*)")  # ${VAR}, ${VAR:=default}; $${VAR} is an escape
+
+
+def _unsubstituted(ctx: Context, cluster: ClusterRender, build: Build, ks: dict) -> list[Finding]:
+    """flux-variable-undefined for a Flux Kustomization without spec.postBuild whose objects use ${VAR}s the cluster
+    substitutes elsewhere (its variables, another layer's substitute): kustomize-controller substitutes nothing
+    without postBuild, so they are applied as written."""
+    if isinstance(as_map(ks.get("spec")).get("postBuild"), dict) or not build.objects:
+        return []
+    known = {str(k) for v in cluster.variables for k in as_map(v.get("data"))}
+    for other in cluster.kustomizations():
+        known |= {str(k) for k in as_map(as_map(as_map(other.get("spec")).get("postBuild")).get("substitute"))}
+    used: dict[str, dict] = {}
+    for obj in build.objects:
+        for name in _VARIABLE.findall(repr(obj)):
+            used.setdefault(name, obj)
+    meant = sorted(n for n in used if n in known)
+    if not meant:
+        return []
+    first = used[meant[0]]
+    return [ctx.finding(ks, build, "flux-variable-undefined",
+                        f"has no spec.postBuild, so kustomize-controller substitutes nothing: {', '.join('${' + n + '}' for n in meant)} "
+                        f"(which the cluster substitutes elsewhere) reach the cluster as written, e.g. in {resource_id(first)}",
+                        f"add spec.postBuild with substitute/substituteFrom (as the cluster's other layers have: {ctx.config.variables_file(cluster.name)})",
+                        field="spec")]

@@ -15,7 +15,7 @@ from harness.gate.findings import Finding
 from harness.gate.origin import line_at
 from harness.gate.pools import Pool
 from harness.gate.render import ClusterRender, run_fluxbuild
-from harness.gate.sources import SourceError, as_list, as_map, load_yaml, name_key, reachable_dirs
+from harness.gate.sources import SourceError, as_list, as_map, kustomization_file, load_yaml, name_key, reachable_dirs
 
 COMPONENTS_DIR = "components/gpu-sku"
 RULES = {
@@ -58,7 +58,7 @@ def included_at(root: Path, dirs: list[str], component: str) -> tuple[str, int |
     target = (root / COMPONENTS_DIR / component).resolve()
     for d in dirs:
         for found in sorted(reachable_dirs(root, root / d), key=lambda p: (p != (root / d).resolve(), p)):
-            rel = f"{found.relative_to(root.resolve()).as_posix()}/kustomization.yaml"
+            rel = (kustomization_file(found) or found / "kustomization.yaml").relative_to(root.resolve()).as_posix()
             try:
                 doc = load_yaml(root / rel)
             except SourceError:
@@ -98,7 +98,7 @@ def root_finding(root: Path, cluster: ClusterRender, dirs: list[str], used: str,
     file, line, top = included_at(root, dirs, used) or (f"{COMPONENTS_DIR}/{used}/kustomization.yaml", None, None)
     sized = "; ".join(p.where() + (f" ({p.vm_size_origin.text} at {p.vm_size_origin.where()})" if p.vm_size_origin else "")
                       for p in pools if component_of(p.vm_size) == want)
-    own = top and file == f"{top}/kustomization.yaml"
+    own = top and file.rpartition("/")[0] == top
     sizes = sizes_queues(root, cluster, top, want) if top else None
     if sizes is False:
         fix = (f"{COMPONENTS_DIR}/{want} does not size these ClusterQueues (with it, kustomize leaves their quotas as they are: "

@@ -153,7 +153,7 @@ class Sources:
         """The names `name` may have been written as before the namePrefix/nameSuffix values of the
         repository's kustomizations were added (several, nested, as kustomize adds them)."""
         affixes = [(str(d.obj.get("namePrefix") or ""), str(d.obj.get("nameSuffix") or "")) for d in self.docs
-                   if d.file.endswith("kustomization.yaml") and (d.obj.get("namePrefix") or d.obj.get("nameSuffix"))]
+                   if is_kustomization_file(d.file) and (d.obj.get("namePrefix") or d.obj.get("nameSuffix"))]
         seen, todo = set(), [name]
         while todo and len(seen) < 64:
             current = todo.pop()
@@ -189,27 +189,42 @@ class Sources:
         return (prefer[0] if prefer else "?"), None
 
 
+# The names kustomize (and kustomize-controller, which builds with it) reads a kustomization from, in the order it
+# looks for them (konfig.RecognizedKustomizationFileNames); a directory with two of them does not build.
+KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+
+
+def kustomization_file(directory: Path) -> Path | None:
+    """The kustomization file of `directory` under the first name kustomize finds; None when it has none."""
+    return next((directory / name for name in KUSTOMIZATION_FILES if (directory / name).is_file()), None)
+
+
+def is_kustomization_file(path: str | Path) -> bool:
+    return Path(path).name in KUSTOMIZATION_FILES
+
+
 def yaml_files(root: Path):
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS]  # never descend into .venv or .git
         for name in filenames:
-            if name.endswith((".yaml", ".yml")):
+            if name.endswith((".yaml", ".yml")) or name == "Kustomization":
                 yield Path(dirpath) / name
 
 
 def kustomization_dirs(root: Path) -> list[Path]:
-    return sorted(p.parent for p in yaml_files(root) if p.name == "kustomization.yaml")
+    return sorted({p.parent for p in yaml_files(root) if p.name in KUSTOMIZATION_FILES})
 
 
 def reachable_dirs(root: Path, start: Path, seen: set[Path] | None = None) -> set[Path]:
     """Directories a kustomization pulls in through resources and components."""
     seen = set() if seen is None else seen
     start = start.resolve()
-    if start in seen or not (start / "kustomization.yaml").is_file():
+    file = kustomization_file(start)
+    if start in seen or file is None:
         return seen
     seen.add(start)
     try:
-        doc = load_yaml(start / "kustomization.yaml")
+        doc = load_yaml(file)
     except SourceError:
         return seen  # yaml-syntax reports it
     doc = doc if isinstance(doc, dict) else {}

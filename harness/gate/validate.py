@@ -31,6 +31,7 @@ from harness.gate import subnets, terraform, terraform_checks
 from harness.gate import kubernetes_version, version_rules
 from harness.gate import formats
 from harness.gate.findings import Finding
+from harness.gate import render
 from harness.gate.render import FluxBuild, render_repository
 from harness.gate.sources import Sources, in_namespace_of, resource_id
 from harness.gate.workloads import WORKLOADS_DIR
@@ -173,7 +174,9 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
     probed = kustomize_warnings.probe_patches(ctx, root, builds, clusters, session)
     warnings = beside("rules", lambda: kustomize_warnings.unlisted_manifests(ctx, root) + probed())
     # The rendered objects go to the helper's checks now too; the samples and variables follow once the rules made them.
-    rendered = [(b, o, None) for b in builds if not b.error for o in b.objects]
+    # A ${VAR} in a directory Flux substitutes is checked as substituted, in the cluster's render, not as written.
+    substituted = render.substituted_dirs(root, clusters)
+    rendered = [(b, o, None) for b in builds if not b.error for o in b.objects if not (b.dir in substituted and render.has_variable(o))]
     rendered += [(fb, o, None) for c in clusters for fb in c.flux for o in fb.objects]
     for c in clusters:  # a RayCluster, RayService or RayJob a layer applies meets its namespace's admission (LimitRanges, PodSecurity, quota)
         applied = [o for _, o in c.applied()]

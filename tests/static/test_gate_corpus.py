@@ -301,6 +301,10 @@ CORPUS = [
     ("transformation-to-an-uncovered-resource", "sample-fits", f"{PROD}/samples.yaml",
      lambda r: edit(r, KUEUE, "        featureGates:\n", "        resources:\n          transformations:\n            - input: nvidia.com/gpu\n"
                     "              strategy: Retain\n              outputs:\n                example.com/gpu-memory: 80Gi\n        featureGates:\n"), 5),
+    # Without spec.postBuild kustomize-controller substitutes nothing: the queue layer's ${VAR}s are applied as written.
+    ("queue-layer-without-post-build", "flux-variable-undefined", f"{PROD}/queues.yaml",
+     lambda r: edit(r, f"{PROD}/queues.yaml", "  postBuild:\n    substitute:\n      CLUSTER_NAME: prod-eastus2\n    substituteFrom:\n"
+                    "      - kind: ConfigMap\n        name: cluster-vars\n", ""), 9),
     ("limit-range-default-over-the-queue", "sample-fits", f"{DEV}/samples.yaml",
      lambda r: append(r, "base/namespace.yaml", "---\napiVersion: v1\nkind: LimitRange\nmetadata:\n  name: defaults\n  namespace: ray\n"
                       "spec:\n  limits:\n    - type: Container\n      default: {cpu: \"30\", memory: 1Gi}\n      defaultRequest: {cpu: \"30\", memory: 1Gi}\n"), 3),

@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/resmap"
 	kustypes "sigs.k8s.io/kustomize/api/types"
@@ -268,7 +269,13 @@ func secureBuild(root, dir string) (res resmap.ResMap, err error) {
 }
 
 func usesOpenAPI(dir string) bool {
-	data, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	var data []byte
+	err := os.ErrNotExist
+	for _, name := range konfig.RecognizedKustomizationFileNames() { // kustomize's own names, in its order
+		if data, err = os.ReadFile(filepath.Join(dir, name)); err == nil {
+			break
+		}
+	}
 	if err != nil {
 		return true // unknown: be safe and reset before the next build
 	}

@@ -1,0 +1,47 @@
+"""Forms of a valid repository the gate must pass as Flux does: a kustomization file under any of the names kustomize
+reads, and a ${VAR} Flux substitutes in a field the apiserver validates strictly (the directory's own build shows the
+variable; the cluster's render, which the gate checks, shows its value)."""
+from __future__ import annotations
+
+import pytest
+
+from harness.gate.validate import validate_repository
+from tests.static.test_gate_corpus import PROD, edit
+
+pytestmark = pytest.mark.static
+
+
+@pytest.mark.parametrize("directory", ["overlays/team-queues", "clusters/prod-eastus2/queues", "clusters/prod-eastus2", "base",
+                                       "components/gpu-sku/standard-nd96amsr-a100-v4"])
+@pytest.mark.parametrize("name", ["kustomization.yml", "Kustomization"])
+def test_a_kustomization_file_under_another_name_kustomize_reads_is_clean(repo_copy, directory, name):
+    (repo_copy / directory / "kustomization.yaml").rename(repo_copy / directory / name)
+    report = validate_repository(repo_copy)
+    assert report.findings == [] and report.builds == 17, "\n".join(f.text() for f in report.findings)
+
+
+def test_a_name_prefix_in_a_kustomization_yml_is_one_finding_at_it(repo_copy):
+    (repo_copy / "overlays/team-queues/kustomization.yaml").rename(repo_copy / "overlays/team-queues/kustomization.yml")
+    edit(repo_copy, "overlays/team-queues/kustomization.yml", "resources:\n", "namePrefix: x-\nresources:\n")
+    found = validate_repository(repo_copy).findings
+    assert [(f.rule, f.file) for f in found] == [("kustomize-rename", "overlays/team-queues/kustomization.yml")], \
+        "\n".join(f.text() for f in found)
+
+
+def _quota_variable(repo, value: str) -> None:
+    (repo / PROD / "queues/kustomization.yaml").write_text(
+        (repo / PROD / "queues/kustomization.yaml").read_text() + "patches:\n  - target: {kind: ClusterQueue, name: team-a-cq}\n    patch: |-\n"
+        '      - {op: replace, path: /spec/resourceGroups/1/flavors/0/resources/0/nominalQuota, value: "${TEAM_GPU_QUOTA}"}\n')
+    edit(repo, f"{PROD}/queues.yaml", "      CLUSTER_NAME: prod-eastus2\n", f'      CLUSTER_NAME: prod-eastus2\n      TEAM_GPU_QUOTA: "{value}"\n')
+
+
+def test_a_variable_flux_substitutes_in_a_strict_field_is_clean(repo_copy):
+    _quota_variable(repo_copy, "4")
+    report = validate_repository(repo_copy)
+    assert report.findings == [], "\n".join(f.text() for f in report.findings)
+
+
+def test_a_substituted_value_the_apiserver_refuses_is_found(repo_copy):
+    _quota_variable(repo_copy, "4 GPUs")
+    found = [f for f in validate_repository(repo_copy).findings if f.rule == "api-validation"]
+    assert len(found) == 1 and '"4 GPUs"' in found[0].message and found[0].resource == "ClusterQueue/team-a-cq", found
