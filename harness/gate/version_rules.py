@@ -1,13 +1,15 @@
-"""versions.yaml against what each cluster really installs: the chart tag of the Kueue and KubeRay
-OCIRepositories and the image tag of their HelmReleases, as Flux renders them for the cluster.
+"""versions.yaml against what each cluster really installs: the chart version of the Kueue and KubeRay
+HelmReleases (the tag of the OCIRepository a chartRef names, or spec.chart.spec.version of a HelmRepository's
+chart), their chart repository and the image tag of their values, as Flux renders them for the cluster.
 A drifted pin means the harness proves one version while AKS runs another."""
 from __future__ import annotations
 
 from pathlib import Path
 
+from harness.gate.cluster_refs import ClusterIndex
 from harness.gate.findings import Finding
 from harness.gate.render import ClusterRender
-from harness.gate.sources import SourceError, as_map, load_yaml
+from harness.gate.sources import SourceError, as_map, load_yaml, name_key
 
 RULES = {"versions-drift": "each cluster's Kueue and KubeRay charts and images are the versions.yaml production pins"}
 COMPONENTS = ("kueue", "kuberay")
@@ -24,38 +26,67 @@ def pins(root: Path) -> dict | None:
 
 
 def version_rules(ctx, root: Path, cluster: ClusterRender, pinned: dict | None) -> list[Finding]:
+    """versions-drift for each HelmRelease of the cluster that installs a pinned chart (by the chart it installs,
+    whatever the names of it and its source): the chart version its source or spec.chart picks, the chart
+    repository, and the image tag of its values."""
     if not pinned:
         return []
     out = []
-    for build, obj in cluster.applied():
-        for component in COMPONENTS:
-            pin = as_map(pinned.get(component))
-            chart, production = pin.get("chart"), str(pin.get("production", ""))
-            if not chart or as_map(obj.get("metadata")).get("name") != chart:
-                continue
-            spec = as_map(obj.get("spec"))
-            if obj.get("kind") == "OCIRepository":
-                url = f"{as_map(pinned.get('charts')).get('repository')}/{chart}"
-                drift = _chart_ref_drift(as_map(spec.get("ref")), production)
-                if drift:
-                    what, field = drift
-                    out.append(ctx.finding(obj, build, "versions-drift", f"{what}, but versions.yaml pins {component} {production}",
-                                           f"set spec.ref to `tag: {production}` alone, or change {component}.production (and version) "
-                                           "in versions.yaml", field=field))
-                if spec.get("url") != url:
-                    out.append(ctx.finding(obj, build, "versions-drift", f"url {spec.get('url')!r}, but versions.yaml's chart repository gives {url!r}",
-                                           f"set spec.url: {url}", field="spec.url" if "url" in spec else None))
-            elif obj.get("kind") == "HelmRelease":
-                value = as_map(spec.get("values"))
-                for part in IMAGE_TAG[component][:-1]:
-                    value = as_map(value.get(part))
-                tag = value.get(IMAGE_TAG[component][-1])
-                if tag is not None and str(tag) != f"v{production}":
-                    path = ".".join(IMAGE_TAG[component])
-                    out.append(ctx.finding(obj, build, "versions-drift", f"values.{path} {tag!r}, but versions.yaml pins {component} {production}",
-                                           f"set values.{path}: v{production}, or change {component}.production in versions.yaml",
-                                           field="spec.values." + ".".join(IMAGE_TAG[component])))
+    index = ClusterIndex.build(root, cluster)
+    for build, hr in index.of_kind("HelmRelease"):
+        component = next((c for c in COMPONENTS if as_map(pinned.get(c)).get("chart") and index.chart_of(hr) == as_map(pinned.get(c)).get("chart")), None)
+        if component is None:
+            continue
+        production, repository = str(as_map(pinned.get(component)).get("production", "")), as_map(pinned.get("charts")).get("repository")
+        spec = as_map(hr.get("spec"))
+        chart = as_map(as_map(spec.get("chart")).get("spec"))
+        ref = as_map(spec.get("chartRef"))
+        source = index.named.get((name_key(ref.get("kind")), name_key(ref.get("namespace", as_map(hr.get("metadata")).get("namespace"))),
+                                  name_key(ref.get("name")))) if ref else None
+        if chart:
+            out += _chart_spec_drift(ctx, build, hr, chart, component, production)
+            source = index.named.get((name_key(as_map(chart.get("sourceRef")).get("kind")),
+                                      name_key(as_map(chart.get("sourceRef")).get("namespace", as_map(hr.get("metadata")).get("namespace"))),
+                                      name_key(as_map(chart.get("sourceRef")).get("name"))))
+            url = repository
+        else:
+            url = f"{repository}/{as_map(pinned.get(component)).get('chart')}"
+        if source is not None and source[1].get("kind") == "OCIRepository":
+            sbuild, obj = source
+            drift = _chart_ref_drift(as_map(as_map(obj.get("spec")).get("ref")), production)
+            if drift:
+                what, field = drift
+                out.append(ctx.finding(obj, sbuild, "versions-drift", f"{what}, but versions.yaml pins {component} {production}",
+                                       f"set spec.ref to `tag: {production}` alone, or change {component}.production (and version) "
+                                       "in versions.yaml", field=field))
+        if source is not None and source[1].get("kind") in ("OCIRepository", "HelmRepository"):
+            sbuild, obj = source
+            have = str(as_map(obj.get("spec")).get("url", "")).rstrip("/")
+            if have != url:
+                out.append(ctx.finding(obj, sbuild, "versions-drift", f"url {have!r}, but versions.yaml's chart repository gives {url!r}",
+                                       f"set spec.url: {url}", field="spec.url" if have else None))
+        value = as_map(spec.get("values"))
+        for part in IMAGE_TAG[component][:-1]:
+            value = as_map(value.get(part))
+        tag = value.get(IMAGE_TAG[component][-1])
+        if tag is not None and str(tag) != f"v{production}":
+            path = ".".join(IMAGE_TAG[component])
+            out.append(ctx.finding(hr, build, "versions-drift", f"values.{path} {tag!r}, but versions.yaml pins {component} {production}",
+                                   f"set values.{path}: v{production}, or change {component}.production in versions.yaml",
+                                   field="spec.values." + ".".join(IMAGE_TAG[component])))
     return out
+
+
+def _chart_spec_drift(ctx, build, hr: dict, chart: dict, component: str, production: str) -> list[Finding]:
+    """A HelmRelease's spec.chart.spec.version (a HelmRepository's chart): helm-controller installs the newest
+    chart a range or a missing version allows."""
+    version = chart.get("version")
+    if version is not None and str(version) == production:
+        return []
+    what = (f"spec.chart.spec.version {version!r}" if version is not None else "spec.chart.spec names no version, so helm-controller installs the newest")
+    return [ctx.finding(hr, build, "versions-drift", f"{what}, but versions.yaml pins {component} {production}",
+                        f"set spec.chart.spec.version: {production} (an exact version, not a range), or change {component}.production in versions.yaml",
+                        field="spec.chart.spec.version" if version is not None else "spec.chart.spec")]
 
 
 def _chart_ref_drift(ref: dict, production: str) -> tuple[str, str | None] | None:

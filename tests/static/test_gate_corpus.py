@@ -156,6 +156,19 @@ CORPUS = [
     ("chart-semver-beside-tag", "versions-drift", KUEUE, lambda r: edit(r, KUEUE, "    tag: 0.17.1\n", "    tag: 0.17.1\n    semver: 0.17.x\n"), 16),
     ("chart-tag-drift", "versions-drift", "flux/infrastructure/controllers/kueue.yaml",
      lambda r: edit(r, "flux/infrastructure/controllers/kueue.yaml", "    tag: 0.17.1", "    tag: 0.17.2"), 15),
+    # The chart is found through the HelmRelease, whatever its source is named, and a HelmRepository's chart by its version.
+    ("chart-tag-drift-in-a-renamed-source", "versions-drift", KUEUE,
+     lambda r: (edit(r, KUEUE, "    tag: 0.17.1", "    tag: 0.16.0"), edit(r, KUEUE, "  name: kueue\n  namespace: flux-system\nspec:\n  interval: 24h",
+                                                                           "  name: kueue-chart\n  namespace: flux-system\nspec:\n  interval: 24h"),
+                edit(r, KUEUE, "    kind: OCIRepository\n    name: kueue\n", "    kind: OCIRepository\n    name: kueue-chart\n")), 15),
+    ("chart-version-range-of-a-helm-repository", "versions-drift", KUEUE,
+     lambda r: (edit(r, KUEUE, "kind: OCIRepository\nmetadata:\n  name: kueue\n  namespace: flux-system\nspec:\n  interval: 24h\n"
+                     "  url: oci://mcr.microsoft.com/aks/ai-runtime/helm/kueue\n  ref:\n    tag: 0.17.1\n  layerSelector:\n"
+                     "    mediaType: application/vnd.cncf.helm.chart.content.v1.tar+gzip\n    operation: copy\n",
+                     "kind: HelmRepository\nmetadata:\n  name: mcr\n  namespace: flux-system\nspec:\n  type: oci\n  interval: 24h\n"
+                     "  url: oci://mcr.microsoft.com/aks/ai-runtime/helm\n"),
+                edit(r, KUEUE, "  chartRef:\n    kind: OCIRepository\n    name: kueue\n",
+                     "  chart:\n    spec:\n      chart: kueue\n      version: 0.17.x\n      sourceRef:\n        kind: HelmRepository\n        name: mcr\n")), 32),
     ("image-tag-drift", "versions-drift", "flux/infrastructure/controllers/kuberay-operator.yaml",
      lambda r: edit(r, "flux/infrastructure/controllers/kuberay-operator.yaml", "      tag: v1.6.1", "      tag: v1.6.2"), 47),
     ("pin-moved-alone", "versions-drift", "flux/infrastructure/controllers/kueue.yaml",

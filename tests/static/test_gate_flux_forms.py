@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from harness.gate.validate import validate_repository
-from tests.static.test_gate_corpus import PROD, edit
+from tests.static.test_gate_corpus import KUEUE, PROD, edit
 
 pytestmark = pytest.mark.static
 
@@ -45,3 +45,15 @@ def test_a_substituted_value_the_apiserver_refuses_is_found(repo_copy):
     _quota_variable(repo_copy, "4 GPUs")
     found = [f for f in validate_repository(repo_copy).findings if f.rule == "api-validation"]
     assert len(found) == 1 and '"4 GPUs"' in found[0].message and found[0].resource == "ClusterQueue/team-a-cq", found
+
+
+def test_the_pinned_chart_from_an_oci_helm_repository_is_clean(repo_copy):
+    edit(repo_copy, KUEUE, "kind: OCIRepository\nmetadata:\n  name: kueue\n  namespace: flux-system\nspec:\n  interval: 24h\n"
+         "  url: oci://mcr.microsoft.com/aks/ai-runtime/helm/kueue\n  ref:\n    tag: 0.17.1\n  layerSelector:\n"
+         "    mediaType: application/vnd.cncf.helm.chart.content.v1.tar+gzip\n    operation: copy\n",
+         "kind: HelmRepository\nmetadata:\n  name: mcr\n  namespace: flux-system\nspec:\n  type: oci\n  interval: 24h\n"
+         "  url: oci://mcr.microsoft.com/aks/ai-runtime/helm\n")
+    edit(repo_copy, KUEUE, "  chartRef:\n    kind: OCIRepository\n    name: kueue\n",
+         "  chart:\n    spec:\n      chart: kueue\n      version: 0.17.1\n      sourceRef:\n        kind: HelmRepository\n        name: mcr\n")
+    report = validate_repository(repo_copy)
+    assert report.findings == [], "\n".join(f.text() for f in report.findings)
