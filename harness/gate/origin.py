@@ -114,11 +114,12 @@ def _walk(node, path: list[str | int]) -> tuple[object, int, int]:
 
 def field_line(root: Path, file: str, doc_line: int, path: list[str | int], rendered) -> tuple[int, bool] | None:
     """Line of `path` inside the document of `file` starting at `doc_line`, and whether the source
-    writes the rendered value there (False: the deepest ancestor that exists, or another value)."""
+    writes the rendered value there, or a ${VAR} Flux substitutes it from (False: the deepest ancestor that
+    exists, or another value)."""
     for doc in _compose(root / file):
         if doc is not None and doc.start_mark.line + 1 <= doc_line <= doc.end_mark.line + 1 and isinstance(doc, yaml.MappingNode):
             node, matched, line = _walk(doc, path)
-            exact = matched == len(path) and (not isinstance(node, yaml.ScalarNode) or node.value == _scalar(rendered))
+            exact = matched == len(path) and (not isinstance(node, yaml.ScalarNode) or node.value == _scalar(rendered) or "${" in node.value)
             return line, exact
     return None
 
@@ -172,13 +173,13 @@ def _ops_of(root: Path, stamp: tuple) -> tuple:
 
 
 def patch_line(root: Path, path: list[str | int], rendered) -> tuple[str, int] | None:
-    """The file and line of a JSON6902 operation that writes `rendered` at `path`."""
+    """The file and line of a JSON6902 operation that writes `rendered` at `path`, or else of one writing a ${VAR}
+    there that Flux substitutes."""
     pointer = "/" + "/".join(str(s).replace("~", "~0").replace("/", "~1") for s in path)
     value = _scalar(rendered)
-    for ptr, val, file, line in _patch_ops(root.resolve()):
-        if ptr == pointer and (val is None or val == value):
-            return file, line
-    return None
+    ops = [(val, file, line) for ptr, val, file, line in _patch_ops(root.resolve()) if ptr == pointer]
+    found = next(((file, line) for val, file, line in ops if val is None or val == value), None)
+    return found or next(((file, line) for val, file, line in ops if "${" in val), None)
 
 
 def quoted_value_line(root: Path, file: str, text: str) -> int | None:

@@ -45,6 +45,7 @@ def test_a_substituted_value_the_apiserver_refuses_is_found(repo_copy):
     _quota_variable(repo_copy, "4 GPUs")
     found = [f for f in validate_repository(repo_copy).findings if f.rule == "api-validation"]
     assert len(found) == 1 and '"4 GPUs"' in found[0].message and found[0].resource == "ClusterQueue/team-a-cq", found
+    assert (found[0].file, found[0].line) == (f"{PROD}/queues/kustomization.yaml", 10), found  # the patch writing ${TEAM_GPU_QUOTA}
 
 
 def test_the_pinned_chart_from_an_oci_helm_repository_is_clean(repo_copy):
