@@ -169,11 +169,10 @@ def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Find
         ks = build.flux_kustomization or {}
         ns = name_key(as_map(ks.get("metadata")).get("namespace", "flux-system"))
         me = (ns, name_key(ks["metadata"]["name"]))
-        if build.error and not ctx.cause_of(build.dir, flux=True):  # else that cause's own finding stands for it
-            rule = "flux-path" if "not found" in build.error or "escapes" in build.error else "kustomize-build"
-            out.append(ctx.finding(ks, build, rule, f"spec.path {as_map(ks.get('spec')).get('path')!r}: {build.error}",
-                                   "point spec.path at a directory of this repository that builds with kustomize",
-                                   field="spec.path" if rule == "flux-path" else None))
+        if build.error and not ctx.cause_of(build.dir, flux=True) and "substitute from '" not in build.error:
+            # (a substituteFrom source the cluster lacks: object-ref names it at its line)
+            rule, message, hint, where = _flux_build_error(ks, build.error)
+            out.append(ctx.finding(ks, build, rule, message, hint, field=where))
         deps = as_map(ks.get("spec")).get("dependsOn")
         for i, dep in enumerate(deps if isinstance(deps, list) else []):
             if not isinstance(dep, dict):
@@ -260,3 +259,30 @@ def _unsubstituted(ctx: Context, cluster: ClusterRender, build: Build, ks: dict)
                         f"(which the cluster substitutes elsewhere) reach the cluster as written, e.g. in {resource_id(first)}",
                         f"add spec.postBuild with substitute/substituteFrom (as the cluster's other layers have: {ctx.config.variables_file(cluster.name)})",
                         field="spec")]
+
+
+_INVALID_VAR = re.compile(r"'([^']*)' var name is invalid")
+
+
+def _flux_build_error(ks: dict, error: str) -> tuple[str, str, str, str | None]:
+    """(rule, message, hint, field) for a Flux Kustomization whose build fails, at the setting that makes it fail."""
+    spec = as_map(ks.get("spec"))
+    message = f"spec.path {spec.get('path')!r}: {error}"
+    invalid = _INVALID_VAR.search(error)
+    if invalid:
+        name = invalid.group(1)
+        where = f"spec.postBuild.substitute[{name}]" if name in as_map(as_map(spec.get("postBuild")).get("substitute")) else "spec.postBuild"
+        return ("kustomize-build", f"postBuild variable {name!r} is no valid name, so kustomize-controller builds nothing of this layer: {error}",
+                "name variables with letters, digits and underscores, not starting with a digit (in substitute and in the substituteFrom sources)",
+                where)
+    if "post build failed" in error:
+        return "kustomize-build", message, "fix spec.postBuild (its substitute values and substituteFrom sources)", "spec.postBuild"
+    if spec.get("targetNamespace") and "namespace transformation" in error:
+        return ("kustomize-build", f"spec.targetNamespace {spec['targetNamespace']!r}: {error}",
+                "drop spec.targetNamespace or set one that no two objects of the layer collide in (a Namespace object is renamed to it too)",
+                "spec.targetNamespace")
+    if spec.get("components") and "accumulating components" in error:
+        return "kustomize-build", message, "point each spec.components entry at a kustomize Component, relative to spec.path", "spec.components"
+    if "not found" in error or "escapes" in error:
+        return "flux-path", message, "point spec.path at a directory of this repository that builds with kustomize", "spec.path"
+    return "kustomize-build", message, "point spec.path at a directory of this repository that builds with kustomize", None

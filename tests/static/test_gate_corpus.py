@@ -151,6 +151,11 @@ CORPUS = [
      lambda r: edit(r, f"{PROD}/queues.yaml", "    name: flux-system\n  path:", "    name: flux-systen\n  path:")),
     ("dangling-chart-ref", "flux-source-ref", "flux/infrastructure/controllers/kueue.yaml",
      lambda r: edit(r, "flux/infrastructure/controllers/kueue.yaml", "    kind: OCIRepository\n    name: kueue\n", "    kind: OCIRepository\n    name: kueue-chart\n")),
+    # A Flux layer's build that fails is reported at the setting that breaks it, not at spec.path.
+    ("invalid-substitute-name", "kustomize-build", f"{PROD}/queues.yaml",
+     lambda r: edit(r, f"{PROD}/queues.yaml", "      CLUSTER_NAME: prod-eastus2\n", "      CLUSTER_NAME: prod-eastus2\n      cluster-region: eastus2\n"), 24),
+    ("target-namespace-collision", "kustomize-build", f"{PROD}/infrastructure.yaml",
+     lambda r: edit(r, f"{PROD}/infrastructure.yaml", "  path:", "  targetNamespace: flux-system\n  path:"), 17),
     ("queues-without-prune", "flux-prune", f"{PROD}/queues.yaml", lambda r: edit(r, f"{PROD}/queues.yaml", "  prune: true", "  prune: false"), 15),
     # source-controller takes spec.ref's digest, then semver, then tag: a semver beside the pinned tag wins.
     ("chart-semver-beside-tag", "versions-drift", KUEUE, lambda r: edit(r, KUEUE, "    tag: 0.17.1\n", "    tag: 0.17.1\n    semver: 0.17.x\n"), 16),
