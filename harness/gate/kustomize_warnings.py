@@ -129,18 +129,22 @@ def _owned_files(directory: Path, kustomization_roots: set[Path]) -> list[Path]:
     return out
 
 
-def unlisted_manifests(ctx, root: Path) -> list[Finding]:
+def unlisted_manifests(ctx, root: Path, clusters: list[ClusterRender] = ()) -> list[Finding]:
+    """kustomize-unlisted: YAML manifests under a kustomization directory that no kustomization lists. A Flux
+    Kustomization's path without a kustomization file of its own is one too: kustomize-controller generates one
+    listing every manifest under it, so those are applied."""
     root = root.resolve()
-    dirs = local_kustomization_dirs(root)
+    generated = {(root / b.dir).resolve() for c in clusters for b in c.flux if kustomization_file(root / b.dir) is None}
+    dirs = local_kustomization_dirs(root) | {d for d in generated if d.is_relative_to(root)}
     listed = set()
-    for d in dirs:
+    for d in dirs - generated:
         listed |= references(d)[0]
     docs: dict[str, list] = {}
     for doc in ctx.sources.docs:
         if isinstance(doc.obj.get("apiVersion"), str) and isinstance(doc.obj.get("kind"), str):
             docs.setdefault(doc.file, []).append(doc)
     out = []
-    for d in sorted(dirs):
+    for d in sorted(dirs - generated):  # (a generated kustomization lists every manifest)
         cluster_dir = d.parent == root / ctx.config.clusters
         for path in sorted(_owned_files(d, dirs)):
             rel = path.relative_to(root).as_posix()
@@ -284,4 +288,4 @@ def kustomize_warnings(ctx, root: Path, builds: list[Build], clusters: list[Clus
     """Unlisted manifests and unmatched patches of the repository (`ctx`: rules.Context); the
     probe builds run in `session` (the gate's fluxbuild process) when given."""
     probed = probe_patches(ctx, root, builds, clusters, session)
-    return unlisted_manifests(ctx, root) + probed()
+    return unlisted_manifests(ctx, root, clusters) + probed()

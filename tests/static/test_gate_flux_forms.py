@@ -58,3 +58,19 @@ def test_the_pinned_chart_from_an_oci_helm_repository_is_clean(repo_copy):
          "  chart:\n    spec:\n      chart: kueue\n      version: 0.17.1\n      sourceRef:\n        kind: HelmRepository\n        name: mcr\n")
     report = validate_repository(repo_copy)
     assert report.findings == [], "\n".join(f.text() for f in report.findings)
+
+
+@pytest.mark.parametrize("applied", [True, False])
+def test_manifests_of_a_flux_path_without_kustomization_file_are_applied(repo_copy, applied):
+    """kustomize-controller generates the kustomization of a path that has none, listing every manifest under it."""
+    (repo_copy / PROD / "extras").mkdir()
+    (repo_copy / PROD / "extras/limits.yaml").write_text("apiVersion: v1\nkind: LimitRange\nmetadata:\n  name: extra\n  namespace: ray\n"
+                                                          "spec:\n  limits:\n    - type: Container\n      max: {cpu: \"64\"}\n")
+    if applied:
+        queues = repo_copy / PROD / "queues.yaml"
+        queues.write_text(queues.read_text() + "---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n"
+                          "  name: extras\n  namespace: flux-system\nspec:\n  interval: 10m\n  prune: true\n  sourceRef:\n"
+                          "    kind: GitRepository\n    name: flux-system\n  path: ./clusters/prod-eastus2/extras\n")
+    found = validate_repository(repo_copy).findings
+    assert [(f.rule, f.file) for f in found] == ([] if applied else [("kustomize-unlisted", f"{PROD}/extras/limits.yaml")]), \
+        "\n".join(f.text() for f in found)
