@@ -38,7 +38,8 @@ RULES = {
                   "exists in the cluster's set (or in cluster-vars.example.yaml, which Terraform writes), with every key it names; a "
                   "sample's ServiceAccount, claims, RuntimeClass and keys of the set's ConfigMaps and Secrets too",
     "flux-health-check": "every object a Flux Kustomization's healthChecks wait for is applied by the cluster's set, when the "
-                         "repository renders objects of that kind (else the layer never becomes Ready and its dependents never apply)",
+                         "repository renders objects of that kind, or created by the charts the gate renders into its namespace "
+                         "(helm_values.py) (else the layer never becomes Ready and its dependents never apply)",
     "priority-class": "every PriorityClass a pod template names is defined by the cluster (or built in)",
     "priority-class-default": "at most one PriorityClass of a cluster sets globalDefault: true (the apiserver's Priority admission "
                               "refuses a second, so its layer fails to apply)",
@@ -254,6 +255,29 @@ def _health_checks(ctx, root: Path, index: ClusterIndex) -> list[Finding]:
                                   f"spec.healthChecks[{i}] waits for {kind} {f'{ns}/' if ns else ''}{name}, which no layer of cluster "
                                   f"{index.cluster.name} applies (have: {', '.join(have)}): the Kustomization never becomes Ready, and "
                                   "the Kustomizations that dependsOn it never apply", f"name one of the cluster's {kind}s, or remove the health check",
+                                  cluster=index.cluster.name))
+    return out
+
+
+def chart_health_checks(ctx, root: Path, index: ClusterIndex, charted: dict[str, set[tuple]], unknown: set[str]) -> list[Finding]:
+    """flux-health-check for the healthChecks _health_checks leaves alone (a kind only a chart renders): in a namespace
+    whose only charts the gate renders (`charted`: namespace -> (apiVersion, kind, name) they create; `unknown`: the
+    namespaces of HelmReleases it does not render), an object none of them creates is never there."""
+    rendered_kinds = {(str(o.get("apiVersion")), o.get("kind")) for _, o in index.objects}
+    out = []
+    for build, ks in index.of_kind("Kustomization"):
+        own_ns = as_map(ks.get("metadata")).get("namespace", "flux-system") if is_flux_kustomization(ks) else None
+        for i, check in enumerate(as_maps(as_map(ks.get("spec")).get("healthChecks")) if own_ns else []):
+            api, kind, name = str(check.get("apiVersion")), check.get("kind"), check.get("name")
+            ns = name_key(check.get("namespace", own_ns))
+            if ((api, kind) in rendered_kinds or ns not in charted or ns in unknown or (api, kind, name) in charted[ns]
+                    or index.has(name_key(kind), ns, name)):
+                continue
+            have = sorted(n for a, k, n in charted[ns] if (a, k) == (api, kind))
+            out.append(finding_at(ctx, root, ks, build, ["spec", "healthChecks", i], "flux-health-check",
+                                  f"spec.healthChecks[{i}] waits for {kind} {ns}/{name}, which the charts installed into {ns} do not "
+                                  f"create (they create {', '.join(have) or f'no {kind}'}): the Kustomization never becomes Ready, and "
+                                  "the Kustomizations that dependsOn it never apply", f"name one of the chart's {kind}s, or remove the health check",
                                   cluster=index.cluster.name))
     return out
 

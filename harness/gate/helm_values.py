@@ -30,7 +30,7 @@ from pathlib import Path
 
 from harness.core import HarnessError
 from harness.gate import schema_check, schemas
-from harness.gate.cluster_refs import ClusterIndex, finding_at
+from harness.gate.cluster_refs import ClusterIndex, chart_health_checks, finding_at
 from harness.gate.findings import Finding
 from harness.gate.origin import segments, value_at
 from harness.gate.helper import helper
@@ -108,6 +108,26 @@ def helm_rules(ctx, root: Path, clusters: list) -> list[Finding]:
             shown = "; ".join(why[:3]) + (f"; and {len(why) - 3} more" if len(why) > 3 else "")
             out.append(at(list(path), f"it renders {'an object' if len(why) == 1 else f'{len(why)} objects'} the apiserver refuses, "
                                       f"so the release fails: {shown}"))
+    return out + _health_checks(ctx, root, releases, answers)
+
+
+def _health_checks(ctx, root: Path, releases: list, answers: dict) -> list[Finding]:
+    """flux-health-check against what the rendered charts create, per cluster (cluster_refs.chart_health_checks)."""
+    out = []
+    for index in {id(r[0]): r[0] for r in releases}.values():
+        charted: dict[str, set[tuple]] = {}
+        judged = set()
+        for i, _, hr, _, key in releases:
+            if i is not index or answers[key].get("error"):
+                continue
+            judged.add(id(hr))
+            namespace = release_of(hr)[1]
+            for item in answers[key].get("objects") or []:
+                obj = item["object"]
+                ns = str(as_map(obj.get("metadata")).get("namespace") or namespace)
+                charted.setdefault(ns, set()).add((str(obj.get("apiVersion")), obj.get("kind"), as_map(obj.get("metadata")).get("name")))
+        unknown = {release_of(hr)[1] for _, hr in index.of_kind("HelmRelease") if id(hr) not in judged}
+        out += chart_health_checks(ctx, root, index, charted, unknown)
     return out
 
 

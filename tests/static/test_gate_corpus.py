@@ -156,6 +156,10 @@ CORPUS = [
      lambda r: edit(r, f"{PROD}/queues.yaml", "      CLUSTER_NAME: prod-eastus2\n", "      CLUSTER_NAME: prod-eastus2\n      cluster-region: eastus2\n"), 24),
     ("target-namespace-collision", "kustomize-build", f"{PROD}/infrastructure.yaml",
      lambda r: edit(r, f"{PROD}/infrastructure.yaml", "  path:", "  targetNamespace: flux-system\n  path:"), 17),
+    # A health check on a Deployment the Kueue chart does not create (it creates kueue-controller-manager).
+    ("health-check-on-a-deployment-the-chart-lacks", "flux-health-check", f"{PROD}/queues.yaml",
+     lambda r: edit(r, f"{PROD}/queues.yaml", "  prune: true\n", "  prune: true\n  healthChecks:\n    - apiVersion: apps/v1\n"
+                    "      kind: Deployment\n      name: kueue-manager\n      namespace: kueue-system\n"), 17),
     ("queues-without-prune", "flux-prune", f"{PROD}/queues.yaml", lambda r: edit(r, f"{PROD}/queues.yaml", "  prune: true", "  prune: false"), 15),
     # source-controller takes spec.ref's digest, then semver, then tag: a semver beside the pinned tag wins.
     ("chart-semver-beside-tag", "versions-drift", KUEUE, lambda r: edit(r, KUEUE, "    tag: 0.17.1\n", "    tag: 0.17.1\n    semver: 0.17.x\n"), 16),
