@@ -86,6 +86,14 @@ def build_error(root: Path, build: Build) -> Finding:
             break
     if line is None:  # e.g. a generator's file that is missing, a helm chart's repo
         line = quoted_value_line(root, file, build.error)
+    if kustomization_file(root / build.dir) is not None and f"evalsymlink failure on '{build.dir}'" in build.error:
+        # The checkout has it and the build read none of it: the artifact source-controller packs leaves it out.
+        top = build.dir.split("/")[0]
+        return Finding(file, line, "", "kustomize-build",
+                       f"{build.error.strip()} — {build.dir} is in the checkout but not in the artifact source-controller packs: "
+                       ".sourceignore (or the default exclusions) leaves it out, so Flux never sees it",
+                       f"keep it in the artifact: add `!/{top}/` to .sourceignore (it lists what the artifact holds), or move it under "
+                       "a directory the artifact keeps", build.id)
     return Finding(file, line, "", "kustomize-build", build.error.strip(), _build_hint(build), build.id)
 
 

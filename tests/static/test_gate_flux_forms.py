@@ -74,3 +74,14 @@ def test_manifests_of_a_flux_path_without_kustomization_file_are_applied(repo_co
     found = validate_repository(repo_copy).findings
     assert [(f.rule, f.file) for f in found] == ([] if applied else [("kustomize-unlisted", f"{PROD}/extras/limits.yaml")]), \
         "\n".join(f.text() for f in found)
+
+
+def test_a_layer_the_source_artifact_leaves_out_names_sourceignore(repo_copy):
+    """Moved out of the directories .sourceignore keeps, the layer exists in the checkout but not for Flux."""
+    (repo_copy / "infrastructure").mkdir()
+    (repo_copy / "flux/infrastructure/controllers").rename(repo_copy / "infrastructure/controllers")
+    for cluster in ("dev-westus3", "prod-eastus2"):
+        edit(repo_copy, f"clusters/{cluster}/infrastructure.yaml", "./flux/infrastructure/controllers", "./infrastructure/controllers")
+    found = validate_repository(repo_copy).findings
+    assert [(f.rule, f.file) for f in found] == [("kustomize-build", "infrastructure/controllers/kustomization.yaml")], found
+    assert "!/infrastructure/" in found[0].hint and ".sourceignore" in found[0].message, found[0].text()
