@@ -21,12 +21,12 @@ def _on(f: Finding) -> tuple[str, str]:
     return f.resource, f.context.split(",")[0].split(":")[0]
 
 
-def fold(per_area: dict[str, list[Finding]], presuming: list[tuple[str, Finding]]) -> None:
-    """Folds, in place, the follow-ons in `per_area` (area -> findings); `presuming`: (resource id of an object the
-    finding presumes accepted, finding), kept only when neither is rejected."""
+def fold(per_area: dict[str, list[Finding]], presuming: list[tuple[tuple[str, ...], Finding]]) -> None:
+    """Folds, in place, the follow-ons in `per_area` (area -> findings); `presuming`: (resource ids of the objects the
+    finding presumes accepted, finding), kept only when none of them and not its own resource is rejected."""
     schema = per_area["schema"]
-    rejected = {f.resource for f in schema if f.rule in ("api-validation", "kueue-webhook", "kueue-inadmissible")}
-    per_area["rules"] += [f for rid, f in presuming if rid not in rejected and f.resource not in rejected]
+    rejected = {f.resource for f in schema if f.rule in ("schema", "api-validation", "kueue-webhook", "kueue-inadmissible")}
+    per_area["rules"] += [f for rids, f in presuming if not set(rids) & rejected and f.resource not in rejected]
     # Kueue placing a sample on no flavor (taints, affinity) is reported where the pods or flavors say so, at their line.
     placed = {_on(f) for f in per_area["capacity"] if f.rule == "capacity-pod-placement"}
     per_area["rules"] = [f for f in per_area["rules"] if not (placement_only(f) and _on(f) in placed)]

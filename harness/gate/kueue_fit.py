@@ -86,10 +86,10 @@ def _tas_nodes(root: Path, cluster: ClusterRender, gate_config: GateConfig) -> l
 
 
 def fit_findings(checker, root: Path, cluster: ClusterRender, candidates: list[Candidate],
-                 gate_config: GateConfig) -> Callable[[], list[tuple[str, Finding]]]:
+                 gate_config: GateConfig) -> Callable[[], list[tuple[tuple[str, ...], Finding]]]:
     """Sends the candidates to Kueue's flavor assigner now; the returned function waits for its answers and gives
-    sample-fits for each candidate it cannot fit in its ClusterQueue on the idle cluster, with the ClusterQueue it
-    presumes (resource id). `checker`: the run's schema_check.Checker (its CRDs default the objects as the apiserver
+    sample-fits for each candidate it cannot fit in its ClusterQueue on the idle cluster, with the queue objects it
+    presumes (resource ids: its ClusterQueue, and those that may lend to it). `checker`: the run's schema_check.Checker (its CRDs default the objects as the apiserver
     stores them). Topology-aware flavors are judged on the cluster's nodes."""
     if not candidates:
         return list
@@ -98,17 +98,21 @@ def fit_findings(checker, root: Path, cluster: ClusterRender, candidates: list[C
     nodes = _tas_nodes(root, cluster, gate_config) if tas else []
     pending = submit(checker, queue_objects, [(c.job, as_map(c.cq.get("metadata")).get("name"), c.limit_ranges) for c in candidates],
                      manager_config(root, cluster), nodes or [])
-    return lambda: _judged(candidates, pending.result(), nodes)
+    # What a sample's verdict presumes the cluster has: its ClusterQueue, and with a cohort every queue object that may
+    # lend to it (a refused peer lends nothing: that refusal is the cause, not the sample).
+    lenders = tuple(resource_id(o) for o in queue_objects if o.get("kind") in ("Cohort", "ClusterQueue"))  # (one it should name may not)
+    return lambda: [((resource_id(c.cq), *(lenders if as_map(c.cq.get("spec")).get("cohortName") else ())), found)
+                    for c, found in _judged(candidates, pending.result(), nodes)]
 
 
-def _judged(candidates: list[Candidate], answers: list[dict], nodes: list[dict] | None) -> list[tuple[str, Finding]]:
+def _judged(candidates: list[Candidate], answers: list[dict], nodes: list[dict] | None) -> list[tuple[Candidate, Finding]]:
     out = []
     for c, answer in zip(candidates, answers):
         if answer.get("mode") in (None, "", "Fit"):
             continue  # admitted on the idle cluster, or not judged (its own finding says why: an invalid Workload, a refused queue)
         if nodes is None and any(w in (answer.get("message") or "") for w in ("opology", "TAS")):
             continue  # the nodes a topology-aware flavor needs are unknown (the capacity rules say why): not judged
-        out.append((resource_id(c.cq), _finding(c, answer)))
+        out.append((c, _finding(c, answer)))
     return out
 
 
