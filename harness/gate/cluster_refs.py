@@ -235,27 +235,37 @@ def _reference_rules(ctx, root: Path, index: ClusterIndex) -> list[Finding]:
     return out
 
 
-def _health_checks(ctx, root: Path, index: ClusterIndex) -> list[Finding]:
-    """healthChecks naming an object of a kind the repository renders that no layer applies. An object
-    of a kind it never renders (a chart's Deployment, a CRD) comes from a HelmRelease: not known offline."""
-    rendered_kinds = {(str(o.get("apiVersion")), o.get("kind")) for _, o in index.objects}
-    out = []
+def _health_check_entries(index: ClusterIndex):
+    """(build, Kustomization, i, apiVersion, kind, namespace (None: cluster-scoped), name) of each Flux healthChecks entry."""
     for build, ks in index.of_kind("Kustomization"):
         if not is_flux_kustomization(ks):
             continue
         own_ns = as_map(ks.get("metadata")).get("namespace", "flux-system")
         for i, check in enumerate(as_maps(as_map(ks.get("spec")).get("healthChecks"))):
-            api, kind, name = str(check.get("apiVersion")), check.get("kind"), check.get("name")
+            kind = check.get("kind")
             ns = None if kind in index.cluster_scoped else name_key(check.get("namespace", own_ns))
-            if (api, kind) not in rendered_kinds or index.has(name_key(kind), ns, name):
-                continue
-            have = sorted(f"{m.get('namespace')}/{m.get('name')}" if m.get("namespace") else str(m.get("name"))
-                          for m in (as_map(o.get("metadata")) for _, o in index.of_kind(kind)))
-            out.append(finding_at(ctx, root, ks, build, ["spec", "healthChecks", i], "flux-health-check",
-                                  f"spec.healthChecks[{i}] waits for {kind} {f'{ns}/' if ns else ''}{name}, which no layer of cluster "
-                                  f"{index.cluster.name} applies (have: {', '.join(have)}): the Kustomization never becomes Ready, and "
-                                  "the Kustomizations that dependsOn it never apply", f"name one of the cluster's {kind}s, or remove the health check",
-                                  cluster=index.cluster.name))
+            yield build, ks, i, str(check.get("apiVersion")), kind, ns, check.get("name")
+
+
+def _never_ready(ctx, root: Path, index: ClusterIndex, build, ks: dict, i: int, kind, ns, name, why: str, hint: str) -> Finding:
+    return finding_at(ctx, root, ks, build, ["spec", "healthChecks", i], "flux-health-check",
+                      f"spec.healthChecks[{i}] waits for {kind} {f'{ns}/' if ns else ''}{name}, {why}: the Kustomization never becomes "
+                      "Ready, and the Kustomizations that dependsOn it never apply", hint, cluster=index.cluster.name)
+
+
+def _health_checks(ctx, root: Path, index: ClusterIndex) -> list[Finding]:
+    """healthChecks naming an object of a kind the repository renders that no layer applies. An object
+    of a kind it never renders (a chart's Deployment, a CRD) comes from a HelmRelease: chart_health_checks."""
+    rendered_kinds = {(str(o.get("apiVersion")), o.get("kind")) for _, o in index.objects}
+    out = []
+    for build, ks, i, api, kind, ns, name in _health_check_entries(index):
+        if (api, kind) not in rendered_kinds or index.has(name_key(kind), ns, name):
+            continue
+        have = sorted(f"{m.get('namespace')}/{m.get('name')}" if m.get("namespace") else str(m.get("name"))
+                      for m in (as_map(o.get("metadata")) for _, o in index.of_kind(kind)))
+        out.append(_never_ready(ctx, root, index, build, ks, i, kind, ns, name,
+                                f"which no layer of cluster {index.cluster.name} applies (have: {', '.join(have)})",
+                                f"name one of the cluster's {kind}s, or remove the health check"))
     return out
 
 
@@ -265,20 +275,14 @@ def chart_health_checks(ctx, root: Path, index: ClusterIndex, charted: dict[str,
     namespaces of HelmReleases it does not render), an object none of them creates is never there."""
     rendered_kinds = {(str(o.get("apiVersion")), o.get("kind")) for _, o in index.objects}
     out = []
-    for build, ks in index.of_kind("Kustomization"):
-        own_ns = as_map(ks.get("metadata")).get("namespace", "flux-system") if is_flux_kustomization(ks) else None
-        for i, check in enumerate(as_maps(as_map(ks.get("spec")).get("healthChecks")) if own_ns else []):
-            api, kind, name = str(check.get("apiVersion")), check.get("kind"), check.get("name")
-            ns = name_key(check.get("namespace", own_ns))
-            if ((api, kind) in rendered_kinds or ns not in charted or ns in unknown or (api, kind, name) in charted[ns]
-                    or index.has(name_key(kind), ns, name)):
-                continue
-            have = sorted(n for a, k, n in charted[ns] if (a, k) == (api, kind))
-            out.append(finding_at(ctx, root, ks, build, ["spec", "healthChecks", i], "flux-health-check",
-                                  f"spec.healthChecks[{i}] waits for {kind} {ns}/{name}, which the charts installed into {ns} do not "
-                                  f"create (they create {', '.join(have) or f'no {kind}'}): the Kustomization never becomes Ready, and "
-                                  "the Kustomizations that dependsOn it never apply", f"name one of the chart's {kind}s, or remove the health check",
-                                  cluster=index.cluster.name))
+    for build, ks, i, api, kind, ns, name in _health_check_entries(index):
+        if ((api, kind) in rendered_kinds or ns not in charted or ns in unknown or (api, kind, name) in charted[ns]
+                or index.has(name_key(kind), ns, name)):
+            continue
+        have = sorted(n for a, k, n in charted[ns] if (a, k) == (api, kind))
+        out.append(_never_ready(ctx, root, index, build, ks, i, kind, ns, name,
+                                f"which the charts installed into {ns} do not create (they create {', '.join(have) or f'no {kind}'})",
+                                f"name one of the chart's {kind}s, or remove the health check"))
     return out
 
 
