@@ -257,7 +257,7 @@ class _Check:
                     failed.append(names)
                     # An empty pool is the cause when nothing else backs the quota, or when one node of it would.
                     empty = {p.address: p for fc in subset for p in fc.empty}.values()
-                    causes = {("pool", p.address) for p in empty if not pools or cap + p.sku.node_capacity()[res] >= total}
+                    causes = {("pool", p.address) for p in empty if not pools or cap + p.node_capacity()[res] >= total}
                     causes |= {("flavor", n) for n in names & unreachable}
                     errors.append(self._quota_problem(subset, res, total, cap, pools, frozenset(causes)))
                 elif total > sum((p.min_capacity()[res] for p in pools), Decimal(0)) and not any(w <= names for w in warned):

@@ -233,6 +233,8 @@ def sample_problems(root: Path, cluster: str, objects: list[dict], pools: list[P
                 errors.append(Problem([finding("capacity-pod-fits-node", _request_line(where, short),
                                                f" requests {asked}, but it can land only on pools whose one node offers less: {offer} "
                                                f"(flavors {combos}); Kueue would admit it and the pod would stay Pending",
+                                               "shrink the pod's ephemeral-storage request, or raise os_disk_size_gb of that pool in "
+                                               "terraform/ (AKS's default OS disk is 128 GB; pods get 90% of it)" if short == "ephemeral-storage" else
                                                "shrink the pod's requests, or pick a larger vm_size for that pool in the cluster's tfvars "
                                                "(and the gpu-sku component that matches it)")]))
                 continue

@@ -43,6 +43,10 @@ class PoolSettingError(TerraformError):
         self.diagnostic = diagnostic  # Terraform's own error (terraform-expression reports it), not a pool setting's
 
 
+# AKS's OS disk when os_disk_size_gb is not set: 128 GB (the node's root filesystem, where the kubelet keeps emptyDirs,
+# logs and writable layers: its ephemeral-storage capacity).
+DEFAULT_OS_DISK_GIB = 128
+
 @dataclass(frozen=True)
 class Origin:
     """Where a setting gets its value: file, line and the setting as written there."""
@@ -99,6 +103,7 @@ class Pool:
     gpu_driver_origin: Origin | None = None
     vm_size_origin: Origin | None = None
     written: dict[str, tuple[object, Origin]] = field(default_factory=dict)  # node_labels / node_taints as the pool sets them
+    os_disk_gib: int = DEFAULT_OS_DISK_GIB  # os_disk_size_gb: the kubelet's root filesystem, its ephemeral-storage
 
     @property
     def autoscaled(self) -> bool:
@@ -117,23 +122,31 @@ class Pool:
         zone = f", zone {self.zone}" if self.zone not in (None, "0") and len(self.zones) > 1 else ""
         return f"{self.file}:{self.line} {self.address} (pool {self.name}{zone}, {self.size()})"
 
+    def node_capacity(self) -> dict[str, Decimal]:
+        """One node's capacity: the size's cpu, memory and GPUs, and its OS disk as ephemeral-storage."""
+        return {**self.sku.node_capacity(), "ephemeral-storage": Decimal(self.os_disk_gib) * 2**30} if self.sku else {}
+
     def capacity(self, nodes: int | None = None) -> dict[str, Decimal]:
         """Hardware of `nodes` nodes (default: all, at max_count for an autoscaling pool)."""
         n = self.count if nodes is None else nodes
-        return {k: v * n for k, v in self.sku.node_capacity().items()} if self.sku else {}
+        return {k: v * n for k, v in self.node_capacity().items()}
 
     def min_capacity(self) -> dict[str, Decimal]:
         return self.capacity(self.min_nodes)
 
     def node_allocatable(self) -> dict[str, Decimal]:
-        return allocatable(self.sku, self.max_pods) if self.sku else {}
+        if not self.sku:
+            return {}
+        # The kubelet's hard eviction on AKS keeps nodefs.available >= 10%: pods get the other 90% of the disk.
+        disk = self.node_capacity()["ephemeral-storage"] * Decimal("0.9")
+        return {**allocatable(self.sku, self.max_pods), "ephemeral-storage": disk.to_integral_value()}
 
     def node_taints(self) -> list[dict]:
         return [taint_dict(t) for t in self.taints]
 
     def node_spec(self) -> NodeSpec:
         return NodeSpec(self.name, self.vm_size, dict(self.labels), self.node_taints(),
-                        self.sku.node_capacity() if self.sku else {}, self.node_allocatable(), self.min_nodes, self.count, self.system,
+                        self.node_capacity(), self.node_allocatable(), self.min_nodes, self.count, self.system,
                         self.max_pods, self.first)
 
 
@@ -239,6 +252,7 @@ class _Builder:
         get = lambda attr, default=None: self.value(block, body.get(attr), attr, default)  # noqa: E731
         name, vm_size = str(get("name")), str(get("vm_size"))
         max_pods = self.number(block, body.get("max_pods"), "max_pods", self.reservation["max_pods_assumed"])
+        os_disk = self.number(block, body.get("os_disk_size_gb"), "os_disk_size_gb", DEFAULT_OS_DISK_GIB)
         sku = self.skus.get(vm_size)
         labels = {**{str(k): str(v) for k, v in as_map(get("node_labels")).items()}, **_aks_labels(name, vm_size, system, sku)}
         taints = [str(t) for t in as_list(get("node_taints"))]
@@ -252,6 +266,7 @@ class _Builder:
         pool = Pool(name, address, block.file, block.line, vm_size, 0, max_pods, labels, taints, system, sku,
                     zones=zones, region=self.region)
         pool.vm_size_origin = self.origin(block, "vm_size", body.get("vm_size"))
+        pool.os_disk_gib = os_disk
         pool.written = {a: (get(a), self.origin(block, a, body.get(a))) for a in ("node_labels", "node_taints") if body.get(a) is not None}
         if get("gpu_driver") is not None:
             pool.gpu_driver, pool.gpu_driver_origin = str(get("gpu_driver")), self.origin(block, "gpu_driver", body.get("gpu_driver"))

@@ -456,3 +456,23 @@ def test_gpu_driver_none_with_the_gpu_operator_is_clean(repo_copy: Path):
     k.write_text(k.read_text() + "  - gpu-operator.yaml\n")
     report = validate_repository(repo_copy)
     assert not [f for f in report.findings if f.rule == "capacity-gpu-driver" or f.is_error], [f.text() for f in report.findings]
+
+
+@pytest.mark.parametrize("request_gib,os_disk,placed", [(5, None, True), (200, None, False), (200, 512, True)])
+def test_ephemeral_storage_is_the_os_disk(repo_copy: Path, request_gib, os_disk, placed):
+    """A node's ephemeral-storage is its OS disk (AKS's 128 GB unless os_disk_size_gb says otherwise), 90% of it
+    allocatable (the kubelet's nodefs.available<10% eviction). The manager's config excludes the resource from
+    quota, so only where the pods land is judged."""
+    edit(repo_copy, "flux/infrastructure/controllers/kueue.yaml", "        featureGates:\n",
+         "        resources:\n          excludeResourcePrefixes: [ephemeral-storage]\n        featureGates:\n")
+    edit(repo_copy, "workloads/batch-inference.yaml", 'requests: {cpu: "12", memory: 80Gi, nvidia.com/gpu: "1"}',
+         f'requests: {{cpu: "12", memory: 80Gi, nvidia.com/gpu: "1", ephemeral-storage: {request_gib}Gi}}')
+    if os_disk:
+        edit(repo_copy, "terraform/node_pools.tf", "  max_pods                = var.max_pods\n",
+             f"  max_pods                = var.max_pods\n  os_disk_size_gb         = {os_disk}\n")
+    found = validate_repository(repo_copy).findings
+    if placed:
+        assert found == [], "\n".join(f.text() for f in found)
+    else:
+        assert {f.rule for f in found} == {"capacity-pod-fits-node"} and all("os_disk_size_gb" in f.hint for f in found), \
+            "\n".join(f.text() for f in found)
