@@ -7,6 +7,7 @@ import pytest
 
 from harness.core import REPO_ROOT, timeouts
 from harness.gate import build_directory, render_sample, validate_repository
+from harness.gate.schema_check import kuberay_pods
 from harness.k8s import condition, is_true
 from harness.kueue import AFTER, Hook, finish_rayjob, pods_running, scenarios
 from tests.static.test_gate_corpus import edit
@@ -114,6 +115,25 @@ def test_pod_bigger_than_any_node_is_admitted_by_quota_but_never_scheduled(two_g
     queues.remove_jobs()
     queues.wait_pods("two-gpus", lambda ps: not ps, "deleted")
     assert invariants.take("two-gpus")
+
+
+def test_a_sidecar_mode_head_pod_is_the_one_the_gate_builds(layout, queues, kube, nodes, names):
+    """SidecarMode: KubeRay adds its submitter container to the head pod. The head pod the real operator creates has the
+    containers, with their resources, that the gate's pods (tools/kubecheck) give it, and is bound on the cluster's nodes."""
+    nodes(REPO_ROOT, "dev-westus3")
+    layout("overlays/single-queue")
+    job = _job("batch-inference", "sidecar", "default")
+    job["spec"].pop("submitterPodTemplate", None)
+    job["spec"]["submissionMode"] = "SidecarMode"
+    queues.submit(job)
+    queues.wait_admitted("sidecar")
+    heads = lambda ps: [p for p in ps if "-head-" in p["metadata"]["name"] and p["spec"].get("nodeName")]  # noqa: E731
+    head = heads(queues.wait_pods("sidecar", heads, "the head pod bound"))[0]
+    offline = kuberay_pods([job])[0]["head"]
+    shape = lambda pod: [(c["name"], c.get("resources") or {}) for c in pod["spec"]["containers"]]  # noqa: E731
+    assert shape(head) == shape(offline) and len(shape(head)) == 2, (shape(head), shape(offline))
+    queues.remove_jobs()
+    queues.wait_pods("sidecar", lambda ps: not ps, "deleted")
 
 
 def test_reclaim_with_pods_on_nodes(scenario, kube, queues, nodes, names):

@@ -327,6 +327,13 @@ CORPUS = [
     ("queue-layer-without-post-build", "flux-variable-undefined", f"{PROD}/queues.yaml",
      lambda r: edit(r, f"{PROD}/queues.yaml", "  postBuild:\n    substitute:\n      CLUSTER_NAME: prod-eastus2\n    substituteFrom:\n"
                     "      - kind: ConfigMap\n        name: cluster-vars\n", ""), 9),
+    # SidecarMode: KubeRay adds its default submitter container (500m, 200Mi) to the head pod; Kueue 0.17 does not charge it,
+    # so the job is admitted (23.4 of 24 cpu) and its pods need 23.9 cpu of the GPU node's 23.66 allocatable.
+    ("sidecar-submitter-on-the-head", "capacity-pods-scheduled", "workloads/aurora-finetune.yaml",
+     lambda r: (edit(r, "workloads/aurora-finetune.yaml", "  submitterPodTemplate:\n    spec:\n      restartPolicy: Never\n      containers:\n"
+                     "        - name: ray-job-submitter\n          image: ${RAY_IMAGE}\n", "  submissionMode: SidecarMode\n"),
+                edit(r, "workloads/aurora-finetune.yaml", 'cpu: "18", memory: 160Gi', 'cpu: "21.4", memory: 160Gi'),
+                edit(r, "workloads/aurora-finetune.yaml", 'cpu: "18", memory: 160Gi', 'cpu: "21.4", memory: 160Gi')), 69),
     ("limit-range-default-over-the-queue", "sample-fits", f"{DEV}/samples.yaml",
      lambda r: append(r, "base/namespace.yaml", "---\napiVersion: v1\nkind: LimitRange\nmetadata:\n  name: defaults\n  namespace: ray\n"
                       "spec:\n  limits:\n    - type: Container\n      default: {cpu: \"30\", memory: 1Gi}\n      defaultRequest: {cpu: \"30\", memory: 1Gi}\n"), 3),

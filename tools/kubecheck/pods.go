@@ -128,6 +128,14 @@ func podsOf(obj map[string]interface{}) []built {
 					utils.RayOriginatedFromCRNameLabelKey: job.Name}},
 			Spec: *job.Spec.RayClusterSpec.DeepCopy(),
 		}
+		if job.Spec.SubmissionMode == rayv1.SidecarMode {
+			// KubeRay's RayJob controller adds its default submitter container to the head pod (rayjob_controller.go,
+			// constructRayClusterForRayJob: getSubmitterContainer, then RestartPolicy Never); its command and environment
+			// (configureSubmitterContainer) change nothing that is validated or scheduled.
+			head := &cluster.Spec.HeadGroupSpec.Template.Spec
+			head.Containers = append(head.Containers, common.GetDefaultSubmitterContainer(&cluster.Spec))
+			head.RestartPolicy = corev1.RestartPolicyNever
+		}
 		out := clusterPods(ctx, cluster, "spec.rayClusterSpec")
 		if job.Spec.SubmissionMode == "" || job.Spec.SubmissionMode == rayv1.K8sJobMode {
 			// The submitter Job's pods (KubeRay then sets the container's command and environment).
