@@ -289,6 +289,10 @@ def _scheduled(pools: list[Pool], rel: str, to_place: list[tuple[dict, dict, dic
             message = (f"{head}: kube-scheduler's own plugins place {s['pods']} of the {s['of']} pod(s) of {set_name} on no node "
                        f"of {rel}, with the job's other pods placed first: \"{s['message']}\"; Kueue would admit the job and those "
                        "pods would stay Pending") if s["role"] else f"{head}: {s['message']}"
+            hint = SCHEDULED_HINT
+            if s["message"].startswith("schedulerName "):  # a scheduler the cluster does not run: its pods are never bound
+                message = f"{head}: {s['pods']} of the {s['of']} pod(s) of {set_name}: {s['message']}; Kueue would admit the job and hold its quota"
+                hint = "remove schedulerName from the pod template (KubeRay sets it itself when its operator is given a batchScheduler)"
             out.append(Problem([Finding(f"{workloads.WORKLOADS_DIR}/{sample}.yaml", where.template, resource_id(job),
-                                        "capacity-pods-scheduled", message, SCHEDULED_HINT, head)], pod=f"{sample}/{set_name}"))
+                                        "capacity-pods-scheduled", message, hint, head)], pod=f"{sample}/{set_name}"))
     return out

@@ -334,6 +334,9 @@ CORPUS = [
                      "        - name: ray-job-submitter\n          image: ${RAY_IMAGE}\n", "  submissionMode: SidecarMode\n"),
                 edit(r, "workloads/aurora-finetune.yaml", 'cpu: "18", memory: 160Gi', 'cpu: "21.4", memory: 160Gi'),
                 edit(r, "workloads/aurora-finetune.yaml", 'cpu: "18", memory: 160Gi', 'cpu: "21.4", memory: 160Gi')), 69),
+    # A scheduler AKS does not run: nothing binds the pods, which hold the job's quota.
+    ("scheduler-the-cluster-lacks", "capacity-pods-scheduled", "workloads/batch-inference.yaml",
+     lambda r: edit(r, "workloads/batch-inference.yaml", "            containers:", "            schedulerName: volcano\n            containers:"), 72),
     ("limit-range-default-over-the-queue", "sample-fits", f"{DEV}/samples.yaml",
      lambda r: append(r, "base/namespace.yaml", "---\napiVersion: v1\nkind: LimitRange\nmetadata:\n  name: defaults\n  namespace: ray\n"
                       "spec:\n  limits:\n    - type: Container\n      default: {cpu: \"30\", memory: 1Gi}\n      defaultRequest: {cpu: \"30\", memory: 1Gi}\n"), 3),

@@ -140,6 +140,14 @@ func place(obj map[string]interface{}, cluster []corev1.Node, assign map[string]
 				pod.Spec.NodeSelector[k] = v
 			}
 			pod.Spec.Tolerations = append(pod.Spec.Tolerations, a.Tolerations...)
+			if pod.Spec.SchedulerName != corev1.DefaultSchedulerName {
+				// Only kube-scheduler runs on AKS (as default-scheduler): a pod for another scheduler is never bound.
+				if set.Pods++; set.Message == "" {
+					set.Message = fmt.Sprintf("schedulerName %q: no such scheduler runs on the cluster (AKS runs kube-scheduler as %q), "+
+						"so nothing ever binds the pod", pod.Spec.SchedulerName, corev1.DefaultSchedulerName)
+				}
+				continue
+			}
 			node, why := scheduleOne(ctx, sched, lister, pod)
 			if node == "" {
 				if set.Pods++; set.Message == "" {
