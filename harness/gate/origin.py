@@ -197,3 +197,21 @@ def quoted_value_line(root: Path, file: str, text: str) -> int | None:
             if best is None or len(node.value) > best[0]:
                 best = (len(node.value), node.start_mark.line + 1)
     return best[1] if best else None
+
+
+def mentioned_fields(obj, message: str) -> list[str]:
+    """The fields of `obj` (apiserver paths) whose names `message` mentions, for an error that names no field
+    ("minReplicas ... maxReplicas"): in the order the message names them, the shallowest of one name first; only
+    names of at least five letters count."""
+    found: list[tuple[int, int, str]] = []
+    todo: list[tuple[object, list]] = [(obj, [])]
+    while todo:
+        node, path = todo.pop()
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for key, value in items:
+            here = [*path, key]
+            todo.append((value, here))
+            named = re.search(rf"\b{re.escape(key)}\b", message) if isinstance(key, str) and len(key) >= 5 else None
+            if named:
+                found.append((named.start(), len(here), dotted(here)))
+    return [path for _, _, path in sorted(found)]

@@ -21,6 +21,7 @@ from pathlib import Path
 from harness.core import HarnessError, versions
 from harness.gate import schemas, workloads
 from harness.gate.findings import Finding
+from harness.gate.origin import mentioned_fields
 from harness.gate.sources import resource_id
 from harness.gate.helper import helper
 
@@ -282,8 +283,12 @@ def _findings(ctx, validated: list[tuple[object, dict, str | None]], problems: l
         for err in problem.errors:
             if CEL_SKIPPED in err.get("detail", "") and len(problem.errors) > 1:
                 continue
-            found = ctx.finding(obj, b, problem.rule, f"{WHAT[problem.rule]}: {err['message']}", HINTS[problem.rule], file=file,
-                                context=label, field=err.get("field") or None)
+            # KubeRay's controller errors name no field: the fields its message names are where the values are written,
+            # the first one the sample's file writes itself (not through a samples.yaml var) preferred.
+            fields = [err.get("field")] if err.get("field") or problem.rule != "kuberay-validation" else mentioned_fields(obj, err["message"])
+            candidates = [ctx.finding(obj, b, problem.rule, f"{WHAT[problem.rule]}: {err['message']}", HINTS[problem.rule], file=file,
+                                      context=label, field=f or None) for f in fields or [None]]
+            found = next((c for c in candidates if workloads.var_at(ctx.sources.root, c, ctx.sample_vars.get(id(obj), {})) is None), candidates[0])
             if problem.rule == "resource-quota" and id(obj) in ctx.sample_entries:  # the sample as submitted to the namespace
                 quota = next((o for o in ctx.sample_related.get(id(obj), []) if resource_id(o) == err.get("object")), None)
                 written = ctx.finding(quota, None, "", "", "") if quota is not None else None

@@ -113,7 +113,9 @@ CORPUS = [
     ("shutdown-false", "kueue-webhook", "workloads/aurora-finetune.yaml",
      lambda r: edit(r, "workloads/aurora-finetune.yaml", "shutdownAfterJobFinishes: true", "shutdownAfterJobFinishes: false"), 14),
     ("kuberay-refuses-replicas", "kuberay-validation", "workloads/llm-training.yaml",
-     lambda r: edit(r, "workloads/llm-training.yaml", "maxReplicas: ${NUM_WORKERS}", "maxReplicas: 1"), 5),
+     lambda r: edit(r, "workloads/llm-training.yaml", "maxReplicas: ${NUM_WORKERS}", "maxReplicas: 1"), 72),  # the field the message names
+    ("kuberay-refuses-deadline", "kuberay-validation", "workloads/batch-inference.yaml",
+     lambda r: edit(r, "workloads/batch-inference.yaml", "  entrypoint:", "  activeDeadlineSeconds: 0\n  entrypoint:"), 18),
     ("wrong-queue-label", "sample-queue", f"{PROD}/samples.yaml",
      lambda r: edit(r, f"{PROD}/samples.yaml", "queue: team-b", "queue: default"), 11),
     ("sample-in-another-namespace", "sample-queue", "workloads/batch-inference.yaml",
