@@ -31,7 +31,8 @@ def fold(per_area: dict[str, list[Finding]], presuming: list[tuple[tuple[str, ..
     placed = {_on(f) for f in per_area["capacity"] if f.rule == "capacity-pod-placement"}
     per_area["rules"] = [f for f in per_area["rules"] if not (placement_only(f) and _on(f) in placed)]
     never = {_on(f) for f in per_area["rules"] if f.rule == "sample-fits"}
-    refused_pods = {f.resource for f in schema if f.rule == "pod-validation"} | rejected
+    # Pods the apiserver refuses, or of a RayJob KubeRay refuses (it creates none): where they would land is moot.
+    refused_pods = {f.resource for f in schema if f.rule in ("pod-validation", "kuberay-validation")} | rejected
     per_area["capacity"] = [f for f in per_area["capacity"]
                             if not (f.rule == "capacity-quota" and f.resource in rejected)
                             and not (f.rule.startswith(PLACEMENT) and (_on(f) in never or f.resource in refused_pods))]

@@ -105,8 +105,12 @@ def _sample_rules(ctx, root: Path, index: ClusterIndex, samples_file: str, line:
     context = f"cluster {index.cluster.name}, sample {sample} on {queue}"
     out = []
 
-    def finding(rule: str, message: str, hint: str) -> None:
-        out.append(Finding(samples_file, line, resource_id(job), rule, message, hint, context))
+    def finding(rule: str, message: str, hint: str, field: str | None = None) -> None:
+        """At the samples.yaml entry; with `field`, at the line of the workload file that writes it."""
+        if field:
+            out.append(ctx.finding(job, None, rule, message, hint, file=f"{WORKLOADS_DIR}/{sample}.yaml", context=context, field=field))
+        else:
+            out.append(Finding(samples_file, line, resource_id(job), rule, message, hint, context))
 
     wpc = as_map(meta.get("labels")).get(PRIORITY_LABEL)
     if wpc is not None and not index.has("WorkloadPriorityClass", None, wpc):
@@ -143,16 +147,16 @@ def _sample_rules(ctx, root: Path, index: ClusterIndex, samples_file: str, line:
                     "Kueue cannot create its Workload and the apiserver refuses its pods",
                     f"use the label {PRIORITY_LABEL} with a WorkloadPriorityClass instead, or define the PriorityClass")
         elif kind == "RuntimeClass":
-            finding("object-ref", f"{', '.join(fields)} names RuntimeClass {name}, which the cluster does not have: the apiserver's "
-                    "RuntimeClass admission refuses the job's pods, and the admitted job holds its quota", RUNTIME_CLASS_HINT)
+            finding("object-ref", f"{', '.join(fields)} names RuntimeClass {name}, which the cluster does not have: the "
+                    "apiserver's RuntimeClass admission refuses the job's pods, and the admitted job holds its quota", RUNTIME_CLASS_HINT, fields[0])
         elif kind == "PersistentVolumeClaim":
-            finding("object-ref", f"{', '.join(fields)} names PersistentVolumeClaim {ns}/{name}, which the cluster does not have: "
-                    "the scheduler places none of the pods that mount it, and the admitted job holds its quota",
-                    f"add the PersistentVolumeClaim to the queue layer (base/, namespace {ns}) or fix claimName")
+            finding("object-ref", f"{', '.join(fields)} names PersistentVolumeClaim {ns}/{name}, which the cluster does "
+                    "not have: the scheduler places none of the pods that mount it, and the admitted job holds its quota",
+                    f"add the PersistentVolumeClaim to the queue layer (base/, namespace {ns}) or fix claimName", fields[0])
         else:
-            finding("object-ref", f"{', '.join(fields)} names ServiceAccount {ns}/{name}, which the cluster does not have: "
-                    "the apiserver refuses the job's pods", "use the workload ServiceAccount of base/service-account.yaml "
-                    "(ray-workload), or add the ServiceAccount to base/")
+            finding("object-ref", f"{', '.join(fields)} names ServiceAccount {ns}/{name}, which the cluster does not "
+                    "have: the apiserver refuses the job's pods", "use the workload ServiceAccount of base/service-account.yaml "
+                    "(ray-workload), or add the ServiceAccount to base/", fields[0])
 
     for rule, message, hint, _ in size_problems(job):
         finding(rule, message, hint)

@@ -143,7 +143,7 @@ CORPUS = [
      lambda r: append(r, "overlays/team-queues/kustomization.yaml",
                       "helmCharts:\n  - name: kueue\n    repo: oci://registry.k8s.io/kueue/charts\n    version: 0.17.1\n"), 13),
     # The scheduler places no pod whose PersistentVolumeClaim does not exist: the admitted job holds its quota.
-    ("sample-claim-missing", "object-ref", f"{PROD}/samples.yaml", lambda r: _mount_claim(r, "datasets"), 10),
+    ("sample-claim-missing", "object-ref", "workloads/batch-inference.yaml", lambda r: _mount_claim(r, "datasets"), 67),
     # The gate validates with Kubernetes 1.35 (versions.yaml): a cluster on another minor is not what it proved.
     ("aks-on-another-kubernetes-minor", "terraform-kubernetes-version", "terraform/clusters/prod-eastus2.tfvars",
      lambda r: append(r, "terraform/clusters/prod-eastus2.tfvars", 'kubernetes_version = "1.33"\n'), 16),
@@ -243,9 +243,9 @@ CORPUS = [
     ("kuberay-single-namespace", "kuberay-watch-namespace", KUBERAY,
      lambda r: edit(r, KUBERAY, "  values:\n", "  values:\n    singleNamespaceInstall: true\n"), 45),
     # A RuntimeClass no layer creates: the RuntimeClass admission refuses the pods of the admitted job.
-    ("sample-runtime-class-missing", "object-ref", f"{PROD}/samples.yaml",
+    ("sample-runtime-class-missing", "object-ref", "workloads/batch-inference.yaml",
      lambda r: edit(r, "workloads/batch-inference.yaml", "            serviceAccountName: ray-workload\n",
-                    "            serviceAccountName: ray-workload\n            runtimeClassName: nvidia\n"), 10),
+                    "            serviceAccountName: ray-workload\n            runtimeClassName: nvidia\n"), 78),
     # Two default PriorityClasses: the apiserver's Priority admission refuses the second (reported at it, by name order).
     ("two-default-priority-classes", "priority-class-default", SA,
      lambda r: append(r, SA, "".join(f"---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: {n}\nvalue: {v}\n"
@@ -263,8 +263,8 @@ CORPUS = [
     # No queue label and no LocalQueue "default" in the namespace for Kueue's webhook to put there.
     ("sample-without-queue-label", "sample-queue", "workloads/batch-inference.yaml",
      lambda r: edit(r, "workloads/batch-inference.yaml", "    kueue.x-k8s.io/queue-name: ${QUEUE_NAME}\n", "    team: ${QUEUE_NAME}\n"), 10),
-    ("sample-service-account-missing", "object-ref", f"{PROD}/samples.yaml",
-     lambda r: edit(r, "workloads/llm-training.yaml", "serviceAccountName: ray-workload", "serviceAccountName: ray-worker"), 7),
+    ("sample-service-account-missing", "object-ref", "workloads/llm-training.yaml",
+     lambda r: edit(r, "workloads/llm-training.yaml", "serviceAccountName: ray-workload", "serviceAccountName: ray-worker"), 50),
     ("unknown-workload-priority", "sample-priority-class", f"{PROD}/samples.yaml",
      lambda r: edit(r, "workloads/batch-inference.yaml", "    kueue.x-k8s.io/queue-name: ${QUEUE_NAME}",
                     "    kueue.x-k8s.io/queue-name: ${QUEUE_NAME}\n    kueue.x-k8s.io/priority-class: urgent"), 10),
