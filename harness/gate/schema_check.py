@@ -280,9 +280,12 @@ def _findings(ctx, validated: list[tuple[object, dict, str | None]], problems: l
                 ctx.pod_security.append((obj, err, replace(found, file=where[0], line=where[1]) if where else found))
             continue
         b, label = (None, build) if isinstance(build, str) else (build, None)
+        named = {str(e["field"]) for e in problem.errors if e.get("field") not in (None, "", "<nil>")}
         for err in problem.errors:
             if CEL_SKIPPED in err.get("detail", "") and len(problem.errors) > 1:
                 continue
+            if err.get("field") in (None, "", "<nil>") and any(f in err.get("message", "") for f in named):
+                continue  # the same refusal without its field (the format check after the type check): reported with it
             # KubeRay's controller errors name no field: the fields its message names are where the values are written,
             # the first one the sample's file writes itself (not through a samples.yaml var) preferred.
             fields = [err.get("field")] if err.get("field") or problem.rule != "kuberay-validation" else mentioned_fields(obj, err["message"])
