@@ -8,6 +8,8 @@ tools/kubecheck (op node-pools) runs k8s.io/kubelet's label rule and the pinned 
 """
 from __future__ import annotations
 
+import re
+
 from harness.core import HarnessError
 from harness.gate.findings import Finding
 from harness.gate.helper import helper
@@ -37,9 +39,17 @@ def node_setting_findings(pools: list[Pool], context: str) -> list[Finding]:
     for pool, answer in zip(written, helper("kubecheck").call("node-pools", NodeSettingsError, objects=nodes)):
         for err in answer.get("errors") or []:
             attr = "node_taints" if "taints" in str(err.get("field")) else "node_labels"
-            _, origin = pool.written.get(attr) or next(iter(pool.written.values()))
+            value, origin = pool.written.get(attr) or next(iter(pool.written.values()))
+            what = str(err.get("field") or attr)
+            if attr == "node_taints":  # name the taint as written ("sku=gpu") and the part the apiserver refuses (its effect)
+                index = next((int(i) for i in re.findall(r"taints\[(\d+)\]", what)), None)
+                written = as_list(value)[index] if index is not None and index < len(as_list(value)) else None
+                what = f"{attr} {written!r} ({what.split('.')[-1]})" if written is not None else attr
+                hint = "write each taint key=value:Effect, the effect one of NoSchedule, PreferNoSchedule or NoExecute (e.g. \"sku=gpu:NoSchedule\")"
+            else:
+                hint = ("use labels outside kubernetes.io and k8s.io (except node.kubernetes.io/ and kubelet.kubernetes.io/), with valid label "
+                        "keys and values")
             out.append(Finding(origin.file, origin.line, pool.address, "capacity-node-settings",
-                               f"{pool.address} (pool {pool.name}) {attr}: {err.get('detail') or err.get('message')}; its nodes never join the cluster",
-                               "use labels outside kubernetes.io and k8s.io (except node.kubernetes.io/ and kubelet.kubernetes.io/), valid label "
-                               "keys and values, and taints written key=value:NoSchedule|PreferNoSchedule|NoExecute", context))
+                               f"{pool.address} (pool {pool.name}) {what}: {err.get('detail') or err.get('message')}; its nodes never join the cluster",
+                               hint, context))
     return out
