@@ -35,7 +35,8 @@ RULES = {
     "flux-path": "every Flux Kustomization path exists and renders",
     "flux-depends-on": "every dependsOn target exists (a Flux Kustomization's Kustomizations, a HelmRelease's HelmReleases)",
     "flux-cycle": "dependsOn has no cycle",
-    "flux-variable-undefined": "every ${VAR} in a Flux Kustomization's output is defined",
+    "flux-variable-undefined": "every ${VAR} in a Flux Kustomization's output is defined, and substituted: a layer without "
+                               "spec.postBuild whose objects use the cluster's variables applies them as written",
     "sample-render": "every sample listed in clusters/*/samples.yaml (the configuration's samples file) renders",
     "sample-queue": "a sample names a LocalQueue that exists in its namespace",
     "sample-vars": "every `vars` entry of a samples.yaml entry is a ${VAR} its sample uses (a misspelt one leaves the default in place)",
