@@ -130,7 +130,7 @@ NO_POOL_HINT = ("make a pool carry the flavors' nodeLabels (terraform node_label
 
 
 def sample_problems(root: Path, cluster: str, objects: list[dict], pools: list[Pool], rel: str, ctx: str,
-                    unreachable: set[str], locate: Callable[[dict], tuple[str, int | None]],
+                    unreachable: set[str], locate: Callable[..., tuple[str, int | None]],
                     samples_rel: str | None = None) -> tuple[list[Problem], list[Problem]]:
     """(errors, scale-up warnings) of the sample pod sets in clusters/<cluster>/samples.yaml: no
     flavor, no pool, a pod larger than a node, more pods than the pools' nodes take. Pods with no
@@ -265,7 +265,10 @@ def sample_problems(root: Path, cluster: str, objects: list[dict], pools: list[P
     errors += _scheduled(pools, rel, to_place, objects)
     objs = {name_key(as_map(o.get("metadata")).get("name")): o for o in objects if o.get("kind") == "ResourceFlavor"}
     for (blame, message), (causes, labels) in shared.items():
-        file, line = locate(objs[blame])
+        spec = as_map(objs[blame].get("spec"))
+        # At the flavor's setting the message names: its nodeTaints when they are what the pods do not tolerate, else its nodeLabels.
+        field = "spec.nodeTaints" if "nodeTaints" in message and spec.get("nodeTaints") else "spec.nodeLabels" if spec.get("nodeLabels") else None
+        file, line = locate(objs[blame], field)
         hint = BLOCKED_HINT if message.startswith("Kueue can assign no flavor") else NO_POOL_HINT
         errors.append(Problem([Finding(file, line, f"ResourceFlavor/{blame}", "capacity-pod-placement",
                                        f"cluster {cluster}: {message}: sample pods {', '.join(labels)}", hint, ctx)],

@@ -356,8 +356,8 @@ CASES = [
      lambda r: edit(r, PROD_TFVARS, "gpu_node_count = 1", "gpu_node_count = 0")),
     ("cpu-pool-sized-to-zero", "capacity-empty-pool", "terraform/variables.tf", ("default     = 0", 0),
      lambda r: (edit(r, "base/resource-flavors.yaml", "metadata:\n  name: default\nspec: {}", "metadata:\n  name: default\nspec:\n  nodeLabels: {agentpool: cpupool}"))),
-    ("flavor-taint-not-tolerated", "capacity-pod-placement", "base/resource-flavors.yaml", ("apiVersion:", 1),
-     lambda r: taint_gpu_pool(r, tolerate=False)),  # every GPU pod alike: one finding at the flavor
+    ("flavor-taint-not-tolerated", "capacity-pod-placement", "base/resource-flavors.yaml", ("nodeTaints:", 0),
+     lambda r: taint_gpu_pool(r, tolerate=False)),  # every GPU pod alike: one finding at the flavor's nodeTaints
     ("pod-tolerates-another-taint", "capacity-pod-placement", "workloads/aurora-finetune.yaml", ("template:", 1),
      lambda r: (taint_gpu_pool(r, tolerate=False),
                 edit(r, "workloads/aurora-finetune.yaml", SAMPLE_WORKER_SPEC,
