@@ -173,6 +173,16 @@ def missing_key(index: ClusterIndex, namespace: str, ref: tuple[list, str, objec
             f"{effect}")
 
 
+def _out_of_band(index: ClusterIndex, obj: dict, path: list) -> bool:
+    """A Secret reference Flux users fill outside Git by design: a Kustomization's SOPS decryption key, and the
+    deploy key of the GitRepository `flux bootstrap` writes (flux-system/flux-system, its own Secret)."""
+    if path[:2] == ["spec", "decryption"]:
+        return True
+    meta = as_map(obj.get("metadata"))
+    return (index.cluster.bootstrap and obj.get("kind") == "GitRepository" and path[:2] == ["spec", "secretRef"]
+            and meta.get("name") == "flux-system" and meta.get("namespace", "flux-system") == "flux-system")
+
+
 def _flux_refs(obj: dict) -> list[tuple[list, str, object]]:
     api, spec = str(obj.get("apiVersion", "")), as_map(obj.get("spec"))
     out = []
@@ -218,10 +228,18 @@ def _reference_rules(ctx, root: Path, index: ClusterIndex) -> list[Finding]:
             refs = [r for r in refs if r[1] != "ServiceAccount"]
         for path, ref_kind, ref_name in refs:
             ref_ns = None if ref_kind in index.cluster_scoped else ns or "default"
-            if not index.has(ref_kind, ref_ns, ref_name):
+            if index.has(ref_kind, ref_ns, ref_name):
+                continue
+            if _out_of_band(index, o, path):  # a Secret made outside Git by design: the gate cannot see it, so it says so
                 out.append(finding_at(ctx, root, o, build, path, "object-ref",
-                                      f"{dotted(path)} names {ref_kind} {f'{ref_ns}/' if ref_ns else ''}{ref_name}, which the cluster does not have",
-                                      RUNTIME_CLASS_HINT if ref_kind == "RuntimeClass" else REF_HINT.format(kind=ref_kind), cluster=name))
+                                      f"{dotted(path)} names Secret {ref_ns}/{ref_name}, which no layer applies: it is made outside Git "
+                                      "(`flux bootstrap` writes the flux-system deploy key; a SOPS key is created by hand or from a vault), so "
+                                      "the gate cannot see it", f"make sure the Secret exists on cluster {name} before Flux reconciles; "
+                                      "declare it as a stand-in in the cluster's variables file to silence this", cluster=name, severity="warning"))
+                continue
+            out.append(finding_at(ctx, root, o, build, path, "object-ref",
+                                  f"{dotted(path)} names {ref_kind} {f'{ref_ns}/' if ref_ns else ''}{ref_name}, which the cluster does not have",
+                                  RUNTIME_CLASS_HINT if ref_kind == "RuntimeClass" else REF_HINT.format(kind=ref_kind), cluster=name))
         for ref in [r for path, pod in pod_templates(o) for r in pod_key_refs(path, pod)] if index.complete else []:
             message = missing_key(index, ns or "default", ref)
             if message:

@@ -39,11 +39,12 @@ def flux_rules(ctx, cluster: ClusterRender) -> list[Finding]:
             ns = as_map(obj.get("metadata")).get("namespace", "flux-system")
             target = (name_key(ref.get("kind")), name_key(ref.get("namespace", ns)), name_key(ref.get("name")))
             if target not in sources:
+                have = sorted(f"{n}/{m}" for k, n, m in sources if k == target[0])
                 out.append(ctx.finding(obj, build, "flux-source-ref",
-                                       f"{where} {target[0]} {target[1]}/{target[2]} is not a source of cluster {cluster.name}",
-                                       "name a GitRepository/OCIRepository this cluster defines (or flux-system, which "
-                                       "bootstrap creates), in the namespace of the referencing object unless set",
-                                       cluster=cluster.name))
+                                       f"{where} {target[0]} {target[1]}/{target[2]} is not a source the cluster has "
+                                       f"(its {target[0]} objects: {', '.join(have) or 'none'})",
+                                       f"name one of the cluster's {target[0]} objects, in the namespace of the referencing object unless the "
+                                       "reference sets one", cluster=cluster.name, field=f"{where}.name"))
     out += _release_dependencies(ctx, cluster, builds)
     for build in cluster.flux:
         ks = build.flux_kustomization or {}

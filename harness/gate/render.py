@@ -232,11 +232,20 @@ def _render_all(fb: FluxBuild, root: Path, skip_dirs: set[str], gate_config: Gat
     return list(plain_builds.values()), clusters
 
 
+def _sources(cluster: ClusterRender) -> list[dict]:
+    """What a layer's postBuild.substituteFrom reads from the cluster: the offline stand-ins (cluster-vars.example.yaml),
+    then the ConfigMaps and Secrets the cluster's layers rendered so far apply (kustomize-controller reads the live ones)."""
+    seen = {(o.get("kind"), (o.get("metadata") or {}).get("namespace"), (o.get("metadata") or {}).get("name")) for o in cluster.variables}
+    applied = [o for b in [cluster.entry, *cluster.flux] for o in b.objects if o.get("kind") in ("ConfigMap", "Secret")
+               and (o.get("kind"), (o.get("metadata") or {}).get("namespace"), (o.get("metadata") or {}).get("name")) not in seen]
+    return [*cluster.variables, *applied]
+
+
 def _render_flux(fb: FluxBuild, root: Path, clusters: list[ClusterRender]) -> None:
     pending = [(c, ks) for c in clusters for ks in c.entry.objects if is_flux_kustomization(ks)]
     for _depth in range(MAX_FLUX_DEPTH):
         if not pending:
-            return
+            break
         jobs, builds = [], {}
         for cluster, ks in pending:
             meta = ks.get("metadata") or {}
@@ -245,7 +254,7 @@ def _render_flux(fb: FluxBuild, root: Path, clusters: list[ClusterRender]) -> No
             if cluster.bootstrap and path == cluster.entry.dir:
                 continue  # flux bootstrap's flux-system Kustomization is the entry point itself, already built
             builds[bid] = (cluster, Build(bid, path, cluster=cluster.name, flux_kustomization=ks))
-            jobs.append({"id": bid, "kustomization": ks, "sources": cluster.variables})
+            jobs.append({"id": bid, "kustomization": ks, "sources": _sources(cluster)})
         results = fb.run(jobs)
         pending = []
         for bid, (cluster, build) in builds.items():
@@ -253,6 +262,13 @@ def _render_flux(fb: FluxBuild, root: Path, clusters: list[ClusterRender]) -> No
             build.objects, build.error, build.undefined = res.get("objects") or [], res.get("error", ""), res.get("undefined") or []
             cluster.flux.append(build)
             pending += [(cluster, o) for o in build.objects if is_flux_kustomization(o)]
+    # A layer reading a ConfigMap or Secret that a layer rendered after it applies (its dependsOn orders them on the
+    # cluster): rendered again with every source the cluster has.
+    again = [(c, b) for c in clusters for b in c.flux if "substitute from '" in b.error]
+    results = fb.run([{"id": b.id, "kustomization": b.flux_kustomization, "sources": _sources(c)} for c, b in again]) if again else {}
+    for _, build in again:
+        res = results[build.id]
+        build.objects, build.error, build.undefined = res.get("objects") or [], res.get("error", ""), res.get("undefined") or []
 
 
 def render_cluster(root: Path, name: str, entry_dir: str, gate_config: GateConfig = DEFAULTS) -> ClusterRender:

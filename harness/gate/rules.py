@@ -143,6 +143,13 @@ def _cluster_queue_rules(ctx: Context, build: Build, cq: dict, flavors: set[str]
 def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Finding]:
     out = []
     entry_file = cluster.entry_file
+    if cluster.bootstrap and cluster.entry.error and not ctx.cause_of(cluster.entry.dir, flux=True):
+        # `flux bootstrap`'s flux-system Kustomization builds the directory with Flux's generator: no plain build reports it.
+        return [Finding(entry_file, None, f"cluster/{cluster.name}", "kustomize-build",
+                        f"the flux-system Kustomization of cluster {cluster.name} builds {cluster.entry.dir} with Flux's generator, which "
+                        f"fails, so nothing of the cluster is applied: {cluster.entry.error}",
+                        f"fix what the message names among the manifests under {cluster.entry.dir} (every one is applied: a duplicate "
+                        "object, a file that is not a manifest)", f"cluster {cluster.name}")]
     kss = cluster.kustomizations()
     names = {(name_key(as_map(k.get("metadata")).get("namespace", "flux-system")), name_key(k["metadata"]["name"])) for k in kss}
 

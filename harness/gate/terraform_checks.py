@@ -31,7 +31,7 @@ from harness.gate import kubernetes_version, subnets, version_rules
 from harness.gate.config import DEFAULTS, GateConfig
 from harness.gate.terraform import TERRAFORM_DIR, TFVARS_DIR, Block, Evaluation, TerraformConfig, TerraformError, load_tfvars
 from harness.gate.findings import Finding
-from harness.gate.sources import SourceError, as_map, kustomization_file, load_yaml_all
+from harness.gate.sources import SourceError, as_map, load_yaml_all
 from harness.gate.render import ClusterRender, flux_path
 from harness.core import cache_lock, cache_root, versions
 
@@ -247,10 +247,10 @@ def _flux_findings(root: Path, cfg: TerraformConfig, scopes: list[tuple[str, Eva
                     out.append(Finding(v.file, v.line, fc.address, "terraform-flux-configuration", f"{err} ({label})",
                                        'use path = "./clusters/${var.cluster_name}"'))
                     continue
-                if kustomization_file(root / path) is None:
+                if not (root / path).is_dir():  # (a directory without a kustomization file: Flux's generator builds it)
                     kname = k.get("name").value if k.get("name") else None
                     out.append(Finding(fc.file, fc.line, fc.address, "terraform-flux-configuration",
-                                       f"kustomization {kname!r} path {path!r} ({label}) has no kustomization file",
+                                       f"kustomization {kname!r} path {path!r} ({label}) is no directory of the repository",
                                        "point it at clusters/<cluster_name>, the cluster's Flux entry point"))
     return out
 

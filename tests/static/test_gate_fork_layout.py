@@ -227,3 +227,49 @@ def test_bad_configuration_is_a_finding_at_its_line(fleet, tmp_path):
     bad = [f for f in found if f["rule"] == "gate-config"]
     assert [(f["file"], f["line"]) for f in bad] == [(".ray-kueue-gate.yaml", 9)], proc.stdout
     assert "reason" in bad[0]["message"] and proc.returncode == 1
+
+
+def _copy(fleet: Path, tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    subprocess.run(["cp", "-a", str(fleet), str(repo)], check=True)
+    return repo
+
+
+def test_a_bootstrap_cluster_whose_directory_does_not_build_is_found(fleet, tmp_path):
+    """Flux's generator builds every manifest of a bootstrap cluster's directory: the same object twice fails it, and
+    nothing of the cluster applies."""
+    repo = _copy(fleet, tmp_path)
+    staging = repo / "fleet/clusters/staging"
+    (staging / "apps-copy.yaml").write_text((staging / "apps.yaml").read_text())
+    proc, found = _run(repo, tmp_path)
+    assert ("fleet/clusters/staging/flux-system/gotk-sync.yaml", "kustomize-build") in {(f["file"], f["rule"]) for f in found}, proc.stdout
+
+
+@pytest.mark.parametrize("quota,refused", [("8", False), ("-8", True)])
+def test_a_layer_substitutes_from_a_config_map_the_cluster_applies(fleet, tmp_path, quota, refused):
+    """postBuild.substituteFrom a ConfigMap one of the cluster's own layers applies (kustomize-controller reads it
+    from the cluster): the layer is rendered with its values and judged, not dropped."""
+    repo = _copy(fleet, tmp_path)
+    staging = repo / "fleet/clusters/staging"
+    (staging / "cluster-settings.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cluster-settings\n"
+                                                   f"  namespace: flux-system\ndata:\n  CPU_QUOTA: \"{quota}\"\n")
+    apps = staging / "apps.yaml"
+    apps.write_text(apps.read_text() + "  postBuild:\n    substituteFrom:\n      - kind: ConfigMap\n        name: cluster-settings\n")
+    queues = repo / "fleet/apps/queues/shared/queues.yaml"
+    queues.write_text(queues.read_text().replace('nominalQuota: "8"', 'nominalQuota: "${CPU_QUOTA}"'))
+    proc, found = _run(repo, tmp_path)
+    webhook = [(f["file"], f["rule"]) for f in found if f["rule"] in ("kueue-webhook", "api-validation", "kustomize-build", "flux-path")]
+    assert webhook == ([("fleet/apps/queues/shared/queues.yaml", "kueue-webhook")] if refused else []), proc.stdout
+
+
+def test_secrets_made_outside_git_are_warnings(fleet, tmp_path):
+    """The deploy key `flux bootstrap` writes (flux-system/flux-system) and a SOPS decryption key are made outside Git
+    by design: the gate says it cannot see them, as a warning, not an error."""
+    repo = _copy(fleet, tmp_path)
+    sync = repo / "fleet/clusters/staging/flux-system/gotk-sync.yaml"
+    sync.write_text(sync.read_text().replace("  url: ssh://", "  secretRef:\n    name: flux-system\n  url: ssh://"))
+    apps = repo / "fleet/clusters/staging/apps.yaml"
+    apps.write_text(apps.read_text() + "  decryption:\n    provider: sops\n    secretRef:\n      name: sops-age\n")
+    proc, found = _run(repo, tmp_path)
+    refs = {(f["file"], f["severity"]) for f in found if f["rule"] == "object-ref"}
+    assert refs == {("fleet/clusters/staging/flux-system/gotk-sync.yaml", "warning"), ("fleet/clusters/staging/apps.yaml", "warning")}, proc.stdout
