@@ -66,7 +66,8 @@ RULES = {
 }
 
 HINTS = {
-    "schema-unknown-kind": "fix apiVersion/kind (Kueue: kueue.x-k8s.io/v1beta2, KubeRay: ray.io/v1, Flux: kustomize.toolkit.fluxcd.io/v1)",
+    "schema-unknown-kind": "fix apiVersion/kind (Kueue: kueue.x-k8s.io/v1beta2, KubeRay: ray.io/v1, Flux: kustomize.toolkit.fluxcd.io/v1); "
+                           "for another operator's kind, name the files or directories of its CRDs under `crds:` in .ray-kueue-gate.yaml",
     "schema": "fix the field named in the message; unknown fields are errors (check spelling and nesting against the CRD)",
     "api-validation": "change the value at the field named so that the rule quoted in the message holds (the apiserver rejects the object)",
     "kueue-webhook": "change the value at the field named; Kueue's admission webhook rejects the object as it stands",
