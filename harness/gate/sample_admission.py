@@ -28,7 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from harness.gate import kueue_manager, kueue_wiring, matching
-from harness.gate.cluster_refs import KEY_HINT, RUNTIME_CLASS_HINT, ClusterIndex, missing_key, size_problems
+from harness.gate.cluster_refs import KEY_HINT, RUNTIME_CLASS_HINT, ClusterIndex, finding_at, missing_key, size_problems
 from harness.gate.pod_refs import pod_key_refs, pod_spec_refs, pod_templates
 from harness.gate.origin import dotted, line_at
 from harness.gate.findings import Finding
@@ -42,6 +42,7 @@ RULES = {
     "sample-managed-by": "a sample's spec.managedBy is KubeRay's (or unset), unless its ClusterQueue has a MultiKueue admission check",
     "sample-priority-class": "the WorkloadPriorityClass (label kueue.x-k8s.io/priority-class) or PriorityClass a sample names exists on the cluster",
     "clusterqueue-unreachable": "(warning) every ClusterQueue is the spec.clusterQueue of some LocalQueue",
+    "workload-queue": "a RayJob a layer applies (not a sample) names, by label kueue.x-k8s.io/queue-name, a LocalQueue of its namespace",
 }
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
@@ -228,7 +229,7 @@ def admission_rules(ctx, root: Path, cluster: ClusterRender, samples: list[tuple
     out = kueue_manager.manager_config_rules(ctx, root, index)
     if not index.complete:
         return out  # a layer did not render (kustomize-build says why): what it would apply is unknown
-    out += _unreachable(ctx, index) + kueue_wiring.wiring_rules(ctx, root, index)
+    out += _unreachable(ctx, index) + kueue_wiring.wiring_rules(ctx, root, index) + _applied_job_queues(ctx, root, index)
     keys: dict[tuple, list[Finding]] = {}  # (kind, namespace, name, key) missing -> the findings of the references naming it
     generated: dict[tuple, set[str]] = {}  # (kind, namespace, name, generator file, line, name made) -> the samples naming it
     for sample, job, line in samples:
@@ -243,4 +244,22 @@ def admission_rules(ctx, root: Path, cluster: ClusterRender, samples: list[tuple
         same.sort()
         others = ", ".join(f"{f.file}:{f.line}" for f in same[1:])
         out.append(replace(same[0], message=same[0].message + (f"; {len(same) - 1} more reference(s) name it: {others}" if others else "")))
+    return out
+
+
+def _applied_job_queues(ctx, root: Path, index: ClusterIndex) -> list[Finding]:
+    """workload-queue: a RayJob a layer applies whose queue label names no LocalQueue of its namespace; Kueue leaves its
+    Workload inadmissible for good (a missing label is Kueue's default LocalQueue, or no queue: not judged here)."""
+    out = []
+    for build, job in index.of_kind("RayJob"):
+        meta = as_map(job.get("metadata"))
+        queue, ns = as_map(meta.get("labels")).get(QUEUE_LABEL), name_key(meta.get("namespace", "default"))
+        if queue is None or index.has("LocalQueue", ns, queue):
+            continue
+        have = sorted(str(as_map(o.get("metadata")).get("name")) for _, o in index.of_kind("LocalQueue")
+                      if name_key(as_map(o.get("metadata")).get("namespace")) == ns)
+        out.append(finding_at(ctx, root, job, build, ["metadata", "labels", QUEUE_LABEL], "workload-queue",
+                              f"label {QUEUE_LABEL}={queue!r} names no LocalQueue of namespace {ns} on cluster {index.cluster.name} "
+                              f"(have: {', '.join(have) or 'none'}): Kueue never admits the RayJob, and suspended it never runs",
+                              "name one of the namespace's LocalQueues, or add that LocalQueue to the queue layer", cluster=index.cluster.name))
     return out

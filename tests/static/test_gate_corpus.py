@@ -339,6 +339,8 @@ CORPUS = [
     # A scheduler AKS does not run: nothing binds the pods, which hold the job's quota.
     ("scheduler-the-cluster-lacks", "capacity-pods-scheduled", "workloads/batch-inference.yaml",
      lambda r: edit(r, "workloads/batch-inference.yaml", "            containers:", "            schedulerName: volcano\n            containers:"), 72),
+    # A RayJob a layer applies (not a sample) whose queue label names no LocalQueue of its namespace.
+    ("layer-rayjob-unknown-queue", "workload-queue", "base/nightly.yaml", lambda r: _layer_rayjob(r, "bach"), 7),
     ("limit-range-default-over-the-queue", "sample-fits", f"{DEV}/samples.yaml",
      lambda r: append(r, "base/namespace.yaml", "---\napiVersion: v1\nkind: LimitRange\nmetadata:\n  name: defaults\n  namespace: ray\n"
                       "spec:\n  limits:\n    - type: Container\n      default: {cpu: \"30\", memory: 1Gi}\n      defaultRequest: {cpu: \"30\", memory: 1Gi}\n"), 3),
@@ -491,6 +493,40 @@ def _mount_claim(root: Path, claim: str) -> None:
     edit(root, wl, "              configMap: {name: batch-inference-scripts}\n",
          "              configMap: {name: batch-inference-scripts}\n            - name: data\n"
          f"              persistentVolumeClaim: {{claimName: {claim}}}\n", )
+
+
+def _layer_rayjob(root: Path, queue: str) -> None:
+    """base/ applies a small suspended RayJob for LocalQueue `queue`."""
+    write(root, "base/nightly.yaml", f"""apiVersion: ray.io/v1
+kind: RayJob
+metadata:
+  name: nightly
+  namespace: ray
+  labels:
+    kueue.x-k8s.io/queue-name: {queue}
+spec:
+  suspend: true
+  entrypoint: python -c 'print(1)'
+  shutdownAfterJobFinishes: true
+  submitterPodTemplate:
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: submitter
+          image: rayproject/ray:2.41.0
+          resources: {{requests: {{cpu: 100m, memory: 64Mi}}, limits: {{cpu: 100m, memory: 64Mi}}}}
+  rayClusterSpec:
+    headGroupSpec:
+      rayStartParams: {{}}
+      template:
+        spec:
+          serviceAccountName: ray-workload
+          containers:
+            - name: ray-head
+              image: rayproject/ray:2.41.0
+              resources: {{requests: {{cpu: "1", memory: 2Gi}}, limits: {{cpu: "1", memory: 2Gi}}}}
+""")
+    edit(root, "base/kustomization.yaml", "resources:\n", "resources:\n  - nightly.yaml\n")
 
 
 def _expect(entry: tuple) -> tuple:
