@@ -43,12 +43,13 @@ class ClusterRender:
     variables: list[dict] = field(default_factory=list)  # the offline substituteFrom stand-ins (substitution_sources)
     bootstrap: bool = False  # a `flux bootstrap` cluster: no kustomization.yaml, Flux's generator builds the directory
     provided: list[dict] = field(default_factory=list)  # objects the platform creates outside the repository (flux_tenancy)
-    entry_name: str = "kustomization.yaml"  # the name of its entry's kustomization file (kustomize reads three)
+    entry_name: str = "kustomization.yaml"  # its entry file, relative to its directory (entry_file)
 
     @property
     def entry_file(self) -> str:
-        """The file that makes the directory a cluster: its kustomization file, or flux-system/gotk-sync.yaml."""
-        return f"{self.entry.dir}/{BOOTSTRAP_SYNC if self.bootstrap else self.entry_name}"
+        """The file that makes the directory a cluster: its kustomization file, flux-system/gotk-sync.yaml, or (the Flux
+        extension's style) its first file of Flux Kustomizations."""
+        return f"{self.entry.dir}/{self.entry_name}"
 
     def kustomizations(self) -> list[dict]:
         return [o for b in [self.entry, *self.flux] for o in b.objects if is_flux_kustomization(o)]
@@ -158,9 +159,22 @@ BOOTSTRAP_SYNC = "flux-system/gotk-sync.yaml"
 
 
 def is_bootstrap_cluster(directory: Path) -> bool:
-    """A cluster directory as `flux bootstrap` writes it: flux-system/ and no kustomization.yaml
-    (kustomize-controller's generator then builds every manifest of the directory)."""
-    return kustomization_file(directory) is None and kustomization_file(directory / "flux-system") is not None
+    """A cluster directory that kustomize-controller's generator builds (every manifest of the directory): as
+    `flux bootstrap` writes it (flux-system/ and no kustomization file), or as the AKS Flux extension's
+    configuration points at it (no kustomization file, Flux Kustomizations of its own)."""
+    return kustomization_file(directory) is None and (kustomization_file(directory / "flux-system") is not None
+                                                     or _flux_entry_file(directory) is not None)
+
+
+def _flux_entry_file(directory: Path) -> Path | None:
+    """The first YAML file directly in `directory` that holds a Flux Kustomization (what a cluster entry applies)."""
+    for path in sorted(directory.glob("*.y*ml")) if directory.is_dir() else []:
+        try:
+            if any(isinstance(d, dict) and is_flux_kustomization(d) for d in load_yaml_all(path)):
+                return path
+        except (SourceError, OSError):
+            continue  # yaml-syntax reports it
+    return None
 
 
 def cluster_dirs(root: Path, gate_config: GateConfig = DEFAULTS) -> list[Path]:
@@ -222,9 +236,9 @@ def _render_all(fb: FluxBuild, root: Path, skip_dirs: set[str], gate_config: Gat
         else:
             entry = plain_builds.get(rel) or Build(rel, rel, error="cluster entry point was not built")
         entry.cluster = cdir.name
-        found = kustomization_file(cdir)
+        found = kustomization_file(cdir) or (None if (cdir / BOOTSTRAP_SYNC).is_file() else _flux_entry_file(cdir))
         clusters.append(ClusterRender(cdir.name, entry, variables=variables, bootstrap=rel in bootstrap_jobs,
-                                      entry_name=found.name if found else "kustomization.yaml"))
+                                      entry_name=found.name if found else BOOTSTRAP_SYNC if rel in bootstrap_jobs else "kustomization.yaml"))
     for rid, res in fb.run(list(bootstrap_jobs.values())).items():
         entry = next(c.entry for c in clusters if c.entry.dir == rid)
         entry.objects, entry.error, entry.undefined = res.get("objects") or [], res.get("error", ""), res.get("undefined") or []

@@ -146,8 +146,8 @@ def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Find
     if cluster.bootstrap and cluster.entry.error and not ctx.cause_of(cluster.entry.dir, flux=True):
         # `flux bootstrap`'s flux-system Kustomization builds the directory with Flux's generator: no plain build reports it.
         return [Finding(entry_file, None, f"cluster/{cluster.name}", "kustomize-build",
-                        f"the flux-system Kustomization of cluster {cluster.name} builds {cluster.entry.dir} with Flux's generator, which "
-                        f"fails, so nothing of the cluster is applied: {cluster.entry.error}",
+                        f"{cluster.entry.dir} has no kustomization file, so Flux builds it with its generator (every manifest under it), "
+                        f"which fails, and nothing of cluster {cluster.name} is applied: {cluster.entry.error}",
                         f"fix what the message names among the manifests under {cluster.entry.dir} (every one is applied: a duplicate "
                         "object, a file that is not a manifest)", f"cluster {cluster.name}")]
     kss = cluster.kustomizations()

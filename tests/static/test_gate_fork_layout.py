@@ -273,3 +273,16 @@ def test_secrets_made_outside_git_are_warnings(fleet, tmp_path):
     proc, found = _run(repo, tmp_path)
     refs = {(f["file"], f["severity"]) for f in found if f["rule"] == "object-ref"}
     assert refs == {("fleet/clusters/staging/flux-system/gotk-sync.yaml", "warning"), ("fleet/clusters/staging/apps.yaml", "warning")}, proc.stdout
+
+
+def test_a_cluster_of_flux_kustomizations_alone_is_a_cluster(fleet, tmp_path):
+    """The AKS Flux extension's configuration may point at a directory of Flux Kustomizations with no kustomization
+    file (Flux's generator builds it): it is a cluster, checked like the others."""
+    repo = _copy(fleet, tmp_path)
+    ext = repo / "fleet/clusters/ext"
+    ext.mkdir()
+    (ext / "infrastructure.yaml").write_text(_flux_ks("infrastructure", "fleet/infrastructure"))
+    (ext / "apps.yaml").write_text(_flux_ks("apps", "fleet/apps/queues/shared", depends="infra"))
+    proc, found = _run(repo, tmp_path)
+    assert ("fleet/clusters/ext/apps.yaml", "flux-depends-on") in {(f["file"], f["rule"]) for f in found}, proc.stdout
+    assert "fleet/clusters/ext" in proc.stdout
