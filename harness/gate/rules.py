@@ -63,6 +63,7 @@ class Context:
         self.sample_entries: dict[int, tuple[str, int | None]] = {}  # id(rendered sample) -> (samples file, line of its entry)
         self.pod_security: list[tuple[dict, dict, Finding]] = []  # (object, error, finding) of each pod template a namespace's level forbids
         self.checker = None  # the run's schema_check.Checker (set by the gate; rules that ask its helper make one when it is not)
+        self._reach: dict[str, tuple[str, ...]] = {}  # build directory -> the directories it reads (_reached)
 
     def renamed(self, kind: str, name, present, reference: str) -> bool:
         """Whether a kustomization renamed the missing `kind` `name` to one in `present` (its
@@ -82,11 +83,20 @@ class Context:
         cluster = cluster or (build.cluster if build else None)
         clusters = self.config.clusters
         prefer = tuple(p for p in (f"{clusters}/{cluster}/" if cluster else "", (build.dir + "/") if build else "",
+                                   *(self._reached(build.dir) if build else ()),  # what the build reads, before any other overlay
                                    *(o + "/" for o in self.config.queue_overlays), "overlays/", "base/", f"{clusters}/", "flux/") if p)
         src, line = self.sources.locate(obj, (file,) if file else prefer, field=field)
         ctx = context if context is not None else (build.id if build else (f"cluster {cluster}" if cluster else ""))
         return Finding(src, line, resource_id(obj), rule, message, hint, ctx)
 
+
+    def _reached(self, directory: str) -> tuple[str, ...]:
+        """The directories (with a trailing /) a build of `directory` reads, memoised per run."""
+        if directory not in self._reach:
+            root = self.sources.root
+            self._reach[directory] = tuple(sorted(f"{d.relative_to(root).as_posix()}/" for d in reachable_dirs(root, root / directory)
+                                                  if d.is_relative_to(root)))
+        return self._reach[directory]
 
     def cause_of(self, directory: str, flux: bool = False) -> str | None:
         """What makes a kustomize build of `directory` fail, when it is reported on its own: a file
@@ -100,8 +110,11 @@ class Context:
         return found or next((d for d in sorted(self.failed_dirs) if (flux or d != directory) and (root / d).resolve() in dirs), None)
 
 
-def kueue_rules(ctx: Context, build: Build, objects: list[dict]) -> list[Finding]:
+def kueue_rules(ctx: Context, build: Build, objects: list[dict], owners: dict[int, Build] | None = None) -> list[Finding]:
+    """LocalQueue and ClusterQueue references among `objects` (one build's, or a cluster's applied set with `owners`:
+    id(object) -> the layer's build that applies it, where its findings then point)."""
     out = []
+    owner = lambda o: (owners or {}).get(id(o), build)  # noqa: E731
     flavors = {o["metadata"]["name"] for o in objects if o.get("kind") == "ResourceFlavor"}
     cqs = {o["metadata"]["name"] for o in objects if o.get("kind") == "ClusterQueue"}
     for o in objects:
@@ -111,12 +124,12 @@ def kueue_rules(ctx: Context, build: Build, objects: list[dict]) -> list[Finding
             meta = as_map(o.get("metadata"))
             if name_key(target) not in cqs and not ctx.renamed(
                     "ClusterQueue", target, cqs, f"LocalQueue {meta.get('namespace')}/{meta.get('name')} spec.clusterQueue {target!r}"):
-                out.append(ctx.finding(o, build, "localqueue-clusterqueue",
+                out.append(ctx.finding(o, owner(o), "localqueue-clusterqueue",
                                        f"spec.clusterQueue {target!r} is not defined (have: {', '.join(sorted(cqs)) or 'none'})",
                                        "point spec.clusterQueue at a ClusterQueue of the same overlay, or add that ClusterQueue",
                                        field="spec.clusterQueue"))
         if kind == "ClusterQueue" and o.get("apiVersion") == KUEUE_API:
-            out += _cluster_queue_rules(ctx, build, o, flavors)
+            out += _cluster_queue_rules(ctx, owner(o), o, flavors)
     return out
 
 
@@ -213,9 +226,9 @@ def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Find
                                    f"applied by {len(builds)} Flux Kustomizations: {', '.join(b.id for b in builds)}",
                                    "let exactly one layer own each object (one queue overlay per cluster)"))
 
-    objects = [o for _, o in cluster.applied()]
+    applied = cluster.applied()
     unit = Build(f"cluster {cluster.name}", f"{ctx.config.clusters}/{cluster.name}", cluster=cluster.name)
-    out += kueue_rules(ctx, unit, [o for o in objects if not is_flux_kustomization(o)])
+    out += kueue_rules(ctx, unit, [o for _, o in applied if not is_flux_kustomization(o)], {id(o): b for b, o in applied if b.dir})
     return out
 
 

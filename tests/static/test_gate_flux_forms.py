@@ -85,3 +85,14 @@ def test_a_layer_the_source_artifact_leaves_out_names_sourceignore(repo_copy):
     found = validate_repository(repo_copy).findings
     assert [(f.rule, f.file) for f in found] == [("kustomize-build", "infrastructure/controllers/kustomization.yaml")], found
     assert "!/infrastructure/" in found[0].hint and ".sourceignore" in found[0].message, found[0].text()
+
+
+def test_a_finding_points_at_the_overlay_the_cluster_applies(repo_copy):
+    """Both overlays define a LocalQueue ray/default once team-b's is renamed so: the one prod-eastus2 applies is team-b's,
+    and its wrong clusterQueue is reported there, once, not in the single-queue overlay."""
+    edit(repo_copy, "overlays/team-queues/team-b.yaml", "  name: team-b\n  namespace: ray\nspec:\n  clusterQueue: team-b-cq",
+         "  name: default\n  namespace: ray\nspec:\n  clusterQueue: nope")
+    edit(repo_copy, f"{PROD}/samples.yaml", "queue: team-b", "queue: team-a")
+    found = validate_repository(repo_copy).findings
+    assert [(f.rule, f.file, f.line) for f in found] == [("localqueue-clusterqueue", "overlays/team-queues/team-b.yaml", 40)], \
+        "\n".join(f.text() for f in found)
