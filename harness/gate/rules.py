@@ -175,7 +175,7 @@ def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Find
             if rel in known:
                 overlays.add(rel)
     # With no overlay reached and a Flux layer that does not build, that layer's finding is the cause.
-    if known and len(overlays) != 1 and not (not overlays and any(b.error for b in cluster.flux)):
+    if known and len(overlays) != 1 and not (not overlays and (cluster.entry.error or any(b.error for b in cluster.flux))):
         which = ", ".join(sorted(overlays)) or "none"
         choices = "; ".join(f"{o} ({what})" for o, what in known.items())
         out.append(Finding(entry_file, None, f"cluster/{cluster.name}", "cluster-overlay",

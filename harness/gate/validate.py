@@ -331,7 +331,7 @@ def select_versions(**chosen: str | None) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="validate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("repo", nargs="?", default=".", help="checkout of this repository (default: .)")
+    parser.add_argument("repo", nargs="?", default=".", help="the GitOps repository to check: this one, or one laid out as its .ray-kueue-gate.yaml says (default: .)")
     parser.add_argument("--format", dest="outputs", action="append", type=_output, default=[], metavar="FORMAT[=DEST]",
                         help=f"a report: {'|'.join(formats.FORMATS)}, to DEST (a file, or - for stdout: the default); repeatable")
     parser.add_argument("--json", dest="outputs", action="append", type=lambda p: formats.Output("json", p), metavar="FILE",
@@ -359,6 +359,9 @@ def main(argv: list[str] | None = None) -> int:
     except formats.FormatError as err:
         parser.error(str(err))
     root = Path(args.repo)
+    if not root.is_dir():
+        print(f"validate: {root}: no such directory", file=sys.stderr)
+        return 2
     if not any((root / p).exists() for p in ("clusters", "overlays", config.CONFIG_FILE)):
         print(f"validate: {root} does not look like a checkout of a GitOps repository (no clusters/, overlays/ or {config.CONFIG_FILE})", file=sys.stderr)
         return 2
