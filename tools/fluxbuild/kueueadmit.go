@@ -62,10 +62,17 @@ type admitPodSet struct {
 	Reasons  string            `json:"reasons,omitempty"`
 }
 
-func admitAnswers(s *schemaSet, req admitRequest) []admitAnswer {
+func admitAnswers(s *schemaSet, req admitRequest) (answers []admitAnswer) {
 	s.ready()
 	ctx := context.Background()
-	answers := make([]admitAnswer, len(req.Jobs))
+	answers = make([]admitAnswer, len(req.Jobs))
+	defer func() { // Kueue's cache failing on this cluster's queue objects leaves its samples unjudged, not the gate unable to run
+		if r := recover(); r != nil {
+			for i := range answers {
+				answers[i] = admitAnswer{Skipped: fmt.Sprintf("Kueue's scheduler cache fails on the cluster's queue objects: %v", r)}
+			}
+		}
+	}()
 	var infoOptions []workload.InfoOption
 	var cacheOptions []schdcache.Option
 	var fairSharing *configapi.FairSharing
@@ -89,7 +96,10 @@ func admitAnswers(s *schemaSet, req admitRequest) []admitAnswer {
 	}
 	snap, err := kueueSnapshot(ctx, s, req.Kueue, req.Nodes, cacheOptions)
 	if err != nil {
-		failRequest("%v", err)
+		for i := range answers {
+			answers[i] = admitAnswer{Skipped: fmt.Sprintf("Kueue's scheduler cache refuses the cluster's queue objects: %v", err)}
+		}
+		return answers
 	}
 	preemptor := preemption.New(emptyCluster(), workload.Ordering{}, record.NewFakeRecorder(16), fairSharing, false,
 		clock.RealClock{}, nil, expectations.NewStore("admit"), nil)
