@@ -10,7 +10,6 @@ apiserver or Kueue's webhook refuses on a cluster (its queue, quota and settings
 from __future__ import annotations
 
 from harness.gate.findings import Finding
-from harness.gate.kueue_fit import placement_only
 
 PLACEMENT = ("capacity-pod-", "capacity-pods-")
 ENTRY_RULES = ("sample-vars", "sample-duplicate", "sample-render")
@@ -21,15 +20,16 @@ def _on(f: Finding) -> tuple[str, str]:
     return f.resource, f.context.split(",")[0].split(":")[0]
 
 
-def fold(per_area: dict[str, list[Finding]], presuming: list[tuple[tuple[str, ...], Finding]]) -> None:
+def fold(per_area: dict[str, list[Finding]], presuming: list[tuple[tuple[str, ...], Finding, bool]]) -> None:
     """Folds, in place, the follow-ons in `per_area` (area -> findings); `presuming`: (resource ids of the objects the
-    finding presumes accepted, finding), kept only when none of them and not its own resource is rejected."""
+    finding presumes accepted, finding, whether it is about where pods may land alone), kept only when none of them and
+    not its own resource is rejected, and (the last) when no capacity-pod-placement finding names the same sample."""
     schema = per_area["schema"]
     rejected = {f.resource for f in schema if f.rule in ("schema", "api-validation", "kueue-webhook", "kueue-inadmissible")}
-    per_area["rules"] += [f for rids, f in presuming if not set(rids) & rejected and f.resource not in rejected]
     # Kueue placing a sample on no flavor (taints, affinity) is reported where the pods or flavors say so, at their line.
     placed = {_on(f) for f in per_area["capacity"] if f.rule == "capacity-pod-placement"}
-    per_area["rules"] = [f for f in per_area["rules"] if not (placement_only(f) and _on(f) in placed)]
+    per_area["rules"] += [f for rids, f, placement in presuming
+                          if not set(rids) & rejected and f.resource not in rejected and not (placement and _on(f) in placed)]
     never = {_on(f) for f in per_area["rules"] if f.rule == "sample-fits"}
     # Pods the apiserver refuses, or of a RayJob KubeRay refuses (it creates none): where they would land is moot.
     refused_pods = {f.resource for f in schema if f.rule in ("pod-validation", "kuberay-validation")} | rejected

@@ -86,11 +86,12 @@ def _tas_nodes(root: Path, cluster: ClusterRender, gate_config: GateConfig) -> l
 
 
 def fit_findings(checker, root: Path, cluster: ClusterRender, candidates: list[Candidate],
-                 gate_config: GateConfig) -> Callable[[], list[tuple[tuple[str, ...], Finding]]]:
+                 gate_config: GateConfig) -> Callable[[], list[tuple[tuple[str, ...], Finding, bool]]]:
     """Sends the candidates to Kueue's flavor assigner now; the returned function waits for its answers and gives
-    sample-fits for each candidate it cannot fit in its ClusterQueue on the idle cluster, with the queue objects it
-    presumes (resource ids: its ClusterQueue, and those that may lend to it). `checker`: the run's schema_check.Checker (its CRDs default the objects as the apiserver
-    stores them). Topology-aware flavors are judged on the cluster's nodes."""
+    sample-fits for each candidate it cannot fit in its ClusterQueue on the idle cluster: (the queue objects it presumes
+    (resource ids: its ClusterQueue, and those that may lend to it), the finding, whether its every reason is where the
+    pods may land). `checker`: the run's schema_check.Checker (its CRDs default the objects as the apiserver stores
+    them). Topology-aware flavors are judged on the cluster's nodes."""
     if not candidates:
         return list
     queue_objects = [o for _, o in cluster.applied() if o.get("kind") in QUEUE_KINDS and o.get("apiVersion") == KUEUE_API]
@@ -101,31 +102,29 @@ def fit_findings(checker, root: Path, cluster: ClusterRender, candidates: list[C
     # What a sample's verdict presumes the cluster has: its ClusterQueue, and with a cohort every queue object that may
     # lend to it (a refused peer lends nothing: that refusal is the cause, not the sample).
     lenders = tuple(resource_id(o) for o in queue_objects if o.get("kind") in ("Cohort", "ClusterQueue"))  # (one it should name may not)
-    return lambda: [((resource_id(c.cq), *(lenders if as_map(c.cq.get("spec")).get("cohortName") else ())), found)
-                    for c, found in _judged(candidates, pending.result(), nodes)]
+    return lambda: [((resource_id(c.cq), *(lenders if as_map(c.cq.get("spec")).get("cohortName") else ())), found, _placement_only(answer))
+                    for c, answer, found in _judged(candidates, pending.result(), nodes)]
 
 
-def _judged(candidates: list[Candidate], answers: list[dict], nodes: list[dict] | None) -> list[tuple[Candidate, Finding]]:
+def _judged(candidates: list[Candidate], answers: list[dict], nodes: list[dict] | None) -> list[tuple[Candidate, dict, Finding]]:
     out = []
     for c, answer in zip(candidates, answers):
         if answer.get("mode") in (None, "", "Fit"):
             continue  # admitted on the idle cluster, or not judged (its own finding says why: an invalid Workload, a refused queue)
         if nodes is None and any(w in (answer.get("message") or "") for w in ("opology", "TAS")):
             continue  # the nodes a topology-aware flavor needs are unknown (the capacity rules say why): not judged
-        out.append((c, _finding(c, answer)))
+        out.append((c, answer, _finding(c, answer)))
     return out
 
 
+# Kueue's flavor assigner's reasons (flavorassigner.go checkFlavorForPodSets) for a flavor the pods may not land on.
 _PLACEMENT = re.compile(r"^(untolerated taint .* in flavor \S+|flavor \S+ doesn't match node affinity)$")
 
 
-def placement_only(f: Finding) -> bool:
-    """Whether a sample-fits finding's every reason is where the pods may land (a flavor's taints the pods do not
-    tolerate, its node labels their affinity excludes): the capacity-pod-placement rules name the line of that."""
-    said = re.search(r'Kueue\'s flavor assigner says "(.*)"; it would pend forever', f.message)
-    if f.rule != "sample-fits" or not said:
-        return False
-    reasons = [r.strip() for part in said.group(1).split("; ") for r in part.split(": ", 1)[-1].split(", ")]
+def _placement_only(answer: dict) -> bool:
+    """Whether every reason the assigner gives for the pod sets it cannot fit is where their pods may land (a flavor's
+    taints they do not tolerate, node labels their affinity excludes): the capacity-pod-placement rules name that line."""
+    reasons = [r.strip() for ps in answer.get("pod_sets") or [] if ps.get("reasons") for r in ps["reasons"].split(", ")]
     return bool(reasons) and all(_PLACEMENT.match(r) for r in reasons)
 
 

@@ -23,13 +23,13 @@ from harness.gate.sources import SourceError, as_map, in_namespace_of, load_yaml
 
 
 def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list[Finding], list[tuple[str, dict, int | None]],
-                                                                           Callable[[], list[tuple[tuple[str, ...], Finding]]]]:
+                                                                           Callable[[], list[tuple[tuple[str, ...], Finding, bool]]]]:
     """Checks clusters/<name>/samples.yaml against the cluster's queues; returns (sample, RayJob,
     samples.yaml line of its entry) for every entry that renders too, and a function giving the sample-fits findings
     apart (Kueue's flavor assigner answers them in the gate's helper meanwhile), each with the ClusterQueue it presumes (resource id): one the apiserver or Kueue's
     webhook rejects is the cause, and the caller drops them then."""
     out, rendered = [], []
-    fits: Callable[[], list[tuple[tuple[str, ...], Finding]]] = list
+    fits: Callable[[], list[tuple[tuple[str, ...], Finding, bool]]] = list
     samples_file = ctx.config.samples_file(cluster.name)
     path = root / samples_file
     if not path.exists():

@@ -192,7 +192,7 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
                 per_area["render"].append(kustomize_warnings.build_error(root, b))
             continue
         per_area["rules"] += rules.kueue_rules(ctx, b, b.objects)
-    presuming: list[tuple[tuple[str, ...], Finding]] = []  # (resource ids of the objects a finding presumes accepted, finding)
+    presuming: list[tuple[tuple[str, ...], Finding, bool]] = []  # (resource ids a finding presumes accepted, finding, placement alone)
     pending_fits: list = []  # per cluster, the function giving its sample-fits findings (sample_rules)
     pinned = version_rules.pins(root)
     locked = flux_tenancy.lockdown(root, gate_config)
