@@ -249,9 +249,9 @@ def _render_all(fb: FluxBuild, root: Path, skip_dirs: set[str], gate_config: Gat
 def _sources(cluster: ClusterRender) -> list[dict]:
     """What a layer's postBuild.substituteFrom reads from the cluster: the offline stand-ins (cluster-vars.example.yaml),
     then the ConfigMaps and Secrets the cluster's layers rendered so far apply (kustomize-controller reads the live ones)."""
-    seen = {(o.get("kind"), (o.get("metadata") or {}).get("namespace"), (o.get("metadata") or {}).get("name")) for o in cluster.variables}
-    applied = [o for b in [cluster.entry, *cluster.flux] for o in b.objects if o.get("kind") in ("ConfigMap", "Secret")
-               and (o.get("kind"), (o.get("metadata") or {}).get("namespace"), (o.get("metadata") or {}).get("name")) not in seen]
+    key = lambda o: (o.get("kind"), as_map(o.get("metadata")).get("namespace"), as_map(o.get("metadata")).get("name"))  # noqa: E731
+    seen = {key(o) for o in cluster.variables}
+    applied = [o for b in [cluster.entry, *cluster.flux] for o in b.objects if o.get("kind") in ("ConfigMap", "Secret") and key(o) not in seen]
     return [*cluster.variables, *applied]
 
 

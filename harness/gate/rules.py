@@ -157,7 +157,7 @@ def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Find
     out = []
     entry_file = cluster.entry_file
     if cluster.bootstrap and cluster.entry.error and not ctx.cause_of(cluster.entry.dir, flux=True):
-        # `flux bootstrap`'s flux-system Kustomization builds the directory with Flux's generator: no plain build reports it.
+        # Flux's generator builds the directory (a `flux bootstrap` or Flux extension cluster): no plain build reports it.
         return [Finding(entry_file, None, f"cluster/{cluster.name}", "kustomize-build",
                         f"{cluster.entry.dir} has no kustomization file, so Flux builds it with its generator (every manifest under it), "
                         f"which fails, and nothing of cluster {cluster.name} is applied: {cluster.entry.error}",
