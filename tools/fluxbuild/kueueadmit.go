@@ -101,7 +101,7 @@ func admitAnswers(s *schemaSet, req admitRequest) (answers []admitAnswer) {
 		}
 		return answers
 	}
-	preemptor := preemption.New(emptyCluster(), workload.Ordering{}, record.NewFakeRecorder(16), fairSharing, false,
+	preemptor := preemption.New(emptyCluster(), workload.Ordering{}, &record.FakeRecorder{}, fairSharing, false, // (events dropped)
 		clock.RealClock{}, nil, expectations.NewStore("admit"), nil)
 	for i, j := range req.Jobs {
 		answers[i] = admitOne(ctx, s, snap, preemptor, fairSharing, j, infoOptions)
