@@ -24,6 +24,7 @@ from pathlib import Path
 
 import yaml
 
+from harness.gate.config import CONFIG_FILE
 from harness.gate.origin import line_at, quoted_value_line
 from harness.gate.findings import Finding
 from harness.gate.render import Build, ClusterRender, FluxBuild, run_fluxbuild
@@ -33,6 +34,8 @@ from harness.gate.sources import (KUSTOMIZATION_FILES, SKIP_DIRS, SourceError, a
 RULES = {
     "kustomize-unlisted": "(warning) every YAML manifest in a kustomization's folder is listed by a kustomization; an unlisted one is silently not applied",
     "patch-unmatched": "(warning) every targeted patch matches an object in some build that includes it; kustomize silently ignores one that matches nothing",
+    "cluster-unchecked": "(warning) every `flux bootstrap` cluster directory (flux-system/gotk-sync.yaml) is one the gate takes as a cluster: "
+                         "one nested below a directory of the clusters directory is not checked",
 }
 PATH_LISTS = ("resources", "bases", "components", "crds", "configurations", "generators", "transformers", "validators", "patchesStrategicMerge")
 PATH_ENTRIES = ("patches", "patchesJson6902", "replacements")
@@ -296,4 +299,29 @@ def kustomize_warnings(ctx, root: Path, builds: list[Build], clusters: list[Clus
     """Unlisted manifests and unmatched patches of the repository (`ctx`: rules.Context); the
     probe builds run in `session` (the gate's fluxbuild process) when given."""
     probed = probe_patches(ctx, root, builds, clusters, session)
-    return unlisted_manifests(ctx, root, clusters) + probed()
+    return repository_warnings(ctx, root, clusters) + probed()
+
+
+def repository_warnings(ctx, root: Path, clusters: list[ClusterRender]) -> list[Finding]:
+    """kustomize-unlisted and cluster-unchecked: what of the repository no build or cluster of the gate takes in."""
+    return unlisted_manifests(ctx, root, clusters) + unchecked_clusters(ctx, root, clusters)
+
+
+def unchecked_clusters(ctx, root: Path, clusters: list[ClusterRender]) -> list[Finding]:
+    """cluster-unchecked: a `flux bootstrap` cluster directory nested deeper than the clusters directory's children
+    (clusters/prod/westeurope/flux-system): the gate checks no cluster there, so it says so rather than pass in silence."""
+    base = (root / ctx.config.clusters).resolve()
+    checked = {(root / c.entry.dir).resolve() for c in clusters}
+    out = []
+    for sync in sorted(base.glob("*/*/**/flux-system/gotk-sync.yaml")) if base.is_dir() else []:
+        cluster_dir = sync.parent.parent
+        if cluster_dir in checked or any(cluster_dir.is_relative_to(c) for c in checked) or set(cluster_dir.parts) & SKIP_DIRS:
+            continue
+        rel = cluster_dir.relative_to(root).as_posix()
+        out.append(Finding(sync.relative_to(root).as_posix(), None, f"cluster/{cluster_dir.name}", "cluster-unchecked",
+                           f"{rel} is a `flux bootstrap` cluster directory below {ctx.config.clusters}/{cluster_dir.relative_to(base).parts[0]}, "
+                           f"which is not a cluster: the gate takes only the directories directly in {ctx.config.clusters}/ as clusters, "
+                           "so it checks nothing of this one", f"set `clusters: {cluster_dir.parent.relative_to(root).as_posix()}` in "
+                           f"{CONFIG_FILE} (run the gate once per level), or move the cluster up to {ctx.config.clusters}/",
+                           rel, severity="warning"))
+    return out

@@ -172,7 +172,7 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
     ctx.renames = renames.Renames(root, sources, builds, clusters)
     # The patch probe goes to the helper first, so that it renders while the rules below run here.
     probed = kustomize_warnings.probe_patches(ctx, root, builds, clusters, session)
-    warnings = beside("rules", lambda: kustomize_warnings.unlisted_manifests(ctx, root, clusters) + probed())
+    warnings = beside("rules", lambda: kustomize_warnings.repository_warnings(ctx, root, clusters) + probed())
     # The rendered objects go to the helper's checks now too; the samples and variables follow once the rules made them.
     # A ${VAR} in a directory Flux substitutes is checked as substituted, in the cluster's render, not as written.
     substituted = render.substituted_dirs(root, clusters)

@@ -23,6 +23,7 @@ def append(root: Path, rel: str, text: str) -> None:
 
 
 def write(root: Path, rel: str, text: str) -> None:
+    (root / rel).parent.mkdir(parents=True, exist_ok=True)
     (root / rel).write_text(text)
 
 
@@ -341,6 +342,11 @@ CORPUS = [
      lambda r: edit(r, "workloads/batch-inference.yaml", "            containers:", "            schedulerName: volcano\n            containers:"), 72),
     # A RayJob a layer applies (not a sample) whose queue label names no LocalQueue of its namespace.
     ("layer-rayjob-unknown-queue", "workload-queue", "base/nightly.yaml", lambda r: _layer_rayjob(r, "bach"), 7),
+    # A `flux bootstrap` cluster nested below a directory of clusters/ that is no cluster: checked by nothing, said so.
+    ("nested-bootstrap-cluster", "cluster-unchecked", "clusters/eu/west/flux-system/gotk-sync.yaml",
+     lambda r: (write(r, "clusters/eu/west/flux-system/kustomization.yaml", "resources: [gotk-sync.yaml]\n"),
+                write(r, "clusters/eu/west/flux-system/gotk-sync.yaml", (r / f"{PROD}/flux-system/gotk-sync.yaml").read_text())),
+     None, "warning"),
     ("limit-range-default-over-the-queue", "sample-fits", f"{DEV}/samples.yaml",
      lambda r: append(r, "base/namespace.yaml", "---\napiVersion: v1\nkind: LimitRange\nmetadata:\n  name: defaults\n  namespace: ray\n"
                       "spec:\n  limits:\n    - type: Container\n      default: {cpu: \"30\", memory: 1Gi}\n      defaultRequest: {cpu: \"30\", memory: 1Gi}\n"), 3),

@@ -286,3 +286,18 @@ def test_a_cluster_of_flux_kustomizations_alone_is_a_cluster(fleet, tmp_path):
     proc, found = _run(repo, tmp_path)
     assert ("fleet/clusters/ext/apps.yaml", "flux-depends-on") in {(f["file"], f["rule"]) for f in found}, proc.stdout
     assert "fleet/clusters/ext" in proc.stdout
+
+
+def test_a_nested_bootstrap_cluster_is_named_as_unchecked(fleet, tmp_path):
+    """fleet/clusters/prod/westeurope/ as `flux bootstrap --path` writes it: not a cluster of fleet/clusters, so the gate
+    checks nothing of it, and says so (a warning naming the setting that would check it)."""
+    repo = _copy(fleet, tmp_path)
+    nested = repo / "fleet/clusters/prod/westeurope"
+    (nested / "flux-system").mkdir(parents=True)
+    (nested / "flux-system/kustomization.yaml").write_text(_kustomization("gotk-components.yaml", "gotk-sync.yaml"))
+    (nested / "flux-system/gotk-components.yaml").write_text("# Flux's controllers\n")
+    (nested / "flux-system/gotk-sync.yaml").write_text(_gotk_sync("prod/westeurope"))
+    proc, found = _run(repo, tmp_path)
+    unchecked = [f for f in found if f["rule"] == "cluster-unchecked"]
+    assert [(f["file"], f["severity"]) for f in unchecked] == [("fleet/clusters/prod/westeurope/flux-system/gotk-sync.yaml", "warning")], proc.stdout
+    assert "clusters: fleet/clusters/prod" in unchecked[0]["hint"], unchecked[0]
