@@ -131,6 +131,14 @@ class ClusterIndex:
     def of_kind(self, kind: str) -> list[tuple[Build, dict]]:
         return [(b, o) for b, o in self.objects if o.get("kind") == kind]
 
+    def source_of(self, hr: dict) -> tuple[Build, dict] | None:
+        """(build, object) of the source a HelmRelease's chart comes from: the object its chartRef names, or its
+        spec.chart.spec.sourceRef (a HelmRepository); None when the cluster has none such."""
+        spec = as_map(hr.get("spec"))
+        ref = as_map(spec.get("chartRef")) or as_map(as_map(as_map(spec.get("chart")).get("spec")).get("sourceRef"))
+        ns = as_map(hr.get("metadata")).get("namespace")
+        return self.named.get((name_key(ref.get("kind")), name_key(ref.get("namespace", ns)), name_key(ref.get("name")))) if ref else None
+
     def chart_of(self, hr: dict) -> str | None:
         """The chart a HelmRelease installs: spec.chart.spec.chart, or the last segment of the URL
         of the source its chartRef names (the HelmRelease's own name when that source has no URL)."""
@@ -138,11 +146,9 @@ class ClusterIndex:
         chart = as_map(as_map(spec.get("chart")).get("spec")).get("chart")
         if chart:
             return str(chart)
-        ref = as_map(spec.get("chartRef"))
-        if not ref:
+        if not as_map(spec.get("chartRef")):
             return None
-        ns = as_map(hr.get("metadata")).get("namespace")
-        source = self.named.get((name_key(ref.get("kind")), name_key(ref.get("namespace", ns)), name_key(ref.get("name"))))
+        source = self.source_of(hr)
         url = str(as_map(source[1].get("spec")).get("url", "")) if source else ""
         return url.rstrip("/").rsplit("/", 1)[-1] if url else as_map(hr.get("metadata")).get("name")
 
@@ -153,9 +159,7 @@ class ClusterIndex:
         chart = as_map(as_map(spec.get("chart")).get("spec"))
         if chart:
             return str(chart["version"]) if chart.get("version") is not None else None
-        ref = as_map(spec.get("chartRef"))
-        source = self.named.get((name_key(ref.get("kind")), name_key(ref.get("namespace", as_map(hr.get("metadata")).get("namespace"))),
-                                 name_key(ref.get("name")))) if ref else None
+        source = self.source_of(hr)
         tag = as_map(as_map(source[1].get("spec")).get("ref")) if source else {}
         return str(tag["tag"]) if tag.get("tag") is not None and not tag.get("digest") and not tag.get("semver") else None
 

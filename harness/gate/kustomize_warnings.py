@@ -29,7 +29,7 @@ from harness.gate.origin import line_at, quoted_value_line
 from harness.gate.findings import Finding
 from harness.gate.render import Build, ClusterRender, FluxBuild, run_fluxbuild
 from harness.gate.sources import (KUSTOMIZATION_FILES, SKIP_DIRS, SourceError, as_list, as_map, kustomization_dirs, kustomization_file,
-                                  load_yaml, resource_id)
+                                  kustomization_path, load_yaml, resource_id)
 
 RULES = {
     "kustomize-unlisted": "(warning) every YAML manifest in a kustomization's folder is listed by a kustomization; an unlisted one is silently not applied",
@@ -42,14 +42,9 @@ PATH_ENTRIES = ("patches", "patchesJson6902", "replacements")
 PROBE = "gate-probe.invalid/p"
 
 
-def kfile(directory: Path) -> Path:
-    """`directory`'s kustomization file; kustomization.yaml when it has none (a finding names it so)."""
-    return kustomization_file(directory) or directory / KUSTOMIZATION_FILES[0]
-
-
 def _doc(directory: Path) -> dict:
     try:
-        doc = load_yaml(kfile(directory))
+        doc = load_yaml(kustomization_path(directory))
     except SourceError:
         return {}  # yaml-syntax reports it
     return doc if isinstance(doc, dict) else {}
@@ -79,7 +74,7 @@ def references(directory: Path) -> tuple[set[Path], set[Path]]:
 def build_error(root: Path, build: Build) -> Finding:
     """A plain directory that does not build (kustomize-build): at the entry of its
     kustomization.yaml that kustomize names first ("... from 'ENTRY'"), when it lists one."""
-    file, line = f"{build.dir}/{kfile(root / build.dir).name}", None
+    file, line = f"{build.dir}/{kustomization_path(root / build.dir).name}", None
     named = re.search(r"from '([^']+)'", build.error)
     doc = _doc(root / build.dir) if named else {}
     for key in PATH_LISTS if named else ():
@@ -162,7 +157,7 @@ def unlisted_manifests(ctx, root: Path, clusters: list[ClusterRender] = ()) -> l
             if rel not in docs or path.resolve() in listed or (cluster_dir and path.name in (ctx.config.samples, ctx.config.cluster_variables)):
                 continue
             first = docs[rel][0]
-            kust = kfile(d).relative_to(root).as_posix()
+            kust = kustomization_path(d).relative_to(root).as_posix()
             out.append(Finding(rel, first.line, resource_id(first.obj), "kustomize-unlisted",
                                f"no kustomization lists this file, so {len(docs[rel])} object(s) in it are never applied",
                                f"add `- {path.relative_to(d).as_posix()}` to resources: in {kust}, or delete the file if it is not meant to be applied",
@@ -200,7 +195,7 @@ def _with_probes(entries: list, at: list, file: str, doc_line: int | None, root:
 
 def _inputs(root: Path, dirs: set[Path], extra_trees: set[Path]) -> list[str]:
     """The files the probed builds read, relative to the checkout (one outside it: the build reports it)."""
-    files = {kfile(d) for d in dirs}
+    files = {kustomization_path(d) for d in dirs}
     for d in dirs:
         files |= references(d)[0]
     for tree in extra_trees:
@@ -222,12 +217,12 @@ def probe_patches(ctx, root: Path, builds: list[Build], clusters: list[ClusterRe
     rewritten: dict[Path, dict] = {}
     for d in sorted(local_kustomization_dirs(root)):
         doc = _doc(d)
-        rel = kfile(d).relative_to(root).as_posix()
+        rel = kustomization_path(d).relative_to(root).as_posix()
         before = len(patches)
         probed = {f: _with_probes(as_list(doc.get(f)), [f], rel, None, root, patches) for f in ("patches", "patchesJson6902")}
         if len(patches) > before:
             rewritten[d] = {**doc, **{f: v for f, v in probed.items() if v}}
-    owners = {p.key: {d for d in rewritten if p.file == kfile(d).relative_to(root).as_posix()} for p in patches}
+    owners = {p.key: {d for d in rewritten if p.file == kustomization_path(d).relative_to(root).as_posix()} for p in patches}
     jobs, job_dirs, include, blocked = [], set(), {}, set()
     for b in builds if rewritten else []:
         dirs = reachable(root / b.dir)
@@ -260,7 +255,7 @@ def probe_patches(ctx, root: Path, builds: list[Build], clusters: list[ClusterRe
     # kustomizations over them. A build the probe breaks comes back as that job's error (judged
     # below); an exception here means the probe itself could not run: exit 2, never a pass.
     probe = {"files": _inputs(root, job_dirs, flux_trees),
-             "overlay": {kfile(d).relative_to(root).as_posix(): yaml.safe_dump(doc, sort_keys=False) for d, doc in rewritten.items()}}
+             "overlay": {kustomization_path(d).relative_to(root).as_posix(): yaml.safe_dump(doc, sort_keys=False) for d, doc in rewritten.items()}}
     if session is not None:
         pending = session.submit(jobs, probe)
     else:

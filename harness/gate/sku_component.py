@@ -15,7 +15,7 @@ from harness.gate.findings import Finding
 from harness.gate.origin import line_at
 from harness.gate.pools import Pool
 from harness.gate.render import ClusterRender, run_fluxbuild
-from harness.gate.sources import SourceError, as_list, as_map, kustomization_file, load_yaml, name_key, reachable_dirs
+from harness.gate.sources import SourceError, as_list, as_map, kustomization_path, load_yaml, name_key, reachable_dirs
 
 COMPONENTS_DIR = "components/gpu-sku"
 RULES = {
@@ -58,7 +58,7 @@ def included_at(root: Path, dirs: list[str], component: str) -> tuple[str, int |
     target = (root / COMPONENTS_DIR / component).resolve()
     for d in dirs:
         for found in sorted(reachable_dirs(root, root / d), key=lambda p: (p != (root / d).resolve(), p)):
-            rel = (kustomization_file(found) or found / "kustomization.yaml").relative_to(root.resolve()).as_posix()
+            rel = kustomization_path(found).relative_to(root.resolve()).as_posix()
             try:
                 doc = load_yaml(root / rel)
             except SourceError:

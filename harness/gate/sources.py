@@ -199,6 +199,11 @@ def kustomization_file(directory: Path) -> Path | None:
     return next((directory / name for name in KUSTOMIZATION_FILES if (directory / name).is_file()), None)
 
 
+def kustomization_path(directory: Path) -> Path:
+    """`directory`'s kustomization file; kustomization.yaml when it has none (a finding names it so)."""
+    return kustomization_file(directory) or directory / KUSTOMIZATION_FILES[0]
+
+
 def is_kustomization_file(path: str | Path) -> bool:
     return Path(path).name in KUSTOMIZATION_FILES
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from harness.gate.cluster_refs import ClusterIndex
 from harness.gate.findings import Finding
 from harness.gate.render import ClusterRender
-from harness.gate.sources import SourceError, as_map, load_yaml, name_key
+from harness.gate.sources import SourceError, as_map, load_yaml
 
 RULES = {"versions-drift": "each cluster's Kueue and KubeRay charts and images are the versions.yaml production pins"}
 COMPONENTS = ("kueue", "kuberay")
@@ -40,14 +40,9 @@ def version_rules(ctx, root: Path, cluster: ClusterRender, pinned: dict | None) 
         production, repository = str(as_map(pinned.get(component)).get("production", "")), as_map(pinned.get("charts")).get("repository")
         spec = as_map(hr.get("spec"))
         chart = as_map(as_map(spec.get("chart")).get("spec"))
-        ref = as_map(spec.get("chartRef"))
-        source = index.named.get((name_key(ref.get("kind")), name_key(ref.get("namespace", as_map(hr.get("metadata")).get("namespace"))),
-                                  name_key(ref.get("name")))) if ref else None
+        source = index.source_of(hr)
         if chart:
             out += _chart_spec_drift(ctx, build, hr, chart, component, production)
-            source = index.named.get((name_key(as_map(chart.get("sourceRef")).get("kind")),
-                                      name_key(as_map(chart.get("sourceRef")).get("namespace", as_map(hr.get("metadata")).get("namespace"))),
-                                      name_key(as_map(chart.get("sourceRef")).get("name"))))
             url = repository
         else:
             url = f"{repository}/{as_map(pinned.get(component)).get('chart')}"
