@@ -6,10 +6,10 @@ and each cluster's tfvars, sized from harness/gate/sku.yaml (harness.gate.pools)
 with the ResourceFlavors and ClusterQueues Flux applies on that cluster and with its sample RayJobs.
 
 Decisions (see RULES):
-- Placement follows Kueue and the scheduler (harness.gate.placement): a pod set gets one flavor
-  per resource group it requests, the flavors' nodeLabels become its nodeSelector and their
-  tolerations are added, a flavor whose nodeTaints the pod does not tolerate is skipped, and
-  a pool's taints must be tolerated. The system pool counts only for pods tolerating its taint.
+- Placement follows Kueue and the scheduler (harness.gate.placement): a sample's pod set gets the
+  flavors Kueue's own flavor assigner gives it (one per resource group it requests; a flavor whose
+  nodeTaints the pod does not tolerate is skipped), their nodeLabels become its nodeSelector and their
+  tolerations are added, and a pool's taints must be tolerated. The system pool counts only for pods tolerating its taint.
 - A flavor's capacity is the pools its pods can land on: alone, or together with any flavor of
   the ClusterQueue's other resource groups. With the GPU pool tainted and flavor `gpu`
   tolerating it, `default`'s cpu/memory quota is backed by the CPU pool (CPU-only pods) and by the
@@ -39,7 +39,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from harness.core import format_quantity, parse_quantity
-from harness.gate import node_settings, placement, podsets, sku_component
+from harness.gate import kueue_fit, node_settings, placement, podsets, sku_component
 from harness.gate.findings import Finding
 from harness.gate.gpu_driver import gpu_driver_findings
 from harness.gate.placement import Problem
@@ -48,7 +48,7 @@ from harness.gate.render import ClusterRender
 from harness.gate.sku import RESOURCES, SKU_FILE_REL
 from harness.gate.sources import Sources, as_map, as_maps, name_key, resource_id
 from harness.gate.config import CONFIG_FILE, DEFAULTS, GateConfig
-from harness.gate.terraform import TERRAFORM_DIR, TFVARS_DIR, TerraformConfig, TerraformError, load_tfvars
+from harness.gate.terraform import TERRAFORM_DIR, TerraformConfig, TerraformError, load_tfvars
 
 RULES = {
     "capacity-terraform": "terraform/ parses, and every cluster has terraform/clusters/<name>.tfvars naming it",
@@ -58,7 +58,8 @@ RULES = {
     "capacity-scale-up": "warning: quotas and sample pod sets fit the autoscaling pools at min_count (else admitted jobs wait for scale-up)",
     "capacity-empty-pool": "no pool the queues or samples rely on has 0 nodes (reported once, at the node count, with what depends on it)",
     "capacity-flavor-labels": "every flavor a ClusterQueue uses selects at least one node pool (nodeLabels, nodeTaints, tolerations)",
-    "capacity-pod-placement": "every sample pod set gets a flavor for each resource group it requests and lands on some node pool",
+    "capacity-pod-placement": "every sample pod set gets a flavor for each resource group it requests (Kueue's own flavor assigner, "
+                              "as sample-fits) and the flavors it gets land it on some node pool",
     "capacity-pod-fits-node": "every sample pod fits the allocatable of one node of a pool it can land on",
     "capacity-pod-set-nodes": "every sample pod set's pods fit at once on the nodes (at max_count) of the pools they can land on",
     "capacity-pods-scheduled": "kube-scheduler's own plugins (tools/kubecheck) place every pod of a sample, all of them together, on the "
@@ -142,7 +143,8 @@ def _q(value) -> Decimal | None:
 
 # -- Rules -------------------------------------------------------------------------------------------------
 def capacity_findings(root: Path, clusters: list[ClusterRender], sources: Sources | None = None,
-                      gate_config: GateConfig = DEFAULTS) -> list[Finding]:
+                      gate_config: GateConfig = DEFAULTS, fits: dict[str, kueue_fit.Fits] | None = None) -> list[Finding]:
+    """`fits`: per cluster name, Kueue's flavor assigner's answers for its samples (sample_rules), else asked here."""
     root = Path(root).resolve()
     out: list[Finding] = []
     if not gate_config.terraform:
@@ -164,11 +166,12 @@ def capacity_findings(root: Path, clusters: list[ClusterRender], sources: Source
                                f"no cluster {gate_config.clusters}/{path.stem} for this tfvars file",
                                f"rename the file after its cluster, or add {gate_config.clusters}/<name>"))
     for cluster in clusters:
-        out += _cluster_findings(root, cfg, sources, cluster, gate_config)
+        out += _cluster_findings(root, cfg, sources, cluster, gate_config, (fits or {}).get(cluster.name))
     return out
 
 
-def _cluster_findings(root: Path, cfg: TerraformConfig, sources: Sources, cluster: ClusterRender, gate_config: GateConfig) -> list[Finding]:
+def _cluster_findings(root: Path, cfg: TerraformConfig, sources: Sources, cluster: ClusterRender, gate_config: GateConfig,
+                      fits: kueue_fit.Fits | None) -> list[Finding]:
     rel = gate_config.tfvars_file(cluster.name)
     ctx = f"cluster {cluster.name}"
     path = root / rel
@@ -199,16 +202,16 @@ def _cluster_findings(root: Path, cfg: TerraformConfig, sources: Sources, cluste
                                f"add {p.vm_size} (vCPU, memory, GPUs, allocatable) to {SKU_FILE_REL}, citing the Azure size page", ctx))
     if any(p.sku is None for p in pools) or not pools:
         return out  # the unknown size is the root cause: every capacity below would be a guess
-    return out + _Check(root, cluster, sources, pools, rel, ctx, gate_config).findings()
+    return out + _Check(root, cluster, sources, pools, rel, ctx, gate_config, fits).findings()
 
 
 class _Check:
     """The quota, flavor and sample checks of one cluster, folded under their root causes."""
 
     def __init__(self, root: Path, cluster: ClusterRender, sources: Sources, pools: list[Pool], rel: str, ctx: str,
-                 gate_config: GateConfig = DEFAULTS):
+                 gate_config: GateConfig = DEFAULTS, fits: kueue_fit.Fits | None = None):
         self.root, self.cluster, self.sources, self.pools, self.rel, self.ctx = root, cluster, sources, pools, rel, ctx
-        self.config = gate_config
+        self.config, self.fits = gate_config, fits
         self.objects = [o for _, o in cluster.applied()]
         self.flavors = {name_key(as_map(o.get("metadata")).get("name")): o for o in self.objects if o.get("kind") == "ResourceFlavor"}
         self.cqs = [o for o in self.objects if o.get("kind") == "ClusterQueue"]
@@ -231,8 +234,8 @@ class _Check:
                 problems.append(Problem([self._flavor_finding(fname, [])], frozenset(("pool", p.address) for p in hit), flavor=fname))
         unreachable = {k[1] for k in roots}
         quota, scale = self._quota_problems(unreachable)
-        samples, sample_scale = podsets.sample_problems(self.root, self.cluster.name, self.objects, self.pools, self.rel, self.ctx,
-                                                            unreachable, self.locate, self.config.samples_file(self.cluster.name))
+        samples, sample_scale = podsets.sample_problems(self.root, self.cluster, self.objects, self.pools, self.rel, self.ctx,
+                                                        unreachable, self.locate, self.config, self.fits)
         out = self._fold(problems + quota + samples, roots, self._root_finding)
         return out + self._fold(scale + sample_scale, {}, self._scale_finding)
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable
 from pathlib import Path
 
 from harness.core import HarnessError, format_quantity, parse_quantity
@@ -45,6 +44,29 @@ class Candidate:
     line: int | None
     wfile: str
     where: str
+    index: int = -1  # of its entry in the samples file
+
+
+class Fits:
+    """Kueue's flavor assigner's answers for one cluster's samples, asked when made (the helper answers while the caller
+    goes on): `findings` gives sample-fits, `answer` what it says of one samples-file entry (the flavors it gives each
+    pod set), for the placement rules (harness.gate.podsets)."""
+
+    def __init__(self, candidates: list[Candidate] = (), pending=None, nodes: list[dict] | None = (), lenders: tuple[str, ...] = ()):
+        self._candidates, self._pending, self._nodes, self._lenders = list(candidates), pending, nodes, lenders
+
+    def _answers(self) -> list[dict]:
+        return self._pending.result() if self._pending is not None else []
+
+    def answer(self, index: int) -> dict | None:
+        """The assigner's answer for the samples-file entry `index`; None when it was not asked (no ClusterQueue known)."""
+        return next((a for c, a in zip(self._candidates, self._answers()) if c.index == index), None)
+
+    def findings(self) -> list[tuple[tuple[str, ...], Finding, bool]]:
+        """sample-fits for each candidate it cannot fit: (the queue objects it presumes (resource ids: its ClusterQueue,
+        and those that may lend to it), the finding, whether its every reason is where the pods may land)."""
+        return [((resource_id(c.cq), *(self._lenders if as_map(c.cq.get("spec")).get("cohortName") else ())), found, placement_only(answer))
+                for c, answer, found in _judged(self._candidates, self._answers(), self._nodes)]
 
 
 def manager_config(root: Path, cluster: ClusterRender) -> str | None:
@@ -85,15 +107,12 @@ def _tas_nodes(root: Path, cluster: ClusterRender, gate_config: GateConfig) -> l
         return None
 
 
-def fit_findings(checker, root: Path, cluster: ClusterRender, candidates: list[Candidate],
-                 gate_config: GateConfig) -> Callable[[], list[tuple[tuple[str, ...], Finding, bool]]]:
-    """Sends the candidates to Kueue's flavor assigner now; the returned function waits for its answers and gives
-    sample-fits for each candidate it cannot fit in its ClusterQueue on the idle cluster: (the queue objects it presumes
-    (resource ids: its ClusterQueue, and those that may lend to it), the finding, whether its every reason is where the
-    pods may land). `checker`: the run's schema_check.Checker (its CRDs default the objects as the apiserver stores
-    them). Topology-aware flavors are judged on the cluster's nodes."""
+def fits(checker, root: Path, cluster: ClusterRender, candidates: list[Candidate], gate_config: GateConfig) -> Fits:
+    """Sends the candidates to Kueue's flavor assigner now, on the idle cluster of their ClusterQueues. `checker`: the
+    run's schema_check.Checker (its CRDs default the objects as the apiserver stores them). Topology-aware flavors are
+    judged on the cluster's nodes."""
     if not candidates:
-        return list
+        return Fits()
     queue_objects = [o for _, o in cluster.applied() if o.get("kind") in QUEUE_KINDS and o.get("apiVersion") == KUEUE_API]
     tas = any(o.get("kind") == "ResourceFlavor" and as_map(o.get("spec")).get("topologyName") for o in queue_objects)
     nodes = _tas_nodes(root, cluster, gate_config) if tas else []
@@ -102,8 +121,7 @@ def fit_findings(checker, root: Path, cluster: ClusterRender, candidates: list[C
     # What a sample's verdict presumes the cluster has: its ClusterQueue, and with a cohort every queue object that may
     # lend to it (a refused peer lends nothing: that refusal is the cause, not the sample).
     lenders = tuple(resource_id(o) for o in queue_objects if o.get("kind") in ("Cohort", "ClusterQueue"))  # (one it should name may not)
-    return lambda: [((resource_id(c.cq), *(lenders if as_map(c.cq.get("spec")).get("cohortName") else ())), found, _placement_only(answer))
-                    for c, answer, found in _judged(candidates, pending.result(), nodes)]
+    return Fits(candidates, pending, nodes, lenders)
 
 
 def _judged(candidates: list[Candidate], answers: list[dict], nodes: list[dict] | None) -> list[tuple[Candidate, dict, Finding]]:
@@ -118,14 +136,25 @@ def _judged(candidates: list[Candidate], answers: list[dict], nodes: list[dict] 
 
 
 # Kueue's flavor assigner's reasons (flavorassigner.go checkFlavorForPodSets) for a flavor the pods may not land on.
-_PLACEMENT = re.compile(r"^(untolerated taint .* in flavor \S+|flavor \S+ doesn't match node affinity)$")
+_PLACEMENT = re.compile(r"^(?:untolerated taint .* in flavor (\S+)|flavor (\S+) doesn't match node affinity)$")
 
 
-def _placement_only(answer: dict) -> bool:
-    """Whether every reason the assigner gives for the pod sets it cannot fit is where their pods may land (a flavor's
-    taints they do not tolerate, node labels their affinity excludes): the capacity-pod-placement rules name that line."""
-    reasons = [r.strip() for ps in answer.get("pod_sets") or [] if ps.get("reasons") for r in ps["reasons"].split(", ")]
-    return bool(reasons) and all(_PLACEMENT.match(r) for r in reasons)
+def placement_reasons(pod_set: dict) -> list[tuple[str, str]] | None:
+    """(reason, flavor) of each reason the assigner gives for not fitting `pod_set` (an answer's pod set), when every
+    one is where its pods may land (a flavor's taints they do not tolerate, node labels their affinity excludes); None
+    when a reason is something else (quota), or there is none."""
+    reasons = [r.strip() for r in (pod_set.get("reasons") or "").split(", ") if r.strip()]
+    matched = [(r, _PLACEMENT.match(r)) for r in reasons]
+    if not matched or not all(m for _, m in matched):
+        return None
+    return [(r, m.group(1) or m.group(2)) for r, m in matched]
+
+
+def placement_only(answer: dict) -> bool:
+    """Whether every reason the assigner gives for the pod sets it cannot fit is where their pods may land: the
+    capacity-pod-placement rules name that line."""
+    failed = [ps for ps in answer.get("pod_sets") or [] if ps.get("reasons")]
+    return bool(failed) and all(placement_reasons(ps) for ps in failed)
 
 
 def _finding(c: Candidate, answer: dict) -> Finding:

@@ -1,11 +1,9 @@
-"""Where Kueue lets pods run: per pod set the flavors Kueue can assign and the node pools those
-flavors, with the pod's own constraints, let its pods land on (Kueue 0.17.1
-pkg/scheduler/flavorassigner and pkg/podset, restated because there is no Python binding):
+"""Where Kueue lets pods run: the node pools the flavors of a ClusterQueue, with the pods' own constraints,
+let them land on.
 
-- Per resource group the pod set requests, Kueue tries the ClusterQueue's flavors in order and
-  skips a flavor whose spec.nodeTaints (NoSchedule/NoExecute) are not tolerated by the pod's
-  tolerations plus the flavor's own spec.tolerations, or whose nodeLabels do not match the pod's
-  nodeSelector/required node affinity restricted to the label keys of that group's flavors.
+- Which flavors a sample's pod sets get is Kueue's own flavor assigner's answer (harness.gate.kueue_fit,
+  tools/fluxbuild kueueadmit.go): per resource group the pod set requests, the first flavor whose
+  nodeTaints the pod tolerates and whose nodeLabels its node selection allows, with quota.
 - On admission the assigned flavors' nodeLabels join the pod's nodeSelector and their
   tolerations are appended (nodeTaints are not: the pod must tolerate them itself). A pod set
   gets one flavor per group, so a GPU pod carries the `default` and the `gpu` flavor together.
@@ -20,10 +18,10 @@ way is what the flavor's quota can use.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from harness.gate.findings import Finding
-from harness.gate.pools import Pool, node_matches, selects, taint_text, untolerated
+from harness.gate.pools import Pool, selects
 from harness.gate.sources import as_list, as_map, as_maps, name_key
 
 MAX_COMBINATIONS = 512  # flavor combinations tried per pod set or flavor; real queues have a handful
@@ -96,30 +94,7 @@ def _tolerating(combo) -> PodView:
     return PodView({}, None, tolerations)
 
 
-# -- Kueue's flavor check and the scheduler's view ----------------------------------------------------
-def kueue_rejects(fl: Flavor, pod: PodView, label_keys: set[str]) -> str | None:
-    """Why Kueue skips `fl` for this pod set (checkFlavorForPodSets), or None."""
-    if not fl.exists:
-        return f"flavor {fl.name} does not exist"
-    taint = untolerated(fl.taints, list(pod.tolerations) + list(fl.tolerations), comparison=True)
-    if taint:
-        return f"flavor {fl.name} has nodeTaints {taint_text(taint)} that neither the pod nor the flavor's tolerations tolerate"
-    selector = {k: v for k, v in pod.node_selector.items() if k in label_keys}
-    affinity = None
-    if pod.affinity:
-        terms = []
-        for term in as_maps(pod.affinity.get("nodeSelectorTerms")):
-            exprs = [e for e in as_maps(term.get("matchExpressions")) if str(e.get("key")) in label_keys]
-            if not exprs:  # a term without relevant keys matches any flavor: only the nodeSelector counts
-                terms = []
-                break
-            terms.append({"matchExpressions": exprs})
-        affinity = {"nodeSelectorTerms": terms} if terms else None
-    if not node_matches(fl.labels, selector, affinity):
-        return f"flavor {fl.name} nodeLabels {fl.labels} do not match the pod's nodeSelector/node affinity"
-    return None
-
-
+# -- The scheduler's view ------------------------------------------------------------------------------
 def landing(pod: PodView, combo, pools: list[Pool]) -> list[Pool]:
     """The pools a pod lands on once Kueue assigned `combo` (one flavor per requested group)."""
     labels: dict[str, str] = {}
@@ -160,34 +135,6 @@ def flavor_reach(objects: list[dict], pools: list[Pool]) -> dict[tuple[str, str]
 
 
 # -- Sample pod sets --------------------------------------------------------------------------------
-@dataclass
-class PodSetPlan:
-    """The flavor combinations Kueue may give one pod set and the pools each lands on."""
-    blocked: list[str] = field(default_factory=list)  # per requested group that no flavor admits: why
-    rejected: list[str] = field(default_factory=list)  # the existing flavors of those groups
-    options: list[tuple[tuple[Flavor, ...], list[Pool]]] = field(default_factory=list)
-
-
-def plan(pod: PodView, need: set[str], groups: list[tuple[list[str], list[str]]], flavors: dict[str, Flavor], pools: list[Pool]) -> PodSetPlan:
-    out = PodSetPlan()
-    choices = []
-    for covered, names in groups:
-        if not set(covered) & need:
-            continue
-        group = [flavor(flavors, n) for n in names]
-        keys = {k for f in group for k in f.labels}
-        reasons = {f.name: kueue_rejects(f, pod, keys) for f in group}
-        admitted = [f for f in group if reasons[f.name] is None]
-        if not admitted:
-            out.blocked.append(f"group [{', '.join(covered)}]: " + "; ".join(reasons.values()))
-            out.rejected += [f.name for f in group if f.exists]
-        choices.append(admitted)
-    if not out.blocked:
-        for combo in itertools.islice(itertools.product(*choices), MAX_COMBINATIONS):
-            out.options.append((combo, landing(pod, combo, pools)))
-    return out
-
-
 def pod_templates(job: dict) -> list[dict | None]:
     """The pod templates of a RayJob in the order of workloads.pod_sets (None: KubeRay's default submitter)."""
     spec = as_map(job.get("spec"))

@@ -15,9 +15,12 @@ from pathlib import Path
 import yaml
 
 from harness.core import format_quantity, parse_quantity
-from harness.gate import scheduling, workloads
+from harness.gate import kueue_fit, scheduling, workloads
 from harness.gate.findings import Finding
-from harness.gate.placement import Problem, PodView, flavor, flavors_of, groups_of, plan, pod_templates, pod_view
+from harness.gate.config import GateConfig
+from harness.gate.placement import Flavor, Problem, PodView, flavor, flavors_of, groups_of, landing, pod_templates, pod_view
+from harness.gate.render import ClusterRender
+from harness.gate.schema_check import Checker
 from harness.gate.pools import Pool, node_matches, taint_text, untolerated
 from harness.gate.origin import compose, descend, step
 from harness.gate.sources import SourceError, as_map, in_namespace_of, load_yaml, name_key, read_source, resource_id
@@ -129,16 +132,16 @@ NO_POOL_HINT = ("make a pool carry the flavors' nodeLabels (terraform node_label
                 "(flavor spec.tolerations), or add nodes to the pool they need")
 
 
-def sample_problems(root: Path, cluster: str, objects: list[dict], pools: list[Pool], rel: str, ctx: str,
-                    unreachable: set[str], locate: Callable[..., tuple[str, int | None]],
-                    samples_rel: str | None = None) -> tuple[list[Problem], list[Problem]]:
-    """(errors, scale-up warnings) of the sample pod sets in clusters/<cluster>/samples.yaml: no
-    flavor, no pool, a pod larger than a node, more pods than the pools' nodes take. Pods with no
-    placement constraints of their own that fail for the same flavor reason share one finding at
-    the flavor (`locate` finds its file and line)."""
+def sample_problems(root: Path, cluster: ClusterRender, objects: list[dict], pools: list[Pool], rel: str, ctx: str,
+                    unreachable: set[str], locate: Callable[..., tuple[str, int | None]], gate_config: GateConfig,
+                    fits: kueue_fit.Fits | None = None) -> tuple[list[Problem], list[Problem]]:
+    """(errors, scale-up warnings) of the sample pod sets in the cluster's samples file: no flavor, no pool, a pod larger
+    than a node, more pods than the pools' nodes take. The flavors each pod set gets are Kueue's flavor assigner's
+    (`fits`, from sample_rules; asked here when not given). Pods with no placement constraints of their own that fail
+    for the same flavor reason share one finding at the flavor (`locate` finds its file and line)."""
     errors: list[Problem] = []
     scale: list[Problem] = []
-    samples_rel = samples_rel or f"clusters/{cluster}/samples.yaml"
+    samples_rel = gate_config.samples_file(cluster.name)
     try:
         entries = load_yaml(root / samples_rel, root) if (root / samples_rel).exists() else []
         var_lines = _entry_var_lines(read_source(root / samples_rel, root)) if entries else []
@@ -153,19 +156,16 @@ def sample_problems(root: Path, cluster: str, objects: list[dict], pools: list[P
         entry[1].append(label)
 
     to_place: list[tuple[dict, dict, dict, str, str]] = []  # (job, Kueue's additions per role, role -> (lines, pod set), head, sample)
-    lqs = {(name_key(as_map(o.get("metadata")).get("namespace")), name_key(o["metadata"]["name"])): o for o in objects if o.get("kind") == "LocalQueue"}
-    cqs = {name_key(o["metadata"]["name"]): o for o in objects if o.get("kind") == "ClusterQueue"}
-    for i, entry in enumerate(entries if isinstance(entries, list) else []):  # sample-render reports a non-list
-        try:
-            sample, job = workloads.render_entry(entry, root)
-        except workloads.WorkloadError:
-            continue  # sample-render reports it
-        meta = as_map(job.get("metadata"))
-        lq = lqs.get((name_key(meta.get("namespace", "default")), name_key(as_map(meta.get("labels")).get(QUEUE_LABEL))))
-        cq = cqs.get(name_key(as_map(as_map(lq).get("spec")).get("clusterQueue")))
-        groups = groups_of(cq) if cq else []
-        if cq is None or any(not flavor(flavors, n).exists for _, names in groups for n in names):
-            continue  # sample-queue / clusterqueue-flavor report it
+    submitted = _submitted(root, entries, objects, flavors)
+    if fits is None:
+        fits = kueue_fit.fits(Checker(tuple(gate_config.crd_files(root))).start(), root, cluster, [
+            kueue_fit.Candidate(job, cq, in_namespace_of(job, objects, ("LimitRange",)), samples_rel, None, "", "", i)
+            for i, _, _, job, cq in submitted], gate_config)
+    for i, entry, sample, job, cq in submitted:
+        answer = fits.answer(i)
+        if not answer or answer.get("mode") not in ("Fit", "Preempt", "NoFit"):
+            continue  # not judged: its own finding says why (an invalid Workload, a queue Kueue keeps inactive)
+        assigned = {ps.get("name"): ps for ps in answer.get("pod_sets") or []}
         wfile = f"{workloads.WORKLOADS_DIR}/{sample}.yaml"
         try:
             lines = workload_lines(read_source(root / wfile, root))
@@ -174,6 +174,7 @@ def sample_problems(root: Path, cluster: str, objects: list[dict], pools: list[P
         templates = pod_templates(job)
         context = f"{ctx}, sample {sample} on {entry['queue']}"
         sets = workloads.pod_sets(job, limit_ranges=in_namespace_of(job, objects, ("LimitRange",)))
+        groups = groups_of(cq)
         before = (len(errors), sum(len(labels) for _, labels in shared.values()))
         assign, roles = {}, {}
         for idx, (set_name, count, requests) in enumerate(sets):
@@ -181,34 +182,41 @@ def sample_problems(root: Path, cluster: str, objects: list[dict], pools: list[P
             role = "head" if idx == 0 else "submitter" if set_name == "submitter" and idx == len(sets) - 1 else f"worker {set_name}"
             roles[role] = (where, set_name)
             need = {r: q for r, q in requests.items() if q > 0}
+            given = assigned.get(set_name) or {}
             if count < 1 or not need or not any(set(covered) & set(need) for covered, _ in groups):
                 continue  # nothing to place, or only resources no group covers (sample-fits reports those)
             pod = pod_view(templates[idx] if idx < len(templates) else None)
-            head = f"cluster {cluster}: ClusterQueue {cq['metadata']['name']}: pod {set_name} of sample {sample}"
+            head = f"cluster {cluster.name}: ClusterQueue {cq['metadata']['name']}: pod {set_name} of sample {sample}"
             asked = ", ".join(f"{r} {format_quantity(r, q)}" for r, q in sorted(need.items()))
 
             def finding(rule: str, line, message: str, hint: str, file: str = wfile) -> Finding:
                 return Finding(file, line, resource_id(job), rule, f"{head}{message}", hint, context)
 
-            pl = plan(pod, set(need), groups, flavors, pools)
             label = f"{sample}/{set_name}"
-            if pl.blocked:
-                because = "; ".join(pl.blocked)
-                if pod.unconstrained and pl.rejected:  # the flavors' doing, the same for every such pod: one finding at the flavor
-                    share(pl.rejected[0], f"Kueue can assign no flavor to pods without tolerations ({because}), so their workloads would "
-                          "wait in their queues forever", set(), label)
+            if given.get("reasons"):
+                refused = kueue_fit.placement_reasons(given)
+                if refused is None:
+                    continue  # quota, not placement: sample-fits reports it
+                because = "; ".join(_readable(r, flavors.get(f)) for r, f in refused)
+                if pod.unconstrained and refused[0][1] in flavors:  # the flavors' doing, the same for every such pod: one finding at the flavor
+                    share(refused[0][1], f"Kueue's flavor assigner gives pods without tolerations no flavor (\"{because}\"), so their "
+                          "workloads would wait in their queues forever", set(), label)
                     continue
                 errors.append(Problem([finding("capacity-pod-placement", where.template,
-                                               f": Kueue can assign it no flavor ({because}); the workload would wait in its queue forever", BLOCKED_HINT)]))
+                                               f": Kueue's flavor assigner gives it no flavor (\"{because}\"); the workload would wait in its "
+                                               "queue forever", BLOCKED_HINT)]))
                 continue
-            live = [(combo, [p for p in ps if p.count > 0]) for combo, ps in pl.options]
+            if answer["mode"] == "NoFit" or not given.get("flavors"):
+                continue  # another pod set is never admitted: the job never starts (sample-fits says why)
+            combo = tuple(flavor(flavors, n) for n in dict.fromkeys(given["flavors"][r] for r in sorted(given["flavors"])))
+            options = [(combo, landing(pod, combo, pools))]
+            live = [(combo, [p for p in ps if p.count > 0]) for combo, ps in options]
             live = [(combo, ps) for combo, ps in live if ps]
             if not live:
-                empty = {p.address for _, ps in pl.options for p in ps if p.count == 0}
-                causes = {("pool", a) for a in empty} | {("flavor", f.name) for combo, _ in pl.options for f in combo if f.name in unreachable}
-                why = " | ".join(_rejections(pod, combo, pools) for combo, _ in pl.options)
+                empty = {p.address for _, ps in options for p in ps if p.count == 0}
+                causes = {("pool", a) for a in empty} | {("flavor", f.name) for f in combo if f.name in unreachable}
+                why = _rejections(pod, combo, pools)
                 if pod.unconstrained:
-                    combo = pl.options[0][0]
                     blame = next((f.name for f in combo if f.labels or f.tolerations), combo[0].name)
                     share(blame, f"pods that get these flavors land on no node pool with nodes in {rel} ({why}); "
                           "Kueue would admit them and they would stay Pending", causes, label)
@@ -217,14 +225,14 @@ def sample_problems(root: Path, cluster: str, objects: list[dict], pools: list[P
                                                f" lands on no node pool with nodes in {rel} (its own constraints with {why}); "
                                                "Kueue would admit it and the pod would stay Pending", POD_NO_POOL_HINT)], frozenset(causes), pod=label))
                 continue
-            fits = []
+            fitting = []
             for combo, ps in live:
                 for p in ps:
                     alloc = p.node_allocatable()
                     known = [r for r in need if r in alloc]
                     if all(need[r] <= alloc[r] for r in known):
-                        fits.append((combo, p, min((int(alloc[r] // need[r]) for r in known), default=count)))
-            if not fits:
+                        fitting.append((combo, p, min((int(alloc[r] // need[r]) for r in known), default=count)))
+            if not fitting:
                 seen = list({p.address: p for _, ps in live for p in ps}.values())
                 short = next(r for r in sorted(need) if any(r in p.node_allocatable() and need[r] > p.node_allocatable()[r] for p in seen))
                 offer = "; ".join(f"{p.where()} with allocatable " + ", ".join(f"{r} {format_quantity(r, p.node_allocatable()[r])}"
@@ -238,11 +246,11 @@ def sample_problems(root: Path, cluster: str, objects: list[dict], pools: list[P
                                                "shrink the pod's requests, or pick a larger vm_size for that pool in the cluster's tfvars "
                                                "(and the gpu-sku component that matches it)")]))
                 continue
-            combo = fits[0][0]  # the flavors Kueue tries first: on admission their labels and tolerations join the pods'
+            combo = fitting[0][0]  # the flavors Kueue tries first: on admission their labels and tolerations join the pods'
             assign[role] = {"nodeSelector": {k: v for f in combo for k, v in f.labels.items()},
                             "tolerations": [t for f in combo for t in f.tolerations]}
             by_combo: dict[tuple, list[tuple[Pool, int]]] = {}
-            for combo, p, ppn in fits:
+            for combo, p, ppn in fitting:
                 by_combo.setdefault(tuple(f.name for f in combo), []).append((p, ppn))
             at_max = max(sum(p.count * n for p, n in v) for v in by_combo.values())
             at_min = max(sum(p.min_nodes * n for p, n in v) for v in by_combo.values())
@@ -260,20 +268,51 @@ def sample_problems(root: Path, cluster: str, objects: list[dict], pools: list[P
             elif count > at_min:
                 scale.append(Problem([], frozenset(("scale", p.address) for v in by_combo.values() for p, _ in v if p.min_nodes < p.count),
                                      pod=f"{label} ({count} pod{'s' if count > 1 else ''}, {at_min} at min_count)"))
-        if (len(errors), sum(len(labels) for _, labels in shared.values())) == before:  # each pod set alone lands: now all together
-            to_place.append((job, assign, roles, f"cluster {cluster}: ClusterQueue {cq['metadata']['name']}: sample {sample}", sample))
+        if answer["mode"] != "NoFit" and (len(errors), sum(len(labels) for _, labels in shared.values())) == before:
+            # admitted, and each pod set alone lands: now all together
+            to_place.append((job, assign, roles, f"cluster {cluster.name}: ClusterQueue {cq['metadata']['name']}: sample {sample}", sample))
     errors += _scheduled(pools, rel, to_place, objects)
     objs = {name_key(as_map(o.get("metadata")).get("name")): o for o in objects if o.get("kind") == "ResourceFlavor"}
     for (blame, message), (causes, labels) in shared.items():
         spec = as_map(objs[blame].get("spec"))
         # At the flavor's setting the message names: its nodeTaints when they are what the pods do not tolerate, else its nodeLabels.
-        field = "spec.nodeTaints" if "nodeTaints" in message and spec.get("nodeTaints") else "spec.nodeLabels" if spec.get("nodeLabels") else None
+        field = "spec.nodeTaints" if "untolerated taint" in message and spec.get("nodeTaints") else "spec.nodeLabels" if spec.get("nodeLabels") else None
         file, line = locate(objs[blame], field)
-        hint = BLOCKED_HINT if message.startswith("Kueue can assign no flavor") else NO_POOL_HINT
+        hint = BLOCKED_HINT if message.startswith("Kueue's flavor assigner gives") else NO_POOL_HINT
         errors.append(Problem([Finding(file, line, f"ResourceFlavor/{blame}", "capacity-pod-placement",
-                                       f"cluster {cluster}: {message}: sample pods {', '.join(labels)}", hint, ctx)],
+                                       f"cluster {cluster.name}: {message}: sample pods {', '.join(labels)}", hint, ctx)],
                               frozenset(causes), pod=", ".join(labels)))
     return errors, scale
+
+
+def _readable(reason: str, fl: Flavor | None) -> str:
+    """A reason of Kueue's flavor assigner, with the flavor's nodeTaints as written when it names an untolerated taint
+    (Kueue prints the Go struct)."""
+    if fl and reason.startswith("untolerated taint") and fl.taints:
+        return f"{reason} (its nodeTaints: {', '.join(taint_text(t) for t in fl.taints)})"
+    return reason
+
+
+def _submitted(root: Path, entries, objects: list[dict], flavors: dict) -> list[tuple[int, dict, str, dict, dict]]:
+    """(index, entry, sample, RayJob, ClusterQueue) of each samples-file entry that renders and whose LocalQueue and
+    ClusterQueue (with all its flavors) the cluster has: what the other sample rules report is left out."""
+    lqs = {(name_key(as_map(o.get("metadata")).get("namespace")), name_key(o["metadata"]["name"])): o for o in objects if o.get("kind") == "LocalQueue"}
+    cqs = {name_key(o["metadata"]["name"]): o for o in objects if o.get("kind") == "ClusterQueue"}
+    out = []
+    for i, entry in enumerate(entries if isinstance(entries, list) else []):  # sample-render reports a non-list
+        try:
+            sample, job = workloads.render_entry(entry, root)
+        except workloads.WorkloadError:
+            continue  # sample-render reports it
+        meta = as_map(job.get("metadata"))
+        ns = name_key(meta.get("namespace", "default"))
+        # Without the label, Kueue's webhook gives it its namespace's LocalQueue "default" (LocalQueueDefaulting, as sample_rules)
+        lq = lqs.get((ns, name_key(as_map(meta.get("labels")).get(QUEUE_LABEL, "default"))))
+        cq = cqs.get(name_key(as_map(as_map(lq).get("spec")).get("clusterQueue")))
+        if cq is None or any(not flavor(flavors, n).exists for _, names in groups_of(cq) for n in names):
+            continue  # sample-queue / clusterqueue-flavor report it
+        out.append((i, entry, sample, job, cq))
+    return out
 
 
 SCHEDULED_HINT = ("let the nodes hold the job's pods together: relax a required pod (anti-)affinity or topology spread "

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable
 
 from harness.gate import kueue_fit, workloads
 from harness.gate.findings import Finding
@@ -22,14 +21,14 @@ from harness.gate.sources import SourceError, as_map, in_namespace_of, load_yaml
 # -- Kueue objects ----------------------------------------------------------------------------
 
 
-def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list[Finding], list[tuple[str, dict, int | None]],
-                                                                           Callable[[], list[tuple[tuple[str, ...], Finding, bool]]]]:
+def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list[Finding], list[tuple[str, dict, int | None]], kueue_fit.Fits]:
     """Checks clusters/<name>/samples.yaml against the cluster's queues; returns (sample, RayJob,
-    samples.yaml line of its entry) for every entry that renders too, and a function giving the sample-fits findings
-    apart (Kueue's flavor assigner answers them in the gate's helper meanwhile), each with the ClusterQueue it presumes (resource id): one the apiserver or Kueue's
-    webhook rejects is the cause, and the caller drops them then."""
+    samples.yaml line of its entry) for every entry that renders too, and Kueue's flavor assigner's answers for the
+    samples (kueue_fit.Fits: it answers in the gate's helper meanwhile; its sample-fits findings each come with the
+    ClusterQueue they presume (resource id): one the apiserver or Kueue's webhook rejects is the cause, and the caller
+    drops them then)."""
     out, rendered = [], []
-    fits: Callable[[], list[tuple[tuple[str, ...], Finding, bool]]] = list
+    fits = kueue_fit.Fits()
     samples_file = ctx.config.samples_file(cluster.name)
     path = root / samples_file
     if not path.exists():
@@ -137,7 +136,7 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
             continue
         cq = cqs.get(name_key(as_map(lq.get("spec")).get("clusterQueue")))
         if cq:
-            candidates.append(kueue_fit.Candidate(job, cq, in_namespace_of(job, objects, ("LimitRange",)), samples_file, entry_line, wfile, where))
+            candidates.append(kueue_fit.Candidate(job, cq, in_namespace_of(job, objects, ("LimitRange",)), samples_file, entry_line, wfile, where, i))
     for name, uses in missing.items():
         (line, e, err), files = uses[0], sorted({u[2].file for u in uses})
         message = str(err) if len(uses) == 1 else (
@@ -145,5 +144,5 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
             f"and neither {workloads.WORKLOADS_DIR}/defaults.yaml nor the entries' `vars` set it")
         out.append(Finding(samples_file, line, f"sample/{e.get('sample')}", "sample-render", message,
                            f"set {name} in {workloads.WORKLOADS_DIR}/defaults.yaml, or in the `vars` of each entry", f"cluster {cluster.name}"))
-    fits = kueue_fit.fit_findings(ctx.checker or Checker(tuple(ctx.config.crd_files(root))).start(), root, cluster, candidates, ctx.config)
+    fits = kueue_fit.fits(ctx.checker or Checker(tuple(ctx.config.crd_files(root))).start(), root, cluster, candidates, ctx.config)
     return out, rendered, fits

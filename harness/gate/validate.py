@@ -193,7 +193,7 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
             continue
         per_area["rules"] += rules.kueue_rules(ctx, b, b.objects)
     presuming: list[tuple[tuple[str, ...], Finding, bool]] = []  # (resource ids a finding presumes accepted, finding, placement alone)
-    pending_fits: list = []  # per cluster, the function giving its sample-fits findings (sample_rules)
+    pending_fits: dict = {}  # per cluster name, Kueue's flavor assigner's answers for its samples (sample_rules)
     pinned = version_rules.pins(root)
     locked = flux_tenancy.lockdown(root, gate_config)
     for c in clusters:
@@ -205,7 +205,7 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
         per_area["rules"] += version_rules.version_rules(ctx, root, c, pinned)
         sample_findings, samples, fits = sample_rules.sample_rules(ctx, root, c)
         per_area["rules"] += sample_findings
-        pending_fits.append(fits)  # Kueue's flavor assigner answers in the helper while the rules below run
+        pending_fits[c.name] = fits  # Kueue's flavor assigner answers in the helper while the rules below run
         per_area["rules"] += cluster_refs.cluster_ref_rules(ctx, root, c) + sample_admission.admission_rules(ctx, root, c, samples)
         per_area["rules"] += queue_activity.queue_activity_rules(ctx, root, c) + served_apis.served_api_rules(ctx, root, c, samples, pinned, installed)
         validated += [(f"cluster {c.name}: {gate_config.samples}", s, f"{WORKLOADS_DIR}/{name}.yaml") for name, s, _ in samples]
@@ -219,10 +219,10 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
     ctx.sample_related = {k: [o for o in objs if resource_id(o) not in refused] for k, objs in ctx.sample_related.items()}
     schema = beside("schema", lambda: rendered_found + schema_check.findings(ctx, checker, validated))
     t_cap = time.monotonic()
-    per_area["capacity"] += capacity.capacity_findings(root, clusters, sources, gate_config)
+    per_area["capacity"] += capacity.capacity_findings(root, clusters, sources, gate_config, pending_fits)
     timed("capacity", t_cap)
     per_area["rules"] += joined(warnings) + joined(helm)
-    presuming += [found for fits in pending_fits for found in fits()]
+    presuming += [found for fits in pending_fits.values() for found in fits.findings()]
     timings["rules"] = time.monotonic() - t
 
     t = time.monotonic()

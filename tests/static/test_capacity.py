@@ -13,7 +13,7 @@ import yaml
 from harness.cluster import node_objects
 from harness.core import format_quantity, parse_quantity
 from harness.gate import capacity, cluster_nodes, flavor_capacities, node_pools, validate_repository
-from harness.gate import placement, terraform_checks
+from harness.gate import kueue_fit, placement, schema_check, terraform_checks, workloads
 from harness.gate.pools import SYSTEM_TAINT, cluster_pools, node_matches, selects, untolerated
 from harness.gate.sku import SKU_FILE, allocatable, sku_table
 from harness.gate.terraform import TerraformConfig, load_tfvars
@@ -101,19 +101,34 @@ def test_flavor_label_mismatch(repo_copy: Path):
 
 
 def test_pod_larger_than_any_node(repo_copy: Path):
-    # 95 CPUs fit prod's team quota (48 + 48 borrowed) but not one ND96 node's 94.94 allocatable.
+    # On dev (one NC24ads node, quota 24 CPUs) a 23.8-CPU worker and a 100m head fit the quota (Kueue admits the job)
+    # but not the node's 23.66 allocatable CPUs.
+    edit(repo_copy, "workloads/aurora-finetune.yaml", 'requests: {cpu: "2", memory: 8Gi}', 'requests: {cpu: 100m, memory: 8Gi}')
+    edit(repo_copy, "workloads/aurora-finetune.yaml", 'limits: {cpu: "2", memory: 8Gi}', 'limits: {cpu: 100m, memory: 8Gi}')
+    edit(repo_copy, "workloads/aurora-finetune.yaml", 'requests: {cpu: "18", memory: 160Gi, nvidia.com/gpu: "1"}',
+         'requests: {cpu: "23.8", memory: 160Gi, nvidia.com/gpu: "1"}')
+    edit(repo_copy, "workloads/aurora-finetune.yaml", 'limits: {cpu: "18", memory: 160Gi, nvidia.com/gpu: "1"}',
+         'limits: {cpu: "23.8", memory: 160Gi, nvidia.com/gpu: "1"}')
+    found = findings(repo_copy)
+    hits = only(found, "capacity-pod-fits-node")
+    assert [f.context for f in hits] == ["cluster dev-westus3, sample aurora-finetune on default"], [f.text() for f in found]
+    msg = hits[0].message
+    for part in ("ClusterQueue cluster-queue", "pod gpu-workers of sample aurora-finetune", "cpu 23.8", "allocatable cpu 23.66",
+                 "terraform/node_pools.tf", "pool gpupool"):
+        assert part in msg, f"{part!r} not in: {msg}"
+    assert (hits[0].file, hits[0].line) == ("workloads/aurora-finetune.yaml", 90)
+    assert not [f for f in found if f.rule == "capacity-pods-scheduled"], [f.text() for f in found]
+
+
+def test_no_placement_findings_for_a_job_kueue_never_admits(repo_copy: Path):
+    # 95 CPUs and the head's 2 are more than prod's team quota with all it may borrow (96): Kueue never admits the job,
+    # so where its pods would land is moot (sample-fits says why; the gate's own run folds nothing under placement).
     edit(repo_copy, "workloads/aurora-finetune.yaml", 'requests: {cpu: "18", memory: 160Gi, nvidia.com/gpu: "1"}',
          'requests: {cpu: "95", memory: 160Gi, nvidia.com/gpu: "1"}')
     edit(repo_copy, "workloads/aurora-finetune.yaml", 'limits: {cpu: "18", memory: 160Gi, nvidia.com/gpu: "1"}',
          'limits: {cpu: "95", memory: 160Gi, nvidia.com/gpu: "1"}')
-    hits = only(findings(repo_copy), "capacity-pod-fits-node")
-    prod = [f for f in hits if f.context.startswith("cluster prod-eastus2")]
-    assert prod, [f.message for f in hits]
-    msg = prod[0].message
-    for part in ("ClusterQueue team-a-cq", "pod gpu-workers of sample aurora-finetune", "cpu 95", "allocatable cpu 94.94",
-                 "terraform/node_pools.tf", "pool gpupool"):
-        assert part in msg, f"{part!r} not in: {msg}"
-    assert prod[0].file == "workloads/aurora-finetune.yaml"
+    found = capacity.capacity_findings(repo_copy, render_repository(repo_copy)[1])
+    assert not [f for f in found if "aurora-finetune" in f.message], [f.text() for f in found]
 
 
 def test_missing_federated_credential_subject(repo_copy: Path):
@@ -247,14 +262,19 @@ def test_tainted_pool_capacity_counts_each_pool_once_for_the_pods_that_reach_it(
     assert cpu.via["azurerm_kubernetes_cluster_node_pool.gpu"] == {"flavor gpu"}  # only GPU pods reach the tainted pool
     assert cpu.via["azurerm_kubernetes_cluster_node_pool.cpu"] == {"alone"}
     assert [p.name for p in by_key[("gpu", "nvidia.com/gpu")].pools] == ["gpupool"]
-    # Per pod set: the CPU-only head lands on the CPU pool, the GPU workers on the GPU pool.
+    # Per pod set, with the flavors Kueue's flavor assigner gives it: the CPU-only head lands on the CPU pool, the GPU
+    # workers (flavor gpu's nodeLabels and toleration) on the GPU pool.
     flavors = placement.flavors_of(objects)
-    cq = next(o for o in objects if o.get("kind") == "ClusterQueue" and o["metadata"]["name"] == "team-a-cq")
-    groups = placement.groups_of(cq)
-    head = placement.plan(placement.pod_view(None), {"cpu", "memory"}, groups, flavors, pools)
-    worker = placement.plan(placement.pod_view(None), {"cpu", "memory", "nvidia.com/gpu"}, groups, flavors, pools)
-    assert [[p.name for p in ps] for _, ps in head.options] == [["cpupool"]]
-    assert [[p.name for p in ps] for _, ps in worker.options] == [["gpupool"]]
+    job = workloads.render_entry({"sample": "aurora-finetune", "queue": "team-a"}, repo_copy)[1]
+    checker = schema_check.Checker().start()
+    try:
+        answer = kueue_fit.verdicts(checker, [o for o in objects if o.get("kind") in kueue_fit.QUEUE_KINDS], [(job, "team-a-cq", [])])[0]
+    finally:
+        checker.close()
+    assert answer["mode"] == "Fit", answer
+    landed = {ps["name"]: [p.name for p in placement.landing(placement.pod_view(None), tuple(flavors[f] for f in sorted(set(ps["flavors"].values()))), pools)]
+              for ps in answer["pod_sets"] if ps["flavors"]}
+    assert landed == {"head": ["cpupool"], "gpu-workers": ["gpupool"]}, answer
 
 
 def test_gpu_node_count_zero_is_one_root_cause(repo_copy: Path):
