@@ -1,6 +1,6 @@
 """The samples each cluster submits (clusters/<name>/samples.yaml, the configuration's samples file),
 rendered from workloads/ as scripts/submit-workload renders them and judged against the cluster's
-queues: the LocalQueue their label names (after Kueue's LocalQueueDefaulting), suspend and TTL, and
+queues: the LocalQueue their label names (after Kueue's LocalQueueDefaulting), their TTL, and
 whether Kueue's own flavor assigner could ever admit them in their ClusterQueue (`sample-fits`, kueue_fit.py). The
 rule ids are documented in harness.gate.rules (RULES), with the rest of the cluster rules.
 """
@@ -89,9 +89,6 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
             str(k): (samples_file, line_at(root, samples_file, None, [i, "vars", k]) or entry_line, f"vars {k}") for k in as_map(e.get("vars"))}
         ctx.sample_related[id(job)] = in_namespace_of(job, objects)
         spec = as_map(job.get("spec"))
-        if spec.get("suspend") is not True:
-            out.append(ctx.finding(job, None, "sample-suspend", "spec.suspend is not true: the RayJob would start before Kueue admits it",
-                                   "set spec.suspend: true; Kueue unsuspends it on admission", file=wfile, context=where, field="spec.suspend"))
         ttl = spec.get("ttlSecondsAfterFinished")
         if spec.get("shutdownAfterJobFinishes") is True and isinstance(ttl, int) and ttl > 0:
             # Kueue marks the Workload Finished when the RayJob ends and admits the next job at once;

@@ -43,7 +43,8 @@ def node_objects(specs: list[NodeSpec]) -> list[dict]:
                 "apiVersion": "v1", "kind": "Node",
                 "metadata": {"name": name, "labels": {**spec.labels, "kubernetes.io/hostname": name, "kubernetes.io/arch": "amd64"}},
                 "spec": {"taints": [{k: v for k, v in t.items() if v not in (None, "")} for t in spec.taints]},
-                "status": {"capacity": capacity, "allocatable": allocatable},
+                # Ready, as a node AKS registers becomes: Kueue's TAS cache keeps only Ready nodes (tas_nodes_cache.go)
+                "status": {"capacity": capacity, "allocatable": allocatable, "conditions": [{"type": "Ready", "status": "True"}]},
             })
     return nodes
 

@@ -36,7 +36,7 @@ STAGE_RULES = {
     "schema": "schema",  # built-in kinds: kubeconform, strict
     "validation": "api-validation",  # the apiserver's validation: a custom resource's (schema, CEL, metadata), a built-in's metadata
     "webhook": "kueue-webhook",  # Kueue's validating webhook
-    "controller": "kuberay-validation",  # what KubeRay's RayJob controller validates before it acts
+    "controller": "kuberay-validation",  # what KubeRay's controllers validate before they act on a RayJob, RayCluster or RayService
     "scheduler": "kueue-inadmissible",  # what Kueue's scheduler checks of the job's Workload before it looks for quota
     "pod": "pod-validation",  # the apiserver's validation of the pods KubeRay creates once Kueue admits the job (tools/kubecheck)
     "security": "pod-security",  # the PodSecurity admission of those pods by their namespace's level (tools/kubecheck)
@@ -49,11 +49,14 @@ RULES = {
                       "metadata), and every built-in object its create validation (metadata; the spec by the REST strategy of its kind "
                       "for the kinds tools/kubecheck knows: core, apps, batch, RBAC, scheduling, networking, policy), offline",
     "kueue-webhook": "every Kueue object and RayJob passes Kueue's validating webhook (its own code at the pinned version), offline",
-    "kuberay-validation": "every RayJob passes what the pinned KubeRay operator validates before it acts (its own functions); "
-                          "else the RayJob is marked ValidationFailed and never runs",
-    "kueue-inadmissible": "every RayJob's Workload passes what the pinned Kueue's scheduler checks before it looks for quota "
-                          "(its own workload.ValidateResources and ValidateLimitRange: requests within limits and within the "
-                          "namespace's LimitRanges on the cluster); else it stays pending, inadmissible",
+    "kuberay-validation": "every RayJob, RayCluster and RayService passes what the pinned KubeRay operator's controllers validate "
+                          "before they act (their own functions; a RayJob after Kueue's mutating webhook suspended it), and a RayJob's "
+                          "submissionMode is one its controller submits in; else it never runs",
+    "kueue-inadmissible": "every RayJob's Workload, as Kueue's Ray integration builds it, is accepted by the apiserver (the pinned "
+                          "Workload CRD's schema, list keys and CEL rules, Kueue's Workload webhook: pod set names from the worker "
+                          "groups' names, lowercased, distinct) and passes what the pinned Kueue's scheduler checks before it looks for "
+                          "quota (its own workload.ValidateResources and ValidateLimitRange: requests within limits and within the "
+                          "namespace's LimitRanges on the cluster); else the job is never admitted",
     "pod-validation": "every pod KubeRay would create for a RayJob, RayCluster or RayService (head, each worker group, a RayJob's submitter), built by "
                       "KubeRay's own pod builders, passes the pinned apiserver's pod validation (tools/kubecheck); else Kueue admits the "
                       "job and every pod is refused, so it holds its quota without running",
@@ -71,22 +74,24 @@ HINTS = {
     "schema": "fix the field named in the message; unknown fields are errors (check spelling and nesting against the CRD)",
     "api-validation": "change the value at the field named so that the rule quoted in the message holds (the apiserver rejects the object)",
     "kueue-webhook": "change the value at the field named; Kueue's admission webhook rejects the object as it stands",
-    "kuberay-validation": "change the RayJob as the message says; KubeRay's controller refuses it (jobDeploymentStatus ValidationFailed)",
+    "kuberay-validation": "change the Ray object as the message says; KubeRay's controller refuses it (a RayJob: jobDeploymentStatus "
+                          "ValidationFailed; a RayCluster or RayService: an Invalid... event and no pods)",
     "pod-validation": "change the pod template at the field named as the message says (the Ray CRD's schema lets it through; "
                       "the apiserver refuses the pod KubeRay makes of it)",
     "resource-quota": "raise the namespace's ResourceQuota named (or drop the resource from its hard limits), or shrink the job; "
                       "set the requests and limits a quota tracks on every container",
     "pod-security": "set in the pod templates the securityContext the level asks for (the message lists each field), or run the "
                     "jobs in a namespace of a lower level (pod-security.kubernetes.io/enforce: baseline)",
-    "kueue-inadmissible": "make the container's requests at most its limits (or drop the limits), and within the min/max of its "
-                          "namespace's LimitRange (or change the LimitRange), at the field named",
+    "kueue-inadmissible": "change the field named as the message says: a worker group's name must be a lowercase DNS label, "
+                          "distinct from the others' whatever the case; a container's requests at most its limits (or drop the limits) "
+                          "and within the min/max of its namespace's LimitRange (or change the LimitRange)",
 }
 WHAT = {
     "schema-unknown-kind": "is not served by Kubernetes 1.35 or the pinned CRDs",
     "schema": "fails strict schema validation",
     "api-validation": "is rejected by the apiserver's validation",
     "kueue-webhook": "is rejected by Kueue's validating webhook",
-    "kuberay-validation": "is refused by KubeRay's RayJob controller",
+    "kuberay-validation": "is refused by KubeRay's controller",
     "kueue-inadmissible": "would never be admitted",
     "pod-validation": "is accepted, but the apiserver refuses the pods KubeRay creates for it (a job Kueue admits holds its quota without running)",
     "resource-quota": "would be admitted, but not all of its pods could be created",
@@ -160,7 +165,10 @@ class Checker:
         return self
 
     def expect(self, kinds: set[tuple[str, str]]) -> None:
-        """The (apiVersion, kind) pairs the objects will have, to prepare their validators."""
+        """The (apiVersion, kind) pairs the objects will have, to prepare their validators (with a RayJob's, the Workload's:
+        its check validates the Workload Kueue makes of it)."""
+        if ("ray.io/v1", "RayJob") in kinds:
+            kinds = kinds | {("kueue.x-k8s.io/v1beta2", "Workload")}
         helper().submit("prepare", CheckError, kinds=sorted(kinds), **self.schema_request())
 
     def check(self, objects: list[dict], related: list[list[dict]] | None = None) -> list[Problem | None]:

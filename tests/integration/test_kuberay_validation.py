@@ -44,3 +44,41 @@ def test_gate_and_kuberay_agree_on_what_kuberay_refuses(kube: Kube, names, creat
 
     status = kube.wait_for(*RAYJOB, decided, f"KubeRay's verdict on RayJob {name}", names.namespace)
     assert (status == "ValidationFailed") == (refusal is not None), f"{case}: KubeRay says {status}, the gate says {problem}"
+
+
+RAYCLUSTER_CASES = [
+    ("valid", lambda spec: None, None),
+    ("min-above-max", lambda spec: spec["workerGroupSpecs"][0].update(minReplicas=2, maxReplicas=1), "minReplicas 2 greater than maxReplicas 1"),
+]
+
+
+@pytest.mark.parametrize("case,change,refusal", RAYCLUSTER_CASES, ids=[c[0] for c in RAYCLUSTER_CASES])
+def test_gate_and_kuberay_agree_on_what_kuberay_refuses_of_a_raycluster(kube: Kube, names, create, case, change, refusal):
+    """A RayCluster a layer applies: the gate's verdict (KubeRay's RayCluster controller validation) against the real
+    operator's, an InvalidRayClusterSpec event and no pods, or the head pod created."""
+    spec = render_sample("aurora-finetune", "none")["spec"]["rayClusterSpec"]
+    cluster = {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": f"{names.prefix}rc-{case}", "namespace": names.namespace},
+               "spec": spec}
+    change(spec)
+    (problem,) = validate([cluster])
+    if refusal is None:
+        assert problem is None, problem
+    else:
+        assert problem is not None and problem.rule == "kuberay-validation", problem
+        assert refusal in problem.errors[0]["message"], problem
+
+    kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": names.namespace}})
+    create([cluster])
+    name = cluster["metadata"]["name"]
+
+    def refused(events):
+        return next((e["reason"] for e in events if (e.get("involvedObject") or {}).get("name") == name
+                     and e.get("reason") == "InvalidRayClusterSpec"), None)
+
+    def head(pods):
+        return next((p["metadata"]["name"] for p in pods if (p["metadata"].get("labels") or {}).get("ray.io/cluster") == name), None)
+
+    if refusal is None:
+        assert kube.wait_for("v1", "Pod", head, f"KubeRay creating the head pod of RayCluster {name}", names.namespace)
+    else:
+        assert kube.wait_for("v1", "Event", refused, f"KubeRay's InvalidRayClusterSpec event for RayCluster {name}", names.namespace)

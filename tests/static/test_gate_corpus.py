@@ -1,6 +1,8 @@
 """The static gate against broken variants of this repository: each must fail with its rule."""
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 
 import pytest
@@ -72,6 +74,33 @@ TEAM_A = "overlays/team-queues/team-a.yaml"
 TEAM_B = "overlays/team-queues/team-b.yaml"
 SINGLE = "overlays/single-queue/cluster-queue.yaml"
 ND96 = "components/gpu-sku/standard-nd96amsr-a100-v4/kustomization.yaml"
+RAYCLUSTER = """apiVersion: ray.io/v1
+kind: RayCluster
+metadata:
+  name: shared
+  namespace: ray
+spec:
+  headGroupSpec:
+    rayStartParams: {}
+    template:
+      spec:
+        containers:
+          - name: ray-head
+            image: rayproject/ray:2.41.0
+            resources: {requests: {cpu: "1", memory: 4Gi}, limits: {cpu: "1", memory: 4Gi}}
+  workerGroupSpecs:
+    - groupName: cpu
+      replicas: 1
+      minReplicas: 1
+      maxReplicas: 1
+      rayStartParams: {}
+      template:
+        spec:
+          containers:
+            - name: ray-worker
+              image: rayproject/ray:2.41.0
+              resources: {requests: {cpu: "1", memory: 4Gi}, limits: {cpu: "1", memory: 4Gi}}
+"""
 PROD = "clusters/prod-eastus2"
 DEV = "clusters/dev-westus3"
 KUEUE = "flux/infrastructure/controllers/kueue.yaml"
@@ -109,8 +138,21 @@ CORPUS = [
     ("undefined-variable", "flux-variable-undefined", f"{PROD}/queues.yaml",
      lambda r: edit(r, "base/service-account.yaml", '"${AZURE_TENANT_ID}"', '"${AZURE_TENANT}"')),
     ("flux-unknown-field", "schema", f"{PROD}/queues.yaml", lambda r: edit(r, f"{PROD}/queues.yaml", "  prune: true", "  prunne: true")),
-    ("unsuspended-rayjob", "sample-suspend", "workloads/batch-inference.yaml",
-     lambda r: edit(r, "workloads/batch-inference.yaml", "suspend: true", "suspend: false"), 13),
+    ("submission-mode-typo", "kuberay-validation", "workloads/batch-inference.yaml",  # KubeRay submits nothing: it waits forever
+     lambda r: edit(r, "workloads/batch-inference.yaml", "  suspend: true\n", "  suspend: true\n  submissionMode: K8sJob\n"), 14),
+    ("queued-job-on-existing-cluster", "kueue-webhook", "workloads/batch-inference.yaml",  # with a rayClusterSpec: Kueue's webhook
+     lambda r: edit(r, "workloads/batch-inference.yaml", "  suspend: true\n", "  suspend: true\n  clusterSelector: {ray.io/cluster: shared}\n"), 14),
+    ("queued-job-only-on-existing-cluster", "kuberay-validation", "workloads/batch-inference.yaml",  # Kueue's mutating webhook suspends it
+     lambda r: write(r, "workloads/batch-inference.yaml", re.sub(r"\n  rayClusterSpec:\n(    .*\n|\n)*", "\n", (r / "workloads/batch-inference.yaml").read_text())
+                     .replace("  suspend: true\n", "  suspend: false\n  clusterSelector: {ray.io/cluster: shared}\n")), 13),
+    ("worker-group-name-not-a-pod-set-name", "kueue-inadmissible", "workloads/aurora-finetune.yaml",  # the Workload is refused
+     lambda r: edit(r, "workloads/aurora-finetune.yaml", "groupName: gpu-workers", "groupName: gpu_workers"), 68),
+    ("worker-groups-differing-in-case", "kueue-inadmissible", "workloads/batch-inference.yaml",  # Kueue lowercases pod set names
+     lambda r: append(r, "workloads/batch-inference.yaml", (r / "workloads/batch-inference.yaml").read_text().split("    workerGroupSpecs:\n")[1]
+                      .replace("groupName: gpu-workers", "groupName: GPU-Workers")), 95),
+    ("raycluster-min-above-max", "kuberay-validation", "base/raycluster.yaml",  # KubeRay's RayCluster controller refuses it
+     lambda r: (write(r, "base/raycluster.yaml", RAYCLUSTER.replace("minReplicas: 1", "minReplicas: 2")),
+                edit(r, "base/kustomization.yaml", "  - priority-classes.yaml\n", "  - priority-classes.yaml\n  - raycluster.yaml\n")), 18),
     ("shutdown-false", "kueue-webhook", "workloads/aurora-finetune.yaml",
      lambda r: edit(r, "workloads/aurora-finetune.yaml", "shutdownAfterJobFinishes: true", "shutdownAfterJobFinishes: false"), 14),
     ("kuberay-refuses-replicas", "kuberay-validation", "workloads/llm-training.yaml",
@@ -659,6 +701,16 @@ def test_a_sample_with_generate_name_is_clean(repo_copy):
     """scripts/submit-workload creates the samples (not apply): a generateName is named by the apiserver first, so
     the RayJob and the pods KubeRay makes from it are valid (they once were refused as 'metadata.name was not generated')."""
     edit(repo_copy, "workloads/batch-inference.yaml", "  name: ${JOB_NAME}\n", "  generateName: ${JOB_NAME}-\n")
+    report = validate_repository(repo_copy)
+    assert report.findings == [], "\n".join(f.text() for f in report.findings)
+
+
+def test_a_queued_sample_written_unsuspended_and_a_valid_raycluster_are_clean(repo_copy):
+    """Kueue's mutating webhook creates every RayJob with a queue-name label suspended (ApplyDefaultForSuspend), so
+    `suspend: false` in a sample is harmless (it was once an error); a valid RayCluster a layer applies passes KubeRay."""
+    edit(repo_copy, "workloads/batch-inference.yaml", "  suspend: true\n", "  suspend: false\n")
+    write(repo_copy, "base/raycluster.yaml", RAYCLUSTER)
+    edit(repo_copy, "base/kustomization.yaml", "  - priority-classes.yaml\n", "  - priority-classes.yaml\n  - raycluster.yaml\n")
     report = validate_repository(repo_copy)
     assert report.findings == [], "\n".join(f.text() for f in report.findings)
 

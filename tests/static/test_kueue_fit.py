@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from harness.gate.validate import validate_repository
-from tests.static.test_gate_corpus import DEV, KUEUE, PROD, append, edit
+from tests.static.test_gate_corpus import DEV, KUEUE, PROD, append, edit, write
 
 pytestmark = pytest.mark.static
 
@@ -67,3 +67,56 @@ def test_a_resource_the_manager_excludes_is_not_charged(repo_copy, excluded):
     else:
         assert {(f.file, f.line) for f in found} == {(f"{DEV}/samples.yaml", 8), (f"{PROD}/samples.yaml", 10)}, found
         assert all("ephemeral-storage unavailable in ClusterQueue" in f.message and "add the resource" in f.hint for f in found)
+
+
+TAS_QUEUE = """apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata:
+  name: cluster-queue
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+    - coveredResources: [cpu, memory, nvidia.com/gpu]
+      flavors:
+        - name: gpu-tas
+          resources:
+            - {name: cpu, nominalQuota: "24"}
+            - {name: memory, nominalQuota: 200Gi}
+            - {name: nvidia.com/gpu, nominalQuota: "1"}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata:
+  name: default
+  namespace: ray
+spec:
+  clusterQueue: cluster-queue
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata:
+  name: gpu-tas
+spec:
+  nodeLabels: {accelerator: nvidia}
+  topologyName: aks
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Topology
+metadata:
+  name: aks
+spec:
+  levels:
+    - nodeLabel: LEVEL
+"""
+
+
+@pytest.mark.parametrize("level", ["kubernetes.io/hostname", "example.com/rack"])
+def test_topology_aware_queue_is_judged_on_the_clusters_ready_nodes(repo_copy, level):
+    """A topology-aware flavor whose level every AKS node carries admits the samples (Kueue's TAS cache keeps only Ready
+    nodes: the gate's nodes are Ready as AKS registers them); a level no node carries leaves them pending."""
+    write(repo_copy, "overlays/single-queue/cluster-queue.yaml", TAS_QUEUE.replace("LEVEL", level))
+    found = _fits(repo_copy)
+    if level == "kubernetes.io/hostname":
+        assert found == []
+    else:
+        assert found and all(("TAS" in f.message or "topology" in f.message.lower()) and f.file == f"{DEV}/samples.yaml" for f in found), found

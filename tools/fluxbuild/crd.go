@@ -32,6 +32,7 @@ import (
 // built on first use, as the apiserver builds them when it starts serving the CRD.
 type crdVersion struct {
 	source *crdSource
+	set    *crdSet // the CRDs it belongs to (a RayJob's check validates the Workload Kueue makes of it)
 	name   string
 	once   sync.Once
 	err    error
@@ -94,7 +95,7 @@ func loadCRDs(dir string) (*crdSet, error) {
 		gk := schema.GroupKind{Group: e.Group, Kind: e.Kind}
 		for _, v := range e.Served {
 			set.served[gk] = append(set.served[gk], v)
-			set.byGVK[gk.WithVersion(v)] = &crdVersion{source: source, name: v}
+			set.byGVK[gk.WithVersion(v)] = &crdVersion{source: source, set: set, name: v}
 		}
 	}
 	return set, nil
@@ -198,9 +199,10 @@ func (c *crdVersion) build() error {
 	return c.err
 }
 
-// check runs an object through the apiserver's create path for this CRD, then Kueue's webhook,
-// then what KubeRay's controller validates before it acts on a RayJob, then what Kueue's scheduler
-// checks of its Workload before it looks for quota.
+// check runs an object through the apiserver's create path for this CRD (with Kueue's mutating webhook
+// for RayJobs before the validation), then Kueue's validating webhook, then what KubeRay's controllers
+// validate before they act on a Ray object, then what Kueue's scheduler checks of a RayJob's Workload
+// before it looks for quota.
 func (c *crdVersion) check(ctx context.Context, obj map[string]interface{}, related []map[string]interface{}) checkResult {
 	if err := c.build(); err != nil {
 		failRequest("%v", err)
@@ -220,6 +222,7 @@ func (c *crdVersion) check(ctx context.Context, obj map[string]interface{}, rela
 		ns = "default" // what kubectl and Flux send when the object names none
 		u.SetNamespace(ns)
 	}
+	kueueDefaults(ctx, u) // Kueue's mutating webhook runs before the apiserver's validation
 	rest.FillObjectMetaSystemFields(u)
 	if u.GetGenerateName() != "" && u.GetName() == "" { // the store names it before BeforeCreate, as kubectl create asks
 		u.SetName(c.strategy.GenerateName(u.GetGenerateName()))
@@ -239,7 +242,7 @@ func (c *crdVersion) check(ctx context.Context, obj map[string]interface{}, rela
 	if errs := controllerErrors(u); len(errs) > 0 {
 		return checkResult{Stage: "controller", Errors: errs}
 	}
-	if errs := schedulerErrors(ctx, u, related); len(errs) > 0 {
+	if errs := schedulerErrors(ctx, c.set, u, related); len(errs) > 0 {
 		return checkResult{Stage: "scheduler", Errors: errs}
 	}
 	return checkResult{}

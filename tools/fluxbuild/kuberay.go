@@ -1,29 +1,98 @@
 package main
 
 import (
+	"context"
+	"fmt"
+
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"github.com/ray-project/kuberay/ray-operator/controllers/ray/utils"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/kueue/pkg/controller/constants"
+	"sigs.k8s.io/kueue/pkg/controller/jobframework"
+	"sigs.k8s.io/kueue/pkg/controller/jobs/rayjob"
 )
 
-// controllerErrors runs what the pinned KubeRay operator's RayJob controller checks before it
-// does anything with a RayJob (validateRayJob in rayjob_controller.go: the metadata, then the
-// spec), with KubeRay's own functions. An object the apiserver and Kueue's webhook accept but
-// these refuse is marked ValidationFailed by the operator and never runs. Other kinds: nil.
+// controllerErrors runs what the pinned KubeRay operator's controllers check before they do anything
+// with a Ray object, with KubeRay's own functions: the RayJob controller's validateRayJob (metadata,
+// spec), the RayCluster controller's metadata and spec validation (raycluster_controller.go), the
+// RayService controller's (rayservice_controller.go). An object the apiserver and Kueue's webhook
+// accept but these refuse gets an Invalid... event (a RayJob: jobDeploymentStatus ValidationFailed)
+// and never runs. Other kinds: nil.
 func controllerErrors(u *unstructured.Unstructured) []fieldError {
-	job, errs := rayJobOf(u)
-	if job == nil {
-		return errs
+	var checks []func() error
+	switch gvk := u.GroupVersionKind(); {
+	case gvk.GroupVersion() != rayv1.GroupVersion:
+		return nil
+	case gvk.Kind == "RayJob":
+		job, errs := rayJobOf(u)
+		if job == nil {
+			return errs
+		}
+		checks = []func() error{
+			func() error { return utils.ValidateRayJobMetadata(job.ObjectMeta) },
+			func() error {
+				err := utils.ValidateRayJobSpec(job)
+				if err != nil && len(job.Spec.ClusterSelector) > 0 && jobframework.QueueNameForObject(job) != "" {
+					return fmt.Errorf("%v (Kueue's mutating webhook suspends every RayJob with a queue-name label: a RayJob that runs "+
+						"on an existing RayCluster cannot be queued; remove the label %s)", err, constants.QueueLabel)
+				}
+				return err
+			},
+			func() error { return submissionModeError(job) },
+		}
+	case gvk.Kind == "RayCluster":
+		cluster := &rayv1.RayCluster{}
+		if errs := fromUnstructured(u, cluster); errs != nil {
+			return errs
+		}
+		checks = []func() error{
+			func() error { return utils.ValidateRayClusterMetadata(cluster.ObjectMeta) },
+			func() error { return utils.ValidateRayClusterSpec(&cluster.Spec, cluster.Annotations) },
+			func() error { return utils.ValidateRayClusterUpgradeOptions(cluster) },
+		}
+	case gvk.Kind == "RayService":
+		service := &rayv1.RayService{}
+		if errs := fromUnstructured(u, service); errs != nil {
+			return errs
+		}
+		checks = []func() error{
+			func() error { return utils.ValidateRayServiceMetadata(service.ObjectMeta) },
+			func() error { return utils.ValidateRayServiceSpec(service) },
+		}
 	}
-	for _, validate := range []func() error{
-		func() error { return utils.ValidateRayJobMetadata(job.ObjectMeta) },
-		func() error { return utils.ValidateRayJobSpec(job) },
-	} {
+	for _, validate := range checks {
 		if err := validate(); err != nil {
 			return []fieldError{{Type: "Invalid", Detail: err.Error(), Message: err.Error()}}
 		}
 	}
 	return nil
+}
+
+// submissionModeError: a submissionMode that is none of KubeRay's modes passes its validation (the CRD has no enum), but
+// the RayJob controller submits nothing for it (it creates a submitter Job only in K8sJobMode, posts over HTTP only in
+// HTTPMode, ...): the job waits with its cluster up, and its quota held, forever.
+func submissionModeError(job *rayv1.RayJob) error {
+	switch job.Spec.SubmissionMode {
+	case "", rayv1.K8sJobMode, rayv1.HTTPMode, rayv1.InteractiveMode, rayv1.SidecarMode:
+		return nil
+	}
+	return fmt.Errorf("The RayJob spec is invalid: submissionMode %q is none of KubeRay's modes (%s, %s, %s, %s): its controller never "+
+		"submits the job, which waits with its RayCluster up forever", job.Spec.SubmissionMode,
+		rayv1.K8sJobMode, rayv1.HTTPMode, rayv1.InteractiveMode, rayv1.SidecarMode)
+}
+
+// kueueDefaults applies Kueue's mutating webhook for RayJobs (RayJobWebhook.Default: a job with a queue-name label is
+// created suspended, by jobframework.ApplyDefaultForSuspend, whatever spec.suspend says) to `u`, as the apiserver calls
+// it before its own validation. Other kinds are left alone.
+func kueueDefaults(ctx context.Context, u *unstructured.Unstructured) {
+	job, _ := rayJobOf(u)
+	if job == nil {
+		return
+	}
+	if err := jobframework.ApplyDefaultForSuspend(ctx, (*rayjob.RayJob)(job), emptyCluster(), false, nil); err != nil || !job.Spec.Suspend {
+		return
+	}
+	_ = unstructured.SetNestedField(u.Object, true, "spec", "suspend")
 }
 
 // rayJobOf is the object as a RayJob; nil (with the decoding errors, if any) when it is another kind

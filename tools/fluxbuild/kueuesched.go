@@ -16,7 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/controller/constants"
 	"sigs.k8s.io/kueue/pkg/controller/core/indexer"
+	"sigs.k8s.io/kueue/pkg/controller/jobframework"
 	"sigs.k8s.io/kueue/pkg/controller/jobs/rayjob"
 	"sigs.k8s.io/kueue/pkg/workload"
 )
@@ -29,7 +31,7 @@ import (
 // didn't satisfy LimitRange constraints") for as long as it exists, although the apiserver, Kueue's
 // webhook and KubeRay accept the RayJob. `related` are the LimitRanges of the RayJob's namespace on its
 // cluster (none: a namespace without any); the pods have no RuntimeClass overhead. Other kinds: nil.
-func schedulerErrors(ctx context.Context, u *unstructured.Unstructured, related []map[string]interface{}) (errs []fieldError) {
+func schedulerErrors(ctx context.Context, crds *crdSet, u *unstructured.Unstructured, related []map[string]interface{}) (errs []fieldError) {
 	job, errs := rayJobOf(u)
 	if job == nil {
 		return errs
@@ -49,6 +51,9 @@ func schedulerErrors(ctx context.Context, u *unstructured.Unstructured, related 
 		return []fieldError{{Field: "spec", Type: "Invalid", Detail: msg, Message: msg}}
 	}
 	wl := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Name: job.Name, Namespace: job.Namespace}, Spec: kueue.WorkloadSpec{PodSets: podSets}}
+	if errs := workloadCreateErrors(ctx, crds, job, wl); len(errs) > 0 {
+		return errs
+	}
 	cluster, err := clusterWith(related)
 	if err != nil {
 		msg := fmt.Sprintf("a LimitRange of the namespace does not decode: %v", err)
@@ -64,6 +69,37 @@ func schedulerErrors(ctx context.Context, u *unstructured.Unstructured, related 
 	for i := range errs {
 		path := rayJobPath(errs[i].Field, job)
 		errs[i].Message = "Kueue's scheduler: " + reason + ": " + strings.Replace(errs[i].Message, errs[i].Field, path, 1)
+		errs[i].Field = path
+	}
+	return errs
+}
+
+// workloadCreateErrors: Kueue's job reconciler creates the RayJob's Workload (named by jobframework, with the Ray
+// integration's pod sets); the apiserver validates it against the pinned Workload CRD (schema, list-map keys, CEL) and
+// Kueue's Workload webhook. A Workload it refuses is never created: the RayJob stays suspended, never admitted, e.g. two
+// worker groups whose names differ only in case (Kueue lowercases pod set names) or a groupName that is no DNS label.
+func workloadCreateErrors(ctx context.Context, crds *crdSet, job *rayv1.RayJob, wl *kueue.Workload) []fieldError {
+	c := crds.byGVK[kueue.GroupVersion.WithKind("Workload")]
+	if c == nil {
+		return nil
+	}
+	created := wl.DeepCopy()
+	created.Name = jobframework.GetWorkloadNameForOwnerWithGVK(job.Name, job.UID, rayv1.GroupVersion.WithKind("RayJob"))
+	created.Spec.QueueName = kueue.LocalQueueName(job.Labels[constants.QueueLabel])
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(created)
+	if err != nil {
+		return nil
+	}
+	obj["apiVersion"], obj["kind"] = kueue.GroupVersion.String(), "Workload"
+	result := c.check(ctx, obj, nil)
+	if result.Stage == "" {
+		return nil
+	}
+	errs := result.Errors
+	for i := range errs {
+		path := rayJobPath(errs[i].Field, job)
+		errs[i].Message = "Kueue's job reconciler cannot create the RayJob's Workload, which the apiserver refuses (so the job is " +
+			"never admitted): " + strings.Replace(errs[i].Message, errs[i].Field, path, 1)
 		errs[i].Field = path
 	}
 	return errs
@@ -117,6 +153,9 @@ func rayJobPath(path string, job *rayv1.RayJob) string {
 	rest := path[strings.Index(path, "]")+1:]
 	rest = strings.TrimPrefix(rest, ".template")
 	workers := len(job.Spec.RayClusterSpec.WorkerGroupSpecs)
+	if (rest == "" || rest == ".name") && index > 0 && index <= workers { // a worker pod set's name is its group's name
+		return fmt.Sprintf("spec.rayClusterSpec.workerGroupSpecs[%d].groupName", index-1)
+	}
 	switch {
 	case index == 0:
 		return "spec.rayClusterSpec.headGroupSpec.template" + rest

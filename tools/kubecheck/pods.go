@@ -112,7 +112,7 @@ func podsOf(obj map[string]interface{}) []built {
 	u := &unstructured.Unstructured{Object: obj}
 	if u.GetName() == "" && u.GetGenerateName() != "" { // `kubectl create` of a generateName: the apiserver names it first
 		u = u.DeepCopy()
-		u.SetName(names.SimpleNameGenerator.GenerateName(u.GetGenerateName()))
+		u.SetName(stable(names.SimpleNameGenerator.GenerateName(u.GetGenerateName())))
 		obj = u.Object
 	}
 	switch obj["kind"] {
@@ -123,7 +123,7 @@ func podsOf(obj map[string]interface{}) []built {
 			return nil
 		}
 		cluster := rayv1.RayCluster{
-			ObjectMeta: metav1.ObjectMeta{Name: utils.GenerateRayClusterName(job.Name), Namespace: namespaceName(job.Namespace),
+			ObjectMeta: metav1.ObjectMeta{Name: stable(utils.GenerateRayClusterName(job.Name)), Namespace: namespaceName(job.Namespace),
 				Labels: map[string]string{utils.RayOriginatedFromCRDLabelKey: utils.RayOriginatedFromCRDLabelValue(utils.RayJobCRD),
 					utils.RayOriginatedFromCRNameLabelKey: job.Name}},
 			Spec: *job.Spec.RayClusterSpec.DeepCopy(),
