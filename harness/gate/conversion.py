@@ -10,6 +10,8 @@ what was written, before this.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from harness.gate.findings import Finding
 from harness.gate.helper import helper
 from harness.gate.render import Build, ClusterRender, RenderError
@@ -19,7 +21,8 @@ OLD_KUEUE_API = "kueue.x-k8s.io/v1beta1"
 KUEUE_KINDS = {"ClusterQueue", "LocalQueue", "ResourceFlavor", "WorkloadPriorityClass", "Cohort", "AdmissionCheck", "Topology"}
 
 RULES = {
-    "kueue-api-version": f"Kueue objects use {KUEUE_API}, not the older served v1beta1 (the other rules judge them as converted)",
+    "kueue-api-version": f"(warning) Kueue objects use {KUEUE_API}, not the older served v1beta1, deprecated (the other rules judge "
+                         "them as converted)",
 }
 
 
@@ -39,10 +42,14 @@ def convert_stored(ctx: Context, builds: list[Build], clusters: list[ClusterRend
                 old.setdefault(id(o), (b, o))
     if not old:
         return []
-    found = [ctx.finding(o, b, "kueue-api-version",
-                         f"uses {OLD_KUEUE_API}; Kueue 0.17 stores {KUEUE_API} and converts it (the gate checks it as converted)",
-                         f"change apiVersion to {KUEUE_API} and rename the fields that moved (cohort -> cohortName, "
-                         "admissionChecks -> admissionChecksStrategy.admissionChecks, a Cohort's parent -> parentName)")
+    # A warning: Kueue 0.17 (and 0.18, 0.19) still serve v1beta1, deprecated, and convert it; the cluster accepts it.
+    found = [replace(ctx.finding(o, b, "kueue-api-version",
+                                 f"uses {OLD_KUEUE_API}, deprecated: Kueue 0.17 still serves it, stores {KUEUE_API} and converts it "
+                                 "(the gate checks it as converted)",
+                                 f"change apiVersion to {KUEUE_API} and rename the fields that moved (cohort -> cohortName, "
+                                 "admissionChecks -> admissionChecksStrategy.admissionChecks, a Cohort's parent -> parentName; "
+                                 "flavorFungibility whenCanBorrow Borrow -> MayStopSearch, whenCanPreempt Preempt -> MayStopSearch)"),
+                     severity="warning")
              for b, o in old.values()]
     objects = [o for _, o in old.values()]
     for obj, answer in zip(objects, helper().call("convert", RenderError, objects=objects)):

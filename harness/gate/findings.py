@@ -1,7 +1,7 @@
 """Findings of the static gate and their text form (the reports are in harness/gate/formats.py)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import total_ordering
 
 
@@ -19,6 +19,9 @@ class Finding:
     hint: str  # how to fix it
     context: str = ""  # which build, cluster or sample the finding came from
     severity: str = "error"  # "error" fails the gate (exit 1); "warning" is reported and passes
+    # Resource ids of the objects the finding presumes the cluster accepted: when the apiserver or Kueue's webhook
+    # rejects one, that refusal is the cause and the finding is folded under it (harness.gate.folding). Not reported.
+    presumes: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     def __post_init__(self):
         if self.severity not in SEVERITIES:

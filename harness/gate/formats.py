@@ -68,7 +68,7 @@ def plan_outputs(outputs: list[Output]) -> list[Output]:
 
 def to_json(findings: list[Finding]) -> str:
     errors = sum(f.is_error for f in findings)
-    return json.dumps({"findings": [asdict(f) for f in findings], "count": len(findings),
+    return json.dumps({"findings": [{k: v for k, v in asdict(f).items() if k != "presumes"} for f in findings], "count": len(findings),
                        "errors": errors, "warnings": len(findings) - errors}, indent=2)
 
 

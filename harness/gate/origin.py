@@ -200,8 +200,8 @@ def quoted_value_line(root: Path, file: str, text: str) -> int | None:
 
 
 def mentioned_fields(obj, message: str) -> list[str]:
-    """The fields of `obj` (apiserver paths) whose names `message` mentions, for an error that names no field
-    ("minReplicas ... maxReplicas"): in the order the message names them, the shallowest of one name first; only
+    """The fields of `obj` (apiserver paths) whose names `message` mentions (in any case), for an error that names no
+    field ("minReplicas ... maxReplicas"): in the order the message names them, the shallowest of one name first; only
     names of at least five letters count."""
     found: list[tuple[int, int, str]] = []
     todo: list[tuple[object, list]] = [(obj, [])]
@@ -211,7 +211,8 @@ def mentioned_fields(obj, message: str) -> list[str]:
         for key, value in items:
             here = [*path, key]
             todo.append((value, here))
-            named = re.search(rf"\b{re.escape(key)}\b", message) if isinstance(key, str) and len(key) >= 5 else None
+            # in any case: KubeRay's messages name fields as Go does ("TTLSecondsAfterFinished", "BackoffLimit")
+            named = re.search(rf"\b{re.escape(key)}\b", message, re.IGNORECASE) if isinstance(key, str) and len(key) >= 5 else None
             if named:
                 found.append((named.start(), len(here), dotted(here)))
     return [path for _, _, path in sorted(found)]

@@ -171,6 +171,7 @@ def _sample_rules(ctx, root: Path, index: ClusterIndex, samples_file: str, line:
         return out  # localqueue-clusterqueue reports it
     cq_build, cq = cq_entry
     cq_name = as_map(cq.get("metadata")).get("name")
+    before = len(out)
     managed_by = as_map(job.get("spec")).get("managedBy")
     if managed_by not in (None, KUBERAY_CONTROLLER) and MULTIKUEUE_CONTROLLER not in _check_controllers(index, cq):
         finding("sample-managed-by", f"spec.managedBy is {managed_by!r}: KubeRay's operator skips the RayJob, and ClusterQueue {cq_name} has "
@@ -191,7 +192,7 @@ def _sample_rules(ctx, root: Path, index: ClusterIndex, samples_file: str, line:
             finding("queue-namespace-selector", f"the namespaceSelector of ClusterQueue {cq_name} ({cq_at}) is invalid: {err}; "
                     "Kueue's webhook refuses the ClusterQueue, so the sample is never admitted",
                     "fix the matchExpressions: operators are In, NotIn, Exists and DoesNotExist; In/NotIn need values, Exists/DoesNotExist take none")
-            return out
+            selects = True
         if not selects:
             shown = ", ".join(f"{k}={v}" for k, v in sorted(labels.items()))
             ns_entry = index.named.get(("Namespace", None, ns))
@@ -201,6 +202,8 @@ def _sample_rules(ctx, root: Path, index: ClusterIndex, samples_file: str, line:
                     f"{queue} ({_where(ctx, root, lq_build, lq)}): {failed} fails on its labels {{{shown}}}; Kueue leaves the sample "
                     "pending forever", f"change the namespaceSelector of ClusterQueue {cq_name} so that it selects namespace {ns} "
                     f"(`{{}}` selects every namespace), or label Namespace {ns} to match it")
+    # These judge the sample by its queues: a queue the apiserver or Kueue's webhook refuses is the cause instead.
+    out[before:] = [replace(f, presumes=(resource_id(cq), resource_id(lq))) for f in out[before:]]
     return out
 
 

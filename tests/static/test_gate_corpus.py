@@ -114,7 +114,7 @@ CORPUS = [
     ("yaml-syntax", "yaml-syntax", TEAM_A, lambda r: append(r, TEAM_A, "  broken: [unclosed\n")),
     ("wrong-apiversion", "schema-unknown-kind", TEAM_A, lambda r: edit(r, TEAM_A, "apiVersion: kueue.x-k8s.io/v1beta2", "apiVersion: kueue.x-k8s.io/v1")),
     ("old-kueue-api", "kueue-api-version", "base/resource-flavors.yaml",
-     lambda r: edit(r, "base/resource-flavors.yaml", "apiVersion: kueue.x-k8s.io/v1beta2", "apiVersion: kueue.x-k8s.io/v1beta1")),
+     lambda r: edit(r, "base/resource-flavors.yaml", "apiVersion: kueue.x-k8s.io/v1beta2", "apiVersion: kueue.x-k8s.io/v1beta1"), None, "warning"),
     ("typo-field", "schema", TEAM_B, lambda r: edit(r, TEAM_B, "queueingStrategy:", "queueingStrategyy:")),
     # Checked by the apiserver's own validation (tools/fluxbuild), at the component's patch line that wrote it.
     ("bad-quantity", "api-validation", ND96, lambda r: edit(r, ND96, 'nominalQuota, value: "96"}', 'nominalQuota, value: "96 cores"}'), 13),
@@ -144,7 +144,7 @@ CORPUS = [
      lambda r: edit(r, "workloads/batch-inference.yaml", "  suspend: true\n", "  suspend: true\n  clusterSelector: {ray.io/cluster: shared}\n"), 14),
     ("queued-job-only-on-existing-cluster", "kuberay-validation", "workloads/batch-inference.yaml",  # Kueue's mutating webhook suspends it
      lambda r: write(r, "workloads/batch-inference.yaml", re.sub(r"\n  rayClusterSpec:\n(    .*\n|\n)*", "\n", (r / "workloads/batch-inference.yaml").read_text())
-                     .replace("  suspend: true\n", "  suspend: false\n  clusterSelector: {ray.io/cluster: shared}\n")), 13),
+                     .replace("  suspend: true\n", "  suspend: false\n  clusterSelector: {ray.io/cluster: shared}\n")), 14),
     ("worker-group-name-not-a-pod-set-name", "kueue-inadmissible", "workloads/aurora-finetune.yaml",  # the Workload is refused
      lambda r: edit(r, "workloads/aurora-finetune.yaml", "groupName: gpu-workers", "groupName: gpu_workers"), 68),
     ("worker-groups-differing-in-case", "kueue-inadmissible", "workloads/batch-inference.yaml",  # Kueue lowercases pod set names
@@ -319,7 +319,7 @@ CORPUS = [
     ("namespace-excluded", "queue-namespace-selector", f"{DEV}/samples.yaml",
      lambda r: edit(r, SINGLE, "namespaceSelector: {}", "namespaceSelector:\n    matchExpressions:\n"
                     "      - {key: kubernetes.io/metadata.name, operator: NotIn, values: [ray]}"), 3),
-    ("namespace-selector-invalid", "queue-namespace-selector", f"{PROD}/samples.yaml",
+    ("namespace-selector-invalid", "kueue-webhook", TEAM_B,  # the samples' queue-namespace-selector findings are folded under it
      lambda r: edit(r, TEAM_B, "namespaceSelector: {}", "namespaceSelector: {matchExpressions: [{key: team, operator: In}]}"), 10),
     ("clusterqueue-held", "queue-stopped", f"{PROD}/samples.yaml",
      lambda r: edit(r, TEAM_B, "  queueingStrategy: BestEffortFIFO", "  stopPolicy: Hold\n  queueingStrategy: BestEffortFIFO"), 10),
