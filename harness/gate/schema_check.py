@@ -58,8 +58,9 @@ RULES = {
                           "quota (its own workload.ValidateResources and ValidateLimitRange: requests within limits and within the "
                           "namespace's LimitRanges on the cluster); else the job is never admitted",
     "pod-validation": "every pod KubeRay would create for a RayJob, RayCluster or RayService (head, each worker group, a RayJob's submitter), built by "
-                      "KubeRay's own pod builders, passes the pinned apiserver's pod validation (tools/kubecheck); else Kueue admits the "
-                      "job and every pod is refused, so it holds its quota without running",
+                      "KubeRay's own pod builders, passes the pinned apiserver's pod validation, and a RayJob's submitter Job (its "
+                      "submitterPodTemplate and submitterConfig) the apiserver's Job validation (tools/kubecheck); else Kueue admits the "
+                      "job and its pods are refused, so it holds its quota without running",
     "pod-security": "every pod KubeRay would create for a sample or a Ray object a layer applies meets the PodSecurity level "
                     "its namespace enforces (label pod-security.kubernetes.io/enforce; the pinned apiserver's own policy checks, "
                     "tools/kubecheck); else Kueue admits the job and the apiserver forbids its pods",

@@ -150,6 +150,10 @@ CORPUS = [
     ("worker-groups-differing-in-case", "kueue-inadmissible", "workloads/batch-inference.yaml",  # Kueue lowercases pod set names
      lambda r: append(r, "workloads/batch-inference.yaml", (r / "workloads/batch-inference.yaml").read_text().split("    workerGroupSpecs:\n")[1]
                       .replace("groupName: gpu-workers", "groupName: GPU-Workers")), 95),
+    ("submitter-without-restart-policy", "pod-validation", "workloads/batch-inference.yaml",  # the submitter Job is refused
+     lambda r: edit(r, "workloads/batch-inference.yaml", "      restartPolicy: Never\n", ""), 29),
+    ("submitter-negative-backoff", "pod-validation", "workloads/batch-inference.yaml",
+     lambda r: edit(r, "workloads/batch-inference.yaml", "  submitterPodTemplate:\n", "  submitterConfig: {backoffLimit: -1}\n  submitterPodTemplate:\n"), 28),
     ("raycluster-min-above-max", "kuberay-validation", "base/raycluster.yaml",  # KubeRay's RayCluster controller refuses it
      lambda r: (write(r, "base/raycluster.yaml", RAYCLUSTER.replace("minReplicas: 1", "minReplicas: 2")),
                 edit(r, "base/kustomization.yaml", "  - priority-classes.yaml\n", "  - priority-classes.yaml\n  - raycluster.yaml\n")), 18),

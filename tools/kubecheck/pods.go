@@ -55,6 +55,9 @@ func check(obj map[string]interface{}, related []map[string]interface{}) (r resu
 	var admitted []*api.Pod
 	var counts []int
 	for _, b := range pods {
+		if b.pod.GenerateName != "" && len(b.pod.Name) == len(b.pod.GenerateName)+5 && strings.HasPrefix(b.pod.Name, b.pod.GenerateName) {
+			b.pod.Name = stable(b.pod.Name) // KubeRay's random suffix (utils.PodName)
+		}
 		pod := b.pod
 		r.Pods[b.role] = &pod
 		defaulted := b.pod.DeepCopy()
@@ -83,6 +86,7 @@ func check(obj map[string]interface{}, related []map[string]interface{}) (r resu
 			r.Errors = append(r.Errors, located(c, b.template))
 		}
 	}
+	r.Errors = append(r.Errors, submitterJobErrors(obj)...)
 	if len(r.Errors) == 0 {
 		r.Quota = append(r.Quota, ns.quotaErrors(admitted, counts)...)
 	}
