@@ -25,7 +25,7 @@ from pathlib import Path
 
 from harness.gate import origin
 from harness.gate.findings import Finding
-from harness.gate.sources import SourceError, load_yaml, read_source
+from harness.gate.sources import SourceError, load_yaml, load_yaml_all, read_source
 
 CONFIG_FILE = ".ray-kueue-gate.yaml"
 RULES = {
@@ -105,6 +105,29 @@ class GateConfig:
 DEFAULTS = GateConfig()
 
 
+def _not_a_crd(root: Path, file: Path) -> str | None:
+    """Why `file` is no CRD file the checks can load, "" when its YAML is broken (yaml-syntax reports that), None when it
+    is one."""
+    try:
+        docs = [d for d in load_yaml_all(file, root) if d is not None]
+    except SourceError:
+        return ""
+    for doc in docs:
+        spec = doc.get("spec") if isinstance(doc, dict) else None
+        names = spec.get("names") if isinstance(spec, dict) else None
+        if not isinstance(doc, dict) or doc.get("kind") != "CustomResourceDefinition":
+            return "a document in it is not a CustomResourceDefinition"
+        if not (isinstance(names, dict) and isinstance(names.get("kind"), str) and isinstance(spec.get("group"), str)
+                and isinstance(spec.get("versions"), list) and all(isinstance(v, dict) and isinstance(v.get("name"), str) for v in spec["versions"])):
+            return f"CustomResourceDefinition {as_name(doc)} has no spec.group, spec.names.kind or spec.versions[].name"
+    return None if docs else "it holds no document"
+
+
+def as_name(doc: dict) -> str:
+    meta = doc.get("metadata")
+    return str(meta.get("name")) if isinstance(meta, dict) else "?"
+
+
 @lru_cache(maxsize=1)
 def schema() -> dict:
     return json.loads(resources.files("harness").joinpath("schemas-for-data/gate-config.schema.json").read_text())
@@ -164,9 +187,19 @@ def load(root: Path, known_rules: set[str] | frozenset[str] = frozenset()) -> Ga
         if not (Path(root) / overlay).is_dir():
             found.append(_finding(_line(text, ["queue_overlays", overlay]), f"queue_overlays: {overlay} is not a directory",
                                   "name each queue overlay's directory, or remove it"))
+    crds: list[str] = []  # the CRD files the checks load: those named, or under a directory named, that hold CRDs
     for i, crd in enumerate(doc.get("crds") or []):
         if not (Path(root) / crd).exists():
             found.append(_finding(_line(text, ["crds", i]), f"crds[{i}]: {crd} does not exist", "name a CRD YAML file or a directory of them"))
+            continue
+        for file in replace(DEFAULTS, crds=(crd,)).crd_files(root):
+            problem = _not_a_crd(root, file)
+            if problem is None:
+                crds.append(file.relative_to(root).as_posix() if file.is_relative_to(root) else str(file))
+            elif problem:
+                found.append(Finding(file.relative_to(root).as_posix() if file.is_relative_to(root) else str(file), None, "", "gate-config",
+                                     f"named by crds[{i}] of {CONFIG_FILE}, but {problem}: the gate leaves it out",
+                                     "name only CustomResourceDefinition files (apiextensions.k8s.io/v1) under `crds:`"))
     terraform = doc.get("terraform", {})
     return GateConfig(
         clusters=doc.get("clusters", DEFAULTS.clusters).rstrip("/"),
@@ -175,7 +208,7 @@ def load(root: Path, known_rules: set[str] | frozenset[str] = frozenset()) -> Ga
         cluster_variables=doc.get("cluster_variables", DEFAULTS.cluster_variables),
         terraform=terraform is not None,
         tfvars=(terraform or {}).get("tfvars", DEFAULTS.tfvars).rstrip("/"),
-        crds=tuple(doc.get("crds") or ()),
+        crds=tuple(crds),
         disable=tuple(disables),
         file=CONFIG_FILE,
         findings=tuple(found),

@@ -42,7 +42,15 @@ class Finding:
         return f"{self.file}:{self.line}" if self.line else self.file
 
     def text(self) -> str:
+        """Two lines: what repository content puts in it (a file name, a value in a message) cannot start a line of its own,
+        where a CI runner would read it as a workflow command (::error ...)."""
         where = f" [{self.context}]" if self.context else ""
         resource = f" {self.resource}" if self.resource else ""
         level = " warning" if self.severity == "warning" else ""
-        return f"{self.location()}:{level}{resource} {self.rule}: {self.message}{where}\n    fix: {self.hint}"
+        return (one_line(f"{self.location()}:{level}{resource} {self.rule}: {self.message}{where}") + "\n    fix: "
+                + one_line(self.hint))
+
+
+def one_line(text: str) -> str:
+    """`text` with its line breaks written as \\n (and other control characters as escapes)."""
+    return "".join(c if c.isprintable() or c == "\t" else c.encode("unicode_escape").decode() for c in text)

@@ -11,6 +11,7 @@ import json
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from urllib.parse import quote
 from typing import TextIO
 
 from harness.core import HarnessError
@@ -56,7 +57,8 @@ def plan_outputs(outputs: list[Output]) -> list[Output]:
     Two reports to one destination are refused."""
     seen: dict[str, str] = {}
     for out in outputs:
-        key = out.dest if out.dest == STDOUT else str(Path(out.dest).resolve())
+        # /dev/stdout and /dev/fd/1 are stdout too (when it is not redirected, they resolve to its terminal or pipe)
+        key = STDOUT if out.dest in (STDOUT, "/dev/stdout", "/dev/fd/1") else str(Path(out.dest).resolve())
         if key in seen:
             where = "stdout" if out.dest == STDOUT else out.dest
             raise FormatError(f"both {seen[key]} and {out.format} would be written to {where}; give one a file (FORMAT=PATH)")
@@ -140,7 +142,7 @@ def to_sarif(findings: list[Finding], rules: dict[str, str], version: str) -> st
         descriptors.append(descriptor)
     results = []
     for f in findings:
-        physical: dict = {"artifactLocation": {"uri": f.file, "uriBaseId": SRCROOT}}
+        physical: dict = {"artifactLocation": {"uri": quote(f.file), "uriBaseId": SRCROOT}}  # a relative URI reference (RFC 3986)
         if f.line:
             physical["region"] = {"startLine": f.line}
         location: dict = {"physicalLocation": physical}
@@ -162,8 +164,11 @@ def write_outputs(reports: list[tuple[Output, str]], stdout: TextIO | None = Non
     streams = {STDOUT: stdout or sys.stdout, STDERR: stderr or sys.stderr}
     for out, text in reports:
         if out.dest in streams:
-            streams[out.dest].write(text if not text or text.endswith("\n") else text + "\n")
-            streams[out.dest].flush()
+            try:
+                streams[out.dest].write(text if not text or text.endswith("\n") else text + "\n")
+                streams[out.dest].flush()
+            except OSError as err:  # a full disk or a closed pipe behind the redirection
+                raise ReportError(f"cannot write the {out.format} report to {'stdout' if out.dest == STDOUT else 'stderr'}: {err.strerror or err}") from None
     for out, text in reports:
         if out.dest in streams:
             continue

@@ -35,7 +35,7 @@ RULES = {
     "kustomize-unlisted": "(warning) every YAML manifest in a kustomization's folder is listed by a kustomization; an unlisted one is silently not applied",
     "patch-unmatched": "(warning) every targeted patch matches an object in some build that includes it; kustomize silently ignores one that matches nothing",
     "cluster-unchecked": "(warning) every `flux bootstrap` cluster directory (flux-system/gotk-sync.yaml) is one the gate takes as a cluster: "
-                         "one nested below a directory of the clusters directory is not checked",
+                         "one nested below a directory of the clusters directory is not checked; and the clusters directory holds one",
 }
 PATH_LISTS = ("resources", "bases", "components", "crds", "configurations", "generators", "transformers", "validators", "patchesStrategicMerge")
 PATH_ENTRIES = ("patches", "patchesJson6902", "replacements")
@@ -308,6 +308,12 @@ def unchecked_clusters(ctx, root: Path, clusters: list[ClusterRender]) -> list[F
     base = (root / ctx.config.clusters).resolve()
     checked = {(root / c.entry.dir).resolve() for c in clusters}
     out = []
+    if not clusters:  # the overlays render, but nothing is checked as a cluster applies it: said, not "clean" in silence
+        out.append(Finding(ctx.config.clusters, None, "", "cluster-unchecked",
+                           f"{ctx.config.clusters}/ holds no cluster (a directory with a kustomization or Flux Kustomizations): the gate "
+                           "renders the overlays but checks no cluster's Flux wiring, samples, quotas or node pools",
+                           f"add {ctx.config.clusters}/<name>/ (the Flux entry point of each cluster), or set `clusters:` in {CONFIG_FILE} "
+                           "to the directory that holds them", severity="warning"))
     for sync in sorted(base.glob("*/*/**/flux-system/gotk-sync.yaml")) if base.is_dir() else []:
         cluster_dir = sync.parent.parent
         if cluster_dir in checked or any(cluster_dir.is_relative_to(c) for c in checked) or set(cluster_dir.parts) & SKIP_DIRS:

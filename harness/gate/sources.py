@@ -113,7 +113,7 @@ class Sources:
         paths = sorted(yaml_files(root))
         real = {p.resolve() for p in paths if not p.is_symlink()}
         for path in paths:
-            if path.is_symlink() and path.resolve() in real:
+            if path.is_symlink() and _resolved(path) in real:
                 continue  # a link to a file read under its own name (its findings are there, once)
             rel = path.relative_to(root).as_posix()
             try:
@@ -268,12 +268,23 @@ def _rel(path: Path, root: Path | None) -> str:
     return path.absolute().relative_to(resolved).as_posix() if path.absolute().is_relative_to(resolved) else path.as_posix()
 
 
+def _resolved(path: Path) -> Path | None:
+    """Where a symlink leads; None for a loop (pathlib raises RuntimeError for one)."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError):
+        return None
+
+
 def read_source(path: Path, root: Path | None = None) -> str:
     """The text of a repository file; SourceError (with its finding) when it cannot be read or is not UTF-8."""
     rel = _rel(path, root)
     try:
+        if path.exists() and not path.is_file() and not path.is_dir():  # a FIFO would block the read forever
+            raise SourceError(Finding(rel, None, "", "file-read", "is not a regular file (a FIFO, socket or device): Git stores none, "
+                                      "and kustomize cannot read it", "remove it from the repository"))
         data = path.read_bytes()
-    except OSError as err:  # a dangling symlink, a directory named *.yaml, no permission
+    except OSError as err:  # a dangling symlink, a symlink loop, a directory named *.yaml, no permission
         raise SourceError(Finding(rel, None, "", "file-read", f"cannot be read: {err.strerror or err}",
                                   "fix or remove the file (a dangling symlink? a directory with a file's name? permissions?)")) from None
     try:
@@ -284,9 +295,47 @@ def read_source(path: Path, root: Path | None = None) -> str:
                                   "save the file as UTF-8 (e.g. `iconv -f latin1 -t utf-8`); YAML and kustomize read only Unicode")) from None
 
 
+MAX_NODES = 1_000_000  # nodes a document may expand to through its aliases (go-yaml refuses "excessive aliasing" too)
+MAX_DEPTH = 200  # levels of nesting (Kubernetes objects and CRD schemas stay far below)
+
+
+def _guard(rel: str, text: str) -> None:
+    """SourceError for a document that expands out of bounds through its aliases (an alias bomb), holds an alias of a
+    node that contains it (infinite), or nests deeper than MAX_DEPTH: the loader would not return, or recurse out."""
+    def fail(node, message):
+        raise SourceError(Finding(rel, node.start_mark.line + 1, "", "yaml-syntax", f"not valid YAML for kustomize: {message}",
+                                  "write the values out instead of through anchors and aliases (&name / *name), and nest less deeply"))
+    if "*" not in text and text.count("[") + text.count("{") < MAX_DEPTH:
+        return  # no alias, and too few brackets to nest that deep in flow style (block style is bounded by the indentation)
+    sizes: dict[int, int] = {}
+    for root in yaml.compose_all(text, Loader=SafeLoader):
+        todo = [(root, 0, False)] if root is not None else []
+        active: set[int] = set()
+        while todo:
+            node, depth, done = todo.pop()
+            children = [n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode) else \
+                node.value if isinstance(node, yaml.SequenceNode) else []
+            if done:
+                active.discard(id(node))
+                sizes[id(node)] = 1 + sum(sizes.get(id(c), 1) for c in children)
+                if sizes[id(node)] > MAX_NODES:
+                    fail(node, f"its aliases expand it to more than {MAX_NODES:,} nodes")
+                continue
+            if id(node) in active:
+                fail(node, "an alias refers to a node that contains it, so the document is infinite")
+            if depth > MAX_DEPTH:
+                fail(node, f"nested more than {MAX_DEPTH} levels deep")
+            if id(node) in sizes:
+                continue
+            active.add(id(node))
+            todo.append((node, depth, True))
+            todo += [(c, depth + 1, False) for c in children]
+
+
 def _parse(rel: str, text: str, loader):
     """`loader(text)` fully consumed; SourceError with the file and line on a YAML error."""
     try:
+        _guard(rel, text)
         return loader(text)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)

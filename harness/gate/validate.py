@@ -30,7 +30,7 @@ from harness.gate import schema_check
 from harness.gate import subnets, terraform, terraform_checks
 from harness.gate import kubernetes_version, version_rules
 from harness.gate import formats
-from harness.gate.findings import Finding
+from harness.gate.findings import Finding, one_line
 from harness.gate import render
 from harness.gate.render import FluxBuild, render_repository
 from harness.gate.sources import Sources, in_namespace_of, resource_id
@@ -195,6 +195,7 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
     presuming: list[tuple[tuple[str, ...], Finding, bool]] = []  # (resource ids a finding presumes accepted, finding, placement alone)
     pending_fits: dict = {}  # per cluster name, Kueue's flavor assigner's answers for its samples (sample_rules)
     pinned = version_rules.pins(root)
+    per_area["rules"] += version_rules.pins_findings(root)
     locked = flux_tenancy.lockdown(root, gate_config)
     for c in clusters:
         c.provided += flux_tenancy.provided(locked) if (root / gate_config.tfvars_file(c.name)).is_file() else []
@@ -288,7 +289,7 @@ def text_report(report: Report, quiet: bool) -> str:
         lines.append(summary_table(report))
     if report.disabled:
         lines.append(f"{report.suppressed} finding(s) not reported, by the `disable` entries of {config.CONFIG_FILE}:")
-        lines += [f"  {line}" for line in report.disabled]
+        lines += [f"  {one_line(line)}" for line in report.disabled]
     timing = ", ".join(f"{k} {v:.2f}s" for k, v in report.timings.items())
     errors = sum(f.is_error for f in report.findings)
     warnings = len(report.findings) - errors

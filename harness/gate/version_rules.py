@@ -17,12 +17,30 @@ IMAGE_TAG = {"kueue": ("controllerManager", "manager", "image", "tag"), "kuberay
 
 
 def pins(root: Path) -> dict | None:
-    """versions.yaml of the checkout the gate validates (None when unreadable: yaml-syntax says why)."""
+    """versions.yaml of the checkout the gate validates (None when unreadable: yaml-syntax says why, or not a pin file:
+    pins_findings says why)."""
     try:
         doc = load_yaml(root / "versions.yaml")
     except SourceError:
         return None
-    return doc if isinstance(doc, dict) else None
+    return doc if isinstance(doc, dict) and all(isinstance(doc.get(c), dict) for c in COMPONENTS) else None
+
+
+def pins_findings(root: Path) -> list[Finding]:
+    """A versions.yaml that parses but holds no pins the drift rule can read (a list, no kueue or kuberay entry): said,
+    not skipped in silence."""
+    path = root / "versions.yaml"
+    if not path.is_file() or pins(root) is not None:
+        return []
+    try:
+        doc = load_yaml(path, root)
+    except SourceError:
+        return []  # yaml-syntax reports it
+    what = f"is a {type(doc).__name__}" if not isinstance(doc, dict) else \
+        f"has no {' or '.join(c for c in COMPONENTS if not isinstance(doc.get(c), dict))} entry"
+    return [Finding("versions.yaml", None, "", "versions-drift", f"{what}, not the pin file the drift rule reads: the charts and "
+                    "images the clusters install are not checked against any pin", "restore versions.yaml (a mapping with "
+                    "kueue and kuberay entries: chart, version, production; see harness/schemas-for-data/versions.schema.json)")]
 
 
 def version_rules(ctx, root: Path, cluster: ClusterRender, pinned: dict | None) -> list[Finding]:

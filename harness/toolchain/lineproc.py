@@ -4,6 +4,7 @@ pipe nobody reads while the helper blocks), and their failure raised with the ta
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import tempfile
 import threading
@@ -120,7 +121,11 @@ class RequestProcess:
     def _read(self, proc: subprocess.Popen, stderr, pending: dict) -> None:
         for line in proc.stdout:
             try:
-                reply = json.loads(line)
+                try:
+                    reply = json.loads(line)
+                except RecursionError:  # an answer nested deeper than Python reads: its caller fails, the others go on
+                    found = re.match(r'\{"id":\s*(\d+)', line)
+                    reply = {"id": int(found.group(1)) if found else None, "error": "its answer is nested too deeply to read"}
                 with self._lock:
                     future, error = pending.pop(reply["id"])
             except (ValueError, KeyError, TypeError):

@@ -11,6 +11,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -22,6 +23,7 @@ import (
 	securefs "github.com/fluxcd/pkg/kustomize/filesys"
 	"github.com/fluxcd/pkg/sourceignore"
 	"github.com/fluxcd/pkg/sourceignore/gitignore"
+	yaml "go.yaml.in/yaml/v3"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -327,8 +329,59 @@ func copyTree(src, dst string, skip map[string]bool) error {
 		if err != nil {
 			return err
 		}
+		if infiniteYAML(path, data) {
+			return nil // kustomize would follow its aliases forever: left out, so the build says it misses the file (the gate names why)
+		}
 		return os.WriteFile(target, data, 0o644)
 	})
+}
+
+// maxDepth is how deep a YAML file may nest (harness/gate/sources.py MAX_DEPTH: the gate's reader says so at the file).
+const maxDepth = 200
+
+// infiniteYAML: a YAML file with an alias of a node that contains it, or one that expands past go-yaml's aliasing
+// limit (go-yaml's decoder refuses both; kustomize's node walk does not check and recurses until the stack gives
+// out), or one nested deeper than maxDepth.
+func infiniteYAML(path string, data []byte) bool {
+	ext := filepath.Ext(path)
+	aliases := bytes.Contains(data, []byte("*")) && bytes.Contains(data, []byte("&"))
+	deep := bytes.Count(data, []byte("["))+bytes.Count(data, []byte("{")) >= maxDepth
+	if (ext != ".yaml" && ext != ".yml") || (!aliases && !deep) {
+		return false
+	}
+	for decoder := yaml.NewDecoder(bytes.NewReader(data)); aliases; {
+		var doc interface{}
+		if err := decoder.Decode(&doc); err != nil {
+			if strings.Contains(err.Error(), "contains itself") || strings.Contains(err.Error(), "excessive aliasing") {
+				return true
+			}
+			break
+		}
+	}
+	for decoder := yaml.NewDecoder(bytes.NewReader(data)); deep; {
+		var doc yaml.Node
+		if err := decoder.Decode(&doc); err != nil {
+			break
+		}
+		if depth(&doc, 0) > maxDepth {
+			return true
+		}
+	}
+	return false
+}
+
+// depth of a YAML node tree (aliases not followed: a cycle through one is the decoder's to refuse).
+func depth(n *yaml.Node, level int) int {
+	deepest := level
+	if level > maxDepth {
+		return level
+	}
+	for _, c := range n.Content {
+		if d := depth(c, level+1); d > deepest {
+			deepest = d
+		}
+	}
+	return deepest
 }
 
 // securePath resolves a Flux spec.path inside root, refusing paths that escape it.

@@ -15,6 +15,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/storage/names"
 	"k8s.io/utils/ptr"
 )
 
@@ -26,6 +27,9 @@ func submitterJobErrors(obj map[string]interface{}) []fieldError {
 		job.Spec.RayClusterSpec == nil || len(job.Spec.ClusterSelector) > 0 ||
 		(job.Spec.SubmissionMode != "" && job.Spec.SubmissionMode != rayv1.K8sJobMode) {
 		return nil
+	}
+	if job.Name == "" && job.GenerateName != "" { // `kubectl create` of a generateName: the apiserver names the RayJob first
+		job.Name = stable(names.SimpleNameGenerator.GenerateName(job.GenerateName))
 	}
 	backoff := ptr.To[int32](2) // createNewK8sJob's default
 	if job.Spec.SubmitterConfig != nil && job.Spec.SubmitterConfig.BackoffLimit != nil {

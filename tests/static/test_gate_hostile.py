@@ -1,0 +1,89 @@
+"""Hostile inputs a pull request can carry (found by a hostile review): the gate answers each with a finding at the file,
+or exit 2 in one line, within seconds; never a hang, a traceback, a silent pass or an escape from its report lines.
+The CLI, as CI runs it."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from harness.gate.findings import Finding
+from harness.gate.formats import to_sarif
+from tests.static.test_gate_robustness import assert_finding, run
+from tests.static.test_gate_corpus import edit, write
+
+pytestmark = pytest.mark.static
+
+BOMB = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' + "".join(
+    f"{c}: &{c} [{','.join([f'*{p}'] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
+LIST_IN_BASE = ("  - priority-classes.yaml\n", "  - priority-classes.yaml\n  - extra.yaml\n")
+
+
+@pytest.mark.parametrize("case", ["alias-bomb-unlisted", "alias-bomb-listed", "alias-cycle-listed", "deep-nesting-listed"])
+def test_yaml_that_would_never_finish_loading_is_a_finding(repo_copy, tmp_path, case):
+    text = {"alias-bomb-unlisted": BOMB, "alias-bomb-listed": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: ray}\n"
+            + BOMB.replace("a: &a", "data: {}\nz: &a"),
+            "alias-cycle-listed": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: ray}\ndata: &a {y: *a}\n",
+            "deep-nesting-listed": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: ray}\nx: " + "[" * 3000 + "]" * 3000 + "\n"}[case]
+    write(repo_copy, "base/extra.yaml", text)
+    if case.endswith("-listed"):
+        edit(repo_copy, "base/kustomization.yaml", *LIST_IN_BASE)
+    proc = run(repo_copy, "--json", tmp_path / "f.json")
+    assert_finding(proc, tmp_path / "f.json", "yaml-syntax", "base/extra.yaml")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink-loop"])
+def test_a_file_that_cannot_be_read_as_one_is_a_finding(repo_copy, tmp_path, kind):
+    path = repo_copy / "overlays/team-queues/odd.yaml"
+    os.mkfifo(path) if kind == "fifo" else path.symlink_to("odd.yaml")
+    proc = run(repo_copy, "--json", tmp_path / "f.json")
+    assert_finding(proc, tmp_path / "f.json", "file-read", "overlays/team-queues/odd.yaml")
+
+
+def test_extra_crds_that_are_missing_or_no_crds_are_findings(repo_copy, tmp_path):
+    write(repo_copy, "crds/bad.yaml", "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: x}\nspec: 5\n")
+    write(repo_copy, ".ray-kueue-gate.yaml", "crds: [crds, does/not/exist.yaml]\n")
+    proc = run(repo_copy, "--json", tmp_path / "f.json")
+    assert_finding(proc, tmp_path / "f.json", "gate-config", "crds/bad.yaml")
+    assert_finding(proc, tmp_path / "f.json", "gate-config", ".ray-kueue-gate.yaml", 1)
+
+
+def test_a_versions_file_that_is_no_pin_file_is_a_finding(repo_copy, tmp_path):
+    write(repo_copy, "versions.yaml", "- x\n")
+    proc = run(repo_copy, "--json", tmp_path / "f.json")
+    assert_finding(proc, tmp_path / "f.json", "versions-drift", "versions.yaml")
+
+
+def test_a_repository_without_clusters_is_not_silently_clean(repo_copy, tmp_path):
+    for child in (repo_copy / "clusters").iterdir():
+        subprocess.run(["rm", "-rf", str(child)], check=True)
+    write(repo_copy, ".ray-kueue-gate.yaml", "terraform: null\n")
+    proc = run(repo_copy, "--json", tmp_path / "f.json")
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
+    found = json.loads((tmp_path / "f.json").read_text())["findings"]
+    assert [(f["rule"], f["severity"]) for f in found] == [("cluster-unchecked", "warning")], found
+
+
+def test_stdout_that_cannot_be_written_is_exit_2(repo_copy):
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([str(run.__globals__["VALIDATE"]), str(repo_copy), "--format", "json"], stdout=full,
+                              stderr=subprocess.PIPE, text=True, timeout=300)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and "cannot write the json report to stdout" in proc.stderr, proc.stderr
+
+
+def test_dev_stdout_is_stdout_for_the_one_destination_rule(repo_copy):
+    proc = run(repo_copy, "--format", "json", "--format", "sarif=/dev/stdout")
+    assert proc.returncode == 2 and "would be written to" in proc.stderr, proc.stderr
+
+
+def test_repository_content_cannot_start_a_report_line():
+    text = Finding("bad\n::warning::x.yaml", 1, "", "r", "m\n::error file=a,line=1::injected", "h\nmore").text()
+    assert [ln for ln in text.splitlines() if ln.startswith("::")] == [] and len(text.splitlines()) == 2, text
+
+
+def test_sarif_locations_are_uri_references():
+    sarif = json.loads(to_sarif([Finding("overlays/team #1 a.yaml", 3, "", "r", "m", "h")], {"r": "x"}, "0"))
+    uri = sarif["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+    assert uri == "overlays/team%20%231%20a.yaml", uri
