@@ -29,7 +29,10 @@ def _load():
 
 
 def parse_quantity(value) -> Decimal:
-    """Raises ValueError for anything that is not a valid quantity."""
+    """Raises ValueError for anything that is not a valid quantity (a YAML `true` too: the client's parser would read
+    it as the int 1, the apiserver refuses a boolean)."""
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is a boolean, not a quantity")
     return _load().parse_quantity(value)
 
 

@@ -143,8 +143,10 @@ def _q(value) -> Decimal | None:
 
 # -- Rules -------------------------------------------------------------------------------------------------
 def capacity_findings(root: Path, clusters: list[ClusterRender], sources: Sources | None = None,
-                      gate_config: GateConfig = DEFAULTS, fits: dict[str, kueue_fit.Fits] | None = None) -> list[Finding]:
-    """`fits`: per cluster name, Kueue's flavor assigner's answers for its samples (sample_rules), else asked here."""
+                      gate_config: GateConfig = DEFAULTS, fits: dict[str, kueue_fit.Fits] | None = None,
+                      refused: frozenset[str] = frozenset()) -> list[Finding]:
+    """`fits`: per cluster name, Kueue's flavor assigner's answers for its samples (sample_rules), else asked here;
+    `refused`: resource ids of the objects the apiserver or Kueue's webhook refuses (they never exist: no quota)."""
     root = Path(root).resolve()
     out: list[Finding] = []
     if not gate_config.terraform:
@@ -166,12 +168,12 @@ def capacity_findings(root: Path, clusters: list[ClusterRender], sources: Source
                                f"no cluster {gate_config.clusters}/{path.stem} for this tfvars file",
                                f"rename the file after its cluster, or add {gate_config.clusters}/<name>"))
     for cluster in clusters:
-        out += _cluster_findings(root, cfg, sources, cluster, gate_config, (fits or {}).get(cluster.name))
+        out += _cluster_findings(root, cfg, sources, cluster, gate_config, (fits or {}).get(cluster.name), refused)
     return out
 
 
 def _cluster_findings(root: Path, cfg: TerraformConfig, sources: Sources, cluster: ClusterRender, gate_config: GateConfig,
-                      fits: kueue_fit.Fits | None) -> list[Finding]:
+                      fits: kueue_fit.Fits | None, refused: frozenset[str]) -> list[Finding]:
     rel = gate_config.tfvars_file(cluster.name)
     ctx = f"cluster {cluster.name}"
     path = root / rel
@@ -202,17 +204,17 @@ def _cluster_findings(root: Path, cfg: TerraformConfig, sources: Sources, cluste
                                f"add {p.vm_size} (vCPU, memory, GPUs, allocatable) to {SKU_FILE_REL}, citing the Azure size page", ctx))
     if any(p.sku is None for p in pools) or not pools:
         return out  # the unknown size is the root cause: every capacity below would be a guess
-    return out + _Check(root, cluster, sources, pools, rel, ctx, gate_config, fits).findings()
+    return out + _Check(root, cluster, sources, pools, rel, ctx, gate_config, fits, refused).findings()
 
 
 class _Check:
     """The quota, flavor and sample checks of one cluster, folded under their root causes."""
 
     def __init__(self, root: Path, cluster: ClusterRender, sources: Sources, pools: list[Pool], rel: str, ctx: str,
-                 gate_config: GateConfig = DEFAULTS, fits: kueue_fit.Fits | None = None):
+                 gate_config: GateConfig = DEFAULTS, fits: kueue_fit.Fits | None = None, refused: frozenset[str] = frozenset()):
         self.root, self.cluster, self.sources, self.pools, self.rel, self.ctx = root, cluster, sources, pools, rel, ctx
         self.config, self.fits = gate_config, fits
-        self.objects = [o for _, o in cluster.applied()]
+        self.objects = [o for _, o in cluster.applied() if resource_id(o) not in refused]
         self.flavors = {name_key(as_map(o.get("metadata")).get("name")): o for o in self.objects if o.get("kind") == "ResourceFlavor"}
         self.cqs = [o for o in self.objects if o.get("kind") == "ClusterQueue"]
         self.reach = placement.flavor_reach(self.objects, pools)

@@ -144,6 +144,15 @@ def _line(text: str, path: list) -> int | None:
     return key.start_mark.line + 1 if key is not None else None
 
 
+def _error_path(error) -> list:
+    """Where a schema error is written: an unknown key at its own line, not its parent's."""
+    path = list(error.absolute_path)
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        extra = sorted(str(k) for k in set(error.instance) - set(error.schema.get("properties") or {}))
+        path += extra[:1]
+    return path
+
+
 def _finding(line: int | None, message: str, hint: str) -> Finding:
     return Finding(CONFIG_FILE, line, "", "gate-config", message, hint)
 
@@ -165,7 +174,7 @@ def load(root: Path, known_rules: set[str] | frozenset[str] = frozenset()) -> Ga
     errors = sorted(Draft202012Validator(schema()).iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         return replace(DEFAULTS, file=CONFIG_FILE, findings=tuple(
-            _finding(_line(text, list(e.absolute_path)), f"{e.json_path.removeprefix('$.') or 'the document'}: {e.message}",
+            _finding(_line(text, _error_path(e)), f"{e.json_path.removeprefix('$').removeprefix('.') or 'the document'}: {e.message}",
                      "fix the value (see harness/schemas-for-data/gate-config.schema.json and the README's "
                      "\"Using the gate on another repository\")") for e in errors))
     found: list[Finding] = []

@@ -220,7 +220,8 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
     ctx.sample_related = {k: [o for o in objs if resource_id(o) not in refused] for k, objs in ctx.sample_related.items()}
     schema = beside("schema", lambda: rendered_found + schema_check.findings(ctx, checker, validated))
     t_cap = time.monotonic()
-    per_area["capacity"] += capacity.capacity_findings(root, clusters, sources, gate_config, pending_fits)
+    per_area["capacity"] += capacity.capacity_findings(root, clusters, sources, gate_config, pending_fits, frozenset(
+        f.resource for f in rendered_found if f.rule in ("schema", "api-validation", "kueue-webhook")))
     timed("capacity", t_cap)
     per_area["rules"] += joined(warnings) + joined(helm)
     presuming += [found for fits in pending_fits.values() for found in fits.findings()]
