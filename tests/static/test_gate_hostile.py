@@ -87,3 +87,11 @@ def test_sarif_locations_are_uri_references():
     sarif = json.loads(to_sarif([Finding("overlays/team #1 a.yaml", 3, "", "r", "m", "h")], {"r": "x"}, "0"))
     uri = sarif["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
     assert uri == "overlays/team%20%231%20a.yaml", uri
+
+
+def test_a_resource_outside_the_repository_is_refused_not_read_from_the_host(repo_copy, tmp_path):
+    """kustomize-controller builds in the source artifact: a path that leaves it is refused (fs-security-constraint)."""
+    edit(repo_copy, "base/kustomization.yaml", LIST_IN_BASE[0], LIST_IN_BASE[0] + "  - ../../../../../../../../etc/hostname\n")
+    proc = run(repo_copy, "--json", tmp_path / "f.json")
+    assert_finding(proc, tmp_path / "f.json", "kustomize-build", "base/kustomization.yaml", 11)
+    assert "not in or below" in proc.stdout, proc.stdout

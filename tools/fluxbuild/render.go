@@ -34,7 +34,6 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/resmap"
 	kustypes "sigs.k8s.io/kustomize/api/types"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 	sigsyaml "sigs.k8s.io/yaml"
 )
 
@@ -176,7 +175,14 @@ func run(root string, j job) result {
 		// most of its cost and only matters for Flux Kustomizations.
 		opts := krusty.MakeDefaultOptions()
 		opts.LoadRestrictions = kustypes.LoadRestrictionsNone
-		resources, err := krusty.MakeKustomizer(opts).Run(filesys.MakeFsOnDisk(), filepath.Join(root, j.Dir))
+		// In the repository's copy, as kustomize-controller builds in its source artifact: a path that leaves it (a
+		// resource ../../../etc/hostname) is refused, never read from the machine the gate runs on.
+		fs, err := securefs.MakeFsOnDiskSecure(root)
+		if err != nil {
+			r.Error = err.Error()
+			return r
+		}
+		resources, err := krusty.MakeKustomizer(opts).Run(fs, filepath.Join(root, j.Dir))
 		if err != nil {
 			r.Error = err.Error()
 			return r
