@@ -202,17 +202,21 @@ def quoted_value_line(root: Path, file: str, text: str) -> int | None:
 def mentioned_fields(obj, message: str) -> list[str]:
     """The fields of `obj` (apiserver paths) whose names `message` mentions (in any case), for an error that names no
     field ("minReplicas ... maxReplicas"): in the order the message names them, the shallowest of one name first; only
-    names of at least five letters count."""
-    found: list[tuple[int, int, str]] = []
-    todo: list[tuple[object, list]] = [(obj, [])]
+    names of at least five letters count. A field inside an item the message names by its name (worker group
+    "gpu-workers") comes before the same field elsewhere."""
+    found: list[tuple[bool, int, int, str]] = []
+    todo: list[tuple[object, list, bool]] = [(obj, [], False)]
     while todo:
-        node, path = todo.pop()
+        node, path, inside = todo.pop()
+        if isinstance(node, dict) and any(isinstance(node.get(k), str) and len(node[k]) >= 3 and re.search(rf"\b{re.escape(node[k])}\b", message)
+                                          for k in ("name", "groupName")):
+            inside = True  # an item the message names
         items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
         for key, value in items:
             here = [*path, key]
-            todo.append((value, here))
+            todo.append((value, here, inside))
             # in any case: KubeRay's messages name fields as Go does ("TTLSecondsAfterFinished", "BackoffLimit")
             named = re.search(rf"\b{re.escape(key)}\b", message, re.IGNORECASE) if isinstance(key, str) and len(key) >= 5 else None
             if named:
-                found.append((named.start(), len(here), dotted(here)))
-    return [path for _, _, path in sorted(found)]
+                found.append((not inside, named.start(), len(here), dotted(here)))
+    return [path for *_, path in sorted(found)]
