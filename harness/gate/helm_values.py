@@ -62,13 +62,20 @@ def release_of(hr: dict) -> tuple[str, str]:
 def helm_rules(ctx, root: Path, clusters: list) -> list[Finding]:
     """helm-values on every cluster whose layers all render; the same HelmRelease (the same request) is rendered and
     checked once for all clusters. It waits on the helpers only: validate.py runs it beside the other rules."""
-    releases, pending = [], {}
+    releases, pending, out = [], {}, []
     for cluster in clusters:
         index = ClusterIndex.build(root, cluster)
         if not index.complete:
             continue  # a layer did not render (kustomize-build says why)
         for build, hr in index.of_kind("HelmRelease"):
             pin, spec = index.chart_of(hr), as_map(hr.get("spec"))
+            if spec.get("values") is not None and not isinstance(spec.get("values"), dict):
+                # The CRD takes any JSON there; helm-controller's GetValues reads a mapping and drops anything else unsaid.
+                out.append(finding_at(ctx, root, hr, build, ["spec", "values"], "helm-values",
+                                      f"spec.values is a {type(spec['values']).__name__}, not a mapping: helm-controller drops it without "
+                                      "a word and installs the chart with its default values", "write spec.values as a mapping of the "
+                                      "chart's values (or remove it)", cluster.name))
+                continue
             if pin not in schemas.CHART_SOURCES or as_list(spec.get("valuesFrom")) or as_list(spec.get("postRenderers")):
                 continue  # no chart offline; values from elsewhere or post-renderers the gate does not apply: not judged
             name, namespace = release_of(hr)
@@ -82,7 +89,6 @@ def helm_rules(ctx, root: Path, clusters: list) -> list[Finding]:
     answers = {key: job.result() for key, job in pending.items()}
     checks = {key: checker.submit([r["object"] for r in a.get("objects") or []]) for key, a in answers.items() if not a.get("error")}
     problems = {key: job() for key, job in checks.items()}
-    out = []
     for index, build, hr, pin, key in releases:
         values, answer = as_map(as_map(hr.get("spec")).get("values")), answers[key]
 

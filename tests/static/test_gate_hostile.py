@@ -95,3 +95,14 @@ def test_a_resource_outside_the_repository_is_refused_not_read_from_the_host(rep
     proc = run(repo_copy, "--json", tmp_path / "f.json")
     assert_finding(proc, tmp_path / "f.json", "kustomize-build", "base/kustomization.yaml", 11)
     assert "not in or below" in proc.stdout, proc.stdout
+
+
+def test_helm_values_that_are_no_mapping_are_a_finding(repo_copy, tmp_path):
+    """The HelmRelease CRD takes any JSON in spec.values; helm-controller drops what is not a mapping, unsaid."""
+    rel = "flux/infrastructure/controllers/kueue.yaml"
+    lines = (repo_copy / rel).read_text().split("\n")
+    start = lines.index("  values:")
+    end = next(i for i in range(start + 1, len(lines)) if lines[i] and not lines[i].startswith("    "))
+    write(repo_copy, rel, "\n".join([*lines[:start], '  values: "x"', *lines[end:]]))
+    proc = run(repo_copy, "--json", tmp_path / "f.json")
+    assert_finding(proc, tmp_path / "f.json", "helm-values", rel, start + 1)
