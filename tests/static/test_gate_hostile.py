@@ -102,7 +102,7 @@ def test_helm_values_that_are_no_mapping_are_a_finding(repo_copy, tmp_path):
     rel = "flux/infrastructure/controllers/kueue.yaml"
     lines = (repo_copy / rel).read_text().split("\n")
     start = lines.index("  values:")
-    end = next(i for i in range(start + 1, len(lines)) if lines[i] and not lines[i].startswith("    "))
+    end = next((i for i in range(start + 1, len(lines)) if lines[i] and not lines[i].startswith("    ")), len(lines))
     write(repo_copy, rel, "\n".join([*lines[:start], '  values: "x"', *lines[end:]]))
     proc = run(repo_copy, "--json", tmp_path / "f.json")
     assert_finding(proc, tmp_path / "f.json", "helm-values", rel, start + 1)
