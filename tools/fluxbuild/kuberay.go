@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"github.com/ray-project/kuberay/ray-operator/controllers/ray/utils"
@@ -32,9 +33,14 @@ func controllerErrors(u *unstructured.Unstructured) []fieldError {
 			func() error { return utils.ValidateRayJobMetadata(job.ObjectMeta) },
 			func() error {
 				err := utils.ValidateRayJobSpec(job)
-				if err != nil && len(job.Spec.ClusterSelector) > 0 && jobframework.QueueNameForObject(job) != "" {
+				queued := jobframework.QueueNameForObject(job) != ""
+				switch {
+				case err != nil && queued && len(job.Spec.ClusterSelector) > 0:
 					return fmt.Errorf("%v (Kueue's mutating webhook suspends every RayJob with a queue-name label: a RayJob that runs "+
 						"on an existing RayCluster cannot be queued; remove the label %s)", err, constants.QueueLabel)
+				case err != nil && queued && strings.Contains(err.Error(), "deletionRules are mutually exclusive"):
+					return fmt.Errorf("%v (and Kueue refuses a queued RayJob with shutdownAfterJobFinishes false: under Kueue, drop "+
+						"deletionStrategy and keep shutdownAfterJobFinishes: true, with ttlSecondsAfterFinished for the cluster's lifetime)", err)
 				}
 				return err
 			},
