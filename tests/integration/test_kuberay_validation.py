@@ -21,19 +21,24 @@ CASES = [
 ]
 
 
+def _gate_verdict(obj: dict, refusal: str | None):
+    """The gate's verdict on `obj`, asserted: accepted, or refused by kuberay-validation with `refusal` in its message."""
+    (problem,) = validate([obj])
+    if refusal is None:
+        assert problem is None, problem
+    else:
+        assert problem is not None and problem.rule == "kuberay-validation", problem
+        assert refusal in problem.errors[0]["message"], problem
+    return problem
+
+
 @pytest.mark.parametrize("case,change,refusal", CASES, ids=[c[0] for c in CASES])
 def test_gate_and_kuberay_agree_on_what_kuberay_refuses(kube: Kube, names, create, case, change, refusal):
     job = render_sample("aurora-finetune", "none")
     job["metadata"].update(name=f"{names.prefix}kuberay-{case}", namespace=names.namespace)
     job["metadata"]["labels"].pop("kueue.x-k8s.io/queue-name")
     change(job)
-    (problem,) = validate([job])
-    if refusal is None:
-        assert problem is None, problem
-    else:
-        assert problem is not None and problem.rule == "kuberay-validation", problem
-        assert refusal in problem.errors[0]["message"], problem
-
+    problem = _gate_verdict(job, refusal)
     kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": names.namespace}})
     create([job])
     name = job["metadata"]["name"]
@@ -60,13 +65,7 @@ def test_gate_and_kuberay_agree_on_what_kuberay_refuses_of_a_raycluster(kube: Ku
     cluster = {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": f"{names.prefix}rc-{case}", "namespace": names.namespace},
                "spec": spec}
     change(spec)
-    (problem,) = validate([cluster])
-    if refusal is None:
-        assert problem is None, problem
-    else:
-        assert problem is not None and problem.rule == "kuberay-validation", problem
-        assert refusal in problem.errors[0]["message"], problem
-
+    _gate_verdict(cluster, refusal)
     kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": names.namespace}})
     create([cluster])
     name = cluster["metadata"]["name"]
