@@ -62,9 +62,9 @@ class Fits:
         """The assigner's answer for the samples-file entry `index`; None when it was not asked (no ClusterQueue known)."""
         return next((a for c, a in zip(self._candidates, self._answers()) if c.index == index), None)
 
-    def findings(self) -> list[tuple[tuple[str, ...], Finding, bool]]:
+    def findings(self) -> list[tuple[tuple[str, ...], Finding, tuple[str, ...]]]:
         """sample-fits for each candidate it cannot fit: (the queue objects it presumes (resource ids: its ClusterQueue,
-        and those that may lend to it), the finding, whether its every reason is where the pods may land)."""
+        and those that may lend to it), the finding, when its every reason is where the pods may land the flavors named)."""
         return [((resource_id(c.cq), *(self._lenders if as_map(c.cq.get("spec")).get("cohortName") else ())), found, placement_only(answer))
                 for c, answer, found in _judged(self._candidates, self._answers(), self._nodes)]
 
@@ -150,11 +150,11 @@ def placement_reasons(pod_set: dict) -> list[tuple[str, str]] | None:
     return [(r, m.group(1) or m.group(2)) for r, m in matched]
 
 
-def placement_only(answer: dict) -> bool:
-    """Whether every reason the assigner gives for the pod sets it cannot fit is where their pods may land: the
-    capacity-pod-placement rules name that line."""
-    failed = [ps for ps in answer.get("pod_sets") or [] if ps.get("reasons")]
-    return bool(failed) and all(placement_reasons(ps) for ps in failed)
+def placement_only(answer: dict) -> tuple[str, ...]:
+    """When every reason the assigner gives for the pod sets it cannot fit is where their pods may land, the flavors
+    those reasons name (the capacity-pod-placement rules name that line, at the pod or at the flavor); else ()."""
+    failed = [placement_reasons(ps) for ps in answer.get("pod_sets") or [] if ps.get("reasons")]
+    return tuple(dict.fromkeys(fl for reasons in failed for _, fl in reasons)) if failed and all(failed) else ()
 
 
 def _finding(c: Candidate, answer: dict) -> Finding:

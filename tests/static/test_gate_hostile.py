@@ -106,3 +106,15 @@ def test_helm_values_that_are_no_mapping_are_a_finding(repo_copy, tmp_path):
     write(repo_copy, rel, "\n".join([*lines[:start], '  values: "x"', *lines[end:]]))
     proc = run(repo_copy, "--json", tmp_path / "f.json")
     assert_finding(proc, tmp_path / "f.json", "helm-values", rel, start + 1)
+
+
+def test_a_flavor_taint_no_sample_tolerates_is_one_finding_per_cluster_at_the_flavor(repo_copy):
+    """Kueue's flavor assigner refuses flavor gpu to every GPU pod (its nodeTaints untolerated): one capacity-pod-placement
+    at the flavor per cluster, the samples' sample-fits (whose reasons are that flavor's) folded under it."""
+    from harness.gate.validate import validate_repository
+    from tests.static.test_capacity import taint_gpu_pool
+    taint_gpu_pool(repo_copy, tolerate=False)
+    found = validate_repository(repo_copy).findings
+    assert sorted((f.rule, f.file, f.context) for f in found) == [
+        ("capacity-pod-placement", "base/resource-flavors.yaml", "cluster dev-westus3"),
+        ("capacity-pod-placement", "base/resource-flavors.yaml", "cluster prod-eastus2")], "\n".join(f.text() for f in found)
