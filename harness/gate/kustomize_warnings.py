@@ -25,7 +25,7 @@ from pathlib import Path
 import yaml
 
 from harness.gate.config import CONFIG_FILE
-from harness.gate.origin import line_at, quoted_value_line
+from harness.gate.origin import compose, descend, line_at, quoted_value_line, step
 from harness.gate.findings import Finding
 from harness.gate.render import Build, ClusterRender, FluxBuild, run_fluxbuild
 from harness.gate.sources import (KUSTOMIZATION_FILES, SKIP_DIRS, SourceError, as_list, as_map, kustomization_dirs, kustomization_file,
@@ -84,6 +84,14 @@ def build_error(root: Path, build: Build) -> Finding:
             break
     if line is None:  # e.g. a generator's file that is missing, a helm chart's repo
         line = quoted_value_line(root, file, build.error)
+    entry = (root / build.dir / named.group(1)) if named else None
+    if entry is not None and entry.is_file() and ": must build at directory" in build.error and "no such file" not in build.error:
+        # A file kustomize read and refused (an object without metadata.name, a list where a mapping belongs): kustomize
+        # then tries it as a directory, and its last words are about that. The cause is in the file.
+        rel = entry.resolve().relative_to(root).as_posix() if entry.resolve().is_relative_to(root) else f"{build.dir}/{named.group(1)}"
+        cause = build.error.split(": must build at directory")[0].strip()
+        return Finding(rel, _object_line(entry, cause), "", "kustomize-build", f"{cause} (listed at {file}:{line})" if line else cause,
+                       f"fix the objects in {rel}: each document a mapping with apiVersion, kind and metadata.name", build.id)
     if kustomization_file(root / build.dir) is not None and f"evalsymlink failure on '{build.dir}'" in build.error:
         # The checkout has it and the build read none of it: the artifact source-controller packs leaves it out.
         top = build.dir.split("/")[0]
@@ -93,6 +101,19 @@ def build_error(root: Path, build: Build) -> Finding:
                        f"keep it in the artifact: add `!/{top}/` to .sourceignore (it lists what the artifact holds), or move it under "
                        "a directory the artifact keeps", build.id)
     return Finding(file, line, "", "kustomize-build", build.error.strip(), _build_hint(build), build.id)
+
+
+def _object_line(path: Path, error: str) -> int:
+    """The line of the document of `path` that kustomize's `error` names by its kind ("{{kueue.x-k8s.io/v1beta2
+    LocalQueue} ..."), the first one without a metadata.name among them; else 1."""
+    named = re.search(r"\{\{\S+ (\w+)\}", error)
+    try:
+        docs = compose(path.read_text())
+    except (OSError, UnicodeDecodeError):
+        return 1
+    kinds = [d for d in docs if named and isinstance(step(d, "kind")[1], yaml.ScalarNode) and step(d, "kind")[1].value == named.group(1)]
+    unnamed = [d for d in kinds if descend(d, ["metadata", "name"])[1] is None]
+    return (unnamed or kinds)[0].start_mark.line + 1 if (unnamed or kinds) else 1
 
 
 def _build_hint(build: Build) -> str:

@@ -118,3 +118,13 @@ def test_a_flavor_taint_no_sample_tolerates_is_one_finding_per_cluster_at_the_fl
     assert sorted((f.rule, f.file, f.context) for f in found) == [
         ("capacity-pod-placement", "base/resource-flavors.yaml", "cluster dev-westus3"),
         ("capacity-pod-placement", "base/resource-flavors.yaml", "cluster prod-eastus2")], "\n".join(f.text() for f in found)
+
+
+@pytest.mark.parametrize("text, line", [("- a\n", 1), ("apiVersion: v1\nkind: ConfigMap\nmetadata: {namespace: ray}\n", 1)])
+def test_a_resource_file_kustomize_refuses_is_named_not_its_listing(repo_copy, tmp_path, text, line):
+    """kustomize refuses the file, then tries it as a directory and says so last: the finding is at the file."""
+    write(repo_copy, "base/extra.yaml", text)
+    edit(repo_copy, "base/kustomization.yaml", *LIST_IN_BASE)
+    proc = run(repo_copy, "--json", tmp_path / "f.json")
+    assert_finding(proc, tmp_path / "f.json", "kustomize-build", "base/extra.yaml", line)
+    assert "must build at directory" not in proc.stdout, proc.stdout
