@@ -182,7 +182,7 @@ def sample_problems(root: Path, cluster: ClusterRender, objects: list[dict], poo
             role = "head" if idx == 0 else "submitter" if set_name == "submitter" and idx == len(sets) - 1 else f"worker {set_name}"
             roles[role] = (where, set_name)
             need = {r: q for r, q in requests.items() if q > 0}
-            given = assigned.get(set_name) or {}
+            given = assigned.get(set_name.lower()) or {}  # Kueue names pod sets lowercased
             if count < 1 or not need or not any(set(covered) & set(need) for covered, _ in groups):
                 continue  # nothing to place, or only resources no group covers (sample-fits reports those)
             pod = pod_view(templates[idx] if idx < len(templates) else None)
