@@ -85,10 +85,11 @@ def build_error(root: Path, build: Build) -> Finding:
     if line is None:  # e.g. a generator's file that is missing, a helm chart's repo
         line = quoted_value_line(root, file, build.error)
     entry = (root / build.dir / named.group(1)) if named else None
-    if entry is not None and entry.is_file() and ": must build at directory" in build.error and "no such file" not in build.error:
+    inside = entry is not None and entry.resolve().is_relative_to(root.resolve())
+    if inside and entry.is_file() and ": must build at directory" in build.error and "no such file" not in build.error:
         # A file kustomize read and refused (an object without metadata.name, a list where a mapping belongs): kustomize
         # then tries it as a directory, and its last words are about that. The cause is in the file.
-        rel = entry.resolve().relative_to(root).as_posix() if entry.resolve().is_relative_to(root) else f"{build.dir}/{named.group(1)}"
+        rel = entry.resolve().relative_to(root.resolve()).as_posix()
         cause = build.error.split(": must build at directory")[0].strip()
         return Finding(rel, _object_line(entry, cause), "", "kustomize-build", f"{cause} (listed at {file}:{line})" if line else cause,
                        f"fix the objects in {rel}: each document a mapping with apiVersion, kind and metadata.name", build.id)
