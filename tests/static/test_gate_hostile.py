@@ -128,3 +128,17 @@ def test_a_resource_file_kustomize_refuses_is_named_not_its_listing(repo_copy, t
     proc = run(repo_copy, "--json", tmp_path / "f.json")
     assert_finding(proc, tmp_path / "f.json", "kustomize-build", "base/extra.yaml", line)
     assert "must build at directory" not in proc.stdout, proc.stdout
+
+
+def test_only_a_queued_rayjob_has_a_workload_to_refuse():
+    """Kueue builds a Workload only of a RayJob with a queue-name label: a worker group name no pod set may have is its
+    Workload's refusal when queued, the pods' refusal when not."""
+    import copy
+    from harness.core.versions import REPO_ROOT
+    from harness.gate import schema_check, workloads
+    job = workloads.render_entry({"sample": "aurora-finetune", "queue": "default"}, REPO_ROOT)[1]
+    job["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["groupName"] = "gpu_workers"
+    unqueued = copy.deepcopy(job)
+    unqueued["metadata"]["labels"].pop("kueue.x-k8s.io/queue-name")
+    queued_problem, unqueued_problem = schema_check.Checker().start().check([job, unqueued])
+    assert (queued_problem.rule, unqueued_problem.rule) == ("kueue-inadmissible", "pod-validation"), (queued_problem, unqueued_problem)

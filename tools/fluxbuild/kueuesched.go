@@ -80,8 +80,8 @@ func schedulerErrors(ctx context.Context, crds *crdSet, u *unstructured.Unstruct
 // worker groups whose names differ only in case (Kueue lowercases pod set names) or a groupName that is no DNS label.
 func workloadCreateErrors(ctx context.Context, crds *crdSet, job *rayv1.RayJob, wl *kueue.Workload) []fieldError {
 	c := crds.byGVK[kueue.GroupVersion.WithKind("Workload")]
-	if c == nil {
-		return nil
+	if c == nil || jobframework.QueueNameForObject(job) == "" {
+		return nil // no Workload: Kueue manages only RayJobs with a queue-name label here (manageJobsWithoutQueueName is off)
 	}
 	created := wl.DeepCopy()
 	created.Name = jobframework.GetWorkloadNameForOwnerWithGVK(job.Name, job.UID, rayv1.GroupVersion.WithKind("RayJob"))
