@@ -20,18 +20,17 @@ def _on(f: Finding) -> tuple[str, str]:
     return f.resource, f.context.split(",")[0].split(":")[0]
 
 
-def fold(per_area: dict[str, list[Finding]], presuming: list[tuple[tuple[str, ...], Finding, tuple[str, ...]]]) -> None:
-    """Folds, in place, the follow-ons in `per_area` (area -> findings); `presuming`: (resource ids of the objects the
-    finding presumes accepted, finding, the flavors its reasons name when they are all where pods may land), kept only
-    when none of them and not its own resource is rejected, and (the last) when no capacity-pod-placement finding names
-    the same sample or one of those flavors."""
+def fold(per_area: dict[str, list[Finding]], presuming: list[tuple[Finding, tuple[str, ...]]]) -> None:
+    """Folds, in place, the follow-ons in `per_area` (area -> findings): a finding whose `presumes` names a rejected
+    object, and of `presuming` (finding, the flavors its reasons name when they are all where pods may land) the ones a
+    capacity-pod-placement finding names (the same sample, or one of those flavors), the rest added to the rules."""
     schema = per_area["schema"]
     rejected = {f.resource for f in schema if f.rule in ("schema", "api-validation", "kueue-webhook", "kueue-inadmissible")}
     # Kueue placing a sample on no flavor (taints, affinity) is reported where the pods or flavors say so, at their line.
     # (At the pod, or at the flavor for every pod that fails alike: a sample-fits whose reasons are that flavor's folds.)
     placed = {_on(f) for f in per_area["capacity"] if f.rule == "capacity-pod-placement"}
-    per_area["rules"] += [f for rids, f, flavors in presuming
-                          if not set(rids) & rejected and f.resource not in rejected
+    per_area["rules"] += [f for f, flavors in presuming
+                          if not set(f.presumes) & rejected
                           and not (flavors and (_on(f) in placed or any((f"ResourceFlavor/{fl}", _on(f)[1]) in placed for fl in flavors)))]
     never = {_on(f) for f in per_area["rules"] if f.rule == "sample-fits"}
     # Pods the apiserver refuses, or of a RayJob KubeRay refuses (it creates none): where they would land is moot.

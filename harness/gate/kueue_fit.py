@@ -9,7 +9,7 @@ what the cohort tree lends, the pods resource, TAS-only flavors) it never admits
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.core import HarnessError, format_quantity, parse_quantity
@@ -62,11 +62,11 @@ class Fits:
         """The assigner's answer for the samples-file entry `index`; None when it was not asked (no ClusterQueue known)."""
         return next((a for c, a in zip(self._candidates, self._answers()) if c.index == index), None)
 
-    def findings(self) -> list[tuple[tuple[str, ...], Finding, tuple[str, ...]]]:
-        """sample-fits for each candidate it cannot fit: (the queue objects it presumes (resource ids: its ClusterQueue,
-        and those that may lend to it), the finding, when its every reason is where the pods may land the flavors named)."""
-        return [((resource_id(c.cq), *(self._lenders if as_map(c.cq.get("spec")).get("cohortName") else ())), found, placement_only(answer))
-                for c, answer, found in _judged(self._candidates, self._answers(), self._nodes)]
+    def findings(self) -> list[tuple[Finding, tuple[str, ...]]]:
+        """sample-fits for each candidate it cannot fit: (the finding, presuming its RayJob, its ClusterQueue and those
+        that may lend to it accepted; when its every reason is where the pods may land, the flavors named)."""
+        return [(replace(found, presumes=(found.resource, resource_id(c.cq), *(self._lenders if as_map(c.cq.get("spec")).get("cohortName") else ()))),
+                 placement_only(answer)) for c, answer, found in _judged(self._candidates, self._answers(), self._nodes)]
 
 
 def manager_config(root: Path, cluster: ClusterRender) -> str | None:

@@ -192,7 +192,7 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
                 per_area["render"].append(kustomize_warnings.build_error(root, b))
             continue
         per_area["rules"] += rules.kueue_rules(ctx, b, b.objects)
-    presuming: list[tuple[tuple[str, ...], Finding, tuple]] = []  # (resource ids a finding presumes accepted, finding, flavors)
+    presuming: list[tuple[Finding, tuple]] = []  # (sample-fits finding, the flavors its reasons name): folding.fold
     pending_fits: dict = {}  # per cluster name, Kueue's flavor assigner's answers for its samples (sample_rules)
     pinned = version_rules.pins(root)
     per_area["rules"] += version_rules.pins_findings(root)
