@@ -15,8 +15,8 @@ It follows RayJobs, Workloads, ClusterQueues and Cohorts (and Pods and Nodes) wi
      ClusterQueues' and the Cohort object's own resourceGroups; a Cohort seen with a parent may borrow
      from above it and is not bounded here, nor after it lost the parent or was deleted);
   4. no workload admitted twice: at most one admitted Workload per RayJob, and a Workload is
-     admitted again only after an eviction (admissions <= 1 + the evictions Kueue counts in
-     status.schedulingStats);
+     admitted again only after an eviction (admissions <= 1 + the evictions the watch saw or Kueue
+     counted in status.schedulingStats, whichever is more: harness.kueue.admissions);
   5. pods on nodes (when the cluster has Nodes, i.e. KWOK's simulated ones): every pod of an
      admitted workload (Kueue labels them kueue.x-k8s.io/cluster-queue-name) is bound within
      `pod_bound` seconds, else the violation names the pod and the scheduler's PodScheduled
@@ -44,6 +44,7 @@ from kubernetes import client
 from harness.core import parse_quantity, timeouts
 from harness.k8s import (CLUSTER_QUEUE, COHORT, NODE, POD, RAYJOB, WORKLOAD, ListWatch, condition, get_object, is_true, list_objects,
                          owned_by)
+from harness.kueue.admissions import AdmissionLedger
 
 WATCHED = (RAYJOB, WORKLOAD, CLUSTER_QUEUE, COHORT, POD, NODE)  # every namespace
 CQ_LABEL = "kueue.x-k8s.io/cluster-queue-name"  # on every pod of an admitted workload
@@ -67,7 +68,7 @@ class InvariantChecker:
         self.violations: list[str] = []
         self._taken: set[str] = set()  # what a test took as the violations it provoked (take's match)
         self.events = 0
-        self._admissions: dict[str, set[str]] = defaultdict(set)  # Workload uid -> Admitted transition times
+        self._ledger = AdmissionLedger()  # admissions against evictions, per Workload
         self.synced: set[str] = set()
         self._held_memo: dict[str, tuple] = {}  # Workload uid -> (resourceVersion, quota it holds)
         self._parented: set[str] = set()  # Cohorts seen with a parent: what they borrowed from above stays admitted after
@@ -206,7 +207,7 @@ class InvariantChecker:
         """A deleted Workload's memo entries go too: memory stays bounded by the live objects."""
         uid = wl["metadata"].get("uid")
         self._held_memo.pop(uid, None)
-        self._admissions.pop(uid, None)
+        self._ledger.forget(uid)
 
     @staticmethod
     def _key(obj: dict) -> tuple:
@@ -275,16 +276,13 @@ class InvariantChecker:
     def _check_admitted_once(self) -> None:
         admitted_per_job: dict[str, list[str]] = defaultdict(list)
         for (ns, name), wl in self.state["Workload"].items():
-            c = condition(wl, "Admitted")
-            if not c or c.get("status") != "True":
+            self._ledger.observe(wl)
+            if not is_true(wl, "Admitted"):
                 continue
             for ref in wl["metadata"].get("ownerReferences") or []:
                 admitted_per_job[ref.get("uid")].append(f"{ns}/{name}")
-            uid = wl["metadata"]["uid"]
-            self._admissions[uid].add(c.get("lastTransitionTime", ""))
-            evictions = sum(int(e.get("count", 0)) for e in ((wl.get("status") or {}).get("schedulingStats") or {}).get("evictions") or [])
-            if len(self._admissions[uid]) > 1 + evictions:
-                self._violate(f"Workload {ns}/{name} admitted {len(self._admissions[uid])} times with {evictions} evictions")
+            if excess := self._ledger.excess(wl):
+                self._violate(excess)
         for owner, wls in admitted_per_job.items():
             if len(wls) > 1:
                 self._violate(f"one job (uid {owner}) has {len(wls)} admitted Workloads at once: {sorted(wls)}")

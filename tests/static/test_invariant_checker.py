@@ -5,7 +5,7 @@ import pytest
 
 from kubernetes import client
 
-from harness.kueue import InvariantChecker
+from harness.kueue import AdmissionLedger, InvariantChecker
 
 pytestmark = pytest.mark.static
 
@@ -104,6 +104,44 @@ def test_readmission_without_an_eviction_is_reported():
     see(c, admitted("w1", "u1", "job1", "10:00"))
     found = see(c, admitted("w1", "u1", "job1", "10:05"))
     assert any("admitted 2 times with 0 evictions" in v for v in found), found
+
+
+def evicted(name, uid, owner, at, evictions):
+    """A version of the Workload that Kueue evicted at `at` (Admitted gone False), counting `evictions`."""
+    wl = admitted(name, uid, owner, at, evictions)
+    wl["status"]["conditions"] = [{"type": "Admitted", "status": "False", "lastTransitionTime": at},
+                                  {"type": "Evicted", "status": "True", "reason": "Preempted", "lastTransitionTime": at}]
+    return wl
+
+
+def test_readmission_after_an_eviction_the_watch_saw_is_quiet_though_kueue_set_its_counter_back():
+    """Kueue's loose admission apply from a stale copy can write an older eviction count: the two
+    evictions the watch saw still allow the third admission."""
+    c = admission_checker()
+    for version in (admitted("w1", "u1", "job1", "10:00"), evicted("w1", "u1", "job1", "10:01", 1),
+                    admitted("w1", "u1", "job1", "10:02", evictions=1), evicted("w1", "u1", "job1", "10:03", 2),
+                    admitted("w1", "u1", "job1", "10:04", evictions=1)):
+        assert see(c, version) == []
+
+
+def test_a_third_admission_after_one_eviction_is_reported_with_its_history():
+    c = admission_checker()
+    see(c, admitted("w1", "u1", "job1", "10:00"))
+    see(c, evicted("w1", "u1", "job1", "10:01", 1))
+    see(c, admitted("w1", "u1", "job1", "10:02", evictions=1))
+    found = see(c, admitted("w1", "u1", "job1", "10:04", evictions=1))
+    assert len(found) == 1 and "admitted 3 times with 1 evictions" in found[0], found
+    assert "Evicted=True(Preempted@10:01)" in found[0] and "Admitted=True(None@10:04)" in found[0], found
+    assert see(c, admitted("w1", "u1", "job1", "10:04", evictions=1)) == found, "reported once per admission count"
+
+
+def test_a_deleted_workload_leaves_the_ledger():
+    ledger = AdmissionLedger()
+    ledger.observe(admitted("w1", "u1", "job1", "10:00"))
+    ledger.forget("u1")
+    again = admitted("w1", "u1", "job1", "10:05")
+    ledger.observe(again)
+    assert ledger.excess(again) is None
 
 
 def test_two_admitted_workloads_of_one_job_are_reported():
