@@ -41,6 +41,7 @@ class AdmissionLedger:
         self._history: dict[str, deque] = {}
         self._version: dict[str, str] = {}  # uid -> the resourceVersion last observed
         self._reported: dict[str, int] = {}  # uid -> admissions when its violation was reported
+        self.counts_set_back = 0  # versions in which Kueue wrote a lower eviction count than before
 
     def observe(self, wl: dict) -> None:
         """Takes one version of a Workload (each version once; a version seen again costs nothing)."""
@@ -52,7 +53,10 @@ class AdmissionLedger:
             c = condition(wl, ctype)
             if c and c.get("status") == "True":
                 seen[uid].add(c.get("lastTransitionTime", ""))
-        self._counted[uid] = max(self._counted.get(uid, 0), _evictions_counted(wl))
+        counted = _evictions_counted(wl)
+        if counted < self._counted.get(uid, 0):
+            self.counts_set_back += 1
+        self._counted[uid] = max(self._counted.get(uid, 0), counted)
         history = self._history.setdefault(uid, deque(maxlen=KEEP))
         line = _state(wl)
         if not history or history[-1].split(": ", 1)[1] != line.split(": ", 1)[1]:

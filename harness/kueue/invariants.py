@@ -112,6 +112,11 @@ class InvariantChecker:
         return sum(w.reconnects for w in self._watches)
 
     @property
+    def eviction_counts_set_back(self) -> int:
+        """How often Kueue wrote a Workload's eviction count lower than before (harness.kueue.admissions)."""
+        return self._ledger.counts_set_back
+
+    @property
     def errors(self) -> list[str]:
         """Why streams broke, for the message when something fails."""
         return [e for w in self._watches for e in w.errors]

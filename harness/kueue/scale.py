@@ -57,6 +57,7 @@ class ScaleResult:
     events: int = 0
     reconnects: int = 0
     brief_unadmitted: int = 0  # RayJobs unsuspended without admission for a moment (Kueue's stale-cache window)
+    eviction_counts_set_back: int = 0  # Workload versions whose eviction count Kueue wrote lower than before
     lost_events: list[str] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
     watched_workloads: int = 0
@@ -139,6 +140,7 @@ def run(cluster: LocalCluster, n: int, timeout: float | None = None) -> ScaleRes
     finally:
         checker.stop()
         result.events, result.reconnects, result.brief_unadmitted = checker.events, checker.reconnects, checker.brief_unadmitted
+        result.eviction_counts_set_back = checker.eviction_counts_set_back
         result.violations = list(checker.violations)
         result.watched_workloads = len(checker.state["Workload"])
         api.close()

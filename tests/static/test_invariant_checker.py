@@ -122,6 +122,7 @@ def test_readmission_after_an_eviction_the_watch_saw_is_quiet_though_kueue_set_i
                     admitted("w1", "u1", "job1", "10:02", evictions=1), evicted("w1", "u1", "job1", "10:03", 2),
                     admitted("w1", "u1", "job1", "10:04", evictions=1)):
         assert see(c, version) == []
+    assert c.eviction_counts_set_back == 1
 
 
 def test_a_third_admission_after_one_eviction_is_reported_with_its_history():
