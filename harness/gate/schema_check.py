@@ -38,6 +38,7 @@ STAGE_RULES = {
     "webhook": "kueue-webhook",  # Kueue's validating webhook
     "controller": "kuberay-validation",  # what KubeRay's controllers validate before they act on a RayJob, RayCluster or RayService
     "scheduler": "kueue-inadmissible",  # what Kueue's scheduler checks of the job's Workload before it looks for quota
+    "accounting": "kueue-unaccounted-pods",  # pods KubeRay creates for a queued RayJob beyond those Kueue charges
     "pod": "pod-validation",  # the apiserver's validation of the pods KubeRay creates once Kueue admits the job (tools/kubecheck)
     "security": "pod-security",  # the PodSecurity admission of those pods by their namespace's level (tools/kubecheck)
     "quota": "resource-quota",  # the ResourceQuota admission of those pods in their namespace (tools/kubecheck)
@@ -57,6 +58,9 @@ RULES = {
                           "groups' names, lowercased, distinct) and passes what the pinned Kueue's scheduler checks before it looks for "
                           "quota (its own workload.ValidateResources and ValidateLimitRange: requests within limits and within the "
                           "namespace's LimitRanges on the cluster); else the job is never admitted",
+    "kueue-unaccounted-pods": "a queued RayJob's worker groups create no more pods than Kueue charges to its ClusterQueue: Kueue's Ray "
+                              "integration charges replicas (times numOfHosts), the pinned KubeRay's RayCluster controller creates "
+                              "replicas raised to minReplicas (both their own code); else the pods beyond run outside every quota",
     "pod-validation": "every pod KubeRay would create for a RayJob, RayCluster or RayService (head, each worker group, a RayJob's submitter), built by "
                       "KubeRay's own pod builders, passes the pinned apiserver's pod validation, and a RayJob's submitter Job (its "
                       "submitterPodTemplate and submitterConfig) the apiserver's Job validation (tools/kubecheck); else Kueue admits the "
@@ -83,6 +87,8 @@ HINTS = {
                       "set the requests and limits a quota tracks on every container",
     "pod-security": "set in the pod templates the securityContext the level asks for (the message lists each field), or run the "
                     "jobs in a namespace of a lower level (pod-security.kubernetes.io/enforce: baseline)",
+    "kueue-unaccounted-pods": "set replicas to at least minReplicas (without the autoscaler, replicas = minReplicas = maxReplicas is "
+                              "what Kueue charges and KubeRay creates)",
     "kueue-inadmissible": "change the field named as the message says: a worker group's name must be a lowercase DNS label, "
                           "distinct from the others' whatever the case; a container's requests at most its limits (or drop the limits) "
                           "and within the min/max of its namespace's LimitRange (or change the LimitRange)",
@@ -94,6 +100,7 @@ WHAT = {
     "kueue-webhook": "is rejected by Kueue's validating webhook",
     "kuberay-validation": "is refused by KubeRay's controller",
     "kueue-inadmissible": "would never be admitted",
+    "kueue-unaccounted-pods": "would be admitted, but KubeRay runs pods Kueue does not charge to the queue",
     "pod-validation": "is accepted, but the apiserver refuses the pods KubeRay creates for it (a job Kueue admits holds its quota without running)",
     "resource-quota": "would be admitted, but not all of its pods could be created",
     "pod-security": "would be admitted, but the apiserver's PodSecurity admission forbids its pods",

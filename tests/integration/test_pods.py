@@ -7,7 +7,7 @@ import pytest
 
 from harness.core import REPO_ROOT, timeouts
 from harness.gate import build_directory, render_sample, validate_repository
-from harness.gate.schema_check import kuberay_pods
+from harness.gate.schema_check import kuberay_pods, validate
 from harness.k8s import condition, is_true
 from harness.kueue import AFTER, Hook, finish_rayjob, pods_running, scenarios
 from tests.static.test_gate_corpus import edit
@@ -159,6 +159,27 @@ def test_reclaim_with_pods_on_nodes(scenario, kube, queues, nodes, names):
     assert queues.job("b-1")["status"]["jobDeploymentStatus"] == "Complete"
     queues.wait_pods("b-1", lambda ps: not ps, "b-1's RayCluster deleted as the job ended")
     queues.wait_pods(victim, pods_running, "the re-admitted job bound and Running")
+
+
+def test_workers_below_min_replicas_run_outside_the_quota_as_the_gate_says(layout, queues, nodes):
+    """A worker group with replicas below minReplicas: the gate's kueue-unaccounted-pods says Kueue charges one worker
+    and KubeRay creates two; on the real components the Workload charges one GPU and two GPU workers run."""
+    nodes(REPO_ROOT, "prod-eastus2")
+    layout("overlays/team-queues")
+    job = _job("batch-inference", "unaccounted", "team-b")
+    job["spec"]["rayClusterSpec"]["workerGroupSpecs"][0].update(replicas=1, minReplicas=2, maxReplicas=2)
+    (problem,) = validate([job])
+    assert problem is not None and problem.rule == "kueue-unaccounted-pods", problem
+    assert "Kueue charges the queue for 1 pod(s) (replicas 1), KubeRay creates 2" in problem.errors[0]["message"], problem
+    queues.submit(job)
+    wl = queues.wait_admitted("unaccounted")
+    assert {ps["name"]: ps["count"] for ps in wl["spec"]["podSets"]}.get("gpu-workers") == 1, wl["spec"]["podSets"]
+
+    def two_workers_running(pods):
+        workers = [p for p in pods if "-gpu-workers-" in p["metadata"]["name"]]
+        return len(workers) == 2 and pods_running(pods)
+    queues.wait_pods("unaccounted", two_workers_running, "two GPU workers bound and Running")
+    queues.wait_cluster_queue("team-b-cq", lambda cq: queues.gpus(cq) == "1", "one GPU in use (the one worker Kueue charged)")
 
 
 def test_kwok_renews_every_nodes_lease_as_a_kubelet_does(kube, nodes):

@@ -20,7 +20,8 @@
 // the caller expects, whose validators are then built while it renders. A "check" answer has one
 // result per object, in order: {"stage": "", "errors": [...]} where stage is "" (accepted),
 // "unknown" (a kind the cluster would not serve), "decode", "schema", "validation", "webhook",
-// "controller" (KubeRay, kuberay.go) or "scheduler" (Kueue's scheduler, kueuesched.go).
+// "controller" (KubeRay, kuberay.go), "scheduler" (Kueue's scheduler, kueuesched.go) or "accounting" (pods KubeRay
+// creates beyond what Kueue charges, accounting.go).
 package main
 
 import (

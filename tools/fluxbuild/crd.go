@@ -202,7 +202,7 @@ func (c *crdVersion) build() error {
 // check runs an object through the apiserver's create path for this CRD (with Kueue's mutating webhook
 // for RayJobs before the validation), then Kueue's validating webhook, then what KubeRay's controllers
 // validate before they act on a Ray object, then what Kueue's scheduler checks of a RayJob's Workload
-// before it looks for quota.
+// before it looks for quota, then whether Kueue charges the pods KubeRay creates (accounting.go).
 func (c *crdVersion) check(ctx context.Context, obj map[string]interface{}, related []map[string]interface{}) checkResult {
 	if err := c.build(); err != nil {
 		failRequest("%v", err)
@@ -244,6 +244,9 @@ func (c *crdVersion) check(ctx context.Context, obj map[string]interface{}, rela
 	}
 	if errs := schedulerErrors(ctx, c.set, u, related); len(errs) > 0 {
 		return checkResult{Stage: "scheduler", Errors: errs}
+	}
+	if errs := accountingErrors(ctx, u); len(errs) > 0 {
+		return checkResult{Stage: "accounting", Errors: errs}
 	}
 	return checkResult{}
 }

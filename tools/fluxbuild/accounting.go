@@ -1,0 +1,47 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ray-project/kuberay/ray-operator/controllers/ray/utils"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/kueue/pkg/controller/jobframework"
+	"sigs.k8s.io/kueue/pkg/controller/jobs/rayjob"
+)
+
+// accountingErrors compares, per worker group of a queued RayJob, the pods Kueue charges to the ClusterQueue
+// (the Ray integration's PodSets: replicas times numOfHosts) with the pods KubeRay's RayCluster controller
+// creates once the job is admitted (utils.GetWorkerGroupDesiredReplicas: replicas raised to minReplicas,
+// lowered to maxReplicas, times numOfHosts). A worker group whose minReplicas is above its replicas runs
+// pods Kueue never charged: they take nodes outside every quota. Kueue's webhook accepts it and KubeRay
+// validates only minReplicas <= maxReplicas. A job with the in-tree autoscaler (Kueue's workload slices)
+// changes its replicas at run time and is left out. Other kinds: nil.
+func accountingErrors(ctx context.Context, u *unstructured.Unstructured) []fieldError {
+	job, _ := rayJobOf(u)
+	if job == nil || job.Spec.RayClusterSpec == nil || jobframework.QueueNameForObject(job) == "" ||
+		ptr.Deref(job.Spec.RayClusterSpec.EnableInTreeAutoscaling, false) {
+		return nil
+	}
+	podSets, err := (*rayjob.RayJob)(job).PodSets(ctx)
+	if err != nil {
+		return nil // reported by schedulerErrors
+	}
+	var errs []fieldError
+	for i, group := range job.Spec.RayClusterSpec.WorkerGroupSpecs {
+		if i+1 >= len(podSets) {
+			break
+		}
+		charged, created := podSets[i+1].Count, utils.GetWorkerGroupDesiredReplicas(group)
+		if created <= charged {
+			continue
+		}
+		msg := fmt.Sprintf("worker group %q: Kueue charges the queue for %d pod(s) (replicas %d), KubeRay creates %d (replicas raised "+
+			"to minReplicas %d): %d pod(s) run outside the ClusterQueue's quota", group.GroupName, charged, ptr.Deref(group.Replicas, 0),
+			created, ptr.Deref(group.MinReplicas, 0), created-charged)
+		errs = append(errs, fieldError{Field: fmt.Sprintf("spec.rayClusterSpec.workerGroupSpecs[%d].replicas", i), Type: "FieldValueInvalid",
+			Detail: msg, Message: msg})
+	}
+	return errs
+}
