@@ -8,6 +8,7 @@ what the cohort tree lends, the pods resource, TAS-only flavors) it never admits
 """
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -69,29 +70,44 @@ class Fits:
                  placement_only(answer)) for c, answer, found in _judged(self._candidates, self._answers(), self._nodes)]
 
 
-def manager_config(root: Path, cluster: ClusterRender) -> str | None:
-    """The manager configuration text of the cluster's Kueue HelmRelease; None for the chart's own."""
+def manager_ref(root: Path, cluster: ClusterRender) -> dict:
+    """The Kueue manager the cluster runs, as the gate's helper runs Kueue's code for it: {"config": its configuration
+    text (None: the chart's), "gates": the feature gates its Helm values pass as --feature-gates
+    (controllerManager.featureGates)}; the helper adds the configuration's featureGates."""
     index = ClusterIndex.build(root, cluster)
-    texts = [manager_text(hr) for _, hr in index.of_kind("HelmRelease") if index.chart_of(hr) == "kueue"]
-    return next((t for t in texts if isinstance(t, str)), None)
+    releases = [hr for _, hr in index.of_kind("HelmRelease") if index.chart_of(hr) == "kueue"]
+    texts = [manager_text(hr) for hr in releases]
+    values = [as_map(as_map(as_map(hr.get("spec")).get("values")).get("controllerManager")).get("featureGates") for hr in releases]
+    gates = {g["name"]: g["enabled"] for v in values if isinstance(v, list) for g in v
+             if isinstance(g, dict) and isinstance(g.get("name"), str) and isinstance(g.get("enabled"), bool)}
+    return {"config": next((t for t in texts if isinstance(t, str)), None), "gates": gates}
 
 
-def verdicts(checker, queue_objects: list[dict], jobs: list[tuple[dict, str, list[dict]]], config: str | None = None,
+def managers(root: Path, clusters: list[ClusterRender]) -> dict[str | None, dict | None]:
+    """manager_ref per cluster name, and under None the one every cluster shares (for the objects of plain builds, which
+    no one cluster applies); None there when the clusters' managers differ: those objects meet Kueue's defaults."""
+    out: dict[str | None, dict | None] = {c.name: manager_ref(root, c) for c in clusters}
+    shared = {json.dumps(m, sort_keys=True) for m in out.values()}
+    out[None] = json.loads(shared.pop()) if len(shared) == 1 else None
+    return out
+
+
+def verdicts(checker, queue_objects: list[dict], jobs: list[tuple[dict, str, list[dict]]], manager: dict | None = None,
              nodes: list[dict] = ()) -> list[dict]:
     """Per (RayJob, ClusterQueue name, its namespace's LimitRanges) of `jobs`, Kueue's flavor assigner's answer on the
-    idle cluster of `queue_objects` (ResourceFlavors, Topologies, Cohorts, ClusterQueues) and `nodes`, with the manager
-    configuration `config` (None: the chart's): {"mode": "Fit"|"Preempt"|"NoFit", "message", "pod_sets": [{"name",
+    idle cluster of `queue_objects` (ResourceFlavors, Topologies, Cohorts, ClusterQueues) and `nodes`, with the Kueue
+    manager `manager` (manager_ref; None: the chart's configuration and feature gates): {"mode": "Fit"|"Preempt"|"NoFit", "message", "pod_sets": [{"name",
     "count", "requests", "flavors", "reasons"}]}, or {"mode": "", "skipped": why} when not judged."""
-    return submit(checker, queue_objects, jobs, config, nodes).result()
+    return submit(checker, queue_objects, jobs, manager, nodes).result()
 
 
-def submit(checker, queue_objects: list[dict], jobs: list[tuple[dict, str, list[dict]]], config: str | None = None,
+def submit(checker, queue_objects: list[dict], jobs: list[tuple[dict, str, list[dict]]], manager: dict | None = None,
            nodes: list[dict] = ()):
     """`verdicts`, sent now: the returned future's result() waits for them."""
     return helper().submit("admit", AdmitError, admit={
-        "kueue": queue_objects, "config": config, "nodes": list(nodes),
+        "kueue": queue_objects, "config": (manager or {}).get("config"), "nodes": list(nodes),
         "jobs": [{"object": job, "cluster_queue": cq, "related": related} for job, cq, related in jobs],
-    }, **checker.schema_request())
+    }, kueue_manager=manager, **checker.schema_request())
 
 
 def _tas_nodes(root: Path, cluster: ClusterRender, gate_config: GateConfig) -> list[dict] | None:
@@ -117,7 +133,7 @@ def fits(checker, root: Path, cluster: ClusterRender, candidates: list[Candidate
     tas = any(o.get("kind") == "ResourceFlavor" and as_map(o.get("spec")).get("topologyName") for o in queue_objects)
     nodes = _tas_nodes(root, cluster, gate_config) if tas else []
     pending = submit(checker, queue_objects, [(c.job, as_map(c.cq.get("metadata")).get("name"), c.limit_ranges) for c in candidates],
-                     manager_config(root, cluster), nodes or [])
+                     manager_ref(root, cluster), nodes or [])
     # What a sample's verdict presumes the cluster has: its ClusterQueue, and with a cohort every queue object that may
     # lend to it (a refused peer lends nothing: that refusal is the cause, not the sample).
     lenders = tuple(resource_id(o) for o in queue_objects if o.get("kind") in ("Cohort", "ClusterQueue"))  # (one it should name may not)

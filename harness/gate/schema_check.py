@@ -179,23 +179,33 @@ class Checker:
             kinds = kinds | {("kueue.x-k8s.io/v1beta2", "Workload")}
         helper().submit("prepare", CheckError, kinds=sorted(kinds), **self.schema_request())
 
-    def check(self, objects: list[dict], related: list[list[dict]] | None = None) -> list[Problem | None]:
+    def check(self, objects: list[dict], related: list[list[dict]] | None = None, managers: list[dict | None] | None = None) -> list[Problem | None]:
         """One result per object, in order: None when the cluster would accept it. `related`, in the
         same order: the objects of its cluster an object's admission depends on (a RayJob's namespace's
-        LimitRanges, which Kueue's scheduler and the pods' admission apply, and ResourceQuotas)."""
-        return self.submit(objects, related)()
+        LimitRanges, which Kueue's scheduler and the pods' admission apply, and ResourceQuotas). `managers`, in the
+        same order: the Kueue manager of its cluster (kueue_fit.manager_ref: its feature gates; None: the defaults)."""
+        return self.submit(objects, related, managers)()
 
-    def submit(self, objects: list[dict], related: list[list[dict]] | None = None) -> Callable[[], list[Problem | None]]:
+    def submit(self, objects: list[dict], related: list[list[dict]] | None = None,
+               managers: list[dict | None] | None = None) -> Callable[[], list[Problem | None]]:
         """`check`, sent now: the returned function waits for its results."""
         related = related or [[] for _ in objects]
-        keys = [json.dumps([obj, others], sort_keys=True, default=str) for obj, others in zip(objects, related)]
+        managers = managers or [None for _ in objects]
+        keys = [json.dumps([obj, others, manager], sort_keys=True, default=str) for obj, others, manager in zip(objects, related, managers)]
         unique: dict[str, int] = {}
         for key in keys:
             unique.setdefault(key, len(unique))
-        pairs = [json.loads(k) for k in unique]
+        triples = [json.loads(k) for k in unique]
+        pairs = [(o, r) for o, r, _ in triples]
+        # One check request per Kueue manager (its feature gates are process-wide in the helper).
+        groups: dict[str, list[int]] = {}
+        for i, (_, _, manager) in enumerate(triples):
+            groups.setdefault(json.dumps(manager, sort_keys=True), []).append(i)
         # Kueue's scheduler (fluxbuild) applies the namespace's LimitRanges; kubecheck takes its ResourceQuotas too.
-        limit_ranges = [[o for o in r if isinstance(o, dict) and o.get("kind") == "LimitRange"] for _, r in pairs]
-        answer = helper().submit("check", CheckError, objects=[o for o, _ in pairs], related=limit_ranges, **self.schema_request())
+        answers = [(members, helper().submit(
+            "check", CheckError, objects=[pairs[i][0] for i in members], kueue_manager=triples[members[0]][2],
+            related=[[o for o in pairs[i][1] if isinstance(o, dict) and o.get("kind") == "LimitRange"] for i in members],
+            **self.schema_request())) for members in groups.values()]
         ray = [i for i, (o, _) in enumerate(pairs) if is_ray_workload(o)]
         builtin = [i for i, (o, _) in enumerate(pairs) if is_builtin(o)]
         pods = helper("kubecheck").submit("pods", CheckError, objects=[pairs[i][0] for i in ray], related=[pairs[i][1] for i in ray]) if ray else None
@@ -210,7 +220,10 @@ class Checker:
             for i, r in zip(ray, pods.result() if pods else []):
                 later[i] = next((Problem(stage, tuple(r[key])) for stage, key in (("pod", "errors"), ("security", "security"), ("quota", "quota"))
                                  if r.get(key)), None)
-            problems = [Problem(r["stage"], tuple(r["errors"])) if r["stage"] else later.get(i) for i, r in enumerate(answer.result())]
+            problems: list[Problem | None] = [None] * len(pairs)
+            for members, answer in answers:
+                for i, r in zip(members, answer.result()):
+                    problems[i] = Problem(r["stage"], tuple(r["errors"])) if r["stage"] else later.get(i)
             return [problems[unique[key]] for key in keys]
         return results
 
@@ -229,17 +242,19 @@ def validate(objects: list[dict], related: list[list[dict]] | None = None) -> li
     return Checker().start().check(objects, related)
 
 
-def findings(ctx, checker: Checker, validated: list[tuple[object, dict, str | None]]) -> list[Finding]:
+def findings(ctx, checker: Checker, validated: list[tuple[object, dict, str | None]], managers: list[dict | None] | None = None) -> list[Finding]:
     """The findings of checking `validated` ((build, or a label for a sample or a variables file; object;
     the file it is written in, when not its build's)), at the line where each offending value is
-    written: a sample's value filled from its samples.yaml entry's vars is reported there, once per var."""
-    return submit(ctx, checker, validated)()
+    written: a sample's value filled from its samples.yaml entry's vars is reported there, once per var.
+    `managers`: per entry, the Kueue manager of its cluster (as Checker.check)."""
+    return submit(ctx, checker, validated, managers)()
 
 
-def submit(ctx, checker: Checker, validated: list[tuple[object, dict, str | None]]) -> Callable[[], list[Finding]]:
+def submit(ctx, checker: Checker, validated: list[tuple[object, dict, str | None]],
+           managers: list[dict | None] | None = None) -> Callable[[], list[Finding]]:
     """`findings`, the objects sent to the helper now: the returned function waits and makes the findings
     (with `ctx` as it is then: the rules may have learnt more about the objects' origins meanwhile)."""
-    pending = checker.submit([o for _, o, _ in validated], [ctx.sample_related.get(id(o), []) for _, o, _ in validated])
+    pending = checker.submit([o for _, o, _ in validated], [ctx.sample_related.get(id(o), []) for _, o, _ in validated], managers)
     return lambda: _findings(ctx, validated, pending())
 
 

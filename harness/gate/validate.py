@@ -25,7 +25,7 @@ from pathlib import Path
 from harness.gate import capacity, config, conversion, gpu_driver, node_settings, sku_component
 from harness.gate import cluster_refs, helm_values, kueue_manager, kueue_wiring, kustomize_warnings, queue_activity, sample_admission, served_apis
 from harness.gate import flux_rules, flux_tenancy, folding, matching, renames
-from harness.gate import rules, sample_rules
+from harness.gate import kueue_fit, rules, sample_rules
 from harness.gate import schema_check
 from harness.gate import subnets, terraform, terraform_checks
 from harness.gate import kubernetes_version, version_rules
@@ -178,13 +178,14 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
     substituted = render.substituted_dirs(root, clusters)
     rendered = [(b, o, None) for b in builds if not b.error for o in b.objects if not (b.dir in substituted and render.has_variable(o))]
     rendered += [(fb, o, None) for c in clusters for fb in c.flux for o in fb.objects]
+    managers = kueue_fit.managers(root, clusters)  # per cluster (None: a plain build's), the Kueue manager its objects meet
     for c in clusters:  # a RayCluster, RayService or RayJob a layer applies meets its namespace's admission (LimitRanges, PodSecurity, quota)
         applied = [o for _, o in c.applied()]
         ctx.sample_related.update({id(o): in_namespace_of(o, applied) for o in applied if schema_check.is_ray_workload(o)})
-    checked = schema_check.submit(ctx, checker, rendered)
+    checked = schema_check.submit(ctx, checker, rendered, [managers.get(b.cluster) for b, _, _ in rendered])
     # What follows judges Kueue's objects as Kueue stores them (v1beta1 ones converted); the checks above, as written.
     per_area["rules"] += conversion.convert_stored(ctx, builds, clusters)
-    validated: list[tuple[object, dict, str | None]] = []  # (label, object, source file) of samples and variables, for the checks
+    validated: list[tuple] = []  # (label, object, source file, Kueue manager) of samples and variables, for the checks
     for b in builds:
         if b.error:
             # A YAML error in a file it reads, or a directory it includes that fails on its own, is the cause: reported once.
@@ -209,16 +210,15 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
         pending_fits[c.name] = fits  # Kueue's flavor assigner answers in the helper while the rules below run
         per_area["rules"] += cluster_refs.cluster_ref_rules(ctx, root, c) + sample_admission.admission_rules(ctx, root, c, samples)
         per_area["rules"] += queue_activity.queue_activity_rules(ctx, root, c) + served_apis.served_api_rules(ctx, root, c, samples, pinned, installed)
-        validated += [(f"cluster {c.name}: {gate_config.samples}", s, f"{WORKLOADS_DIR}/{name}.yaml") for name, s, _ in samples]
-        example = gate_config.variables_file(c.name)
-        validated += [(example, s, example) for s in c.variables]
+        validated += [(f"cluster {c.name}: {gate_config.samples}", s, f"{WORKLOADS_DIR}/{name}.yaml", managers[c.name]) for name, s, _ in samples]
+        validated += [(gate_config.variables_file(c.name), s, gate_config.variables_file(c.name), None) for s in c.variables]
     per_area["rules"] += ctx.renames.findings()  # after every reference rule has asked it
     timed("rules", t)
     # A LimitRange or ResourceQuota the apiserver refuses never exists on the cluster: the samples meet none.
     rendered_found = checked()
     refused = {f.resource for f in rendered_found if f.rule == "api-validation"}
     ctx.sample_related = {k: [o for o in objs if resource_id(o) not in refused] for k, objs in ctx.sample_related.items()}
-    schema = beside("schema", lambda: rendered_found + schema_check.findings(ctx, checker, validated))
+    schema = beside("schema", lambda: rendered_found + schema_check.findings(ctx, checker, [v[:3] for v in validated], [v[3] for v in validated]))
     t_cap = time.monotonic()
     per_area["capacity"] += capacity.capacity_findings(root, clusters, sources, gate_config, pending_fits, frozenset(
         f.resource for f in rendered_found if f.rule in ("schema", "api-validation", "kueue-webhook")))

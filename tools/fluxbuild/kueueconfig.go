@@ -45,6 +45,21 @@ func kueueConfigAnswer(text string) loadedConfig {
 // (cmd/kueue/main.go: config.Load, then config.ValidateFeatureGates and the feature gates set from
 // the configuration's map), with Kueue's own functions. Problems: none when the manager starts.
 func kueueConfig(text string) ([]configProblem, *configapi.Configuration) {
+	type loaded struct {
+		problems []configProblem
+		cfg      *configapi.Configuration
+	}
+	if l, ok := loadedConfigs.Load(text); ok { // the gates of each request and the admit request ask for the same text
+		return l.(loaded).problems, l.(loaded).cfg
+	}
+	problems, cfg := loadKueueConfig(text)
+	loadedConfigs.Store(text, loaded{problems, cfg})
+	return problems, cfg
+}
+
+var loadedConfigs sync.Map
+
+func loadKueueConfig(text string) ([]configProblem, *configapi.Configuration) {
 	scheme := managerScheme()
 	dir, err := os.MkdirTemp("", "kueue-config-")
 	if err != nil {

@@ -57,6 +57,9 @@ type request struct {
 	Related [][]map[string]interface{} `json:"related,omitempty"`
 	Helm    *helmRequest               `json:"helm,omitempty"`
 	Admit   *admitRequest              `json:"admit,omitempty"`
+	// KueueManager: the Kueue manager the objects of a check or admit request meet (its feature gates); null: the
+	// chart's defaults.
+	KueueManager *managerRef `json:"kueue_manager,omitempty"`
 }
 
 type response struct {
@@ -153,12 +156,12 @@ func handle(req request) (resp response) {
 	case "prepare":
 		schemas(req.SchemaDir, req.KubernetesVersion).prepare(req.Kinds)
 	case "check":
-		resp.Answer = schemas(req.SchemaDir, req.KubernetesVersion).check(req.Objects, req.Related)
+		underGates(req.KueueManager, func() { resp.Answer = schemas(req.SchemaDir, req.KubernetesVersion).check(req.Objects, req.Related) })
 	case "admit":
 		if req.Admit == nil {
 			failRequest("op admit without admit")
 		}
-		resp.Answer = admitAnswers(schemas(req.SchemaDir, req.KubernetesVersion), *req.Admit)
+		underGates(req.KueueManager, func() { resp.Answer = admitAnswers(schemas(req.SchemaDir, req.KubernetesVersion), *req.Admit) })
 	case "kueue-config":
 		resp.Answer = kueueConfigAnswer(req.Text)
 	case "helm":
