@@ -101,7 +101,30 @@ def build_error(root: Path, build: Build) -> Finding:
                        ".sourceignore (or the default exclusions) leaves it out, so Flux never sees it",
                        f"keep it in the artifact: add `!/{top}/` to .sourceignore (it lists what the artifact holds), or move it under "
                        "a directory the artifact keeps", build.id)
+    recursed = re.findall(r"recursed accumulation of path '([^']+)'", build.error)
+    inner = next((d for d in (root / recursed[-1], root / build.dir / recursed[-1]) if kustomization_file(d)), None) if recursed else None
+    if inner is not None and inner.resolve().is_relative_to(root.resolve()) and inner.resolve() != (root / build.dir).resolve():
+        # A component or base the build includes fails on its own (a patch whose path its target lacks): the cause is
+        # written there, and every kustomization that includes it fails alike.
+        rel = kustomization_file(inner).resolve().relative_to(root.resolve()).as_posix()
+        return Finding(rel, _pointer_line(kustomization_file(inner), build.error), "", "kustomize-build",
+                       f"{build.error.strip()} (included by {file}{f':{line}' if line else ''})",
+                       f"fix {rel} as the message says (a JSON patch path must exist in every object its target selects); "
+                       "each kustomization that includes it fails until then", build.id)
     return Finding(file, line, "", "kustomize-build", build.error.strip(), _build_hint(build), build.id)
+
+
+def _pointer_line(path: Path, error: str) -> int | None:
+    """The line of `path` where the longest JSON pointer (/a/b/0/c) kustomize's `error` quotes is written; None if none is."""
+    try:
+        lines = path.read_text().splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    for pointer in sorted(set(re.findall(r"/[\w.~-]+(?:/[\w.~-]+)+", error)), key=len, reverse=True):
+        found = next((i + 1 for i, text in enumerate(lines) if pointer in text), None)
+        if found:
+            return found
+    return None
 
 
 def _object_line(path: Path, error: str) -> int:

@@ -182,6 +182,9 @@ CORPUS = [
     # What source-controller leaves out of the artifact is not there for kustomize-controller either.
     ("sourceignored-resource", "kustomize-build", "overlays/team-queues/kustomization.yaml",
      lambda r: append(r, ".sourceignore", "/overlays/team-queues/team-b.yaml\n")),
+    ("component-patch-path-missing", "kustomize-build", "components/gpu-sku/standard-nc24ads-a100-v4/kustomization.yaml",  # at the op
+     lambda r: edit(r, "components/gpu-sku/standard-nc24ads-a100-v4/kustomization.yaml", "resources/1/nominalQuota, value: 200Gi",
+                    "resources/7/nominalQuota, value: 200Gi"), 12),
     ("missing-resource-file", "kustomize-build", "overlays/team-queues/kustomization.yaml",
      lambda r: edit(r, "overlays/team-queues/kustomization.yaml", "  - team-b.yaml", "  - team-c.yaml")),
     # A generator's file that is not there, and helmCharts (kustomize-controller does not inflate them): the line written.
