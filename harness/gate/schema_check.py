@@ -39,6 +39,7 @@ STAGE_RULES = {
     "controller": "kuberay-validation",  # what KubeRay's controllers validate before they act on a RayJob, RayCluster or RayService
     "scheduler": "kueue-inadmissible",  # what Kueue's scheduler checks of the job's Workload before it looks for quota
     "accounting": "kueue-unaccounted-pods",  # pods KubeRay creates for a queued RayJob beyond those Kueue charges
+    "idle-quota": "kueue-idle-quota",  # (warning) quota Kueue charges a queued RayJob for pods KubeRay never creates
     "pod": "pod-validation",  # the apiserver's validation of the pods KubeRay creates once Kueue admits the job (tools/kubecheck)
     "security": "pod-security",  # the PodSecurity admission of those pods by their namespace's level (tools/kubecheck)
     "quota": "resource-quota",  # the ResourceQuota admission of those pods in their namespace (tools/kubecheck)
@@ -61,6 +62,9 @@ RULES = {
     "kueue-unaccounted-pods": "a queued RayJob's worker groups create no more pods than Kueue charges to its ClusterQueue: Kueue's Ray "
                               "integration charges replicas (times numOfHosts), the pinned KubeRay's RayCluster controller creates "
                               "replicas raised to minReplicas (both their own code); else the pods beyond run outside every quota",
+    "kueue-idle-quota": "(warning) a queued RayJob's worker groups are charged no more pods than KubeRay creates (replicas above "
+                        "maxReplicas: KubeRay creates maxReplicas, Kueue charges replicas); else quota stays reserved and unused while "
+                        "other jobs wait for it",
     "pod-validation": "every pod KubeRay would create for a RayJob, RayCluster or RayService (head, each worker group, a RayJob's submitter), built by "
                       "KubeRay's own pod builders, passes the pinned apiserver's pod validation, and a RayJob's submitter Job (its "
                       "submitterPodTemplate and submitterConfig) the apiserver's Job validation (tools/kubecheck); else Kueue admits the "
@@ -89,10 +93,13 @@ HINTS = {
                     "jobs in a namespace of a lower level (pod-security.kubernetes.io/enforce: baseline)",
     "kueue-unaccounted-pods": "set replicas to at least minReplicas (without the autoscaler, replicas = minReplicas = maxReplicas is "
                               "what Kueue charges and KubeRay creates)",
+    "kueue-idle-quota": "set replicas to at most maxReplicas (without the autoscaler, replicas = minReplicas = maxReplicas)",
     "kueue-inadmissible": "change the field named as the message says: a worker group's name must be a lowercase DNS label, "
                           "distinct from the others' whatever the case; a container's requests at most its limits (or drop the limits) "
                           "and within the min/max of its namespace's LimitRange (or change the LimitRange)",
 }
+ACCOUNTING_STAGES = ("accounting", "idle-quota")  # about the pods KubeRay creates once admitted: after kubecheck's stages
+WARNING_RULES = {"kueue-idle-quota"}  # the stages' rules whose findings are warnings
 WHAT = {
     "schema-unknown-kind": "is not served by Kubernetes 1.35 or the pinned CRDs",
     "schema": "fails strict schema validation",
@@ -101,6 +108,7 @@ WHAT = {
     "kuberay-validation": "is refused by KubeRay's controller",
     "kueue-inadmissible": "would never be admitted",
     "kueue-unaccounted-pods": "would be admitted, but KubeRay runs pods Kueue does not charge to the queue",
+    "kueue-idle-quota": "would be admitted, but holds quota for pods KubeRay never creates",
     "pod-validation": "is accepted, but the apiserver refuses the pods KubeRay creates for it (a job Kueue admits holds its quota without running)",
     "resource-quota": "would be admitted, but not all of its pods could be created",
     "pod-security": "would be admitted, but the apiserver's PodSecurity admission forbids its pods",
@@ -223,7 +231,9 @@ class Checker:
             problems: list[Problem | None] = [None] * len(pairs)
             for members, answer in answers:
                 for i, r in zip(members, answer.result()):
-                    problems[i] = Problem(r["stage"], tuple(r["errors"])) if r["stage"] else later.get(i)
+                    # Kueue's accounting of the pods counts once they can be created at all: kubecheck's refusal first.
+                    own = Problem(r["stage"], tuple(r["errors"])) if r["stage"] else None
+                    problems[i] = (later.get(i) or own) if r["stage"] in ACCOUNTING_STAGES else own or later.get(i)
             return [problems[unique[key]] for key in keys]
         return results
 
@@ -324,6 +334,8 @@ def _findings(ctx, validated: list[tuple[object, dict, str | None]], problems: l
             candidates = [ctx.finding(obj, b, problem.rule, f"{WHAT[problem.rule]}: {err['message']}", HINTS[problem.rule], file=file,
                                       context=label, field=f or None) for f in fields or [None]]
             found = next((c for c in candidates if workloads.var_at(ctx.sources.root, c, ctx.sample_vars.get(id(obj), {})) is None), candidates[0])
+            if problem.rule in WARNING_RULES:
+                found = replace(found, severity="warning")
             if problem.rule == "resource-quota" and id(obj) in ctx.sample_entries:  # the sample as submitted to the namespace
                 quota = next((o for o in ctx.sample_related.get(id(obj), []) if resource_id(o) == err.get("object")), None)
                 written = ctx.finding(quota, None, "", "", "") if quota is not None else None

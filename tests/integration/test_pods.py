@@ -161,25 +161,28 @@ def test_reclaim_with_pods_on_nodes(scenario, kube, queues, nodes, names):
     queues.wait_pods(victim, pods_running, "the re-admitted job bound and Running")
 
 
-def test_workers_below_min_replicas_run_outside_the_quota_as_the_gate_says(layout, queues, nodes):
-    """A worker group with replicas below minReplicas: the gate's kueue-unaccounted-pods says Kueue charges one worker
-    and KubeRay creates two; on the real components the Workload charges one GPU and two GPU workers run."""
+@pytest.mark.parametrize("replicas,bounds,rule,said", [
+    (1, 2, "kueue-unaccounted-pods", "Kueue charges the queue for 1 pod(s) (replicas 1), KubeRay creates 2"),
+    (2, 1, "kueue-idle-quota", "Kueue charges the queue for 2 pod(s) (replicas 2), KubeRay creates 1"),
+], ids=["below-min-replicas", "above-max-replicas"])
+def test_worker_pods_kueue_charges_and_kuberay_creates_are_what_the_gate_says(layout, queues, nodes, replicas, bounds, rule, said):
+    """A worker group whose replicas are outside [minReplicas, maxReplicas]: the gate says Kueue charges `replicas`
+    workers and KubeRay creates `bounds` of them; on the real components the ClusterQueue holds `replicas` GPUs while
+    `bounds` GPU workers run (below: pods outside the quota; above: quota no pod uses)."""
     nodes(REPO_ROOT, "prod-eastus2")
     layout("overlays/team-queues")
-    job = _job("batch-inference", "unaccounted", "team-b")
-    job["spec"]["rayClusterSpec"]["workerGroupSpecs"][0].update(replicas=1, minReplicas=2, maxReplicas=2)
+    job = _job("batch-inference", "accounting", "team-b")
+    job["spec"]["rayClusterSpec"]["workerGroupSpecs"][0].update(replicas=replicas, minReplicas=bounds, maxReplicas=bounds)
     (problem,) = validate([job])
-    assert problem is not None and problem.rule == "kueue-unaccounted-pods", problem
-    assert "Kueue charges the queue for 1 pod(s) (replicas 1), KubeRay creates 2" in problem.errors[0]["message"], problem
+    assert problem is not None and problem.rule == rule and said in problem.errors[0]["message"], problem
     queues.submit(job)
-    wl = queues.wait_admitted("unaccounted")
-    assert {ps["name"]: ps["count"] for ps in wl["spec"]["podSets"]}.get("gpu-workers") == 1, wl["spec"]["podSets"]
+    wl = queues.wait_admitted("accounting")
+    assert {ps["name"]: ps["count"] for ps in wl["spec"]["podSets"]}.get("gpu-workers") == replicas, wl["spec"]["podSets"]
 
-    def two_workers_running(pods):
-        workers = [p for p in pods if "-gpu-workers-" in p["metadata"]["name"]]
-        return len(workers) == 2 and pods_running(pods)
-    queues.wait_pods("unaccounted", two_workers_running, "two GPU workers bound and Running")
-    queues.wait_cluster_queue("team-b-cq", lambda cq: queues.gpus(cq) == "1", "one GPU in use (the one worker Kueue charged)")
+    def workers_running(pods):
+        return len([p for p in pods if "-gpu-workers-" in p["metadata"]["name"]]) == bounds and pods_running(pods)
+    queues.wait_pods("accounting", workers_running, f"{bounds} GPU worker(s) bound and Running")
+    queues.wait_cluster_queue("team-b-cq", lambda cq: queues.gpus(cq) == str(replicas), f"{replicas} GPU(s) in use (the workers Kueue charged)")
 
 
 def test_kwok_renews_every_nodes_lease_as_a_kubelet_does(kube, nodes):

@@ -163,6 +163,8 @@ CORPUS = [
      lambda r: edit(r, "workloads/llm-training.yaml", "maxReplicas: ${NUM_WORKERS}", "maxReplicas: 1"), 72),  # the field the message names
     ("workers-below-min-replicas", "kueue-unaccounted-pods", "workloads/aurora-finetune.yaml",  # KubeRay creates 2, Kueue charges 1
      lambda r: edit(r, "workloads/aurora-finetune.yaml", "minReplicas: 1\n        maxReplicas: 1", "minReplicas: 2\n        maxReplicas: 2"), 69),
+    ("workers-above-max-replicas", "kueue-idle-quota", "workloads/batch-inference.yaml",  # (warning) Kueue charges 2, KubeRay creates 1
+     lambda r: edit(r, "workloads/batch-inference.yaml", "        replicas: 1\n        minReplicas: 1", "        replicas: 2\n        minReplicas: 1"), 67, "warning"),
     ("kuberay-refuses-deadline", "kuberay-validation", "workloads/batch-inference.yaml",
      lambda r: edit(r, "workloads/batch-inference.yaml", "  entrypoint:", "  activeDeadlineSeconds: 0\n  entrypoint:"), 18),
     ("wrong-queue-label", "sample-queue", f"{PROD}/samples.yaml",

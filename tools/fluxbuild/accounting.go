@@ -16,24 +16,31 @@ import (
 // creates once the job is admitted (utils.GetWorkerGroupDesiredReplicas: replicas raised to minReplicas,
 // lowered to maxReplicas, times numOfHosts). A worker group whose minReplicas is above its replicas runs
 // pods Kueue never charged: they take nodes outside every quota. Kueue's webhook accepts it and KubeRay
-// validates only minReplicas <= maxReplicas. A job with the in-tree autoscaler (Kueue's workload slices)
-// changes its replicas at run time and is left out. Other kinds: nil.
-func accountingErrors(ctx context.Context, u *unstructured.Unstructured) []fieldError {
+// validates only minReplicas <= maxReplicas. `idle` are the groups charged for more pods than KubeRay creates
+// (replicas above maxReplicas): quota held that no pod uses, while other jobs wait for it. A job with the in-tree
+// autoscaler (Kueue's workload slices) changes its replicas at run time and is left out. Other kinds: nil.
+func accountingErrors(ctx context.Context, u *unstructured.Unstructured) (errs, idle []fieldError) {
 	job, _ := rayJobOf(u)
 	if job == nil || job.Spec.RayClusterSpec == nil || jobframework.QueueNameForObject(job) == "" ||
 		ptr.Deref(job.Spec.RayClusterSpec.EnableInTreeAutoscaling, false) {
-		return nil
+		return nil, nil
 	}
 	podSets, err := (*rayjob.RayJob)(job).PodSets(ctx)
 	if err != nil {
-		return nil // reported by schedulerErrors
+		return nil, nil // reported by schedulerErrors
 	}
-	var errs []fieldError
 	for i, group := range job.Spec.RayClusterSpec.WorkerGroupSpecs {
 		if i+1 >= len(podSets) {
 			break
 		}
 		charged, created := podSets[i+1].Count, utils.GetWorkerGroupDesiredReplicas(group)
+		if created < charged {
+			msg := fmt.Sprintf("worker group %q: Kueue charges the queue for %d pod(s) (replicas %d), KubeRay creates %d (replicas "+
+				"lowered to maxReplicas %d): the quota of %d pod(s) stays reserved and unused while the job runs", group.GroupName,
+				charged, ptr.Deref(group.Replicas, 0), created, ptr.Deref(group.MaxReplicas, 0), charged-created)
+			idle = append(idle, fieldError{Field: fmt.Sprintf("spec.rayClusterSpec.workerGroupSpecs[%d].replicas", i),
+				Type: "FieldValueInvalid", Detail: msg, Message: msg})
+		}
 		if created <= charged {
 			continue
 		}
@@ -43,5 +50,5 @@ func accountingErrors(ctx context.Context, u *unstructured.Unstructured) []field
 		errs = append(errs, fieldError{Field: fmt.Sprintf("spec.rayClusterSpec.workerGroupSpecs[%d].replicas", i), Type: "FieldValueInvalid",
 			Detail: msg, Message: msg})
 	}
-	return errs
+	return errs, idle
 }

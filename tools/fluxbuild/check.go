@@ -21,7 +21,7 @@
 // result per object, in order: {"stage": "", "errors": [...]} where stage is "" (accepted),
 // "unknown" (a kind the cluster would not serve), "decode", "schema", "validation", "webhook",
 // "controller" (KubeRay, kuberay.go), "scheduler" (Kueue's scheduler, kueuesched.go) or "accounting" (pods KubeRay
-// creates beyond what Kueue charges, accounting.go).
+// creates beyond what Kueue charges, accounting.go) or "idle-quota" (charged beyond what it creates).
 package main
 
 import (

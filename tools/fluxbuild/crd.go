@@ -245,8 +245,10 @@ func (c *crdVersion) check(ctx context.Context, obj map[string]interface{}, rela
 	if errs := schedulerErrors(ctx, c.set, u, related); len(errs) > 0 {
 		return checkResult{Stage: "scheduler", Errors: errs}
 	}
-	if errs := accountingErrors(ctx, u); len(errs) > 0 {
+	if errs, idle := accountingErrors(ctx, u); len(errs) > 0 {
 		return checkResult{Stage: "accounting", Errors: errs}
+	} else if len(idle) > 0 {
+		return checkResult{Stage: "idle-quota", Errors: idle}
 	}
 	return checkResult{}
 }
