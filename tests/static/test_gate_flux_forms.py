@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from harness.gate import render_repository
 from harness.gate.validate import validate_repository
 from tests.static.test_gate_corpus import KUEUE, PROD, edit
 
@@ -96,3 +97,17 @@ def test_a_finding_points_at_the_overlay_the_cluster_applies(repo_copy):
     found = validate_repository(repo_copy).findings
     assert [(f.rule, f.file, f.line) for f in found] == [("localqueue-clusterqueue", "overlays/team-queues/team-b.yaml", 40)], \
         "\n".join(f.text() for f in found)
+
+
+def test_one_clusters_flux_patches_stay_on_that_cluster(repo_copy):
+    """kustomize-controller builds each Kustomization in its own copy of the artifact: dev-westus3's patch of the Kueue
+    HelmRelease (flux/infrastructure/controllers, a path prod-eastus2's Kustomization builds too) is not prod's."""
+    ks = repo_copy / "clusters/dev-westus3/infrastructure.yaml"
+    ks.write_text(ks.read_text().rstrip("\n") + "\n  patches:\n    - target: {kind: HelmRelease, name: kueue}\n      patch: |\n"
+                  "        - {op: replace, path: /spec/values/controllerManager/manager/image/tag, value: v0.17.0}\n")
+    _, clusters = render_repository(repo_copy)
+    tags = {c.name: o["spec"]["values"]["controllerManager"]["manager"]["image"]["tag"] for c in clusters for b in c.flux
+            for o in b.objects if o.get("kind") == "HelmRelease" and o["metadata"]["name"] == "kueue"}
+    assert tags == {"dev-westus3": "v0.17.0", "prod-eastus2": "v0.17.1"}, tags
+    found = [(f.rule, f.context) for f in validate_repository(repo_copy).findings]
+    assert found == [("versions-drift", "cluster dev-westus3: Kustomization/flux-system/infra-controllers")], found

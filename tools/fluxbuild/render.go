@@ -201,7 +201,9 @@ func run(root string, j job) result {
 		r.Error = fmt.Sprintf("kustomization path not found: %s", path)
 		return r
 	}
-	action, err := kustomize.NewGenerator(root, ks).WriteFile(dir)
+	// The original kustomization.yaml is saved and restored by CleanDirectory: the copy is shared by every cluster's
+	// Kustomizations, and one's patches must not stay for the next one on the same path.
+	action, err := kustomize.NewGenerator(root, ks).WriteFile(dir, kustomize.WithSaveOriginalKustomization())
 	if err != nil {
 		r.Error = fmt.Sprintf("kustomize create failed: %v", err)
 		return r
