@@ -18,11 +18,11 @@ from harness.gate.cluster_refs import ClusterIndex
 from harness.gate.config import GateConfig
 from harness.gate.findings import Finding
 from harness.gate.helper import helper
-from harness.gate.kueue_manager import manager_text
+from harness.gate.kueue_manager import manager_of
 from harness.gate.pools import cluster_pools
 from harness.gate.render import ClusterRender
 from harness.gate.scheduling import node_objects
-from harness.gate.sources import as_map, resource_id
+from harness.gate.sources import as_map, reachable_dirs, resource_id
 from harness.gate.terraform import TerraformConfig, TerraformError, load_tfvars
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
@@ -71,25 +71,30 @@ class Fits:
 
 
 def manager_ref(root: Path, cluster: ClusterRender) -> dict:
-    """The Kueue manager the cluster runs, as the gate's helper runs Kueue's code for it: {"config": its configuration
-    text (None: the chart's), "gates": the feature gates its Helm values pass as --feature-gates
-    (controllerManager.featureGates)}; the helper adds the configuration's featureGates."""
-    index = ClusterIndex.build(root, cluster)
-    releases = [hr for _, hr in index.of_kind("HelmRelease") if index.chart_of(hr) == "kueue"]
-    texts = [manager_text(hr) for hr in releases]
-    values = [as_map(as_map(as_map(hr.get("spec")).get("values")).get("controllerManager")).get("featureGates") for hr in releases]
-    gates = {g["name"]: g["enabled"] for v in values if isinstance(v, list) for g in v
-             if isinstance(g, dict) and isinstance(g.get("name"), str) and isinstance(g.get("enabled"), bool)}
-    return {"config": next((t for t in texts if isinstance(t, str)), None), "gates": gates}
+    """The Kueue manager the cluster runs (kueue_manager.manager_of)."""
+    return manager_of(ClusterIndex.build(root, cluster))
 
 
-def managers(root: Path, clusters: list[ClusterRender]) -> dict[str | None, dict | None]:
-    """manager_ref per cluster name, and under None the one every cluster shares (for the objects of plain builds, which
-    no one cluster applies); None there when the clusters' managers differ: those objects meet Kueue's defaults."""
-    out: dict[str | None, dict | None] = {c.name: manager_ref(root, c) for c in clusters}
-    shared = {json.dumps(m, sort_keys=True) for m in out.values()}
-    out[None] = json.loads(shared.pop()) if len(shared) == 1 else None
-    return out
+def managers(root: Path, clusters: list[ClusterRender]):
+    """The Kueue manager (manager_ref) whose code judges the objects of a build: its cluster's; for a plain build (no one
+    cluster's), the one the clusters whose Flux Kustomizations build its directory (or include it) share, else the one all
+    clusters share; None (Kueue's defaults) when those differ."""
+    of = {c.name: manager_ref(root, c) for c in clusters}
+    users: dict[str, set[str]] = {}
+    for c in clusters:
+        for fb in c.flux:
+            for d in reachable_dirs(root, root / fb.dir):
+                users.setdefault(d.relative_to(root.resolve()).as_posix() if d.is_relative_to(root.resolve()) else str(d), set()).add(c.name)
+
+    def shared(names) -> dict | None:
+        found = {json.dumps(of[n], sort_keys=True) for n in names}
+        return json.loads(found.pop()) if len(found) == 1 else None
+
+    def manager_for(build) -> dict | None:
+        if build.cluster in of:
+            return of[build.cluster]
+        return shared(users.get(build.dir) or of)
+    return manager_for
 
 
 def verdicts(checker, queue_objects: list[dict], jobs: list[tuple[dict, str, list[dict]]], manager: dict | None = None,

@@ -32,6 +32,8 @@ RULES = {
 }
 RAYJOB_FRAMEWORK = "ray.io/rayjob"
 CONFIG_PATH = ["spec", "values", "managerConfig", "controllerManagerConfigYaml"]
+GATES_PATH = ["spec", "values", "controllerManager", "featureGates"]
+CHART_CONFIG = "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"  # stands in for the chart's own (no featureGates)
 CONFIG_REFERENCE = "https://kueue.sigs.k8s.io/docs/reference/kueue-config.v1beta2/"
 _UNKNOWN_FIELD = re.compile(r'unknown field "([^"]+)"')
 _QUOTED = re.compile(r'"([^"]+)"')
@@ -42,16 +44,16 @@ class KueueConfigError(HarnessError, RuntimeError):
 
 
 @lru_cache(maxsize=16)
-def _load(text: str) -> dict:
-    """The helper's answer for `text`: {"problems": [...], "config": {...} when there are none}. It depends on the
-    text alone: every cluster sharing the HelmRelease asks once."""
-    return helper().call("kueue-config", KueueConfigError, text=text)
+def _load(text: str, flags: str = "") -> dict:
+    """The helper's answer for `text` (and the --feature-gates value `flags`): {"problems": [...], "config": {...} when
+    there are none}. It depends on these alone: every cluster sharing the HelmRelease asks once."""
+    return helper().call("kueue-config", KueueConfigError, text=text, flags=flags)
 
 
-def refusals(text: str) -> tuple[dict, ...]:
-    """Why the pinned Kueue manager would refuse `text` as its configuration ({"field", "detail"} each);
-    () when it starts with it."""
-    return tuple(_load(text).get("problems") or ())
+def refusals(text: str, flags: str = "") -> tuple[dict, ...]:
+    """Why the pinned Kueue manager would refuse `text` as its configuration, started with --feature-gates=`flags`
+    ({"field", "detail"} each); () when it starts with them."""
+    return tuple(_load(text, flags).get("problems") or ())
 
 
 def loaded(text) -> dict | None:
@@ -66,6 +68,43 @@ def manager_text(hr: dict):
     return as_map(as_map(as_map(hr.get("spec")).get("values")).get("managerConfig")).get("controllerManagerConfigYaml")
 
 
+def values_gates(hr: dict) -> tuple[dict[str, bool], list]:
+    """The feature gates a Kueue HelmRelease's values pass as --feature-gates (controllerManager.featureGates, entries
+    {name, enabled}), and the entries the chart cannot write as name=true|false (its template formats `enabled` with %t)."""
+    entries = as_map(as_map(as_map(hr.get("spec")).get("values")).get("controllerManager")).get("featureGates")
+    gates, bad = {}, []
+    for entry in as_list(entries):
+        if isinstance(entry, dict) and isinstance(entry.get("name"), str) and isinstance(entry.get("enabled"), bool):
+            gates[entry["name"]] = entry["enabled"]
+        else:
+            bad.append(entry)
+    return gates, bad
+
+
+def flags_of(gates: dict[str, bool]) -> str:
+    """The --feature-gates value the chart renders of `gates` (kueue.featureGates in its _helpers.tpl)."""
+    return ",".join(f"{name}={'true' if on else 'false'}" for name, on in gates.items())
+
+
+def manager_of(index) -> dict:
+    """The Kueue manager a cluster runs (`index`: cluster_refs.ClusterIndex), as the gate's helper runs Kueue's code for
+    it: {"config": its configuration text (None: the chart's), "gates": the feature gates its Helm values pass as
+    --feature-gates}; the helper adds the configuration's featureGates."""
+    releases = [hr for _, hr in index.of_kind("HelmRelease") if index.chart_of(hr) == "kueue"]
+    texts = [manager_text(hr) for hr in releases]
+    return {"config": next((t for t in texts if isinstance(t, str)), None),
+            "gates": {k: v for hr in releases for k, v in values_gates(hr)[0].items()}}
+
+
+def feature_enabled(manager: dict | None, name: str, default: bool) -> bool:
+    """Whether the manager runs with feature gate `name` on (`default`: the pinned Kueue's default)."""
+    manager = manager or {}
+    if name in (manager.get("gates") or {}):
+        return manager["gates"][name]
+    config = loaded(manager.get("config")) or {}
+    return bool((config.get("featureGates") or {}).get(name, default))
+
+
 def manager_config_rules(ctx, root: Path, index) -> list[Finding]:
     """kueue-config and kueue-rayjob-integration for the Kueue HelmReleases of one cluster
     (`index`: cluster_refs.ClusterIndex)."""
@@ -73,11 +112,24 @@ def manager_config_rules(ctx, root: Path, index) -> list[Finding]:
     for build, hr in index.of_kind("HelmRelease"):
         if index.chart_of(hr) != "kueue":
             continue
-        text = manager_text(hr)
-        if text is None:
+        text, (gates, bad) = manager_text(hr), values_gates(hr)
+        if text is None and not gates and not bad:
             continue  # the chart's own configuration, which enables ray.io/rayjob
         located, block = locate(ctx, root, index, build, hr, "kueue-config")
-        found = _refused(text, block) or _without_rayjob(text, block)
+        if bad:
+            key, _ = node_at(root, located.file, located.line, GATES_PATH)
+            out.append(replace(located, line=key.start_mark.line + 1 if key is not None else located.line,
+                               message=f"values.controllerManager.featureGates has entries the chart cannot pass as --feature-gates: "
+                                       f"{bad} (it writes each as name=%t of `enabled`, which must be true or false): the manager "
+                                       "refuses the flag and exits at start, so no workload on the cluster is admitted",
+                               hint="write each entry as {name: <FeatureGate>, enabled: true|false}"))
+            continue
+        found = _refused(text if text is not None else CHART_CONFIG, block) or _refused_flags(text, flags_of(gates)) \
+            or (text is not None and _without_rayjob(text, block))
+        if found and found[0] == "flags":
+            key, _ = node_at(root, located.file, located.line, GATES_PATH)
+            out.append(replace(located, line=key.start_mark.line + 1 if key is not None else located.line, message=found[2], hint=found[3]))
+            continue
         if found:
             rule, line, problem, hint = found
             out.append(replace(located, rule=rule, line=line, hint=hint,
@@ -111,6 +163,18 @@ class ConfigBlock:
             path = path[:-1]
             key, _ = descend(docs[0], path) if docs and docs[0] is not None else (None, None)
         return self.key_line + key.start_mark.line + 1 if key is not None and path else self.key_line
+
+
+def _refused_flags(text: str | None, flags: str) -> tuple[str, None, str, str] | None:
+    """("flags", None, message, hint) when the manager, its configuration loaded, refuses its --feature-gates."""
+    problems = refusals(text if text is not None else CHART_CONFIG, flags) if flags else ()
+    if not problems:
+        return None
+    said = "; ".join(str(p.get("detail")) for p in problems)
+    return ("flags", None, f"values.controllerManager.featureGates (--feature-gates={flags}) is refused by the pinned Kueue manager "
+            f"at start ({said}): the manager exits, so no workload on the cluster is admitted",
+            "set feature gates in one place (the configuration's featureGates, or the values' controllerManager.featureGates), "
+            "with names this Kueue version knows")
 
 
 def _refused(text, block: ConfigBlock) -> tuple[str, int | None, str, str] | None:

@@ -15,7 +15,7 @@ cluster's rendered set:
 - MultipleMultiKueueAdmissionChecks, MultiKueueAdmissionCheckAppliedPerFlavor,
   MultiKueueWithProvisioningRequest;
 - TopologyNotFound: a flavor of the ClusterQueue names a Topology (spec.topologyName) that does
-  not exist; TopologyAwareScheduling is on by default since Kueue 0.14.
+  not exist, where the cluster's Kueue manager runs TopologyAwareScheduling (on by default since Kueue 0.14).
 
 A Cohort whose spec.parentName chain loops is a cycle: the scheduler's snapshot leaves out every
 ClusterQueue below it (pkg/cache/scheduler/snapshot.go), and the webhook does not refuse it.
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness.gate import kueue_manager
 from harness.gate.cluster_refs import ClusterIndex, finding_at
 from harness.gate.render import ClusterRender
 from harness.gate.sources import as_list, as_map, as_maps, name_key
@@ -125,13 +126,14 @@ def _admission_check_rules(ctx, root: Path, index: ClusterIndex) -> list:
 def _topology_rules(ctx, root: Path, index: ClusterIndex) -> list:
     """Reported once per flavor, where topologyName is written, with the ClusterQueues it stops."""
     out, users = [], {}
+    tas = kueue_manager.feature_enabled(kueue_manager.manager_of(index), "TopologyAwareScheduling", True)  # Kueue 0.17's default
     for _, cq in index.of_kind("ClusterQueue"):
         for group in as_maps(as_map(cq.get("spec")).get("resourceGroups")):
             for ref in as_maps(group.get("flavors")):
                 users.setdefault(name_key(ref.get("name")), []).append(str(_name(cq)))
     for build, flavor in index.of_kind("ResourceFlavor"):
         topology, cqs = as_map(flavor.get("spec")).get("topologyName"), sorted(set(users.get(name_key(_name(flavor)), [])))
-        if topology and cqs and not index.has("Topology", None, topology):
+        if topology and cqs and not index.has("Topology", None, topology) and tas:
             out.append(finding_at(ctx, root, flavor, build, ["spec", "topologyName"], "clusterqueue-topology",
                                   f"names Topology {topology!r}, which the cluster does not have; Kueue keeps the ClusterQueue(s) using "
                                   f"this flavor ({', '.join(cqs)}) inactive (TopologyNotFound): they admit nothing and their jobs pend forever",

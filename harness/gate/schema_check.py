@@ -93,7 +93,8 @@ HINTS = {
                     "jobs in a namespace of a lower level (pod-security.kubernetes.io/enforce: baseline)",
     "kueue-unaccounted-pods": "set replicas to at least minReplicas (without the autoscaler, replicas = minReplicas = maxReplicas is "
                               "what Kueue charges and KubeRay creates)",
-    "kueue-idle-quota": "set replicas to at most maxReplicas (without the autoscaler, replicas = minReplicas = maxReplicas)",
+    "kueue-idle-quota": "set replicas to at most maxReplicas (without the autoscaler, replicas = minReplicas = maxReplicas); a "
+                        "suspended worker group is charged all the same: remove it from a queued job",
     "kueue-inadmissible": "change the field named as the message says: a worker group's name must be a lowercase DNS label, "
                           "distinct from the others' whatever the case; a container's requests at most its limits (or drop the limits) "
                           "and within the min/max of its namespace's LimitRange (or change the LimitRange)",
@@ -107,8 +108,8 @@ WHAT = {
     "kueue-webhook": "is rejected by Kueue's validating webhook",
     "kuberay-validation": "is refused by KubeRay's controller",
     "kueue-inadmissible": "would never be admitted",
-    "kueue-unaccounted-pods": "would be admitted, but KubeRay runs pods Kueue does not charge to the queue",
-    "kueue-idle-quota": "would be admitted, but holds quota for pods KubeRay never creates",
+    "kueue-unaccounted-pods": "once admitted, runs pods Kueue does not charge to the queue",
+    "kueue-idle-quota": "once admitted, holds quota for pods KubeRay never creates",
     "pod-validation": "is accepted, but the apiserver refuses the pods KubeRay creates for it (a job Kueue admits holds its quota without running)",
     "resource-quota": "would be admitted, but not all of its pods could be created",
     "pod-security": "would be admitted, but the apiserver's PodSecurity admission forbids its pods",

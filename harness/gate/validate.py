@@ -178,11 +178,11 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
     substituted = render.substituted_dirs(root, clusters)
     rendered = [(b, o, None) for b in builds if not b.error for o in b.objects if not (b.dir in substituted and render.has_variable(o))]
     rendered += [(fb, o, None) for c in clusters for fb in c.flux for o in fb.objects]
-    managers = kueue_fit.managers(root, clusters)  # per cluster (None: a plain build's), the Kueue manager its objects meet
+    manager_for = kueue_fit.managers(root, clusters)  # per build, the Kueue manager its objects meet
     for c in clusters:  # a RayCluster, RayService or RayJob a layer applies meets its namespace's admission (LimitRanges, PodSecurity, quota)
         applied = [o for _, o in c.applied()]
         ctx.sample_related.update({id(o): in_namespace_of(o, applied) for o in applied if schema_check.is_ray_workload(o)})
-    checked = schema_check.submit(ctx, checker, rendered, [managers.get(b.cluster) for b, _, _ in rendered])
+    checked = schema_check.submit(ctx, checker, rendered, [manager_for(b) for b, _, _ in rendered])
     # What follows judges Kueue's objects as Kueue stores them (v1beta1 ones converted); the checks above, as written.
     per_area["rules"] += conversion.convert_stored(ctx, builds, clusters)
     validated: list[tuple] = []  # (label, object, source file, Kueue manager) of samples and variables, for the checks
@@ -210,7 +210,7 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
         pending_fits[c.name] = fits  # Kueue's flavor assigner answers in the helper while the rules below run
         per_area["rules"] += cluster_refs.cluster_ref_rules(ctx, root, c) + sample_admission.admission_rules(ctx, root, c, samples)
         per_area["rules"] += queue_activity.queue_activity_rules(ctx, root, c) + served_apis.served_api_rules(ctx, root, c, samples, pinned, installed)
-        validated += [(f"cluster {c.name}: {gate_config.samples}", s, f"{WORKLOADS_DIR}/{name}.yaml", managers[c.name]) for name, s, _ in samples]
+        validated += [(f"cluster {c.name}: {gate_config.samples}", s, f"{WORKLOADS_DIR}/{name}.yaml", manager_for(c.entry)) for name, s, _ in samples]
         validated += [(gate_config.variables_file(c.name), s, gate_config.variables_file(c.name), None) for s in c.variables]
     per_area["rules"] += ctx.renames.findings()  # after every reference rule has asked it
     timed("rules", t)

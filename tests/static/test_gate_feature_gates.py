@@ -4,11 +4,13 @@ an elastic RayJob (the in-tree autoscaler, workload slices) is refused by Kueue'
 ElasticJobsViaWorkloadSlices off and accepted where it turns it on."""
 from __future__ import annotations
 
+import json
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+import yaml
 
-from harness.gate import render_sample, validate_repository
+from harness.gate import kueue_manager, render_sample, validate_repository
 from harness.gate.schema_check import Checker
 from tests.static.test_gate_corpus import edit
 
@@ -66,3 +68,62 @@ def test_checks_under_different_managers_at_once_each_meet_their_own_gates():
             assert problem is not None and REFUSAL in problem.errors[0]["message"], problem
         else:
             assert problem is None, problem
+
+
+VALUES_GATES = "    controllerManager:\n      featureGates:\n        - {name: %s, enabled: %s}\n"
+CONFIG_GATES = "        featureGates:\n          FinishOrphanedWorkloads: false\n"
+
+
+@pytest.mark.parametrize("name,enabled,keep_config,said", [
+    (ELASTIC, "true", True, "feature gates for CLI and configuration cannot both specified"),
+    ("ElasticJobsViaWorkloadSlice", "true", False, "unrecognized feature gate: ElasticJobsViaWorkloadSlice"),
+    (ELASTIC, '"true"', False, "entries the chart cannot pass as --feature-gates"),
+], ids=["in-both-places", "unknown-name", "enabled-not-a-bool"])
+def test_helm_values_gates_the_manager_refuses_are_one_finding_at_them(repo_copy, name, enabled, keep_config, said):
+    """The chart passes controllerManager.featureGates as --feature-gates; Kueue's manager refuses them beside the
+    configuration's featureGates, or with a name it does not know, and exits (cmd/kueue: ValidateFeatureGates, Set)."""
+    if not keep_config:
+        edit(repo_copy, KUEUE, CONFIG_GATES, "")
+    edit(repo_copy, KUEUE, "    controllerManager:\n", VALUES_GATES % (name, enabled))
+    found = [f for f in validate_repository(repo_copy).findings if f.rule == "kueue-config"]
+    assert found and all(f.file == KUEUE and f.line == 46 and said in f.message for f in found), found
+
+
+def test_a_missing_topology_is_no_finding_where_the_manager_turns_topology_aware_scheduling_off(repo_copy):
+    """Kueue adds TopologyNotFound to a ClusterQueue only with TopologyAwareScheduling on (cache.go handleTASFlavor)."""
+    edit(repo_copy, "base/resource-flavors.yaml", "  name: gpu\nspec:\n", "  name: gpu\nspec:\n  topologyName: gpu-topology\n")
+    assert [f.rule for f in validate_repository(repo_copy).findings if f.rule == "clusterqueue-topology"]
+    edit(repo_copy, KUEUE, "          FinishOrphanedWorkloads: false\n", "          FinishOrphanedWorkloads: false\n          TopologyAwareScheduling: false\n")
+    assert [f for f in validate_repository(repo_copy).findings if f.rule == "clusterqueue-topology"] == []
+
+
+def test_a_plain_build_meets_the_manager_of_the_clusters_that_include_it(repo_copy):
+    """Only prod-eastus2 (team-queues) turns workload slices on, by a Flux patch of its own: an elastic RayJob the
+    team-queues overlay lists is judged with prod's gates, in the overlay's plain build too."""
+    hr = next(d for d in yaml.safe_load_all((repo_copy / KUEUE).read_text()) if d and d.get("kind") == "HelmRelease")
+    config = hr["spec"]["values"]["managerConfig"]["controllerManagerConfigYaml"]
+    config = config.replace("  FinishOrphanedWorkloads: false\n", f"  FinishOrphanedWorkloads: false\n  {ELASTIC}: true\n")
+    ks = repo_copy / "clusters/prod-eastus2/infrastructure.yaml"
+    ks.write_text(ks.read_text().rstrip("\n") + "\n  patches:\n    - target: {kind: HelmRelease, name: kueue}\n      patch: |\n"
+                  "        - op: replace\n          path: /spec/values/managerConfig/controllerManagerConfigYaml\n"
+                  f"          value: {json.dumps(config)}\n")
+    job = render_sample("batch-inference", "team-a")
+    job["metadata"].update(name="elastic-probe", annotations={"kueue.x-k8s.io/elastic-job": "true"})
+    job["spec"]["rayClusterSpec"]["enableInTreeAutoscaling"] = True
+    (repo_copy / "overlays/team-queues/elastic-probe.yaml").write_text(yaml.safe_dump(job))
+    edit(repo_copy, "overlays/team-queues/kustomization.yaml", "resources:\n", "resources:\n  - elastic-probe.yaml\n")
+    assert _refusals(repo_copy) == []
+
+
+def test_a_gate_the_helper_refuses_leaves_the_next_requests_gates_alone():
+    """A manager with a gate Kueue does not know (which kueue-config reports) is judged with the defaults, and the
+    requests after it still meet their own gates and load their configurations."""
+    job = render_sample("aurora-finetune", "team-a")
+    job["metadata"].setdefault("annotations", {})["kueue.x-k8s.io/elastic-job"] = "true"
+    job["spec"]["rayClusterSpec"]["enableInTreeAutoscaling"] = True
+    checker = Checker().start()
+    (refused,) = checker.check([job], managers=[{"config": None, "gates": {"NoSuchGate": True, ELASTIC: True}}])
+    assert refused is not None and REFUSAL in refused.errors[0]["message"], refused
+    assert checker.check([job], managers=[{"config": None, "gates": {ELASTIC: True}}]) == [None]
+    config = f"apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nfeatureGates:\n  {ELASTIC}: true\n"
+    assert kueue_manager.refusals(config) == ()

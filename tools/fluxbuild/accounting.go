@@ -35,9 +35,13 @@ func accountingErrors(ctx context.Context, u *unstructured.Unstructured) (errs, 
 		}
 		charged, created := podSets[i+1].Count, utils.GetWorkerGroupDesiredReplicas(group)
 		if created < charged {
-			msg := fmt.Sprintf("worker group %q: Kueue charges the queue for %d pod(s) (replicas %d), KubeRay creates %d (replicas "+
-				"lowered to maxReplicas %d): the quota of %d pod(s) stays reserved and unused while the job runs", group.GroupName,
-				charged, ptr.Deref(group.Replicas, 0), created, ptr.Deref(group.MaxReplicas, 0), charged-created)
+			why := fmt.Sprintf("replicas lowered to maxReplicas %d", ptr.Deref(group.MaxReplicas, 0))
+			if ptr.Deref(group.Suspend, false) {
+				why = "the group is suspended"
+			}
+			msg := fmt.Sprintf("worker group %q: Kueue charges the queue for %d pod(s) (replicas %d), KubeRay creates %d (%s): "+
+				"the quota of %d pod(s) stays reserved and unused while the job runs", group.GroupName,
+				charged, ptr.Deref(group.Replicas, 0), created, why, charged-created)
 			idle = append(idle, fieldError{Field: fmt.Sprintf("spec.rayClusterSpec.workerGroupSpecs[%d].replicas", i),
 				Type: "FieldValueInvalid", Detail: msg, Message: msg})
 		}

@@ -42,7 +42,7 @@ func managerGates(m *managerRef) map[string]bool {
 	}
 	out := maps.Clone(m.Gates)
 	if m.Config != nil {
-		if problems, cfg := kueueConfig(*m.Config); len(problems) == 0 && cfg != nil && len(cfg.FeatureGates) > 0 {
+		if problems, cfg := kueueConfig(*m.Config, ""); len(problems) == 0 && cfg != nil && len(cfg.FeatureGates) > 0 {
 			if out == nil {
 				out = map[string]bool{}
 			}
@@ -107,23 +107,25 @@ func setGates(want map[string]bool) {
 			target[f] = v
 		}
 	}
-	if err := setQuietly(target); err != nil {
-		reset := map[string]bool{}
+	// Tried on a copy first: a refused map can leave its values behind in the gate it was set on, and every later
+	// DeepCopy (kueueConfig's) would refuse them again.
+	if err := setQuietly(gate.DeepCopy(), target); err != nil {
+		target = map[string]bool{}
 		for f, v := range gates.defaults {
 			if gate.Enabled(featuregate.Feature(f)) != v {
-				reset[f] = v
+				target[f] = v
 			}
 		}
-		_ = setQuietly(reset)
 	}
+	_ = setQuietly(gate, target)
 }
 
 // setQuietly sets gates without the warnings the gate logs for GA and deprecated features (the manager logs them).
-func setQuietly(m map[string]bool) error {
-	if quiet, ok := utilfeature.DefaultMutableFeatureGate.(interface {
+func setQuietly(gate featuregate.MutableFeatureGate, m map[string]bool) error {
+	if quiet, ok := gate.(interface {
 		SetFromMapWithLogger(logr.Logger, map[string]bool) error
 	}); ok {
 		return quiet.SetFromMapWithLogger(logr.Discard(), m)
 	}
-	return utilfeature.DefaultMutableFeatureGate.SetFromMap(m)
+	return gate.SetFromMap(m)
 }

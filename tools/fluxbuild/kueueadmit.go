@@ -77,7 +77,7 @@ func admitAnswers(s *schemaSet, req admitRequest) (answers []admitAnswer) {
 	var cacheOptions []schdcache.Option
 	var fairSharing *configapi.FairSharing
 	if req.Config != nil {
-		problems, cfg := kueueConfig(*req.Config)
+		problems, cfg := kueueConfig(*req.Config, "")
 		if len(problems) > 0 {
 			for i := range answers {
 				answers[i] = admitAnswer{Skipped: "the Kueue manager refuses its configuration (kueue-config)"}

@@ -33,8 +33,8 @@ type loadedConfig struct {
 	Config   *configapi.Configuration `json:"config,omitempty"`
 }
 
-func kueueConfigAnswer(text string) loadedConfig {
-	problems, cfg := kueueConfig(text)
+func kueueConfigAnswer(text, flags string) loadedConfig {
+	problems, cfg := kueueConfig(text, flags)
 	if len(problems) > 0 {
 		return loadedConfig{Problems: problems}
 	}
@@ -43,23 +43,25 @@ func kueueConfigAnswer(text string) loadedConfig {
 
 // kueueConfig runs what the pinned Kueue manager does with its --config file before it starts
 // (cmd/kueue/main.go: config.Load, then config.ValidateFeatureGates and the feature gates set from
-// the configuration's map), with Kueue's own functions. Problems: none when the manager starts.
-func kueueConfig(text string) ([]configProblem, *configapi.Configuration) {
+// the configuration's map), with Kueue's own functions. `flags`: the manager's --feature-gates value (the chart's
+// controllerManager.featureGates), "" without. Problems: none when the manager starts.
+func kueueConfig(text, flags string) ([]configProblem, *configapi.Configuration) {
 	type loaded struct {
 		problems []configProblem
 		cfg      *configapi.Configuration
 	}
-	if l, ok := loadedConfigs.Load(text); ok { // the gates of each request and the admit request ask for the same text
+	key := [2]string{text, flags}
+	if l, ok := loadedConfigs.Load(key); ok { // the gates of each request and the admit request ask for the same text
 		return l.(loaded).problems, l.(loaded).cfg
 	}
-	problems, cfg := loadKueueConfig(text)
-	loadedConfigs.Store(text, loaded{problems, cfg})
+	problems, cfg := loadKueueConfig(text, flags)
+	loadedConfigs.Store(key, loaded{problems, cfg})
 	return problems, cfg
 }
 
 var loadedConfigs sync.Map
 
-func loadKueueConfig(text string) ([]configProblem, *configapi.Configuration) {
+func loadKueueConfig(text, flags string) ([]configProblem, *configapi.Configuration) {
 	scheme := managerScheme()
 	dir, err := os.MkdirTemp("", "kueue-config-")
 	if err != nil {
@@ -74,8 +76,13 @@ func loadKueueConfig(text string) ([]configProblem, *configapi.Configuration) {
 	if err != nil {
 		return problemsOf(err), nil
 	}
-	if errs := kueueconfig.ValidateFeatureGates("", cfg.FeatureGates); len(errs) > 0 {
+	if errs := kueueconfig.ValidateFeatureGates(flags, cfg.FeatureGates); len(errs) > 0 {
 		return problemsOf(errs.ToAggregate()), nil
+	}
+	if flags != "" { // cmd/kueue sets --feature-gates on the process-wide gate: an unknown or locked gate fails it
+		if err := utilfeature.DefaultMutableFeatureGate.DeepCopy().Set(flags); err != nil {
+			return []configProblem{{Field: "--feature-gates", Detail: err.Error()}}, nil
+		}
 	}
 	// On a copy: the process-wide gates stay as the webhook and scheduler checks expect them.
 	if err := utilfeature.DefaultMutableFeatureGate.DeepCopy().SetFromMap(cfg.FeatureGates); err != nil {

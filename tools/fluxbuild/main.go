@@ -51,6 +51,7 @@ type request struct {
 	Objects           []map[string]interface{} `json:"objects,omitempty"`
 	Queries           []query                  `json:"queries,omitempty"`
 	Text              string                   `json:"text,omitempty"`
+	Flags             string                   `json:"flags,omitempty"` // kueue-config: the manager's --feature-gates
 	Probe             *probe                   `json:"probe,omitempty"`
 	// Related: per object of a check, the cluster's objects its admission depends on (a RayJob's
 	// namespace's LimitRanges), in the objects' order; absent for an object checked on its own.
@@ -163,7 +164,7 @@ func handle(req request) (resp response) {
 		}
 		underGates(req.KueueManager, func() { resp.Answer = admitAnswers(schemas(req.SchemaDir, req.KubernetesVersion), *req.Admit) })
 	case "kueue-config":
-		resp.Answer = kueueConfigAnswer(req.Text)
+		resp.Answer = kueueConfigAnswer(req.Text, req.Flags)
 	case "helm":
 		if req.Helm == nil {
 			failRequest("op helm without helm")
