@@ -116,6 +116,9 @@ WHAT = {
 }
 
 
+# What a Ray object's admission reads in its namespace (sources.in_namespace_of): the pods' admission (LimitRanges,
+# ResourceQuotas, the Namespace's PodSecurity labels) and Kueue's mutating webhook (a LocalQueue named `default`).
+RELATED_KINDS = ("LimitRange", "ResourceQuota", "Namespace", "LocalQueue")
 PSA_ENFORCE = "pod-security.kubernetes.io/enforce"  # the namespace label of the level the PodSecurity admission enforces
 
 # The kinds whose pods KubeRay creates, validated as pods by tools/kubecheck.
@@ -210,14 +213,16 @@ class Checker:
         groups: dict[str, list[int]] = {}
         for i, (_, _, manager) in enumerate(triples):
             groups.setdefault(json.dumps(manager, sort_keys=True), []).append(i)
-        # Kueue's scheduler (fluxbuild) applies the namespace's LimitRanges; kubecheck takes its ResourceQuotas too.
+        # Kueue's mutating webhook (fluxbuild) reads the namespace's LocalQueue `default`, its scheduler the LimitRanges;
+        # kubecheck takes the ResourceQuotas and the Namespace too.
         answers = [(members, helper().submit(
             "check", CheckError, objects=[pairs[i][0] for i in members], kueue_manager=triples[members[0]][2],
-            related=[[o for o in pairs[i][1] if isinstance(o, dict) and o.get("kind") == "LimitRange"] for i in members],
+            related=[[o for o in pairs[i][1] if isinstance(o, dict) and o.get("kind") in ("LimitRange", "LocalQueue")] for i in members],
             **self.schema_request())) for members in groups.values()]
         ray = [i for i, (o, _) in enumerate(pairs) if is_ray_workload(o)]
         builtin = [i for i, (o, _) in enumerate(pairs) if is_builtin(o)]
-        pods = helper("kubecheck").submit("pods", CheckError, objects=[pairs[i][0] for i in ray], related=[pairs[i][1] for i in ray]) if ray else None
+        pods = helper("kubecheck").submit("pods", CheckError, objects=[pairs[i][0] for i in ray], related=[
+            [o for o in pairs[i][1] if not (isinstance(o, dict) and o.get("kind") == "LocalQueue")] for i in ray]) if ray else None
         server = helper("kubecheck").submit("builtin", CheckError, objects=[pairs[i][0] for i in builtin]) if builtin else None
 
         def results() -> list[Problem | None]:

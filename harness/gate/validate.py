@@ -179,9 +179,9 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
     rendered = [(b, o, None) for b in builds if not b.error for o in b.objects if not (b.dir in substituted and render.has_variable(o))]
     rendered += [(fb, o, None) for c in clusters for fb in c.flux for o in fb.objects]
     manager_for = kueue_fit.managers(root, clusters)  # per build, the Kueue manager its objects meet
-    for c in clusters:  # a RayCluster, RayService or RayJob a layer applies meets its namespace's admission (LimitRanges, PodSecurity, quota)
+    for c in clusters:  # a Ray object a layer applies meets its namespace's admission (LimitRanges, PodSecurity, quota, a default LocalQueue)
         applied = [o for _, o in c.applied()]
-        ctx.sample_related.update({id(o): in_namespace_of(o, applied) for o in applied if schema_check.is_ray_workload(o)})
+        ctx.sample_related.update({id(o): in_namespace_of(o, applied, schema_check.RELATED_KINDS) for o in applied if schema_check.is_ray_workload(o)})
     checked = schema_check.submit(ctx, checker, rendered, [manager_for(b) for b, _, _ in rendered])
     # What follows judges Kueue's objects as Kueue stores them (v1beta1 ones converted); the checks above, as written.
     per_area["rules"] += conversion.convert_stored(ctx, builds, clusters)

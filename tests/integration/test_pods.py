@@ -185,6 +185,24 @@ def test_worker_pods_kueue_charges_and_kuberay_creates_are_what_the_gate_says(la
     queues.wait_cluster_queue("team-b-cq", lambda cq: queues.gpus(cq) == str(replicas), f"{replicas} GPU(s) in use (the workers Kueue charged)")
 
 
+def test_an_unlabelled_rayjob_where_a_default_localqueue_exists_is_queued_as_the_gate_says(layout, queues, nodes):
+    """Kueue's mutating webhook labels a RayJob without a queue-name label for its namespace's LocalQueue `default`
+    (LocalQueueDefaulting): the gate judges it as queued (here: kueue-unaccounted-pods) and the real Kueue admits it."""
+    nodes(REPO_ROOT, "prod-eastus2")
+    layout("overlays/single-queue")  # its LocalQueue is named default
+    job = _job("batch-inference", "unlabelled", "default")
+    job["metadata"]["labels"].pop("kueue.x-k8s.io/queue-name")
+    job["spec"]["rayClusterSpec"]["workerGroupSpecs"][0].update(replicas=1, minReplicas=2, maxReplicas=2)
+    default = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": "default", "namespace": job["metadata"]["namespace"]}}
+    assert validate([job]) == [None], "without a default LocalQueue, Kueue leaves the job alone"
+    (problem,) = validate([job], [[default]])
+    assert problem is not None and problem.rule == "kueue-unaccounted-pods", problem
+    queues.submit(job)
+    queues.wait_job("unlabelled", lambda j: (j["metadata"].get("labels") or {}).get("kueue.x-k8s.io/queue-name") == "default",
+                    "labelled for LocalQueue default by Kueue's webhook")
+    queues.wait_admitted("unlabelled")
+
+
 def test_kwok_renews_every_nodes_lease_as_a_kubelet_does(kube, nodes):
     """Without renewed Leases the node-lifecycle controller turns every node NotReady after its
     grace period (50 s) and marks the pods on it not Ready, which KWOK never undoes: a long run's

@@ -127,3 +127,19 @@ def test_a_gate_the_helper_refuses_leaves_the_next_requests_gates_alone():
     assert checker.check([job], managers=[{"config": None, "gates": {ELASTIC: True}}]) == [None]
     config = f"apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nfeatureGates:\n  {ELASTIC}: true\n"
     assert kueue_manager.refusals(config) == ()
+
+
+@pytest.mark.parametrize("layout,queued", [("single-queue", True), ("team-queues", False)])
+def test_an_unlabelled_rayjob_is_queued_where_its_namespace_has_a_default_localqueue(repo_copy, layout, queued):
+    """LocalQueueDefaulting (locked on in Kueue 0.17): Kueue's mutating webhook labels a RayJob without a queue-name label
+    for its namespace's LocalQueue `default` (single-queue has one in namespace ray, team-queues none); the gate judges
+    it as queued then, here a worker group Kueue would undercharge."""
+    job = render_sample("batch-inference", "none")
+    job["metadata"]["labels"].pop("kueue.x-k8s.io/queue-name")
+    job["metadata"]["name"] = "nightly-batch"
+    job["spec"]["rayClusterSpec"]["workerGroupSpecs"][0].update(replicas=1, minReplicas=2, maxReplicas=2)
+    (repo_copy / "clusters/dev-westus3/queues/nightly-batch.yaml").write_text(yaml.safe_dump(job))
+    edit(repo_copy, "clusters/dev-westus3/queues/kustomization.yaml", "resources:\n  - ../../../overlays/single-queue\n",
+         f"resources:\n  - ../../../overlays/{layout}\n  - nightly-batch.yaml\n")
+    found = [f for f in validate_repository(repo_copy).findings if f.rule == "kueue-unaccounted-pods"]
+    assert bool(found) == queued and all(f.file == "clusters/dev-westus3/queues/nightly-batch.yaml" for f in found), found

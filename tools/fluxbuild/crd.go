@@ -222,7 +222,7 @@ func (c *crdVersion) check(ctx context.Context, obj map[string]interface{}, rela
 		ns = "default" // what kubectl and Flux send when the object names none
 		u.SetNamespace(ns)
 	}
-	kueueDefaults(ctx, u) // Kueue's mutating webhook runs before the apiserver's validation
+	kueueDefaults(ctx, u, related) // Kueue's mutating webhook runs before the apiserver's validation
 	rest.FillObjectMetaSystemFields(u)
 	if u.GetGenerateName() != "" && u.GetName() == "" { // the store names it before BeforeCreate, as kubectl create asks
 		u.SetName(c.strategy.GenerateName(u.GetGenerateName()))

@@ -87,13 +87,33 @@ func submissionModeError(job *rayv1.RayJob) error {
 		rayv1.K8sJobMode, rayv1.HTTPMode, rayv1.InteractiveMode, rayv1.SidecarMode)
 }
 
-// kueueDefaults applies Kueue's mutating webhook for RayJobs (RayJobWebhook.Default: a job with a queue-name label is
-// created suspended, by jobframework.ApplyDefaultForSuspend, whatever spec.suspend says) to `u`, as the apiserver calls
-// it before its own validation. Other kinds are left alone.
-func kueueDefaults(ctx context.Context, u *unstructured.Unstructured) {
+// kueueDefaults applies Kueue's mutating webhook for RayJobs (RayJobWebhook.Default: one without a queue-name label gets
+// the label of its namespace's LocalQueue `default` when `related` holds one, by jobframework.ApplyDefaultLocalQueue; a
+// job with a queue-name label is created suspended, by jobframework.ApplyDefaultForSuspend, whatever spec.suspend says)
+// to `u`, as the apiserver calls it before its own validation. Other kinds are left alone.
+func kueueDefaults(ctx context.Context, u *unstructured.Unstructured, related []map[string]interface{}) {
 	job, _ := rayJobOf(u)
 	if job == nil {
 		return
+	}
+	// A RayJob without a queue-name label in a namespace with a LocalQueue named `default` is labelled for it
+	// (LocalQueueDefaulting, locked on): Kueue manages it as any queued job.
+	jobframework.ApplyDefaultLocalQueue(job, func(ns string) bool {
+		for _, obj := range related {
+			other := unstructured.Unstructured{Object: obj}
+			if other.GetKind() == "LocalQueue" && other.GetName() == string(constants.DefaultLocalQueueName) && other.GetNamespace() == ns {
+				return true
+			}
+		}
+		return false
+	})
+	if queue := job.Labels[constants.QueueLabel]; queue != "" && u.GetLabels()[constants.QueueLabel] == "" {
+		labels := u.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[constants.QueueLabel] = queue
+		u.SetLabels(labels)
 	}
 	if err := jobframework.ApplyDefaultForSuspend(ctx, (*rayjob.RayJob)(job), emptyCluster(), false, nil); err != nil || !job.Spec.Suspend {
 		return
