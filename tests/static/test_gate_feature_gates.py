@@ -1,7 +1,8 @@
 """The gate runs Kueue's code with the feature gates of the cluster's Kueue manager (its configuration's featureGates,
 or the Helm values' controllerManager.featureGates that the chart passes as --feature-gates), not with Kueue's defaults:
 an elastic RayJob (the in-tree autoscaler, workload slices) is refused by Kueue's webhook where the manager leaves
-ElasticJobsViaWorkloadSlices off and accepted where it turns it on."""
+ElasticJobsViaWorkloadSlices off and accepted where it turns it on. And Kueue's webhook defaulting as the manager
+runs it: an unlabelled RayJob is queued where its namespace has a LocalQueue `default` (LocalQueueDefaulting)."""
 from __future__ import annotations
 
 import json
