@@ -1,7 +1,7 @@
 """Findings of the static gate and their text form (the reports are in harness/gate/formats.py)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import total_ordering
 
 
@@ -49,6 +49,19 @@ class Finding:
         level = " warning" if self.severity == "warning" else ""
         return (one_line(f"{self.location()}:{level}{resource} {self.rule}: {self.message}{where}") + "\n    fix: "
                 + one_line(self.hint))
+
+
+def keep_once(unique: dict, f: Finding) -> bool:
+    """Adds `f` to `unique` (keyed by where it is and what it says) unless it is there; a repeat from another context
+    (the same sample on another cluster) adds its context to the kept one's. True when `f` was new."""
+    key = (f.file, f.line, f.resource, f.rule, f.message)
+    kept = unique.get(key)
+    if kept is None:
+        unique[key] = f
+        return True
+    if f.context and f.context not in kept.context.split("; "):
+        unique[key] = replace(kept, context=f"{kept.context}; {f.context}" if kept.context else f.context)
+    return False
 
 
 def one_line(text: str) -> str:

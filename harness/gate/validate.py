@@ -30,7 +30,7 @@ from harness.gate import schema_check
 from harness.gate import subnets, terraform, terraform_checks
 from harness.gate import kubernetes_version, version_rules
 from harness.gate import formats
-from harness.gate.findings import Finding, one_line
+from harness.gate.findings import Finding, keep_once, one_line
 from harness.gate import render
 from harness.gate.render import FluxBuild, render_repository
 from harness.gate.sources import Sources, in_namespace_of, resource_id
@@ -238,7 +238,7 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
         kept, _ = gate_config.apply(found)
         suppressed += len(found) - len(kept)
         for f in kept:
-            if unique.setdefault((f.file, f.line, f.resource, f.rule, f.message), f) is f:
+            if keep_once(unique, f):
                 areas[name].findings += 1  # counted where it was first found
     return Report(sorted(unique.values()), sorted(RULE_IDS), len(builds) + sum(len(c.flux) for c in clusters),
                   len(rendered) + len(validated), timings, list(areas.values()), gate_config.apply([])[1], suppressed)

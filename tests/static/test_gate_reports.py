@@ -17,6 +17,7 @@ from jsonschema import Draft202012Validator
 from harness.core.versions import REPO_ROOT
 from harness.gate import RULE_IDS, Finding
 from harness.gate import formats
+from harness.gate.findings import keep_once
 from harness.testing import copy_config
 
 pytestmark = pytest.mark.static
@@ -241,3 +242,14 @@ def test_version_names_the_harness_and_the_pins():
     assert lines[0] == f"{formats.TOOL} {importlib.metadata.version('aks-ray-kueue-harness')}"
     for name, line in zip(("kubernetes", "kueue", "kuberay"), lines[1:], strict=True):
         assert line == f"{name} {pins[name]['production']} (built from {pins[name]['module']} {pins[name]['version']})"
+
+
+def test_a_finding_repeated_on_several_clusters_is_one_naming_each():
+    """The same value found wrong at the same line on two clusters (a sample both list) is one finding whose context
+    names both, not the first one's alone."""
+    unique: dict = {}
+    dev = Finding("workloads/a.yaml", 3, "RayJob/ray/a", "rule", "says", "fix", "cluster dev: samples.yaml")
+    assert keep_once(unique, dev)
+    assert not keep_once(unique, Finding(*[getattr(dev, f) for f in ("file", "line", "resource", "rule", "message", "hint")], "cluster prod: samples.yaml"))
+    assert not keep_once(unique, dev)
+    assert [f.context for f in unique.values()] == ["cluster dev: samples.yaml; cluster prod: samples.yaml"]
