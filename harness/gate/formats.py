@@ -68,15 +68,19 @@ def plan_outputs(outputs: list[Output]) -> list[Output]:
     return outputs
 
 
-def to_json(findings: list[Finding]) -> str:
+def to_json(findings: list[Finding], disabled: list[str] = (), suppressed: int = 0) -> str:
+    """`disabled`: per `disable` entry of the gate's configuration, what it turned off and why; `suppressed`: the
+    findings those entries kept out of the report."""
     errors = sum(f.is_error for f in findings)
     return json.dumps({"findings": [{k: v for k, v in asdict(f).items() if k != "presumes"} for f in findings], "count": len(findings),
-                       "errors": errors, "warnings": len(findings) - errors}, indent=2)
+                       "errors": errors, "warnings": len(findings) - errors, "disabled": list(disabled), "suppressed": suppressed},
+                      indent=2)
 
 
-def to_junit(findings: list[Finding], checks: list[str]) -> str:
+def to_junit(findings: list[Finding], checks: list[str], disabled: list[str] = ()) -> str:
     """One test case per check that ran; a check with errors fails with all of its findings, one
-    with only warnings passes and carries them as its output."""
+    with only warnings passes and carries them as its output. Each `disable` entry of the gate's
+    configuration is a skipped case saying what it turned off and why."""
     from junit_xml import TestCase, TestSuite, to_xml_report_string  # xml.dom: only a JUnit report pays its import
 
     by_rule: dict[str, list[Finding]] = {}
@@ -90,6 +94,10 @@ def to_junit(findings: list[Finding], checks: list[str]) -> str:
             case.add_failure_info(message=f"{len(found)} finding(s)", output="\n".join(f.text() for f in found))
         elif found:
             case.stdout = "\n".join(f.text() for f in found)
+        cases.append(case)
+    for i, entry in enumerate(disabled, 1):
+        case = TestCase(name=f"disabled-{i}", classname="static-gate")
+        case.add_skipped_info(message=entry)
         cases.append(case)
     return to_xml_report_string([TestSuite("static-gate", cases)])
 
@@ -125,9 +133,10 @@ def to_github(findings: list[Finding]) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def to_sarif(findings: list[Finding], rules: dict[str, str], version: str) -> str:
+def to_sarif(findings: list[Finding], rules: dict[str, str], version: str, disabled: list[str] = ()) -> str:
     """One SARIF 2.1.0 run: every rule the gate has (short description from its rule table, help
-    from the hints its findings gave), one result per finding at its repository-relative file and line."""
+    from the hints its findings gave), one result per finding at its repository-relative file and line;
+    each `disable` entry of the gate's configuration is a tool configuration notification of the invocation."""
     hints: dict[str, list[str]] = {}
     for f in findings:
         if f.hint not in hints.setdefault(f.rule, []):
@@ -155,6 +164,9 @@ def to_sarif(findings: list[Finding], rules: dict[str, str], version: str) -> st
         results.append(result)
     run = {"tool": {"driver": {"name": TOOL, "version": version, "semanticVersion": version, "rules": descriptors}},
            "columnKind": "unicodeCodePoints", "results": results}
+    if disabled:
+        run["invocations"] = [{"executionSuccessful": True, "toolConfigurationNotifications": [
+            {"level": "note", "message": {"text": entry}} for entry in disabled]}]
     return json.dumps({"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}, indent=2)
 
 

@@ -305,12 +305,12 @@ def render_report(out: formats.Output, report: Report, quiet: bool) -> str:
     if out.format == "text":
         return text_report(report, quiet)
     if out.format == "json":
-        return formats.to_json(report.findings)
+        return formats.to_json(report.findings, report.disabled, report.suppressed)
     if out.format == "junit":
-        return formats.to_junit(report.findings, report.checks)
+        return formats.to_junit(report.findings, report.checks, report.disabled)
     if out.format == "github":
         return formats.to_github(report.findings)
-    return formats.to_sarif(report.findings, RULE_IDS, harness_version())
+    return formats.to_sarif(report.findings, RULE_IDS, harness_version(), report.disabled)
 
 
 def _output(spec: str) -> formats.Output:

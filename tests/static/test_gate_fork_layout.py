@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import textwrap
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -301,3 +302,19 @@ def test_a_nested_bootstrap_cluster_is_named_as_unchecked(fleet, tmp_path):
     unchecked = [f for f in found if f["rule"] == "cluster-unchecked"]
     assert [(f["file"], f["severity"]) for f in unchecked] == [("fleet/clusters/prod/westeurope/flux-system/gotk-sync.yaml", "warning")], proc.stdout
     assert "clusters: fleet/clusters/prod" in unchecked[0]["hint"], unchecked[0]
+
+
+def test_the_disabled_rule_is_in_every_machine_report(fleet, tmp_path):
+    """A `disable` entry shows in JSON (what it turned off, how many findings it kept out), as a skipped JUnit case and
+    as a SARIF tool configuration notification, not in the text summary alone."""
+    reports = {fmt: tmp_path / f"r.{fmt}" for fmt in ("json", "junit", "sarif")}
+    proc = subprocess.run([str(VALIDATE), str(fleet), *[a for fmt, path in reports.items() for a in ("--format", f"{fmt}={path}")]],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    said = "1 rule disabled for fleet/clusters/lab: the lab cluster runs no queues yet (cluster-overlay)"
+    doc = json.loads(reports["json"].read_text())
+    assert doc["disabled"] == [said] and doc["suppressed"] == 1, doc
+    skipped = [c for c in ET.parse(reports["junit"]).iter("testcase") if c.find("skipped") is not None]
+    assert [c.find("skipped").get("message") for c in skipped] == [said]
+    (invocation,) = json.loads(reports["sarif"].read_text())["runs"][0]["invocations"]
+    assert [n["message"]["text"] for n in invocation["toolConfigurationNotifications"]] == [said]
