@@ -86,14 +86,15 @@ def managers(root: Path, clusters: list[ClusterRender]):
             for d in reachable_dirs(root, root / fb.dir):
                 users.setdefault(d.relative_to(root.resolve()).as_posix() if d.is_relative_to(root.resolve()) else str(d), set()).add(c.name)
 
-    def shared(names) -> dict | None:
-        found = {json.dumps(of[n], sort_keys=True) for n in names}
-        return json.loads(found.pop()) if len(found) == 1 else None
+    plain: dict[str, dict | None] = {}  # per plain build's directory, decided once (every object of a build asks)
 
     def manager_for(build) -> dict | None:
         if build.cluster in of:
             return of[build.cluster]
-        return shared(users.get(build.dir) or of)
+        if build.dir not in plain:
+            found = {json.dumps(of[n], sort_keys=True) for n in users.get(build.dir) or of}
+            plain[build.dir] = json.loads(found.pop()) if len(found) == 1 else None
+        return plain[build.dir]
     return manager_for
 
 

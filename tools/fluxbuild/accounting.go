@@ -34,25 +34,22 @@ func accountingErrors(ctx context.Context, u *unstructured.Unstructured) (errs, 
 			break
 		}
 		charged, created := podSets[i+1].Count, utils.GetWorkerGroupDesiredReplicas(group)
-		if created < charged {
-			why := fmt.Sprintf("replicas lowered to maxReplicas %d", ptr.Deref(group.MaxReplicas, 0))
-			if ptr.Deref(group.Suspend, false) {
-				why = "the group is suspended"
-			}
-			msg := fmt.Sprintf("worker group %q: Kueue charges the queue for %d pod(s) (replicas %d), KubeRay creates %d (%s): "+
-				"the quota of %d pod(s) stays reserved and unused while the job runs", group.GroupName,
-				charged, ptr.Deref(group.Replicas, 0), created, why, charged-created)
-			idle = append(idle, fieldError{Field: fmt.Sprintf("spec.rayClusterSpec.workerGroupSpecs[%d].replicas", i),
-				Type: "FieldValueInvalid", Detail: msg, Message: msg})
+		said := func(why, outcome string, pods int32) fieldError {
+			msg := fmt.Sprintf("worker group %q: Kueue charges the queue for %d pod(s) (replicas %d), KubeRay creates %d (%s): %d pod(s) %s",
+				group.GroupName, charged, ptr.Deref(group.Replicas, 0), created, why, pods, outcome)
+			return fieldError{Field: fmt.Sprintf("spec.rayClusterSpec.workerGroupSpecs[%d].replicas", i), Type: "FieldValueInvalid",
+				Detail: msg, Message: msg}
 		}
-		if created <= charged {
-			continue
+		switch {
+		case created > charged:
+			errs = append(errs, said(fmt.Sprintf("replicas raised to minReplicas %d", ptr.Deref(group.MinReplicas, 0)),
+				"run outside the ClusterQueue's quota", created-charged))
+		case created < charged && ptr.Deref(group.Suspend, false):
+			idle = append(idle, said("the group is suspended", "of quota stay reserved and unused while the job runs", charged-created))
+		case created < charged:
+			idle = append(idle, said(fmt.Sprintf("replicas lowered to maxReplicas %d", ptr.Deref(group.MaxReplicas, 0)),
+				"of quota stay reserved and unused while the job runs", charged-created))
 		}
-		msg := fmt.Sprintf("worker group %q: Kueue charges the queue for %d pod(s) (replicas %d), KubeRay creates %d (replicas raised "+
-			"to minReplicas %d): %d pod(s) run outside the ClusterQueue's quota", group.GroupName, charged, ptr.Deref(group.Replicas, 0),
-			created, ptr.Deref(group.MinReplicas, 0), created-charged)
-		errs = append(errs, fieldError{Field: fmt.Sprintf("spec.rayClusterSpec.workerGroupSpecs[%d].replicas", i), Type: "FieldValueInvalid",
-			Detail: msg, Message: msg})
 	}
 	return errs, idle
 }
