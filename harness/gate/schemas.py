@@ -50,8 +50,8 @@ from harness.toolchain import module_dir
 STAMP = ".complete"
 INDEX = "_index.json"  # filename -> {"apiVersion", "kind", "source"}; cannot clash with a schema name
 # Every pinned (and configured) CRD for tools/fluxbuild's check (apiserver validation), one JSON file
-# each, listed in order with its group, kind and served versions in crds/index.json: the check reads
-# only the CRDs of the kinds it meets.
+# per served version (the CRD with only that version), listed in order with its group, kind and the file
+# of each served version in crds/index.json: the check reads only the versions of the kinds it meets.
 CRDS = "crds"
 
 KUBERNETES = "kubernetes"
@@ -277,9 +277,12 @@ def _write_crds(directory: Path, crds: list[dict]) -> None:
     for i, crd in enumerate(crds):
         spec = crd.get("spec") if isinstance(crd.get("spec"), dict) else {}
         names = spec.get("names") if isinstance(spec.get("names"), dict) else {}
-        served = [str(v.get("name")) for v in spec.get("versions") or [] if isinstance(v, dict) and v.get("served")]
-        entries.append({"group": str(spec.get("group", "")), "kind": str(names.get("kind", "")), "served": served, "file": f"{i}.json"})
-        (directory / f"{i}.json").write_text(json.dumps(crd, separators=(",", ":"), default=str))
+        served = [v for v in spec.get("versions") or [] if isinstance(v, dict) and v.get("served")]
+        files = {}
+        for v in served:  # one file per served version, with only that version: decoding a CRD is most of what its validator costs
+            files[str(v.get("name"))] = name = f"{i}-{len(files)}.json"
+            (directory / name).write_text(json.dumps({**crd, "spec": {**spec, "versions": [v]}}, separators=(",", ":"), default=str))
+        entries.append({"group": str(spec.get("group", "")), "kind": str(names.get("kind", "")), "served": list(files), "files": files})
     (directory / "index.json").write_text(json.dumps(entries, indent=1) + "\n")
 
 

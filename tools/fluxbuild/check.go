@@ -15,8 +15,8 @@
 // Like the apiserver, the first stage that rejects an object ends its checks (a strict-decoding
 // error is reported without the validation errors that would follow).
 //
-// SCHEMA_DIR (a request's "schema_dir") holds the kubeconform schemas and crds/ (one JSON file per CRD,
-// listed in crds/index.json); it is loaded once per process. A "prepare" request names the [apiVersion, kind] pairs
+// SCHEMA_DIR (a request's "schema_dir") holds the kubeconform schemas and crds/ (one JSON file per served
+// version of a CRD, listed in crds/index.json); it is loaded once per process. A "prepare" request names the [apiVersion, kind] pairs
 // the caller expects, whose validators are then built while it renders. A "check" answer has one
 // result per object, in order: {"stage": "", "errors": [...]} where stage is "" (accepted),
 // "unknown" (a kind the cluster would not serve), "decode", "schema", "validation", "webhook",

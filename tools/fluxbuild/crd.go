@@ -43,8 +43,8 @@ type crdVersion struct {
 	strategy   rest.RESTCreateStrategy
 }
 
-// crdSource is one CRD of the schema directory's crds/, read and decoded in full only when one of its
-// versions is used: the typed decoding of a CRD's schema is most of what building its validator costs.
+// crdSource is one served version of a CRD of the schema directory's crds/ (the CRD with only that version), read and
+// decoded only when it is used: the typed decoding of a CRD's schema is most of what building its validator costs.
 type crdSource struct {
 	path string
 	once sync.Once
@@ -67,10 +67,10 @@ func (s *crdSource) decode() (*apiextensionsv1.CustomResourceDefinition, error) 
 
 // crdEntry is one line of crds/index.json (harness/gate/schemas.py): what loading needs of a CRD.
 type crdEntry struct {
-	Group  string   `json:"group"`
-	Kind   string   `json:"kind"`
-	Served []string `json:"served"`
-	File   string   `json:"file"`
+	Group  string            `json:"group"`
+	Kind   string            `json:"kind"`
+	Served []string          `json:"served"`
+	Files  map[string]string `json:"files"` // served version -> its file
 }
 
 type crdSet struct {
@@ -90,12 +90,11 @@ func loadCRDs(dir string) (*crdSet, error) {
 	}
 	set := &crdSet{byGVK: map[schema.GroupVersionKind]*crdVersion{}, served: map[schema.GroupKind][]string{}, groups: map[string]bool{}}
 	for _, e := range entries {
-		source := &crdSource{path: filepath.Join(dir, e.File)}
 		set.groups[e.Group] = true
 		gk := schema.GroupKind{Group: e.Group, Kind: e.Kind}
 		for _, v := range e.Served {
 			set.served[gk] = append(set.served[gk], v)
-			set.byGVK[gk.WithVersion(v)] = &crdVersion{source: source, set: set, name: v}
+			set.byGVK[gk.WithVersion(v)] = &crdVersion{source: &crdSource{path: filepath.Join(dir, e.Files[v])}, set: set, name: v}
 		}
 	}
 	return set, nil
