@@ -8,7 +8,12 @@
 - kueue-rayjob-integration: a configuration that loads but leaves out ray.io/rayjob (Kueue then
   ignores every RayJob, which runs at once without quota).
 
-Each finding points at the line inside the literal block where the offending value is written.
+- kuberay-feature-gates: the KubeRay operator's HelmRelease passes feature gates (values.featureGates) the pinned
+  operator refuses at start (an unknown name, a Kueue gate, a non-boolean `enabled`): it exits, and no Ray object on
+  the cluster is reconciled.
+
+Each finding points at the line inside the literal block where the offending value is written. The checks of the
+cluster's objects run Kueue's and KubeRay's code with the gates both operators set (`manager_of`).
 """
 from __future__ import annotations
 
@@ -29,10 +34,14 @@ RULES = {
     "kueue-config": "the Kueue HelmRelease's manager configuration loads as the pinned Kueue manager loads it at start "
                     "(its strict decoding, validation and feature gates); else the manager exits and nothing is admitted",
     "kueue-rayjob-integration": "the Kueue HelmRelease's manager configuration enables the ray.io/rayjob integration",
+    "kuberay-feature-gates": "the KubeRay operator's HelmRelease passes feature gates (values.featureGates) the pinned operator "
+                             "knows; else it exits at start and no RayJob on the cluster runs",
 }
 RAYJOB_FRAMEWORK = "ray.io/rayjob"
 CONFIG_PATH = ["spec", "values", "managerConfig", "controllerManagerConfigYaml"]
 GATES_PATH = ["spec", "values", "controllerManager", "featureGates"]
+KUBERAY_CHART = "kuberay-operator"
+KUBERAY_GATES_PATH = ["spec", "values", "featureGates"]  # the KubeRay chart passes them as --feature-gates, name=%t each
 CHART_CONFIG = "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"  # stands in for the chart's own (no featureGates)
 CONFIG_REFERENCE = "https://kueue.sigs.k8s.io/docs/reference/kueue-config.v1beta2/"
 _UNKNOWN_FIELD = re.compile(r'unknown field "([^"]+)"')
@@ -68,10 +77,13 @@ def manager_text(hr: dict):
     return as_map(as_map(as_map(hr.get("spec")).get("values")).get("managerConfig")).get("controllerManagerConfigYaml")
 
 
-def values_gates(hr: dict) -> tuple[dict[str, bool], list]:
-    """The feature gates a Kueue HelmRelease's values pass as --feature-gates (controllerManager.featureGates, entries
-    {name, enabled}), and the entries the chart cannot write as name=true|false (its template formats `enabled` with %t)."""
-    entries = as_map(as_map(as_map(hr.get("spec")).get("values")).get("controllerManager")).get("featureGates")
+def values_gates(hr: dict, path: list[str] = GATES_PATH) -> tuple[dict[str, bool], list]:
+    """The feature gates a HelmRelease's values pass as --feature-gates (at `path`: Kueue's controllerManager.featureGates,
+    KubeRay's featureGates; entries {name, enabled}), and the entries the chart cannot write as name=true|false (both
+    charts' templates format `enabled` with %t)."""
+    entries = hr
+    for key in path:
+        entries = as_map(entries).get(key)
     gates, bad = {}, []
     for entry in as_list(entries):
         if isinstance(entry, dict) and isinstance(entry.get("name"), str) and isinstance(entry.get("enabled"), bool):
@@ -92,8 +104,10 @@ def manager_of(index) -> dict:
     --feature-gates}; the helper adds the configuration's featureGates."""
     releases = [hr for _, hr in index.of_kind("HelmRelease") if index.chart_of(hr) == "kueue"]
     texts = [manager_text(hr) for hr in releases]
+    kuberay = [hr for _, hr in index.of_kind("HelmRelease") if index.chart_of(hr) == KUBERAY_CHART]
     return {"config": next((t for t in texts if isinstance(t, str)), None),
-            "gates": {k: v for hr in releases for k, v in values_gates(hr)[0].items()}}
+            "gates": {k: v for hr in releases for k, v in values_gates(hr)[0].items()},
+            "kuberay_gates": {k: v for hr in kuberay for k, v in values_gates(hr, KUBERAY_GATES_PATH)[0].items()}}
 
 
 def feature_enabled(manager: dict | None, name: str, default: bool) -> bool:
@@ -108,7 +122,7 @@ def feature_enabled(manager: dict | None, name: str, default: bool) -> bool:
 def manager_config_rules(ctx, root: Path, index) -> list[Finding]:
     """kueue-config and kueue-rayjob-integration for the Kueue HelmReleases of one cluster
     (`index`: cluster_refs.ClusterIndex)."""
-    out = []
+    out = _kuberay_gate_rules(ctx, root, index)
     for build, hr in index.of_kind("HelmRelease"):
         if index.chart_of(hr) != "kueue":
             continue
@@ -134,6 +148,34 @@ def manager_config_rules(ctx, root: Path, index) -> list[Finding]:
             rule, line, problem, hint = found
             out.append(replace(located, rule=rule, line=line, hint=hint,
                                message=f"values.managerConfig.controllerManagerConfigYaml {problem}"))
+    return out
+
+
+@lru_cache(maxsize=16)
+def _operator_refusals(operator: str, flags: str) -> tuple[dict, ...]:
+    return tuple(helper().call("operator-gates", KueueConfigError, operator=operator, flags=flags).get("problems") or ())
+
+
+def _kuberay_gate_rules(ctx, root: Path, index) -> list[Finding]:
+    """kuberay-feature-gates: the KubeRay operator's values.featureGates, as its main sets them at start."""
+    out = []
+    for build, hr in index.of_kind("HelmRelease"):
+        if index.chart_of(hr) != KUBERAY_CHART:
+            continue
+        gates, bad = values_gates(hr, KUBERAY_GATES_PATH)
+        problems = () if bad or not gates else _operator_refusals("kuberay", flags_of(gates))
+        if not bad and not problems:
+            continue
+        located = ctx.finding(hr, build, "kuberay-feature-gates", "", "", cluster=index.cluster.name)
+        key, _ = node_at(root, located.file, located.line, KUBERAY_GATES_PATH)
+        what = (f"has entries the chart cannot pass as --feature-gates: {bad} (it writes each as name=%t of `enabled`, which must be "
+                "true or false)") if bad else f"(--feature-gates={flags_of(gates)}) is refused by the pinned KubeRay operator at start " \
+                f"({'; '.join(str(p.get('detail')) for p in problems)})"
+        out.append(replace(located, line=key.start_mark.line + 1 if key is not None else located.line,
+                           message=f"values.featureGates {what}: the operator exits, so no RayJob, RayCluster or RayService on the "
+                                   "cluster is reconciled (admitted jobs hold their quota and never start)",
+                           hint="write each entry as {name: <KubeRay feature gate>, enabled: true|false}, with the names the pinned "
+                                "KubeRay knows (Kueue's gates belong in the Kueue HelmRelease)"))
     return out
 
 

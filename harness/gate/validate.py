@@ -48,7 +48,7 @@ RULE_SOURCES = {
     "harness/gate/version_rules.py (versions.yaml drift)": version_rules.RULES,
     "harness/gate/cluster_refs.py (references and sizes in each cluster's rendered set)": cluster_refs.RULES,
     "harness/gate/sample_admission.py (samples that could never be admitted)": sample_admission.RULES,
-    "harness/gate/kueue_manager.py (the Kueue manager's own configuration)": kueue_manager.RULES,
+    "harness/gate/kueue_manager.py (the Kueue manager's configuration, both operators' feature gates)": kueue_manager.RULES,
     "harness/gate/kueue_wiring.py (the Kueue manager's configuration against its chart and the cluster)": kueue_wiring.RULES,
     "harness/gate/helm_values.py (a HelmRelease's values rendered with its chart by Helm's own engine)": helm_values.RULES,
     "harness/gate/renames.py (namePrefix/nameSuffix, targetNamespace and the references left behind)": renames.RULES,

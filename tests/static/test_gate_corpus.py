@@ -449,6 +449,9 @@ CORPUS = [
      lambda r: edit(r, KUEUE, "        integrations:\n", "        waitForPodsReady:\n          timeout: 10 minutes\n        integrations:\n"), 72),
     ("kueue-config-yaml-error", "kueue-config", KUEUE,
      lambda r: edit(r, KUEUE, "healthProbeBindAddress: :8081", "healthProbeBindAddress: [:8081"), 63),
+    # The KubeRay operator's feature gates, set as its main sets them at start (kueue_manager.py).
+    ("kuberay-feature-gate-of-kueue", "kuberay-feature-gates", KUBERAY,
+     lambda r: edit(r, KUBERAY, "  values:\n", "  values:\n    featureGates:\n      - {name: ElasticJobsViaWorkloadSlices, enabled: true}\n"), 45),
     # APIs a cluster uses but does not install, while the repository installs them elsewhere (served_apis.py).
     ("cluster-without-kuberay", "api-not-served", f"{DEV}/samples.yaml",
      lambda r: edit(r, f"{DEV}/kustomization.yaml", "  - infrastructure.yaml\n", ""), 3),

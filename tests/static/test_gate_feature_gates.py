@@ -144,3 +144,49 @@ def test_an_unlabelled_rayjob_is_queued_where_its_namespace_has_a_default_localq
          f"resources:\n  - ../../../overlays/{layout}\n  - nightly-batch.yaml\n")
     found = [f for f in validate_repository(repo_copy).findings if f.rule == "kueue-unaccounted-pods"]
     assert bool(found) == queued and all(f.file == "clusters/dev-westus3/queues/nightly-batch.yaml" for f in found), found
+
+
+KUBERAY = "flux/infrastructure/controllers/kuberay-operator.yaml"
+KUBERAY_VALUES = "  values:\n    image:\n"
+SUSPENDED = "worker group gpu-workers can be suspended only when the RayJobDeletionPolicy feature gate is enabled"
+
+
+def _kuberay_gates(root, entries: str) -> None:
+    edit(root, KUBERAY, KUBERAY_VALUES, f"  values:\n    featureGates:\n{entries}    image:\n")
+
+
+def test_kuberay_checks_run_with_the_gates_its_helm_values_set(repo_copy):
+    """KubeRay 1.6's validation refuses a suspended worker group where RayJobDeletionPolicy is off (on by default): the
+    gate judges the sample with the operator's values.featureGates, which the chart passes as --feature-gates."""
+    edit(repo_copy, SAMPLE, "      - groupName: gpu-workers\n", "      - groupName: gpu-workers\n        suspend: true\n")
+    refused = lambda: [f for f in validate_repository(repo_copy).findings if f.rule == "kuberay-validation" and SUSPENDED in f.message]
+    assert refused() == []
+    _kuberay_gates(repo_copy, "      - {name: RayJobDeletionPolicy, enabled: false}\n")
+    found = refused()
+    assert found and all(f.file == SAMPLE for f in found), found
+
+
+@pytest.mark.parametrize("entries,said", [
+    ("      - {name: RayCronJob, enabled: true}\n", None),
+    ("      - {name: RayCronJobs, enabled: true}\n", "unrecognized feature gate: RayCronJobs"),
+    ("      - {name: TopologyAwareScheduling, enabled: true}\n", "unrecognized feature gate: TopologyAwareScheduling"),
+    ('      - {name: RayCronJob, enabled: "yes"}\n', "entries the chart cannot pass as --feature-gates"),
+], ids=["known", "unknown-name", "a-kueue-gate", "enabled-not-a-bool"])
+def test_kuberay_helm_values_gates_the_operator_refuses_are_one_finding_at_them(repo_copy, entries, said):
+    """KubeRay's main sets --feature-gates on its process's gate and exits when that fails; Kueue's gates are not
+    registered there (they are in the gate's helper, which runs both operators' code)."""
+    _kuberay_gates(repo_copy, entries)
+    found = [f for f in validate_repository(repo_copy).findings if f.rule == "kuberay-feature-gates"]
+    if said is None:
+        assert found == []
+    else:
+        lines = (repo_copy / KUBERAY).read_text().splitlines()
+        assert found and all(f.file == KUBERAY and lines[f.line - 1].strip() == "featureGates:" and said in f.message for f in found), found
+
+
+def test_a_kuberay_gate_in_the_kueue_configuration_is_refused_as_kueues_manager_refuses_it():
+    """Kueue's manager registers only Kueue's gates: a KubeRay gate in its configuration's featureGates ends it at start."""
+    config = "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nfeatureGates:\n  RayCronJob: true\n"
+    assert [p["detail"] for p in kueue_manager.refusals(config)] == ["unrecognized feature gate: RayCronJob"]
+    assert [p["detail"] for p in kueue_manager.refusals(kueue_manager.CHART_CONFIG, "RayJobDeletionPolicy=false")] == \
+        ["unrecognized feature gate: RayJobDeletionPolicy"]

@@ -11,11 +11,13 @@ import (
 	"k8s.io/component-base/featuregate"
 )
 
-// managerRef names the Kueue manager a request's objects meet: its configuration text (null: the chart's own)
-// and the feature gates its Helm values pass as --feature-gates (controllerManager.featureGates).
+// managerRef names the operators a request's objects meet: the Kueue manager's configuration text (null: the
+// chart's own) and the feature gates its Helm values pass as --feature-gates (controllerManager.featureGates), and
+// those the KubeRay operator's values pass (featureGates).
 type managerRef struct {
-	Config *string         `json:"config"`
-	Gates  map[string]bool `json:"gates"`
+	Config       *string         `json:"config"`
+	Gates        map[string]bool `json:"gates"`
+	KubeRayGates map[string]bool `json:"kuberay_gates"`
 }
 
 // Kueue reads its feature gates from the process-wide gate (features.Enabled), as the manager does after
@@ -34,13 +36,17 @@ func init() {
 	gates.changed = sync.NewCond(&gates.Mutex)
 }
 
-// managerGates: what the manager runs with beyond the defaults, nil when it starts with none set (or refuses its
-// configuration, which kueue-config reports: its gates then matter to nothing).
+// managerGates: what the operators run with beyond the defaults, nil when they start with none set (an operator
+// that refuses its gates or configuration exits, which kueue-config and kuberay-feature-gates report: its gates then
+// matter to nothing).
 func managerGates(m *managerRef) map[string]bool {
 	if m == nil {
 		return nil
 	}
-	out := maps.Clone(m.Gates)
+	var out map[string]bool
+	if operatorGateProblems(kueueOperator, "", m.Gates) == nil { // else the manager refuses its flag and exits (kueue-config)
+		out = maps.Clone(m.Gates)
+	}
 	if m.Config != nil {
 		if problems, cfg := kueueConfig(*m.Config, ""); len(problems) == 0 && cfg != nil && len(cfg.FeatureGates) > 0 {
 			if out == nil {
@@ -48,6 +54,12 @@ func managerGates(m *managerRef) map[string]bool {
 			}
 			maps.Copy(out, cfg.FeatureGates)
 		}
+	}
+	if len(m.KubeRayGates) > 0 && operatorGateProblems(kuberayOperator, "", m.KubeRayGates) == nil { // else it exits (kuberay-feature-gates)
+		if out == nil {
+			out = map[string]bool{}
+		}
+		maps.Copy(out, m.KubeRayGates)
 	}
 	return out
 }

@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	configv1beta1 "sigs.k8s.io/kueue/apis/config/v1beta1"
 	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
@@ -80,13 +79,13 @@ func loadKueueConfig(text, flags string) ([]configProblem, *configapi.Configurat
 		return problemsOf(errs.ToAggregate()), nil
 	}
 	if flags != "" { // cmd/kueue sets --feature-gates on the process-wide gate: an unknown or locked gate fails it
-		if err := utilfeature.DefaultMutableFeatureGate.DeepCopy().Set(flags); err != nil {
-			return []configProblem{{Field: "--feature-gates", Detail: err.Error()}}, nil
+		if problems := operatorFlagProblems(kueueOperator, flags); problems != nil {
+			return problems, nil
 		}
 	}
-	// On a copy: the process-wide gates stay as the webhook and scheduler checks expect them.
-	if err := utilfeature.DefaultMutableFeatureGate.DeepCopy().SetFromMap(cfg.FeatureGates); err != nil {
-		return []configProblem{{Field: "featureGates", Detail: err.Error()}}, nil
+	// Then the configuration's map, which fails the same way (a KubeRay gate is unknown to Kueue's process).
+	if problems := operatorGateProblems(kueueOperator, "featureGates", cfg.FeatureGates); problems != nil {
+		return problems, nil
 	}
 	return nil, &cfg
 }

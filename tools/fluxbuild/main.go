@@ -19,6 +19,8 @@
 //	        Kueue's flavor assigner fits each RayJob's Workload in its ClusterQueue on the idle cluster
 //	kueue-config {"text"}                                   -> {"problems", "config"} (kueueconfig.go): why
 //	        the pinned Kueue manager would refuse this configuration and exit, else what it runs with
+//	operator-gates {"operator", "flags"}                   -> {"problems"} (operatorgates.go): why the operator (kueue or
+//	        kuberay) would refuse this --feature-gates value and exit
 //
 // Its end of stdin ends the process once every request is answered.
 package main
@@ -51,7 +53,8 @@ type request struct {
 	Objects           []map[string]interface{} `json:"objects,omitempty"`
 	Queries           []query                  `json:"queries,omitempty"`
 	Text              string                   `json:"text,omitempty"`
-	Flags             string                   `json:"flags,omitempty"` // kueue-config: the manager's --feature-gates
+	Flags             string                   `json:"flags,omitempty"`    // kueue-config: the manager's --feature-gates
+	Operator          string                   `json:"operator,omitempty"` // operator-gates: kueue or kuberay
 	Probe             *probe                   `json:"probe,omitempty"`
 	// Related: per object of a check, the cluster's objects its admission depends on (a RayJob's
 	// namespace's LimitRanges), in the objects' order; absent for an object checked on its own.
@@ -165,6 +168,8 @@ func handle(req request) (resp response) {
 		underGates(req.KueueManager, func() { resp.Answer = admitAnswers(schemas(req.SchemaDir, req.KubernetesVersion), *req.Admit) })
 	case "kueue-config":
 		resp.Answer = kueueConfigAnswer(req.Text, req.Flags)
+	case "operator-gates":
+		resp.Answer = loadedConfig{Problems: append([]configProblem{}, operatorFlagProblems(req.Operator, req.Flags)...)}
 	case "helm":
 		if req.Helm == nil {
 			failRequest("op helm without helm")
