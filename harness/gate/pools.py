@@ -171,16 +171,23 @@ def by_zone(pool: Pool) -> list[Pool]:
     return groups
 
 
-def _aks_labels(name: str, vm_size: str, system: bool, sku: Sku | None) -> dict[str, str]:
-    """Labels AKS puts on every node of a pool (the reserved accelerator label on GPU sizes)."""
+def _aks_labels(name: str, vm_size: str, system: bool, sku: Sku | None, os_sku: str | None = None) -> dict[str, str]:
+    """Labels every node of a pool has whatever the Terraform says: the kubelet's own (os, and arch from the size) and
+    those AKS adds (the reserved accelerator label on GPU sizes); region and zone: by_zone."""
     labels = {
         "agentpool": name,
         "kubernetes.azure.com/agentpool": name,
         "kubernetes.azure.com/mode": "system" if system else "user",
+        "kubernetes.azure.com/role": "agent",
         "node.kubernetes.io/instance-type": vm_size,
         "beta.kubernetes.io/instance-type": vm_size,
         "kubernetes.io/os": "linux",
+        "beta.kubernetes.io/os": "linux",
     }
+    if os_sku in (None, "Ubuntu", "AzureLinux"):  # AKS labels the OS image family; Linux pools default to Ubuntu
+        labels["kubernetes.azure.com/os-sku"] = os_sku or "Ubuntu"
+    if sku:
+        labels["kubernetes.io/arch"] = labels["beta.kubernetes.io/arch"] = sku.arch
     if sku and sku.gpus:
         labels["accelerator"] = "nvidia"
         labels["kubernetes.azure.com/accelerator"] = "nvidia"
@@ -254,7 +261,7 @@ class _Builder:
         max_pods = self.number(block, body.get("max_pods"), "max_pods", self.reservation["max_pods_assumed"])
         os_disk = self.number(block, body.get("os_disk_size_gb"), "os_disk_size_gb", DEFAULT_OS_DISK_GIB)
         sku = self.skus.get(vm_size)
-        labels = {**{str(k): str(v) for k, v in as_map(get("node_labels")).items()}, **_aks_labels(name, vm_size, system, sku)}
+        labels = {**{str(k): str(v) for k, v in as_map(get("node_labels")).items()}, **_aks_labels(name, vm_size, system, sku, get("os_sku"))}
         taints = [str(t) for t in as_list(get("node_taints"))]
         zones = tuple(sorted(str(z) for z in as_list(get("zones"))))
         if system and get("only_critical_addons_enabled") is True:

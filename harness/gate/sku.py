@@ -20,6 +20,7 @@ class Sku:
     vcpu: int
     memory_gib: int
     gpus: int
+    arch: str = "amd64"  # kubernetes.io/arch of its nodes (an Arm size, the "p" of Dpsv5, is arm64)
 
     def node_capacity(self) -> dict[str, Decimal]:
         return {"cpu": Decimal(self.vcpu), "memory": Decimal(self.memory_gib) * 2**30, "nvidia.com/gpu": Decimal(self.gpus)}
@@ -28,7 +29,8 @@ class Sku:
 @lru_cache(maxsize=None)
 def sku_table(path: Path = SKU_FILE) -> tuple[dict[str, Sku], dict]:
     doc = parse_yaml(path.read_text())
-    skus = {name: Sku(name, int(v["vcpu"]), int(v["memory_gib"]), int(v.get("gpus", 0))) for name, v in doc["skus"].items()}
+    skus = {name: Sku(name, int(v["vcpu"]), int(v["memory_gib"]), int(v.get("gpus", 0)), str(v.get("arch", "amd64")))
+            for name, v in doc["skus"].items()}
     return skus, doc["aks_reservation"]
 
 

@@ -496,3 +496,19 @@ def test_ephemeral_storage_is_the_os_disk(repo_copy: Path, request_gib, os_disk,
     else:
         assert {f.rule for f in found} == {"capacity-pod-fits-node"} and all("os_disk_size_gb" in f.hint for f in found), \
             "\n".join(f.text() for f in found)
+
+
+@pytest.mark.parametrize("selector,placed", [
+    ("{kubernetes.io/arch: amd64, beta.kubernetes.io/os: linux, kubernetes.azure.com/role: agent, kubernetes.azure.com/os-sku: Ubuntu}", True),
+    ("{kubernetes.io/arch: arm64}", False),
+], ids=["labels-every-node-has", "another-architecture"])
+def test_labels_the_kubelet_and_aks_put_on_every_node_place_pods(repo_copy: Path, selector, placed):
+    """The kubelet labels each node with its os and arch (x86-64 sizes: amd64), AKS with its role and OS image family:
+    a pod that selects them lands wherever it would without them; one that selects another architecture lands nowhere."""
+    edit(repo_copy, "workloads/aurora-finetune.yaml", SAMPLE_WORKER_SPEC,
+         SAMPLE_WORKER_SPEC.replace("containers:", f"nodeSelector: {selector}\n            containers:"))
+    found = [f for f in validate_repository(repo_copy).findings if f.rule.startswith("capacity")]
+    if placed:
+        assert found == [], found
+    else:
+        assert found and all(f.rule == "capacity-pod-placement" and "kubernetes.io/arch=arm64" in f.message for f in found), found
