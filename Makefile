@@ -32,7 +32,7 @@ test-flux: tools
 test-faults: tools
 	$(PYTEST) -m "faults or harness" --junitxml=$(REPORTS)/faults.junit.xml
 
-# Every test: static gate tests, then behaviour on the embedded control plane. The tools are
+# Every test: the static gate tests and behaviour on the embedded control plane. The tools are
 # built first (about 25 minutes on a fresh machine, with progress), outside pytest's timeouts.
 test: tools
 	$(PYTEST) --backend=$(BACKEND) --junitxml=$(REPORTS)/tests.junit.xml

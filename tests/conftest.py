@@ -17,7 +17,7 @@ def pytest_addoption(parser):
         default=os.environ.get("RAY_KUEUE_BACKEND", "local"),
         choices=("local", "kind", "existing"),
         help="cluster backend for integration tests (env RAY_KUEUE_BACKEND): local (embedded control plane, "
-        "default), kind (the pinned kind and kindest/node 1.35 image, needs Docker) or existing (KUBECONFIG of a staging cluster)",
+        "default), kind (the pinned kind and kindest/node 1.35 image, needs Docker) or existing (RAY_KUEUE_KUBECONFIG of a staging cluster)",
     )
 
 

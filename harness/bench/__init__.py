@@ -1,4 +1,4 @@
 """Benchmarks: medians of several runs, against a reference measured in the same run.
 
-    python -m harness.bench validate|cluster|flux|scale
+    python -m harness.bench validate|cluster|flux|scale|rehearse
 """

@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from harness.core.errors import HarnessError, report
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.bench", description=__doc__,
@@ -26,6 +28,13 @@ def main(argv: list[str] | None = None) -> int:
     scale.add_argument("--runs", type=int, default=3, help="runs per N; the table shows medians (default 3)")
     scale.add_argument("--sizes", type=int, nargs="+", default=[100, 500, 1000], help="values of N (default 100 500 1000)")
     args = parser.parse_args(argv)
+    try:
+        return _run(args)
+    except HarnessError as err:  # a build, a cluster or versions.yaml that fails: one line, exit 2
+        return report("bench", err)
+
+
+def _run(args) -> int:
     if args.what == "validate":
         from harness.bench.validate import bench_validate
         bench_validate(args.runs)

@@ -8,7 +8,7 @@ KubeRay), creates the cluster's nodes from its Terraform pools (terraform/cluste
 applies its queue layer as Flux renders it (the objects of its Flux Kustomizations that this plane
 serves; the Flux and Helm objects themselves are left out: no Flux controllers run here), and
 prints `KUBECONFIG=<path>` once ready. SIGINT, SIGTERM and SIGHUP stop every process in order and
-keep the logs; exit 1 when a component dies or the start fails.
+keep the logs; exit 1 when a component dies, 2 when the start fails (a HarnessError, printed without a traceback).
 """
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def replicate(cluster: LocalCluster, name: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.cluster",
                                      description="Run the local cluster (etcd, kube-apiserver, kube-controller-manager, "
-                                                 "Kueue, KubeRay) until Ctrl-C.")
+                                                 "kube-scheduler, KWOK, Kueue, KubeRay) until Ctrl-C.")
     parser.add_argument("--workdir", type=Path, help="where certificates, data, the kubeconfig and logs go "
                                                      "(default: a new directory under build/cluster)")
     parser.add_argument("--cluster", default=DEFAULT_CLUSTER,
@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except (HarnessError, ApiException, OSError) as err:  # ProcessError, ClusterError, WaitTimeout, a workdir it cannot write
         say("cluster", f"failed: {err}")
-        return 1
+        return 2
     finally:
         try:
             cluster.stop()

@@ -42,9 +42,7 @@ def find_repo_root(env: dict[str, str] | None = None, cwd: Path | None = None) -
     env = os.environ if env is None else env
     if env.get(REPO_ENV):
         root = Path(env[REPO_ENV]).expanduser().resolve()
-        if not (root / "versions.yaml").is_file():
-            raise RuntimeError(f"${REPO_ENV}={env[REPO_ENV]}: no versions.yaml there (it must name a checkout of this repository)")
-        return root
+        return root  # without versions.yaml there, reading the pins says so (a HarnessError, not a failed import)
     source = Path(__file__).resolve().parents[2]
     if is_checkout(source):
         return source
@@ -59,8 +57,15 @@ REPO_ROOT = find_repo_root()
 VERSIONS_FILE = REPO_ROOT / "versions.yaml"
 
 
+class VersionsFileError(HarnessError, RuntimeError):
+    """versions.yaml is not where REPO_ROOT says (a $RAY_KUEUE_REPO that names no checkout)."""
+
+
 @functools.lru_cache(maxsize=None)
 def pins() -> dict:
+    if not VERSIONS_FILE.is_file():
+        named = f"${REPO_ENV}={os.environ[REPO_ENV]}: " if os.environ.get(REPO_ENV) else ""
+        raise VersionsFileError(f"{named}no versions.yaml in {REPO_ROOT} (it must name a checkout of this repository)")
     with VERSIONS_FILE.open() as fh:  # libyaml's loader where PyYAML has it: read on every gate start
         return yaml.load(fh, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 

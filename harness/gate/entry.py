@@ -3,11 +3,17 @@ their start-up (each loads a large binary and initialises the Kubernetes package
 the other core while Python imports the gate; then harness.gate.validate's command line runs."""
 from __future__ import annotations
 
+import sys
+
+from harness.core import HarnessError
 from harness.gate.helper import prestart
 
 
 def cli() -> None:
-    prestart("fluxbuild", "kubecheck")
-    from harness.gate.validate import cli as validate_cli  # the imports the helpers' start-up overlaps
-
+    try:
+        prestart("fluxbuild", "kubecheck")
+        from harness.gate.validate import cli as validate_cli  # the imports the helpers' start-up overlaps
+    except HarnessError as e:  # a setting its modules read (versions.yaml, $RAY_KUEUE_VERSIONS): the gate cannot run
+        sys.stderr.write(f"validate: {e}\n")
+        sys.exit(2)
     validate_cli()

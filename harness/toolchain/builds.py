@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.core import HarnessError, Ticker, cache_lock, cache_root, publish_dir, releases, say, versions
+from harness.core.errors import report
 
 STAMP = ".complete"
 
@@ -71,6 +72,9 @@ class GoTool:
     # A package variable set to the module version being built (-X), e.g. Kueue's GitVersion: read
     # when building, so a candidate selected through $RAY_KUEUE_VERSIONS reports its own version.
     version_var: str | None = None
+    # Kubernetes' own version stamps (-X gitVersion...), from the selected Kubernetes version: computed when building,
+    # so that importing the tool table reads no versions.yaml (a broken one is then a HarnessError of the command).
+    kube_version_stamps: bool = False
 
     @property
     def version(self) -> str:
@@ -86,6 +90,11 @@ class GoTool:
         if self.replaces:  # another dependency set is another build
             version += "-r" + hashlib.sha256(json.dumps(self.replaces, sort_keys=True).encode()).hexdigest()[:8]
         return version
+
+    def build_ldflags(self) -> tuple[str, ...]:
+        """-ldflags of the build: the recipe's, with the version stamps read from versions.yaml now."""
+        stamps = _kube_ldflags() if self.kube_version_stamps else ()
+        return self.ldflags + stamps + ((f"-X {self.version_var}={versions.module(self.pin)[1]}",) if self.version_var else ())
 
     @property
     def replaces(self) -> dict[str, str]:
@@ -144,7 +153,7 @@ class GoTool:
         staging.mkdir(parents=True)
         for binary, pkg in self.binaries.items():
             cmd = ["go", "build", "-v", "-trimpath", "-o", str(staging / binary)]
-            ldflags = self.ldflags + ((f"-X {self.version_var}={versions.module(self.pin)[1]}",) if self.version_var else ())
+            ldflags = self.build_ldflags()
             if ldflags:
                 cmd.append("-ldflags=" + " ".join(ldflags))
             cmd.append(pkg)
@@ -222,7 +231,7 @@ def _module_replaces(mod: str, version: str) -> list[str]:
 def _kube_ldflags() -> tuple[str, ...]:
     version = versions.module("kubernetes")[1]
     minor = version.split(".")[1]
-    flags = ["-s", "-w"]
+    flags = []
     for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
         flags += [f"-X {pkg}.gitVersion={version}", f"-X {pkg}.gitMajor=1", f"-X {pkg}.gitMinor={minor}"]
     flags.append("-X k8s.io/component-base/version.gitTreeState=clean")
@@ -253,13 +262,14 @@ TOOLS: dict[str, GoTool] = {
                 "kube-apiserver": "k8s.io/kubernetes/cmd/kube-apiserver",
                 "kube-controller-manager": "k8s.io/kubernetes/cmd/kube-controller-manager",
             },
-            _kube_ldflags(),
+            ("-s", "-w"),
+            kube_version_stamps=True,
         ),
         # Its own build directory, so adding it did not invalidate the cached apiserver build.
-        GoTool("kube-scheduler", "kubernetes", {"kube-scheduler": "k8s.io/kubernetes/cmd/kube-scheduler"}, _kube_ldflags()),
+        GoTool("kube-scheduler", "kubernetes", {"kube-scheduler": "k8s.io/kubernetes/cmd/kube-scheduler"}, ("-s", "-w"), kube_version_stamps=True),
         # The kind backend's CLIs: kubectl from the same Kubernetes module as the control plane (its
         # own build directory, so the cached apiserver build stays valid), kind from its module.
-        GoTool("kubectl", "kubernetes", {"kubectl": "k8s.io/kubernetes/cmd/kubectl"}, _kube_ldflags()),
+        GoTool("kubectl", "kubernetes", {"kubectl": "k8s.io/kubernetes/cmd/kubectl"}, ("-s", "-w"), kube_version_stamps=True),
         GoTool("kind", "kind", {"kind": "sigs.k8s.io/kind"}, ("-s", "-w")),
         GoTool("kwok", "kwok", {"kwok": "sigs.k8s.io/kwok/cmd/kwok"}, ("-s", "-w")),
         GoTool("etcd", "etcd", {"etcd": "go.etcd.io/etcd/server/v3"}, ("-s", "-w")),
@@ -321,9 +331,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         ensure(*names)
-    except HarnessError as err:
-        print(f"tool build failed: {err}", file=sys.stderr)
-        return 1
+    except (HarnessError, OSError) as err:  # a failed build, versions.yaml or a source directory that is not there
+        return report("build-tools", err, "tool build failed: ")
     return 0
 
 

@@ -928,3 +928,20 @@ def test_an_infrastructure_layer_with_a_health_check_on_kueue_is_in_order(repo_c
                                                                    "      kind: HelmRelease\n      name: kueue\n      namespace: flux-system\n")
     found = [f for f in validate_repository(repo_copy).findings if f.rule == "flux-layer-order"]
     assert found == [], "\n".join(f.text() for f in found)
+
+
+# Rules whose broken variant is a test of its own (a report path, the gate's configuration, Terraform wiring) rather than
+# a row of a table: the file that holds it.
+ELSEWHERE = {"file-read": "test_gate_robustness.py", "gate-config": "test_gate_fork_layout.py",
+             "capacity-unknown-sku": "test_capacity.py", "terraform-federated-subject": "test_capacity.py",
+             "terraform-cluster-vars": "test_terraform.py", "terraform-flux-configuration": "test_terraform.py"}
+
+
+def test_every_rule_has_a_broken_variant():
+    """The README's promise: each rule of the gate has a broken input that fails with it, at its file and line."""
+    from harness.gate.validate import RULE_IDS
+    from tests.static import test_capacity, test_gate_apiserver, test_queue_activity
+    tabled = {case[1] for table in (CORPUS, test_gate_apiserver.CASES, test_capacity.CASES, test_queue_activity.CASES) for case in table}
+    here = Path(__file__).parent
+    elsewhere = {rule for rule, name in ELSEWHERE.items() if f'"{rule}"' in (here / name).read_text()}
+    assert sorted(set(RULE_IDS) - tabled - elsewhere) == []

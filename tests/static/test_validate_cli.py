@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 
@@ -55,3 +58,18 @@ def test_readme_rule_table_is_generated_from_the_code():
     block = readme.split("<!-- rules:begin -->\n", 1)[1].split("<!-- rules:end -->", 1)[0]
     assert block == rule_table(), "README's rule table is stale: paste `scripts/validate --list-rules` between the markers"
     assert len(RULE_IDS) == sum(len(r) for r in RULE_SOURCES.values()), "two modules define the same rule id"
+
+
+@pytest.mark.parametrize("setting,said", [
+    ({"RAY_KUEUE_VERSIONS": "/nonexistent"}, "$RAY_KUEUE_VERSIONS: '/nonexistent' is not COMPONENT=VERSION"),
+    ({"RAY_KUEUE_VERSIONS": "kueue=v9"}, "kueue v9 is neither the pin nor a candidate"),
+    ({"RAY_KUEUE_REPO": "/nonexistent"}, "$RAY_KUEUE_REPO=/nonexistent: no versions.yaml in /nonexistent"),
+], ids=["selection-not-a-pair", "selection-unknown-version", "repo-not-a-checkout"])
+@pytest.mark.parametrize("command", [["ray-kueue-validate", str(REPO_ROOT)], ["ray-kueue-bench", "validate", "--runs", "1"]],
+                         ids=["validate", "bench"])
+def test_a_setting_the_harness_reads_at_start_is_one_line_and_exit_two(setting, said, command):
+    """Read while the modules load (versions.yaml, the version selection): one line naming the setting, exit 2 (could
+    not run), never a traceback with exit 1, which means findings."""
+    proc = subprocess.run([str(Path(sys.executable).parent / command[0]), *command[1:]], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, **setting})
+    assert proc.returncode == 2 and said in proc.stderr and "Traceback" not in proc.stderr, proc.stderr

@@ -212,7 +212,7 @@ def test_kind_and_kubectl_are_built_from_their_pins():
     assert kubectl.pin == tools.tool("kube").pin == "kubernetes"
     assert kubectl.binaries == {"kubectl": "k8s.io/kubernetes/cmd/kubectl"}
     assert kubectl.version == versions.module("kubernetes")[1]
-    assert f"-X k8s.io/client-go/pkg/version.gitVersion={kubectl.version}" in kubectl.ldflags
+    assert f"-X k8s.io/client-go/pkg/version.gitVersion={kubectl.version}" in kubectl.build_ldflags()
 
 
 # -- upgrade candidates (make rehearse) -----------------------------------------------------------
