@@ -64,6 +64,14 @@ def keep_once(unique: dict, f: Finding) -> bool:
     return False
 
 
+def distinct(found: list[Finding]) -> int:
+    """How many findings `found` are once repeats from other contexts are merged as `keep_once` merges them."""
+    unique: dict = {}
+    for f in found:
+        keep_once(unique, f)
+    return len(unique)
+
+
 def one_line(text: str) -> str:
     """`text` with its line breaks written as \\n (and other control characters as escapes)."""
     return "".join(c if c.isprintable() or c == "\t" else c.encode("unicode_escape").decode() for c in text)

@@ -30,7 +30,7 @@ from harness.gate import schema_check
 from harness.gate import subnets, terraform, terraform_checks
 from harness.gate import kubernetes_version, version_rules
 from harness.gate import formats
-from harness.gate.findings import Finding, keep_once, one_line
+from harness.gate.findings import Finding, distinct, keep_once, one_line
 from harness.gate import render
 from harness.gate.render import FluxBuild, render_repository
 from harness.gate.sources import Sources, in_namespace_of, resource_id
@@ -233,15 +233,15 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
     timings["schema"] = time.monotonic() - t  # what was left to wait for once the rules were done
     timings["total"] = time.monotonic() - t0
 
-    unique, suppressed = {}, 0
+    unique, hidden = {}, []  # hidden: what `disable` entries kept out, counted as reported (once however many builds)
     for name, found in per_area.items():
         kept, _ = gate_config.apply(found)
-        suppressed += len(found) - len(kept)
+        hidden += [f for f in found if f not in kept]
         for f in kept:
             if keep_once(unique, f):
                 areas[name].findings += 1  # counted where it was first found
     return Report(sorted(unique.values()), sorted(RULE_IDS), len(builds) + sum(len(c.flux) for c in clusters),
-                  len(rendered) + len(validated), timings, list(areas.values()), gate_config.apply([])[1], suppressed)
+                  len(rendered) + len(validated), timings, list(areas.values()), gate_config.apply([])[1], distinct(hidden))
 
 
 def summary_table(report: Report) -> str:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from harness.core.versions import REPO_ROOT
+from harness.gate import validate_repository
 
 pytestmark = pytest.mark.static
 VALIDATE = REPO_ROOT / "scripts" / "validate"
@@ -318,3 +319,17 @@ def test_the_disabled_rule_is_in_every_machine_report(fleet, tmp_path):
     assert [c.find("skipped").get("message") for c in skipped] == [said]
     (invocation,) = json.loads(reports["sarif"].read_text())["runs"][0]["invocations"]
     assert [n["message"]["text"] for n in invocation["toolConfigurationNotifications"]] == [said]
+
+
+def test_a_disabled_finding_of_several_clusters_counts_once(repo_copy):
+    """A finding found in several builds is one finding naming each place; a `disable` entry that keeps it out keeps out
+    one, not one per build (here a warning of a sample both clusters run)."""
+    sample = repo_copy / "workloads/aurora-finetune.yaml"
+    sample.write_text(sample.read_text().replace("        replicas: 1\n        minReplicas: 1\n        maxReplicas: 1\n",
+                                                 "        replicas: 2\n        minReplicas: 1\n        maxReplicas: 1\n", 1))
+    warned = [f for f in validate_repository(repo_copy).findings if f.rule == "kueue-idle-quota"]
+    assert len(warned) == 1 and "dev-westus3" in warned[0].context and "prod-eastus2" in warned[0].context, warned
+    (repo_copy / ".ray-kueue-gate.yaml").write_text(
+        "disable:\n  - rules: [kueue-idle-quota]\n    path: workloads/aurora-finetune.yaml\n    reason: sized by hand\n")
+    report = validate_repository(repo_copy)
+    assert [f for f in report.findings if f.rule == "kueue-idle-quota"] == [] and report.suppressed == 1, report.suppressed
