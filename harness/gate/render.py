@@ -112,14 +112,20 @@ class FluxBuild:
         return lambda: {r["id"]: r for r in answer.result()}
 
 
-def substituted_dirs(root: Path, clusters: list[ClusterRender]) -> set[str]:
+def substituted_dirs(root: Path, clusters: list[ClusterRender], builds: list = ()) -> set[str]:
     """The directories (repository-relative) a Flux Kustomization with spec.postBuild builds: kustomize-controller
-    replaces the ${VAR}s of their objects, which the gate checks as substituted in that cluster's render."""
+    replaces the ${VAR}s of their objects, which the gate checks as substituted in that cluster's render. Those a
+    plain build's Flux Kustomizations name count too (an entry point that is no cluster of the gate's, such as
+    clusters/local/entry): Flux substitutes them as well."""
+    substituting = [b.flux_kustomization for c in clusters for b in c.flux if b.flux_kustomization]
+    substituting += [o for b in builds for o in b.objects if is_flux_kustomization(o)]
     out: set[str] = set()
-    for c in clusters:
-        for b in c.flux:
-            if b.flux_kustomization and isinstance(as_map(b.flux_kustomization.get("spec")).get("postBuild"), dict):
-                out |= {d.relative_to(root).as_posix() for d in reachable_dirs(root, root / b.dir) if d.is_relative_to(root)}
+    for ks in substituting:
+        spec = as_map(ks.get("spec"))
+        if isinstance(spec.get("postBuild"), dict) and isinstance(spec.get("path"), str):
+            start = (root / spec["path"].lstrip("/")).resolve()
+            if start.is_relative_to(root.resolve()) and start.is_dir():
+                out |= {d.relative_to(root).as_posix() for d in reachable_dirs(root, start) if d.is_relative_to(root)}
     return out
 
 

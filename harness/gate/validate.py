@@ -175,7 +175,7 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
     warnings = beside("rules", lambda: kustomize_warnings.repository_warnings(ctx, root, clusters) + probed())
     # The rendered objects go to the helper's checks now too; the samples and variables follow once the rules made them.
     # A ${VAR} in a directory Flux substitutes is checked as substituted, in the cluster's render, not as written.
-    substituted = render.substituted_dirs(root, clusters)
+    substituted = render.substituted_dirs(root, clusters, builds)
     rendered = [(b, o, None) for b in builds if not b.error for o in b.objects if not (b.dir in substituted and render.has_variable(o))]
     rendered += [(fb, o, None) for c in clusters for fb in c.flux for o in fb.objects]
     manager_for = kueue_fit.managers(root, clusters)  # per build, the Kueue manager its objects meet

@@ -49,6 +49,20 @@ def test_a_substituted_value_the_apiserver_refuses_is_found(repo_copy):
     assert (found[0].file, found[0].line) == (f"{PROD}/queues/kustomization.yaml", 10), found  # the patch writing ${TEAM_GPU_QUOTA}
 
 
+@pytest.mark.parametrize("default,refused", [("1000", False), ("high", True)])
+def test_a_variable_with_a_default_in_a_shared_base_is_judged_as_every_flux_layer_substitutes_it(repo_copy, default, refused):
+    """base/ is built by the clusters' queue layers and by clusters/local/entry's (the harness's cluster, no cluster of the
+    gate's): every one substitutes ${VAR:=default}, so the plain builds do not judge the text, the clusters' renders judge
+    the value."""
+    edit(repo_copy, "base/priority-classes.yaml", "value: 1000", "value: ${HIGH_PRIORITY:=%s}" % default)
+    found = validate_repository(repo_copy).findings
+    if refused:
+        assert [(f.rule, f.file) for f in found] == [("api-validation", "base/priority-classes.yaml")], found
+        assert "dev-westus3" in found[0].context and "prod-eastus2" in found[0].context, found[0].context
+    else:
+        assert found == [], "\n".join(f.text() for f in found)
+
+
 def test_the_pinned_chart_from_an_oci_helm_repository_is_clean(repo_copy):
     edit(repo_copy, KUEUE, "kind: OCIRepository\nmetadata:\n  name: kueue\n  namespace: flux-system\nspec:\n  interval: 24h\n"
          "  url: oci://mcr.microsoft.com/aks/ai-runtime/helm/kueue\n  ref:\n    tag: 0.17.1\n  layerSelector:\n"
