@@ -1,4 +1,4 @@
-"""kustomize-rename: a kustomization's namePrefix or nameSuffix renames objects that others refer to by
+"""kustomize-rename: a kustomization's (or a Flux Kustomization's spec.) namePrefix or nameSuffix renames objects that others refer to by
 a name kustomize does not rewrite; flux-target-namespace: a Flux Kustomization's targetNamespace moves
 the objects the samples use out of the samples' namespace.
 
@@ -30,12 +30,24 @@ RULES = {
 
 @dataclass
 class _Rename:
-    file: str  # the kustomization.yaml
+    file: str  # the kustomization.yaml, or the file of a Flux Kustomization (its spec.namePrefix/nameSuffix)
     key: str  # namePrefix or nameSuffix (the first the file sets)
     prefix: str
     suffix: str
     renamed: dict[tuple[str, str], str] = field(default_factory=dict)  # (kind, old name) -> new name
     references: dict[tuple[str, str], list[str]] = field(default_factory=dict)  # (kind, old name) -> references left to it
+    path: tuple[str, ...] = ()  # where the key is written: (key,) in a kustomization, ("spec", key) in a Flux Kustomization
+    doc_line: int | None = None  # the Flux Kustomization's document in its file
+    cluster: str | None = None  # the cluster whose layer a Flux Kustomization renames
+
+    def rename(self, objects) -> "_Rename":
+        """Notes which of `objects` (the build's) carry the prefix and suffix, by their name before it."""
+        prefix, suffix = self.prefix, self.suffix
+        for o in objects:
+            name = as_map(o.get("metadata")).get("name")
+            if isinstance(name, str) and len(name) > len(prefix) + len(suffix) and name.startswith(prefix) and name.endswith(suffix):
+                self.renamed[(str(o.get("kind")), name[len(prefix):len(name) - len(suffix)])] = name
+        return self
 
 
 @dataclass
@@ -61,7 +73,14 @@ class Renames:
         self._moves: list[_Move] = []
         for cluster in clusters:
             for b in cluster.flux:
-                target = as_map(as_map(b.flux_kustomization).get("spec")).get("targetNamespace")
+                spec = as_map(as_map(b.flux_kustomization).get("spec"))
+                affixes = [spec.get(k) if isinstance(spec.get(k), str) else "" for k in ("namePrefix", "nameSuffix")]
+                if any(affixes) and not b.error:  # kustomize-controller writes them into the layer's kustomization
+                    file, doc_line = sources.locate(b.flux_kustomization, (f"clusters/{cluster.name}/",))
+                    key = "namePrefix" if affixes[0] else "nameSuffix"
+                    rename = _Rename(file, key, *affixes, path=("spec", key), doc_line=doc_line, cluster=cluster.name).rename(b.objects)
+                    self._renames += [rename] if rename.renamed else []
+                target = spec.get("targetNamespace")
                 if isinstance(target, str) and target and not b.error:
                     file, doc_line = sources.locate(b.flux_kustomization, (f"clusters/{cluster.name}/",))
                     objects = {(str(o.get("kind")), str(as_map(o.get("metadata")).get("name"))) for o in b.objects
@@ -82,11 +101,8 @@ class Renames:
                 self._moves.append(_Move("kustomize-namespace", None, doc.file, line_at(root, doc.file, doc.line, ["namespace"]), target, objects))
             if not (prefix or suffix) or build is None:
                 continue
-            rename = _Rename(doc.file, "namePrefix" if prefix else "nameSuffix", prefix, suffix)
-            for o in build.objects:
-                name = as_map(o.get("metadata")).get("name")
-                if isinstance(name, str) and len(name) > len(prefix) + len(suffix) and name.startswith(prefix) and name.endswith(suffix):
-                    rename.renamed[(str(o.get("kind")), name[len(prefix):len(name) - len(suffix)])] = name
+            key = "namePrefix" if prefix else "nameSuffix"
+            rename = _Rename(doc.file, key, prefix, suffix, path=(key,)).rename(build.objects)
             if rename.renamed:
                 self._renames.append(rename)
 
@@ -131,10 +147,11 @@ class Renames:
             renamed = ", ".join(f"{kind} {old} -> {r.renamed[(kind, old)]}" for kind, old in sorted(r.references))
             left = [ref for key in sorted(r.references) for ref in r.references[key]]
             out.append(Finding(
-                r.file, line_at(self.root, r.file, None, [r.key]), "", "kustomize-rename",
+                r.file, line_at(self.root, r.file, r.doc_line, list(r.path)), "", "kustomize-rename",
                 f"{affix} renames {renamed}, but kustomize does not rewrite the names these are referred to by: "
                 f"{len(left)} reference(s) now name nothing: {'; '.join(left)}",
                 "drop the prefix/suffix and name the objects themselves, or rename every reference with them (the LocalQueues' "
                 "spec.clusterQueue, the ClusterQueues' flavor names, the queue and ServiceAccount the samples use, in "
-                "samples.yaml and workloads/); kustomize's `configurations:` nameReference entries cover the Kueue fields only"))
+                "samples.yaml and workloads/); kustomize's `configurations:` nameReference entries cover the Kueue fields only",
+                f"cluster {r.cluster}" if r.cluster else ""))
         return out

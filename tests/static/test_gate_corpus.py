@@ -438,6 +438,8 @@ CORPUS = [
      lambda r: edit(r, f"{PROD}/queues.yaml", "  prune: true\n", "  prune: true\n  targetNamespace: ray-prod\n"), 16),
     ("overlay-namespace", "kustomize-namespace", "overlays/team-queues/kustomization.yaml",
      lambda r: edit(r, "overlays/team-queues/kustomization.yaml", "resources:", "namespace: ml\nresources:"), 5),
+    ("flux-name-prefix-on-queues", "kustomize-rename", f"{PROD}/queues.yaml",
+     lambda r: edit(r, f"{PROD}/queues.yaml", "  path: ./clusters/prod-eastus2/queues\n", "  path: ./clusters/prod-eastus2/queues\n  namePrefix: prod-\n"), 21),
     ("name-prefix-on-queues", "kustomize-rename", "overlays/team-queues/kustomization.yaml",
      lambda r: edit(r, "overlays/team-queues/kustomization.yaml", "resources:", "namePrefix: prod-\nresources:"), 5),
     # The Kueue manager's configuration, loaded as the pinned manager loads it at start (kueue_manager.py).
