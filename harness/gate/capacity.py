@@ -329,7 +329,7 @@ class _Check:
             return self._flavor_finding(key[1], _follow_ons(covered))
         if key[0] == "component":
             dirs = [self.cluster.entry.dir, *(b.dir for b in self.cluster.flux), *self.config.queue_overlays]
-            return sku_component.root_finding(self.root, self.cluster, dirs, key[1], key[2], self.pools, _follow_ons(covered), self.ctx)
+            return sku_component.root_finding(self.root, self.cluster, dirs, *key[1:3], self.pools, _follow_ons(covered), self.ctx, self.sources.locate)
         pool = self._pool(key[1])
         origin = pool.count_origin
         file, line = (origin.file, origin.line) if origin else (pool.file, pool.line)

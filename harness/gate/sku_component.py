@@ -92,15 +92,32 @@ def sizes_queues(root: Path, cluster: ClusterRender, top: str, want: str) -> boo
     return bool(before) and all(after.get(name) != groups for name, groups in before.items())
 
 
+def flux_included_at(root: Path, cluster: ClusterRender, component: str, locate) -> tuple[str, int | None] | None:
+    """(file, line) of the spec.components entry of one of the cluster's Flux Kustomizations that names `component`
+    (kustomize-controller adds them after the kustomization's own, so theirs win); `locate`: Sources.locate."""
+    target = (root / COMPONENTS_DIR / component).resolve()
+    for b in cluster.flux:
+        for i, entry in enumerate(as_list(as_map(as_map(b.flux_kustomization).get("spec")).get("components"))):
+            if isinstance(entry, str) and "\0" not in entry and (root / b.dir / entry).resolve() == target:
+                file, doc_line = locate(b.flux_kustomization, (f"clusters/{cluster.name}/",))
+                return file, line_at(root, file, doc_line, ["spec", "components", i])
+    return None
+
+
 def root_finding(root: Path, cluster: ClusterRender, dirs: list[str], used: str, want: str, pools: list[Pool],
-                 follow_ons: list[str], context: str) -> Finding:
-    """The finding for a cluster that includes component `used` while its pools are `want`'s SKU."""
-    file, line, top = included_at(root, dirs, used) or (f"{COMPONENTS_DIR}/{used}/kustomization.yaml", None, None)
+                 follow_ons: list[str], context: str, locate) -> Finding:
+    """The finding for a cluster that includes component `used` while its pools are `want`'s SKU (`locate`:
+    Sources.locate, for a Flux Kustomization's own spec.components)."""
+    flux = flux_included_at(root, cluster, used, locate)
+    file, line, top = (*flux, None) if flux else \
+        included_at(root, dirs, used) or (f"{COMPONENTS_DIR}/{used}/kustomization.yaml", None, None)
     sized = "; ".join(p.where() + (f" ({p.vm_size_origin.text} at {p.vm_size_origin.where()})" if p.vm_size_origin else "")
                       for p in pools if component_of(p.vm_size) == want)
     own = top and file.rpartition("/")[0] == top
     sizes = sizes_queues(root, cluster, top, want) if top else None
-    if sizes is False:
+    if flux:
+        fix = f"name {COMPONENTS_DIR}/{want} instead of {COMPONENTS_DIR}/{used} in this Flux Kustomization's spec.components (or drop the entry)"
+    elif sizes is False:
         fix = (f"{COMPONENTS_DIR}/{want} does not size these ClusterQueues (with it, kustomize leaves their quotas as they are: "
                f"its patches select none of them): add patches for them to it, as {COMPONENTS_DIR}/{used} has, or use a queue "
                f"layout it sizes")
