@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -30,7 +31,7 @@ func controllerErrors(u *unstructured.Unstructured) []fieldError {
 			return errs
 		}
 		checks = []func() error{
-			func() error { return utils.ValidateRayJobMetadata(job.ObjectMeta) },
+			func() error { return atName(utils.ValidateRayJobMetadata(job.ObjectMeta)) },
 			func() error {
 				err := utils.ValidateRayJobSpec(job)
 				queued := jobframework.QueueNameForObject(job) != ""
@@ -52,7 +53,7 @@ func controllerErrors(u *unstructured.Unstructured) []fieldError {
 			return errs
 		}
 		checks = []func() error{
-			func() error { return utils.ValidateRayClusterMetadata(cluster.ObjectMeta) },
+			func() error { return atName(utils.ValidateRayClusterMetadata(cluster.ObjectMeta)) },
 			func() error { return utils.ValidateRayClusterSpec(&cluster.Spec, cluster.Annotations) },
 			func() error { return utils.ValidateRayClusterUpgradeOptions(cluster) },
 		}
@@ -62,16 +63,34 @@ func controllerErrors(u *unstructured.Unstructured) []fieldError {
 			return errs
 		}
 		checks = []func() error{
-			func() error { return utils.ValidateRayServiceMetadata(service.ObjectMeta) },
+			func() error { return atName(utils.ValidateRayServiceMetadata(service.ObjectMeta)) },
 			func() error { return utils.ValidateRayServiceSpec(service) },
 		}
 	}
 	for _, validate := range checks {
 		if err := validate(); err != nil {
-			return []fieldError{{Type: "Invalid", Detail: err.Error(), Message: err.Error()}}
+			var at fieldOf
+			field := ""
+			if errors.As(err, &at) {
+				field = at.field
+			}
+			return []fieldError{{Field: field, Type: "Invalid", Detail: err.Error(), Message: err.Error()}}
 		}
 	}
 	return nil
+}
+
+// fieldOf is a KubeRay error whose field its message does not name (the metadata checks judge only metadata.name).
+type fieldOf struct {
+	error
+	field string
+}
+
+func atName(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fieldOf{err, "metadata.name"}
 }
 
 // submissionModeError: a submissionMode that is none of KubeRay's modes passes its validation (the CRD has no enum), but
