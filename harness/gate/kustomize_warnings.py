@@ -96,11 +96,14 @@ def build_error(root: Path, build: Build) -> Finding:
     if kustomization_file(root / build.dir) is not None and f"evalsymlink failure on '{build.dir}'" in build.error:
         # The checkout has it and the build read none of it: the artifact source-controller packs leaves it out.
         top = build.dir.split("/")[0]
+        kept_at = _line_of(root / ".sourceignore", f"!/{top}/")
+        fix = (f"`!/{top}/` at .sourceignore:{kept_at} keeps it, but a pattern after that line leaves it out again (the last "
+               "pattern that matches a path decides): remove or narrow that pattern") if kept_at else \
+            (f"keep it in the artifact: add `!/{top}/` to .sourceignore (it lists what the artifact holds), or move it under "
+             "a directory the artifact keeps")
         return Finding(file, line, "", "kustomize-build",
                        f"{build.error.strip()} — {build.dir} is in the checkout but not in the artifact source-controller packs: "
-                       ".sourceignore (or the default exclusions) leaves it out, so Flux never sees it",
-                       f"keep it in the artifact: add `!/{top}/` to .sourceignore (it lists what the artifact holds), or move it under "
-                       "a directory the artifact keeps", build.id)
+                       ".sourceignore (or the default exclusions) leaves it out, so Flux never sees it", fix, build.id)
     recursed = re.findall(r"recursed accumulation of path '([^']+)'", build.error)
     inner = next((d for d in (root / recursed[-1], root / build.dir / recursed[-1]) if kustomization_file(d)), None) if recursed else None
     if inner is not None and inner.resolve().is_relative_to(root.resolve()) and inner.resolve() != (root / build.dir).resolve():
@@ -112,6 +115,14 @@ def build_error(root: Path, build: Build) -> Finding:
                        f"fix {rel} as the message says (a JSON patch path must exist in every object its target selects); "
                        "each kustomization that includes it fails until then", build.id)
     return Finding(file, line, "", "kustomize-build", build.error.strip(), _build_hint(build), build.id)
+
+
+def _line_of(path: Path, text: str) -> int | None:
+    """The number of the first line of `path` that is `text` (surrounding blanks aside); None when none is."""
+    try:
+        return next((i for i, line in enumerate(path.read_text(errors="replace").splitlines(), 1) if line.strip() == text), None)
+    except OSError:
+        return None
 
 
 def _pointer_line(path: Path, error: str) -> int | None:

@@ -125,3 +125,10 @@ def test_one_clusters_flux_patches_stay_on_that_cluster(repo_copy):
     assert tags == {"dev-westus3": "v0.17.0", "prod-eastus2": "v0.17.1"}, tags
     found = [(f.rule, f.context) for f in validate_repository(repo_copy).findings]
     assert found == [("versions-drift", "cluster dev-westus3: Kustomization/flux-system/infra-controllers")], found
+
+
+def test_a_layer_sourceignore_keeps_and_then_leaves_out_points_past_the_line_that_keeps_it(repo_copy):
+    """`!/base/` is there already; a pattern appended after it leaves base/ out again: the hint says so, not "add it"."""
+    (repo_copy / ".sourceignore").write_text((repo_copy / ".sourceignore").read_text() + "/base/\n")
+    found = [f for f in validate_repository(repo_copy).findings if f.rule == "kustomize-build"]
+    assert found and all("`!/base/` at .sourceignore:3 keeps it, but a pattern after that line" in f.hint for f in found), found
