@@ -24,9 +24,12 @@ values entry that holds the value the apiserver quotes, else the HelmRelease's `
 """
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from pathlib import Path
+
+import yaml
 
 from harness.core import HarnessError
 from harness.gate import schema_check, schemas
@@ -37,6 +40,9 @@ from harness.gate.helper import helper
 from harness.gate.sources import as_list, as_map
 
 RULES = {
+    "helm-values-unused": "(warning) every key a HelmRelease's values write is one its chart reads: a key the chart's values.yaml does "
+                          "not have and whose removal changes nothing Helm renders (a typo such as managerConfg) is dropped without "
+                          "a word, and what it meant to set keeps the chart's default",
     "helm-values": "each HelmRelease of a chart the pinned modules carry (Kueue's) renders with its values as helm-controller renders "
                    "it (Helm's own engine and the chart's values schema) into objects the apiserver accepts (its own create "
                    "validation); else the install or upgrade fails and the layers that dependsOn it wait",
@@ -114,7 +120,51 @@ def helm_rules(ctx, root: Path, clusters: list) -> list[Finding]:
             shown = "; ".join(why[:3]) + (f"; and {len(why) - 3} more" if len(why) > 3 else "")
             out.append(at(list(path), f"it renders {'an object' if len(why) == 1 else f'{len(why)} objects'} the apiserver refuses, "
                                       f"so the release fails: {shown}"))
-    return out + _health_checks(ctx, root, releases, answers)
+    return out + _health_checks(ctx, root, releases, answers) + _unused(ctx, root, releases, answers)
+
+
+def _unused(ctx, root: Path, releases: list, answers: dict) -> list[Finding]:
+    """helm-values-unused: values keys the chart's values.yaml does not know (below a mapping it fills in; one it leaves
+    empty, such as nodeSelector, takes any key) that change nothing when left out, as Helm's own rendering shows."""
+    out, renders = [], {}
+    for index, build, hr, pin, key in releases:
+        if answers[key].get("error"):
+            continue
+        request = json.loads(key)
+        try:
+            defaults = as_map(yaml.safe_load((Path(request["chart"]) / "values.yaml").read_text()))
+        except (OSError, yaml.YAMLError):
+            continue
+        for path, known in _unknown_keys(request["values"], defaults, []):
+            without = json.loads(key)
+            parent = without["values"]
+            for step in path[:-1]:
+                parent = parent[step]
+            del parent[path[-1]]
+            probe = json.dumps(without, sort_keys=True)
+            if probe not in renders:
+                renders[probe] = helper().submit("helm", HelmError, helm=without, kubernetes_version=schema_check.KUBERNETES_VERSION)
+            if renders[probe].result().get("objects") != answers[key].get("objects"):
+                continue  # a template reads it (a key the chart's values.yaml leaves out): not unused
+            close = difflib.get_close_matches(str(path[-1]), known, n=1)
+            out.append(finding_at(ctx, root, hr, build, ["spec", "values", *path], "helm-values-unused",
+                                  f"values.{'.'.join(map(str, path))} is read by no template of the {pin} chart "
+                                  f"{answers[key].get('version')}: Helm renders the same without it, so what it sets keeps the "
+                                  f"chart's default" + (f" (did you mean {'.'.join(map(str, [*path[:-1], close[0]]))}?)" if close else ""),
+                                  "spell the key as the chart's values.yaml does, or remove it", cluster=index.cluster.name, severity="warning"))
+    return out
+
+
+def _unknown_keys(values, defaults, path: list):
+    """(path, the keys the chart knows there) of each key of `values` that the mapping of `defaults` at the same place
+    lacks, when that mapping is not empty (an empty one, like nodeSelector: {}, takes any key)."""
+    if not isinstance(values, dict) or not isinstance(defaults, dict) or not defaults:
+        return
+    for k, v in values.items():
+        if k not in defaults:
+            yield [*path, k], [str(d) for d in defaults]
+        else:
+            yield from _unknown_keys(v, defaults[k], [*path, k])
 
 
 def _health_checks(ctx, root: Path, releases: list, answers: dict) -> list[Finding]:

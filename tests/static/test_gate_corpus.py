@@ -420,6 +420,7 @@ CORPUS = [
     ("kueue-excludes-gpus", "kueue-excluded-resource", KUEUE,
      lambda r: edit(r, KUEUE, "        integrations:\n", "        resources:\n          excludeResourcePrefixes: [nvidia.com/]\n        integrations:\n"), 72),
     # The Kueue chart rendered with the HelmRelease's values by Helm's engine, its objects through the apiserver's validation.
+    ("kueue-values-key-typo", "helm-values-unused", KUEUE, lambda r: edit(r, KUEUE, "      tolerations:\n", "      toleration:\n"), 51, "warning"),
     ("kueue-values-toleration-typo", "helm-values", KUEUE, lambda r: edit(r, KUEUE, "          effect: NoSchedule\n", "          effect: NoSchedul\n"), 54),
     ("kueue-values-bad-quantity", "helm-values", KUEUE,
      lambda r: edit(r, KUEUE, "          tag: v0.17.1\n", "          tag: v0.17.1\n        resources:\n          limits:\n            cpu: 2 cores\n"), 52),

@@ -80,3 +80,21 @@ def test_values_for_another_chart_version_are_not_judged_with_the_pinned_chart(r
     assert {f.rule for f in validate_repository(repo_copy).findings} == {"helm-values"}
     edit(repo_copy, KUEUE, "    tag: 0.17.1\n", "    tag: 0.18.0\n")
     assert {f.rule for f in validate_repository(repo_copy).findings} == {"versions-drift"}
+
+
+@pytest.mark.parametrize("at,values,unused", [
+    ("  values:\n", "    managerConfg:\n      controllerManagerConfigYaml: x\n", ["managerConfg"]),
+    ("    controllerManager:\n", "      podAnnotations: {team: ml}\n", ["controllerManager.podAnnotations"]),
+    ("    controllerManager:\n", "      nodeSelector: {kubernetes.azure.com/mode: system, team: ml}\n", []),
+], ids=["a-key-no-template-reads", "a-key-at-the-wrong-level", "keys-of-a-map-the-chart-leaves-empty"])
+def test_values_keys_the_chart_never_reads_are_a_warning_at_them(repo_copy, at, values, unused):
+    """A key the chart's values.yaml lacks is unused only when Helm renders the same without it: a typo is dropped without
+    a word (managerConfg would drop the repository's FinishOrphanedWorkloads setting; the chart reads podAnnotations
+    under controllerManager.manager); keys under a map the chart leaves empty (nodeSelector) are the user's to choose."""
+    from harness.gate.validate import validate_repository
+    from tests.static.test_gate_corpus import KUEUE, edit
+
+    edit(repo_copy, KUEUE, at, at + values)
+    found = [f for f in validate_repository(repo_copy).findings if f.rule == "helm-values-unused"]
+    assert [f.message.split(" ")[0].removeprefix("values.") for f in found] == unused, found
+    assert all(f.severity == "warning" and f.file == KUEUE for f in found), found
