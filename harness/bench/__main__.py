@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from harness.core.errors import HarnessError, report
+from harness.core import HarnessError, report_error
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _run(args)
     except HarnessError as err:  # a build, a cluster or versions.yaml that fails: one line, exit 2
-        return report("bench", err)
+        return report_error("bench", err)
 
 
 def _run(args) -> int:

@@ -289,7 +289,7 @@ class _Check:
         for cq in {id(cq): cq for cq, _ in quotas}.values():
             at.setdefault(self.locate(cq, _quota_field(cq, subset, res)), []).append(cq)
         findings = [Finding(file, line, resource_id(cqs[0]), "capacity-quota",
-                            f"cluster {self.cluster.name}: {'ClusterQueues ' if len(cqs) > 1 else 'ClusterQueue '}"
+                            f"cluster {self.cluster.name}: {' and '.join(kinds := sorted({c['kind'] for c in cqs}))}{'s' * (len(cqs) > len(kinds) == 1)} "
                             f"{', '.join(cq['metadata']['name'] for cq in cqs)} {who} {res}: declared nominal quota "
                             f"{format_quantity(res, total)} in total ({per_queue}) exceeds the real capacity{scaled} "
                             f"{format_quantity(res, cap)} of {whose} ({pools_text}; tfvars {self.rel}); admitted workloads would pend forever",

@@ -20,8 +20,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.core import HarnessError, Ticker, cache_lock, cache_root, publish_dir, releases, say, versions
-from harness.core.errors import report
+from harness.core import HarnessError, Ticker, cache_lock, cache_root, publish_dir, releases, report_error, say, versions
 
 STAMP = ".complete"
 
@@ -332,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         ensure(*names)
     except (HarnessError, OSError) as err:  # a failed build, versions.yaml or a source directory that is not there
-        return report("build-tools", err, "tool build failed: ")
+        return report_error("build-tools", err, "tool build failed: ")
     return 0
 
 
