@@ -6,13 +6,15 @@ from dataclasses import replace
 
 from harness.gate.findings import Finding
 from harness.gate.render import ClusterRender, is_flux_kustomization
-from harness.gate.sources import as_list, as_map, name_key
+from harness.gate.sources import as_list, as_map, kustomization_file, name_key
 
 RULES = {
     "flux-source-ref": "every Flux Kustomization's sourceRef and HelmRelease's chart source names a source of the cluster",
     "flux-prune": "the Flux Kustomization that applies the queues prunes (the layout switch relies on it)",
     "flux-suspended": "(warning) no Flux Kustomization, HelmRelease or source of a cluster is committed with spec.suspend: true; "
                       "Flux would not apply what the commit changes in it",
+    "flux-other-cluster-path": "(warning) a cluster's Flux Kustomization builds no other cluster's layer while the cluster's own "
+                               "directory of that name goes unbuilt (a cluster folder copied without its paths)",
 }
 
 SOURCE_API = "source.toolkit.fluxcd.io"
@@ -45,7 +47,7 @@ def flux_rules(ctx, cluster: ClusterRender) -> list[Finding]:
                                        f"(its {target[0]} objects: {', '.join(have) or 'none'})",
                                        f"name one of the cluster's {target[0]} objects, in the namespace of the referencing object unless the "
                                        "reference sets one", cluster=cluster.name, field=f"{where}.name"))
-    out += _release_dependencies(ctx, cluster, builds)
+    out += _release_dependencies(ctx, cluster, builds) + _other_clusters_layers(ctx, cluster, builds)
     for build in cluster.flux:
         ks = build.flux_kustomization or {}
         queues = sorted({o.get("kind") for o in build.objects if o.get("kind") in QUEUE_KINDS})
@@ -64,6 +66,28 @@ def flux_rules(ctx, cluster: ClusterRender) -> list[Finding]:
                                 "remove spec.suspend (suspend on the cluster with `flux suspend` for maintenance, not in Git)",
                                 cluster=cluster.name, field="spec.suspend")
             out.append(replace(found, severity="warning"))
+    return out
+
+
+def _other_clusters_layers(ctx, cluster: ClusterRender, builds: list) -> list[Finding]:
+    """flux-other-cluster-path: a Flux Kustomization of this cluster whose spec.path is <clusters>/<other>/<rest> while
+    <clusters>/<this>/<rest> is a kustomization none of this cluster's Flux Kustomizations builds: the copy of a cluster
+    folder still applies the original's layer, and what is written for this cluster is never applied."""
+    prefix = ctx.config.clusters.rstrip("/") + "/"
+    built, out = {b.dir for b in cluster.flux}, []
+    for b in cluster.flux:
+        other, _, rest = b.dir.removeprefix(prefix).partition("/")
+        mine = f"{prefix}{cluster.name}/{rest}"
+        if not b.dir.startswith(prefix) or other == cluster.name or not rest or mine in built or b.flux_kustomization is None \
+                or kustomization_file(ctx.sources.root / mine) is None:
+            continue
+        owner = next((o for o in builds if any(x is b.flux_kustomization for x in o.objects)), cluster.entry)
+        found = ctx.finding(b.flux_kustomization, owner, "flux-other-cluster-path",
+                            f"cluster {cluster.name} applies {b.dir}, cluster {other}'s layer, while its own {mine} is applied by none "
+                            f"of its Flux Kustomizations: what {mine} holds never reaches cluster {cluster.name}",
+                            f"point spec.path at ./{mine} (or remove {mine} if this cluster means to share {other}'s layer)",
+                            cluster=cluster.name, field="spec.path")
+        out.append(replace(found, severity="warning"))
     return out
 
 

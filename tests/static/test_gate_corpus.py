@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 
 from pathlib import Path
 
@@ -17,6 +18,15 @@ def edit(root: Path, rel: str, old: str, new: str) -> None:
     text = path.read_text()
     assert old in text, f"corpus case is stale: {old!r} not in {rel}"
     path.write_text(text.replace(old, new, 1))
+
+
+def copy_cluster(root: Path, name: str) -> None:
+    """A cluster folder and tfvars copied from prod-eastus2 and renamed where its name is written, its Flux paths left as
+    they were (the copy's own queues/ is then applied by nothing)."""
+    shutil.copytree(root / PROD, root / f"clusters/{name}")
+    edit(root, f"clusters/{name}/queues.yaml", "CLUSTER_NAME: prod-eastus2", f"CLUSTER_NAME: {name}")
+    tfvars = (root / "terraform/clusters/prod-eastus2.tfvars").read_text()
+    (root / f"terraform/clusters/{name}.tfvars").write_text(tfvars.replace('"prod-eastus2"', f'"{name}"'))
 
 
 def append(root: Path, rel: str, text: str) -> None:
@@ -445,6 +455,8 @@ CORPUS = [
     ("sample-var-name-too-long", "kuberay-validation", f"{PROD}/samples.yaml",
      lambda r: edit(r, f"{PROD}/samples.yaml", "- sample: batch-inference\n  queue: team-b\n",
                     "- sample: batch-inference\n  queue: team-b\n  vars: {JOB_NAME: batch-inference-with-a-very-long-name-for-testing-x}\n"), 12),
+    ("copied-cluster-applies-the-originals-layer", "flux-other-cluster-path", "clusters/staging/queues.yaml",
+     lambda r: copy_cluster(r, "staging"), 20, "warning"),
     ("flux-name-prefix-on-queues", "kustomize-rename", f"{PROD}/queues.yaml",
      lambda r: edit(r, f"{PROD}/queues.yaml", "  path: ./clusters/prod-eastus2/queues\n", "  path: ./clusters/prod-eastus2/queues\n  namePrefix: prod-\n"), 21),
     ("name-prefix-on-queues", "kustomize-rename", "overlays/team-queues/kustomization.yaml",
