@@ -217,13 +217,11 @@ def finding_at(ctx, root: Path, obj: dict, build: Build | None, path: list, rule
 
 def _reference_rules(ctx, root: Path, index: ClusterIndex) -> list[Finding]:
     out, name = [], index.cluster.name
+    missing: dict[str, list[tuple]] = {}  # namespace the cluster does not create -> (build, object) of the objects in it
     for build, o in index.objects:
         kind, ns, _ = kind_key(o)
         if index.complete and ns is not None and kind not in index.cluster_scoped and ns not in index.namespaces:
-            out.append(finding_at(ctx, root, o, build, ["metadata", "namespace"], "namespace-missing",
-                                  f"namespace {ns!r} is not created by the cluster (have: {', '.join(sorted(index.namespaces))})",
-                                  f"add a Namespace {ns} to the layer (as base/namespace.yaml does for ray), or use an existing namespace",
-                                  cluster=name))
+            missing.setdefault(ns, []).append((build, o))
             continue
         refs = _flux_refs(o)
         if index.complete:
@@ -254,6 +252,25 @@ def _reference_rules(ctx, root: Path, index: ClusterIndex) -> list[Finding]:
                 out.append(finding_at(ctx, root, o, build, [*path, "priorityClassName"], "priority-class",
                                       f"{dotted(path)}.priorityClassName {pc!r} is not a PriorityClass of the cluster; the apiserver "
                                       "refuses its pods", "define the PriorityClass (scheduling.k8s.io/v1) or fix the name", cluster=name))
+    return out + _missing_namespaces(ctx, root, index, missing)
+
+
+def _missing_namespaces(ctx, root: Path, index: ClusterIndex, missing: dict[str, list[tuple]]) -> list[Finding]:
+    """namespace-missing: one finding per namespace the cluster does not create, at the first object in it, naming the
+    others; a Namespace of the layers that nothing is in is named as the likely rename."""
+    used = {kind_key(o)[1] for _, o in index.objects}
+    out = []
+    for ns, members in missing.items():
+        build, first = members[0]
+        layers = {id(b) for b, _ in members}  # a Namespace of the same layers that nothing is in
+        empty = sorted(n for b, o in index.of_kind("Namespace") if id(b) in layers and (n := as_map(o.get("metadata")).get("name")) not in used)
+        others = [f"{o.get('kind')} {as_map(o.get('metadata')).get('name')}" for _, o in members[1:]]
+        renamed = f"Namespace {', '.join(empty)} is created but nothing is in it: if it was {ns} before, name it {ns} again or move " \
+                  f"these objects along (metadata.namespace); else " if empty else ""
+        out.append(finding_at(ctx, root, first, build, ["metadata", "namespace"], "namespace-missing",
+                              f"namespace {ns!r} is not created by the cluster (have: {', '.join(sorted(index.namespaces))})"
+                              + (f"; {len(others)} more object(s) are in it: {', '.join(others)}" if others else ""),
+                              f"{renamed}add a Namespace {ns} to the layer, or use an existing namespace", cluster=index.cluster.name))
     return out
 
 
