@@ -110,13 +110,14 @@ def manager_of(index) -> dict:
             "kuberay_gates": {k: v for hr in kuberay for k, v in values_gates(hr, KUBERAY_GATES_PATH)[0].items()}}
 
 
-def feature_enabled(manager: dict | None, name: str, default: bool) -> bool:
-    """Whether the manager runs with feature gate `name` on (`default`: the pinned Kueue's default)."""
+def feature_enabled(manager: dict | None, name: str) -> bool:
+    """Whether the manager runs with Kueue feature gate `name` on: as its values or configuration set it, else the pinned
+    Kueue's default (its features registry, as the helper reads it)."""
     manager = manager or {}
     if name in (manager.get("gates") or {}):
         return manager["gates"][name]
     config = loaded(manager.get("config")) or {}
-    return bool((config.get("featureGates") or {}).get(name, default))
+    return bool((config.get("featureGates") or {}).get(name, _load(CHART_CONFIG).get("defaults", {}).get(name, False)))
 
 
 def manager_config_rules(ctx, root: Path, index) -> list[Finding]:

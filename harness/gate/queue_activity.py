@@ -126,7 +126,7 @@ def _admission_check_rules(ctx, root: Path, index: ClusterIndex) -> list:
 def _topology_rules(ctx, root: Path, index: ClusterIndex) -> list:
     """Reported once per flavor, where topologyName is written, with the ClusterQueues it stops."""
     out, users = [], {}
-    tas = kueue_manager.feature_enabled(kueue_manager.manager_of(index), "TopologyAwareScheduling", True)  # Kueue 0.17's default
+    tas = kueue_manager.feature_enabled(kueue_manager.manager_of(index), "TopologyAwareScheduling")
     for _, cq in index.of_kind("ClusterQueue"):
         for group in as_maps(as_map(cq.get("spec")).get("resourceGroups")):
             for ref in as_maps(group.get("flavors")):

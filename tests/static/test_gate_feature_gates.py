@@ -190,3 +190,10 @@ def test_a_kuberay_gate_in_the_kueue_configuration_is_refused_as_kueues_manager_
     assert [p["detail"] for p in kueue_manager.refusals(config)] == ["unrecognized feature gate: RayCronJob"]
     assert [p["detail"] for p in kueue_manager.refusals(kueue_manager.CHART_CONFIG, "RayJobDeletionPolicy=false")] == \
         ["unrecognized feature gate: RayJobDeletionPolicy"]
+
+
+def test_a_gate_neither_the_values_nor_the_configuration_set_is_at_kueues_own_default():
+    """The default comes from the pinned Kueue's features registry (through the helper), not from a copy kept here."""
+    assert kueue_manager.feature_enabled(None, "TopologyAwareScheduling") is True  # beta, on since Kueue 0.14
+    assert kueue_manager.feature_enabled(None, ELASTIC) is False
+    assert kueue_manager.feature_enabled({"config": None, "gates": {"TopologyAwareScheduling": False}}, "TopologyAwareScheduling") is False

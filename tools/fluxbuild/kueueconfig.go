@@ -30,14 +30,15 @@ type configProblem struct {
 type loadedConfig struct {
 	Problems []configProblem          `json:"problems"`
 	Config   *configapi.Configuration `json:"config,omitempty"`
+	Defaults map[string]bool          `json:"defaults,omitempty"` // the pinned Kueue's feature gates, each at its default
 }
 
 func kueueConfigAnswer(text, flags string) loadedConfig {
 	problems, cfg := kueueConfig(text, flags)
 	if len(problems) > 0 {
-		return loadedConfig{Problems: problems}
+		return loadedConfig{Problems: problems, Defaults: operatorFeatures()[kueueOperator]}
 	}
-	return loadedConfig{Problems: []configProblem{}, Config: cfg}
+	return loadedConfig{Problems: []configProblem{}, Config: cfg, Defaults: operatorFeatures()[kueueOperator]}
 }
 
 // kueueConfig runs what the pinned Kueue manager does with its --config file before it starts

@@ -90,6 +90,7 @@ func main() {
 	// A caller that exits without waiting for its last answers (the gate's CLI does) makes writing them
 	// fail with EPIPE instead of killing the process before it removes its copies.
 	signal.Ignore(syscall.SIGPIPE)
+	operatorFeatures() // each operator's gates at their defaults, read before any request sets one
 	in := bufio.NewReaderSize(os.Stdin, 1<<20)
 	enc := json.NewEncoder(os.Stdout)
 	var (

@@ -23,12 +23,13 @@ const (
 	kuberayOperator = "kuberay"
 )
 
-// operatorFeatures: per operator, the names of the feature gates it registers.
+// operatorFeatures: per operator, the feature gates it registers, each with its default (main reads them before
+// any request sets a gate).
 var operatorFeatures = sync.OnceValue(func() map[string]map[string]bool {
 	listed := func(logFeatureGates func(logr.Logger)) map[string]bool {
 		sink := &gateSink{}
 		logFeatureGates(logr.New(sink))
-		return sink.names
+		return sink.gates
 	}
 	return map[string]map[string]bool{
 		kueueOperator:   listed(kueuefeatures.LogFeatureGates),
@@ -43,7 +44,8 @@ func foreignGates(operator string, gates map[string]bool) []string {
 	var out []string
 	for name := range gates {
 		for other, names := range operatorFeatures() {
-			if other != operator && names[name] && !own[name] {
+			_, theirs := names[name]
+			if _, mine := own[name]; other != operator && theirs && !mine {
 				out = append(out, name)
 			}
 		}
@@ -88,16 +90,16 @@ func operatorGateProblems(operator, field string, gates map[string]bool) []confi
 }
 
 // gateSink is a logr sink that keeps the "featureGates" value of what it is given (LogFeatureGates logs one).
-type gateSink struct{ names map[string]bool }
+type gateSink struct{ gates map[string]bool }
 
 func (s *gateSink) Init(logr.RuntimeInfo)  {}
 func (s *gateSink) Enabled(level int) bool { return true }
 func (s *gateSink) Info(_ int, _ string, keysAndValues ...interface{}) {
 	for i := 0; i+1 < len(keysAndValues); i += 2 {
 		if gates, ok := keysAndValues[i+1].(map[featuregate.Feature]bool); ok && keysAndValues[i] == "featureGates" {
-			s.names = map[string]bool{}
-			for f := range gates {
-				s.names[string(f)] = true
+			s.gates = map[string]bool{}
+			for f, on := range gates {
+				s.gates[string(f)] = on
 			}
 		}
 	}
