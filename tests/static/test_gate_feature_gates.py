@@ -197,3 +197,16 @@ def test_a_gate_neither_the_values_nor_the_configuration_set_is_at_kueues_own_de
     assert kueue_manager.feature_enabled(None, "TopologyAwareScheduling") is True  # beta, on since Kueue 0.14
     assert kueue_manager.feature_enabled(None, ELASTIC) is False
     assert kueue_manager.feature_enabled({"config": None, "gates": {"TopologyAwareScheduling": False}}, "TopologyAwareScheduling") is False
+
+
+def test_the_manager_validates_its_gates_before_it_sets_them():
+    """cmd/kueue runs ValidateFeatureGates before it sets --feature-gates, so the gate dependencies it reads from the
+    process-wide gate are Kueue's defaults there: ElasticJobsViaWorkloadSlicesWithTAS alone on the command line starts the
+    manager. The helper validates under the defaults too, whatever gates other requests run under meanwhile."""
+    elastic = {"config": None, "gates": {ELASTIC: True, "ElasticJobsViaWorkloadSlicesWithTAS": True}}
+    checker = Checker().start()
+    job = render_sample("aurora-finetune", "team-a")
+    with ThreadPoolExecutor(4) as pool:
+        running = [pool.submit(checker.check, [job], None, [elastic]) for _ in range(4)]
+        assert kueue_manager.refusals(kueue_manager.CHART_CONFIG, "ElasticJobsViaWorkloadSlicesWithTAS=true") == ()
+        [r.result() for r in running]

@@ -76,7 +76,11 @@ func loadKueueConfig(text, flags string) ([]configProblem, *configapi.Configurat
 	if err != nil {
 		return problemsOf(err), nil
 	}
-	if errs := kueueconfig.ValidateFeatureGates(flags, cfg.FeatureGates); len(errs) > 0 {
+	// cmd/kueue validates before it sets any gate: ValidateFeatureGates reads the TAS profile and elastic-job gates from
+	// the process-wide gate at Kueue's defaults. Run it under the defaults, not under another request's gates.
+	var errs field.ErrorList
+	underGates(nil, func() { errs = kueueconfig.ValidateFeatureGates(flags, cfg.FeatureGates) })
+	if len(errs) > 0 {
 		return problemsOf(errs.ToAggregate()), nil
 	}
 	if flags != "" { // cmd/kueue sets --feature-gates on the process-wide gate: an unknown or locked gate fails it

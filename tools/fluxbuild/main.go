@@ -166,6 +166,9 @@ func handle(req request) (resp response) {
 		if req.Admit == nil {
 			failRequest("op admit without admit")
 		}
+		if req.Admit.Config != nil { // loaded before its gates are taken: loading a configuration takes them too
+			kueueConfig(*req.Admit.Config, "")
+		}
 		underGates(req.KueueManager, func() { resp.Answer = admitAnswers(schemas(req.SchemaDir, req.KubernetesVersion), *req.Admit) })
 	case "kueue-config":
 		resp.Answer = kueueConfigAnswer(req.Text, req.Flags)
