@@ -31,6 +31,7 @@ from harness.gate import kubernetes_version, subnets, version_rules
 from harness.gate.config import DEFAULTS, GateConfig
 from harness.gate.terraform import TERRAFORM_DIR, TFVARS_DIR, Block, Evaluation, TerraformConfig, TerraformError, load_tfvars
 from harness.gate.findings import Finding
+from harness.gate.origin import compose
 from harness.gate.sources import SourceError, as_map, load_yaml_all
 from harness.gate.render import ClusterRender, flux_path
 from harness.core import cache_lock, cache_root, versions
@@ -209,13 +210,25 @@ def _cluster_vars_findings(root: Path, cfg: TerraformConfig, gate_config: GateCo
                         "set data = local.cluster_vars with the keys as literals")]
     for example in sorted((root / gate_config.clusters).glob(f"*/{gate_config.cluster_variables}")):
         try:
-            docs = [d for d in load_yaml_all(example, root) if isinstance(d, dict) and d.get("kind") == "ConfigMap"]
+            loaded = [d for d in load_yaml_all(example, root) if d is not None]
         except SourceError:
             continue  # yaml-syntax reports it
+        rel = example.relative_to(root).as_posix()
+        shapes = sorted({type(d).__name__ for d in loaded if not isinstance(d, dict)})
+        if shapes:  # what kustomize-controller reads is the ConfigMap itself, one object per document
+            at = next((n.start_mark.line + 1 for n in compose(example.read_text(errors="replace")) if n is not None
+                       and not isinstance(n, yaml.MappingNode)), None)
+            out.append(Finding(rel, at, "", "terraform-cluster-vars",
+                               f"{rel} holds a {' and a '.join('list' if s == 'list' else 'scalar' for s in shapes)} where the offline stand-in "
+                               "for ConfigMap flux-system/cluster-vars belongs: the gate substitutes nothing from it, so every ${VAR} of the "
+                               "cluster's layers counts as undefined and the layers that substituteFrom it find no ConfigMap",
+                               "write the ConfigMap as the document itself (apiVersion, kind, metadata, data at the top level), not inside a "
+                               "list; one object per `---` document"))
+            continue
+        docs = [d for d in loaded if d.get("kind") == "ConfigMap"]
         data = docs[0].get("data") if docs else None
         want = {str(k) for k in data} if isinstance(data, dict) else set()
         if want != keys:
-            rel = example.relative_to(root).as_posix()
             missing, extra = sorted(want - keys), sorted(keys - want)
             out.append(Finding(block.file, block.line, block.address, "terraform-cluster-vars",
                                f"ConfigMap cluster-vars keys differ from {rel}: missing {missing or 'none'}, extra {extra or 'none'}",

@@ -74,3 +74,14 @@ def test_flux_path_of_unknown_cluster(repo_copy: Path):
     path.write_text(path.read_text().replace('cluster_name          = "dev-westus3"', 'cluster_name          = "dev-westus9"'))
     found = [f for f in terraform_checks.wiring_findings(repo_copy) if f.rule == "terraform-flux-configuration"]
     assert found and "clusters/dev-westus9" in found[0].message
+
+
+def test_a_cluster_vars_example_written_as_a_list_is_named_as_the_cause(repo_copy):
+    """The ConfigMap inside a YAML list is no ConfigMap for the gate (nor for kubectl apply of the real one): one finding
+    at the list, saying what to write, beside the follow-on object-ref of the layer that substitutes from it."""
+    rel = "clusters/prod-eastus2/cluster-vars.example.yaml"
+    text = (repo_copy / rel).read_text()
+    head, _, body = text.partition("apiVersion")
+    (repo_copy / rel).write_text(head + "- " + ("apiVersion" + body).replace("\n", "\n  ").rstrip() + "\n")
+    found = [f for f in terraform_checks.wiring_findings(repo_copy) if f.rule == "terraform-cluster-vars"]
+    assert [(f.file, f.line) for f in found] == [(rel, 4)] and "holds a list" in found[0].message, found
