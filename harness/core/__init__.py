@@ -1,15 +1,32 @@
 """Building blocks every layer uses: pinned versions, the cache and atomic writes,
 progress lines, Kubernetes quantities, named timeouts.
 
-Nothing here imports another harness package or the kubernetes client's API modules.
+Nothing here imports another harness package or the kubernetes client's API modules. The public names
+load their module on first use (PEP 562), so that a light caller (the gate's entry point, which starts its
+Go helper before the rest loads) pays only for what it uses.
 """
-from harness.core import releases, timeouts, versions
-from harness.core.errors import HarnessError
-from harness.core.errors import report as report_error
-from harness.core.files import atomic_write, cache_lock, cache_root, locked, publish_dir
-from harness.core.progress import Ticker, say
-from harness.core.quantity import format_quantity, parse_quantity
-from harness.core.versions import REPO_ROOT
+from __future__ import annotations
 
-__all__ = ["REPO_ROOT", "HarnessError", "Ticker", "atomic_write", "cache_lock", "cache_root", "format_quantity", "locked", "parse_quantity", "releases",
-           "publish_dir", "report_error", "say", "timeouts", "versions"]
+import importlib
+
+# Public name -> (module of this package, its name there); None: the module itself.
+_EXPORTS = {
+    "releases": ("releases", None), "timeouts": ("timeouts", None), "versions": ("versions", None),
+    "HarnessError": ("errors", "HarnessError"), "report_error": ("errors", "report"),
+    "atomic_write": ("files", "atomic_write"), "cache_lock": ("files", "cache_lock"), "cache_root": ("files", "cache_root"),
+    "locked": ("files", "locked"), "publish_dir": ("files", "publish_dir"),
+    "Ticker": ("progress", "Ticker"), "say": ("progress", "say"),
+    "format_quantity": ("quantity", "format_quantity"), "parse_quantity": ("quantity", "parse_quantity"),
+    "REPO_ROOT": ("versions", "REPO_ROOT"),
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, attr = _EXPORTS[name]
+    loaded = importlib.import_module(f"{__name__}.{module}")
+    value = loaded if attr is None else getattr(loaded, attr)
+    globals()[name] = value  # looked up once
+    return value

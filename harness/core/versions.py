@@ -25,8 +25,6 @@ import functools
 import os
 from pathlib import Path
 
-import yaml
-
 from harness.core.errors import HarnessError
 
 REPO_ENV = "RAY_KUEUE_REPO"
@@ -66,6 +64,8 @@ def pins() -> dict:
     if not VERSIONS_FILE.is_file():
         named = f"${REPO_ENV}={os.environ[REPO_ENV]}: " if os.environ.get(REPO_ENV) else ""
         raise VersionsFileError(f"{named}no versions.yaml in {REPO_ROOT} (it must name a checkout of this repository)")
+    import yaml  # here: the gate's entry point imports this module before it starts its helper, and needs no YAML for that
+
     with VERSIONS_FILE.open() as fh:  # libyaml's loader where PyYAML has it: read on every gate start
         return yaml.load(fh, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 

@@ -11,6 +11,10 @@ from __future__ import annotations
 
 import importlib
 
+# Directories that hold no configuration of a checked repository (fluxbuild's copy leaves them out too); here, so that
+# the entry point can hand them to the helper it starts before the rest of the gate loads.
+SKIP_DIRS = frozenset({".git", ".venv", "build", "__pycache__", ".pytest_cache", "node_modules", ".terraform"})
+
 # Public name -> (module of this package, its name there).
 _EXPORTS = {
     "FlavorCapacity": ("capacity", "FlavorCapacity"), "flavor_capacities": ("capacity", "flavor_capacities"),
@@ -29,7 +33,7 @@ _EXPORTS = {
     "RULE_IDS": ("validate", "RULE_IDS"), "validate_repository": ("validate", "validate_repository"),
     "pod_sets": ("workloads", "pod_sets"), "render_sample": ("workloads", "render"), "sample_names": ("workloads", "sample_names"),
 }
-__all__ = sorted(_EXPORTS)
+__all__ = sorted([*_EXPORTS, "SKIP_DIRS"])
 
 
 def __getattr__(name: str):

@@ -4,6 +4,7 @@ the other core while Python imports the gate; then harness.gate.validate's comma
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from harness.core import HarnessError
 from harness.gate.helper import prestart
@@ -11,9 +12,17 @@ from harness.gate.helper import prestart
 
 def cli() -> None:
     try:
-        prestart("fluxbuild", "kubecheck")
+        prestart("fluxbuild", "kubecheck", prerender=_repository(sys.argv[1:]))
         from harness.gate.validate import cli as validate_cli  # the imports the helpers' start-up overlaps
     except HarnessError as e:  # a setting its modules read (versions.yaml, $RAY_KUEUE_VERSIONS): the gate cannot run
         sys.stderr.write(f"validate: {e}\n")
         sys.exit(2)
     validate_cli()
+
+
+def _repository(args: list[str]) -> Path:
+    """The repository the command line most likely names, for the helper to start building before the gate has parsed
+    it: the first argument that is an existing directory (report paths are files), else the default, the working
+    directory. A wrong guess costs a build nobody asks for, never a result: the helper answers only a request for the
+    same repository."""
+    return next((Path(a).resolve() for a in args if not a.startswith("-") and Path(a).is_dir()), Path(".").resolve())

@@ -8,26 +8,34 @@ from __future__ import annotations
 
 import atexit
 import threading
+from pathlib import Path
 
 from harness import toolchain as tools
+from harness.gate import SKIP_DIRS
 
 _LOCK = threading.Lock()
 _HELPERS: dict[str, tools.RequestProcess] = {}
 
 
-def helper(name: str = "fluxbuild") -> tools.RequestProcess:
+def helper(name: str = "fluxbuild", args: tuple[str, ...] = ()) -> tools.RequestProcess:
+    """The helper `name` of this process (started on first use, with `args` when this call creates it)."""
     with _LOCK:
         if name not in _HELPERS:
-            _HELPERS[name] = process = tools.RequestProcess(name, lambda: [str(tools.ensure(name)[name].path())])
+            _HELPERS[name] = process = tools.RequestProcess(name, lambda: [str(tools.ensure(name)[name].path()), *args])
             # At exit it is not waited for: once its stdin closes it removes its copies and exits on its
             # own, and tearing down its memory would otherwise add to every gate run.
             atexit.register(process.close, wait=False)
         return _HELPERS[name]
 
 
-def prestart(*names: str) -> None:
+def prestart(*names: str, prerender: Path | None = None) -> None:
     """Starts the helpers among `names` whose binaries are built already (never builds one: a command
-    that ends before it needs them, like --help, must not wait for a build)."""
+    that ends before it needs them, like --help, must not wait for a build), found without the build recipes. With
+    `prerender`, fluxbuild builds that repository's plain kustomization directories at once, for the render request that
+    follows once the gate has loaded (tools/fluxbuild render.go prerender)."""
     for name in names:
-        if tools.tool(name).is_cached():
-            helper(name).start()
+        if tools.local_binary(name) is None:
+            continue
+        args = ("--prerender", str(prerender), *(a for d in sorted(SKIP_DIRS) for a in ("--skip-dir", d))) \
+            if name == "fluxbuild" and prerender is not None else ()
+        helper(name, args).start()

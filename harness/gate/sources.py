@@ -8,10 +8,8 @@ from pathlib import Path
 import yaml
 
 from harness.core import HarnessError
+from harness.gate import SKIP_DIRS  # directories that hold no configuration (fluxbuild gets this list too)
 from harness.gate.findings import Finding
-
-# Directories that hold no configuration of this repository (fluxbuild gets this list too).
-SKIP_DIRS = {".git", ".venv", "build", "__pycache__", ".pytest_cache", "node_modules", ".terraform"}
 
 
 # libyaml's loader when PyYAML was built with it: ten times faster than the pure-Python one.

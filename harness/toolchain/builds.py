@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.core import HarnessError, Ticker, cache_lock, cache_root, publish_dir, releases, report_error, say, versions
+from harness.toolchain.local import STAMP, bin_dir, local_version
 
-STAMP = ".complete"
 
 
 def go_env() -> dict[str, str]:
@@ -78,13 +78,7 @@ class GoTool:
     @property
     def version(self) -> str:
         if self.local_source:
-            digest = hashlib.sha256()
-            src = versions.REPO_ROOT / self.local_source
-            for path in sorted(src.rglob("*")):
-                if path.is_file():
-                    digest.update(path.relative_to(src).as_posix().encode())
-                    digest.update(path.read_bytes())
-            return "src-" + digest.hexdigest()[:12]
+            return local_version(versions.REPO_ROOT / self.local_source)
         version = versions.module(self.pin)[1]
         if self.replaces:  # another dependency set is another build
             version += "-r" + hashlib.sha256(json.dumps(self.replaces, sort_keys=True).encode()).hexdigest()[:8]
@@ -101,7 +95,7 @@ class GoTool:
         return {} if self.local_source else dict(versions.entry(self.pin).get("replace") or {})
 
     def bin_dir(self) -> Path:
-        return cache_root() / "bin" / f"{self.name}-{self.version}"
+        return bin_dir(self.name, self.version)
 
     def is_cached(self) -> bool:
         d = self.bin_dir()

@@ -28,6 +28,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"log"
@@ -35,6 +36,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"runtime/pprof"
+	"sort"
 	"sync"
 	"syscall"
 	"time"
@@ -108,6 +110,18 @@ func main() {
 			defer pprof.StopCPUProfile()
 			stopProfile = pprof.StopCPUProfile
 		}
+	}
+	// --prerender ROOT [--skip-dir NAME]...: build ROOT's plain kustomization directories now, before any request
+	// (render.go prerender), for the caller that sends its render request once it has loaded.
+	var prerenderRoot string
+	var skipDirs []string
+	flag.StringVar(&prerenderRoot, "prerender", "", "build this repository's plain kustomization directories at start")
+	flag.Func("skip-dir", "a directory name the copy leaves out (repeatable)", func(v string) error { skipDirs = append(skipDirs, v); return nil })
+	flag.Parse()
+	if prerenderRoot != "" {
+		sort.Strings(skipDirs)
+		rendering.Lock() // held until it is done: a render request that comes first waits for it
+		go prerender(prerenderRoot, skipDirs)
 	}
 	for {
 		line, err := in.ReadBytes('\n')

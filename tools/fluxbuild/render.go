@@ -16,8 +16,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/fluxcd/pkg/kustomize"
 	securefs "github.com/fluxcd/pkg/kustomize/filesys"
@@ -54,7 +56,63 @@ type result struct {
 var (
 	rendering sync.Mutex               // kustomize keeps process-global state: one render at a time
 	copies    = map[[2]string]string{} // (session, root) -> the private copy builds run in
+	ahead     *prerendered             // the plain builds made at start (--prerender), for the session that asks first
 )
+
+// prerendered: every plain kustomization directory of a repository, built in a copy at start while the caller is still
+// loading (scripts/validate's Python), with the same code a render request runs. The first session that renders that root
+// with the same skip list takes the copy as its own and gets these results for its plain jobs, built from the same files.
+type prerendered struct {
+	root     string
+	skipDirs []string
+	work     string
+	results  map[string]result // directory (relative to root) -> its build
+	taken    bool
+}
+
+// prerender builds every plain kustomization directory of root in a copy, holding the render lock (call it with the
+// lock held: a request that arrives meanwhile waits for it, as for any render).
+func prerender(root string, skipDirs []string) {
+	defer rendering.Unlock()
+	if trace != nil {
+		began := time.Now()
+		defer func() {
+			built := 0
+			if ahead != nil {
+				built = len(ahead.results)
+			}
+			trace.Printf("%-12s        jobs=%-2d began %6.1f ms, took %6.1f ms", "prerender", built,
+				float64(began.Sub(started).Microseconds())/1000, float64(time.Since(began).Microseconds())/1000)
+		}()
+	}
+	work, err := copyRoot(root, skipDirs)
+	if err != nil {
+		return // the session's own copy reports it
+	}
+	pre := &prerendered{root: root, skipDirs: skipDirs, work: work, results: map[string]result{}}
+	_ = filepath.WalkDir(work, func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() || !isBuildable(path) {
+			return nil
+		}
+		rel, _ := filepath.Rel(work, path)
+		r := run(work, job{ID: rel, Dir: rel})
+		r.Error = strings.ReplaceAll(strings.ReplaceAll(r.Error, work+string(filepath.Separator), ""), work, ".")
+		pre.results[filepath.ToSlash(rel)] = r
+		return nil
+	})
+	ahead = pre
+}
+
+// isBuildable: the directory has a kustomization file (kustomize's names) that is not a Component.
+func isBuildable(dir string) bool {
+	for _, name := range konfig.RecognizedKustomizationFileNames() {
+		if data, err := os.ReadFile(filepath.Join(dir, name)); err == nil {
+			var k kustypes.Kustomization
+			return sigsyaml.Unmarshal(data, &k) == nil && k.Kind != kustypes.ComponentKind
+		}
+	}
+	return false
+}
 
 // probe is a render in a scratch tree: `files` of the session's copy (what else the jobs read is not
 // there) with `overlay` written over them (rewritten kustomization.yaml files), removed afterwards.
@@ -68,6 +126,10 @@ func render(session, root string, skipDirs []string, jobs []job, p *probe) []res
 	defer rendering.Unlock()
 	key := [2]string{session, root}
 	work, ok := copies[key]
+	if !ok && p == nil && ahead != nil && !ahead.taken && ahead.root == root && slices.Equal(ahead.skipDirs, skipDirs) {
+		work, ok, ahead.taken = ahead.work, true, true
+		copies[key] = work
+	}
 	if !ok {
 		var err error
 		if work, err = copyRoot(root, skipDirs); err != nil {
@@ -85,12 +147,26 @@ func render(session, root string, skipDirs []string, jobs []job, p *probe) []res
 	}
 	results := make([]result, 0, len(jobs))
 	for _, j := range jobs {
+		if built, done := ahead.of(work, j); done {
+			results = append(results, built)
+			continue
+		}
 		r := run(work, j)
 		// Errors name the private copy; the caller's reader knows the repository's paths.
 		r.Error = strings.ReplaceAll(strings.ReplaceAll(r.Error, work+string(filepath.Separator), ""), work, ".")
 		results = append(results, r)
 	}
 	return results
+}
+
+// of: the prerendered build of a plain job of the session whose copy is the prerender's, if there is one.
+func (pre *prerendered) of(work string, j job) (result, bool) {
+	if pre == nil || work != pre.work || j.Kustomization != nil {
+		return result{}, false
+	}
+	r, found := pre.results[filepath.ToSlash(filepath.Clean(j.Dir))]
+	r.ID = j.ID
+	return r, found
 }
 
 // tree makes the probe's scratch tree from the session's copy `work` (so .sourceignore holds as there).
