@@ -136,3 +136,36 @@ def test_a_kind_or_api_version_that_is_no_string_is_the_schema_checks_finding():
     problems = schema_check.validate([{"apiVersion": {"a": 1}, "kind": "RayJob", "metadata": {"name": "j"}},
                                       {"apiVersion": "ray.io/v1", "kind": ["RayJob"], "metadata": {"name": "j"}}])
     assert all(p is not None and p.rule in ("schema", "schema-unknown-kind") for p in problems), problems
+
+
+def test_a_prerendered_repository_gives_the_first_session_the_same_builds(repo_copy, tmp_path, monkeypatch):
+    """fluxbuild --prerender builds the plain kustomization directories at start; the first session on that repository
+    (same skip list) takes the copy and those builds, which equal what it would build itself, broken ones included.
+    Another repository is built as usual."""
+    import json
+
+    from harness.gate import SKIP_DIRS
+    from harness.gate.sources import kustomization_dirs
+
+    (repo_copy / "overlays/team-queues/team-b.yaml").write_text("kind: [\n")  # a directory whose build fails
+    rels = [d.relative_to(repo_copy).as_posix() for d in kustomization_dirs(repo_copy)]
+    jobs = [{"id": rel, "dir": rel} for rel in rels]
+    path = str(tools.local_binary("fluxbuild") or tools.ensure("fluxbuild")["fluxbuild"].path())
+    skips = [a for d in sorted(SKIP_DIRS) for a in ("--skip-dir", d)]
+
+    def rendered(args, root):
+        process = tools.RequestProcess("fluxbuild", lambda: [path, *args])
+        try:
+            return process.call("render", RenderError, session="s", root=str(root), skip_dirs=sorted(SKIP_DIRS), jobs=jobs)
+        finally:
+            process.close()
+
+    plain = rendered([], repo_copy)
+    monkeypatch.setenv("FLUXBUILD_TRACE", str(tmp_path / "trace"))
+    ahead = rendered(["--prerender", str(repo_copy), *skips], repo_copy)
+    monkeypatch.delenv("FLUXBUILD_TRACE")
+    assert json.dumps(ahead, sort_keys=True) == json.dumps(plain, sort_keys=True)
+    assert f"prerender           jobs={len(jobs) - 2}" in (tmp_path / "trace").read_text()  # all but the two gpu-sku components
+    assert any(r["error"] for r in plain if r["id"] == "overlays/team-queues") and any(not r.get("error") for r in plain)
+    elsewhere = rendered(["--prerender", str(REPO_ROOT), *skips], repo_copy)
+    assert json.dumps(elsewhere, sort_keys=True) == json.dumps(plain, sort_keys=True)
