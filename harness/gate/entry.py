@@ -1,6 +1,7 @@
 """The console script ray-kueue-validate (scripts/validate): the gate's Go helpers start first, so that
-their start-up (each loads a large binary and initialises the Kubernetes packages it links) runs on
-the other core while Python imports the gate; then harness.gate.validate's command line runs."""
+their start-up (each loads a large binary and initialises the Kubernetes packages it links) and fluxbuild's build of the
+plain kustomization directories run on the other core while Python imports the gate; the Flux rounds of the render
+start next (render.ahead), while the rules are imported; then harness.gate.validate's command line runs."""
 from __future__ import annotations
 
 import sys
@@ -12,12 +13,15 @@ from harness.gate.helper import prestart
 
 def cli() -> None:
     try:
-        prestart("fluxbuild", "kubecheck", prerender=_repository(sys.argv[1:]))
+        root = _repository(sys.argv[1:])
+        prestart("fluxbuild", "kubecheck", prerender=root)
+        from harness.gate import render
+        ahead = render.ahead(root)  # the Flux rounds render while the rules are imported
         from harness.gate.validate import cli as validate_cli  # the imports the helpers' start-up overlaps
     except HarnessError as e:  # a setting its modules read (versions.yaml, $RAY_KUEUE_VERSIONS): the gate cannot run
         sys.stderr.write(f"validate: {e}\n")
         sys.exit(2)
-    validate_cli()
+    validate_cli(ahead)
 
 
 def _repository(args: list[str]) -> Path:

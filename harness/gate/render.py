@@ -11,12 +11,16 @@ from __future__ import annotations
 import itertools
 import os
 import posixpath
+import threading
+import time
+from concurrent.futures import Future
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.core import HarnessError
 from harness.gate.config import DEFAULTS, GateConfig
+from harness.gate.config import load as load_config
 from harness.gate.helper import helper
 from harness.gate.sources import SKIP_DIRS, SourceError, as_map, kustomization_dirs, kustomization_file, load_yaml, load_yaml_all, reachable_dirs
 
@@ -211,6 +215,51 @@ def render_repository(root: Path, skip_dirs: set[str] = frozenset(), session: Fl
         return _render_all(session, root, skip_dirs, gate_config)
     with FluxBuild(root) as fb:
         return _render_all(fb, root, skip_dirs, gate_config)
+
+
+@dataclass
+class Ahead:
+    """The repository's render started before the rest of the gate is imported (the entry point's `ahead`): its session,
+    the layout it rendered with, and the future of (render_repository's result, "render", seconds)."""
+    root: Path
+    layout: tuple
+    session: FluxBuild
+    future: Future
+
+    def usable(self, root: Path, gate_config: GateConfig) -> bool:
+        """Whether it renders what the gate would render for `root` with `gate_config`."""
+        return self.root == root.resolve() and self.layout == _layout(gate_config)
+
+
+def _layout(gate_config: GateConfig) -> tuple:
+    return gate_config.clusters, gate_config.cluster_variables  # what _render_all reads of the configuration
+
+
+def ahead(root: Path) -> Ahead | None:
+    """Starts rendering `root` on a thread of its own (the helper does the work), so that it overlaps the imports of the
+    rules; None when `root` is no directory. The gate takes it when its configuration has the same layout."""
+    root = root.resolve()
+    if not root.is_dir() or not helper().running():
+        return None  # no helper started (one to build first): the gate starts and reports everything itself
+    try:
+        gate_config = load_config(root)  # without the rule ids: the layout is all the render reads
+        session = FluxBuild(root).start()
+    except Exception:  # noqa: BLE001 (speculative: whatever failed here fails again in the gate, which reports it)
+        return None
+
+    def run():
+        started = time.monotonic()
+        return render_repository(root, session=session, gate_config=gate_config), "render", time.monotonic() - started
+    future: Future = Future()
+    threading.Thread(target=lambda: _settle(future, run), daemon=True, name="gate-render-ahead").start()
+    return Ahead(root, _layout(gate_config), session, future)
+
+
+def _settle(future: Future, fn) -> None:
+    try:
+        future.set_result(fn())
+    except BaseException as err:  # handed to the gate, which reports it as it reports its own render's failures
+        future.set_exception(err)
 
 
 def _bootstrap_entry(name: str, rel: str) -> dict:

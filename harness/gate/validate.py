@@ -28,8 +28,7 @@ from harness.gate import flux_rules, flux_tenancy, folding, matching, renames
 from harness.gate import kueue_fit, rules, sample_rules
 from harness.gate import schema_check
 from harness.gate import subnets, terraform, terraform_checks
-from harness.gate import kubernetes_version, version_rules
-from harness.gate import formats
+from harness.gate import formats, kubernetes_version, version_rules
 from harness.gate.findings import Finding, distinct, keep_once, one_line
 from harness.gate import render
 from harness.gate.render import FluxBuild, render_repository
@@ -101,7 +100,7 @@ class Report:
         return {f.rule for f in self.findings}
 
 
-def validate_repository(root: Path) -> Report:
+def validate_repository(root: Path, ahead: render.Ahead | None = None) -> Report:
     root = root.resolve()
     gate_config = config.load(root, set(RULE_IDS))
     timings, t0 = {}, time.monotonic()
@@ -118,17 +117,18 @@ def validate_repository(root: Path) -> Report:
     # checks that cannot share its process) and tools/tfeval, started first so that their start-up
     # overlaps; the patch probe and the checks then run beside the Python rules.
     checker = schema_check.Checker(tuple(gate_config.crd_files(root))).start()
+    ahead = ahead if ahead is not None and ahead.usable(root, gate_config) else None
     try:
-        with FluxBuild(root).start() as session, ThreadPoolExecutor(3, thread_name_prefix="gate") as pool:
+        with ahead.session if ahead else FluxBuild(root).start() as session, ThreadPoolExecutor(3, thread_name_prefix="gate") as pool:
             matching.start()
             terraform.start()
-            return _validate(root, gate_config, checker, session, pool, areas, timings, t0)
+            return _validate(root, gate_config, checker, session, pool, areas, timings, t0, ahead.future if ahead else None)
     finally:
         checker.close()
 
 
 def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.Checker, session: FluxBuild, pool: ThreadPoolExecutor,
-              areas: dict, timings: dict, t0: float) -> Report:
+              areas: dict, timings: dict, t0: float, rendering=None) -> Report:
     per_area: dict[str, list[Finding]] = {name: [] for name in areas}
 
     def timed(area: str, t: float) -> None:
@@ -149,7 +149,7 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
 
     # Rendering needs nothing parsed here: it starts first, and the sources are read while the helper renders.
     t = time.monotonic()
-    rendering = beside("render", lambda: render_repository(root, session=session, gate_config=gate_config))
+    rendering = rendering or beside("render", lambda: render_repository(root, session=session, gate_config=gate_config))
     t_parse = time.monotonic()
     sources = Sources.load(root)
     checker.expect({(str(d.obj.get("apiVersion")), str(d.obj.get("kind"))) for d in sources.docs})
@@ -331,7 +331,7 @@ def select_versions(**chosen: str | None) -> None:
         os.environ[versions.SELECT_ENV] = text
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, ahead: render.Ahead | None = None) -> int:
     parser = argparse.ArgumentParser(prog="validate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("repo", nargs="?", default=".", help="the GitOps repository to check: this one, or one laid out as its .ray-kueue-gate.yaml says (default: .)")
     parser.add_argument("--format", dest="outputs", action="append", type=_output, default=[], metavar="FORMAT[=DEST]",
@@ -368,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"validate: {root} does not look like a checkout of a GitOps repository (no clusters/, overlays/ or {config.CONFIG_FILE})", file=sys.stderr)
         return 2
     try:
-        report = validate_repository(root)
+        report = validate_repository(root, ahead)
     except (HarnessError, RuntimeError, OSError) as err:  # RenderError, ToolBuildError, SchemaError, ...
         print(f"validate: the gate could not run: {err}", file=sys.stderr)
         return 2
@@ -387,10 +387,10 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if any(f.is_error for f in report.findings) else 0
 
 
-def cli() -> None:
+def cli(ahead: render.Ahead | None = None) -> None:
     """The console script: `main`, then the exit without the interpreter's teardown (as mypy's CLI does),
     which costs more than several rules. Reports are closed inside `main`; the helpers end with their stdin."""
-    code = main()
+    code = main(None, ahead)
     sys.stdout.flush(), sys.stderr.flush()
     os._exit(code)
 

@@ -90,6 +90,11 @@ class RequestProcess:
             self._start_locked()
         return self
 
+    def running(self) -> bool:
+        """Whether its process is started and has not exited."""
+        with self._lock:
+            return self._proc is not None and self._proc.poll() is None
+
     def _start_locked(self) -> subprocess.Popen:
         if self._proc is None or self._proc.poll() is not None:
             self._stderr = tempfile.TemporaryFile(mode="w+")
