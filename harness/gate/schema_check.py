@@ -247,10 +247,12 @@ class Checker:
         """Nothing to end: the helper serves the whole Python process."""
 
 
-def kuberay_pods(objects: list[dict]) -> list[dict[str, dict]]:
+def kuberay_pods(objects: list[dict], submitter_job: bool = False) -> list:
     """The pods KubeRay's own builders make of each RayJob or RayCluster, by role (head, worker GROUP,
-    submitter), as tools/kubecheck validates them: {} for another kind."""
-    return [r.get("pods") or {} for r in helper("kubecheck").call("pods", CheckError, objects=objects, with_pods=True)]
+    submitter), as tools/kubecheck validates them: {} for another kind. With `submitter_job`, (pods, the submitter Job
+    KubeRay's RayJob controller would create, or None) each."""
+    answers = helper("kubecheck").call("pods", CheckError, objects=objects, with_pods=True)
+    return [(r.get("pods") or {}, r.get("submitter")) if submitter_job else r.get("pods") or {} for r in answers]
 
 
 def validate(objects: list[dict], related: list[list[dict]] | None = None) -> list[Problem | None]:

@@ -181,3 +181,39 @@ def test_offline_pod_security_verdict_matches_the_server(kube, names, case, labe
         assert offline == server, f"{case}: offline {offline}; server {server}"
     finally:
         kube.delete("v1", "Namespace", namespace)
+
+
+def _submitter_config(**config):
+    return _set(["spec", "submitterConfig"], config)
+
+
+# (case, change to the aurora-finetune sample, rejected): what the apiserver's Job validation refuses of the submitter Job
+# KubeRay's RayJob controller creates once the cluster is up, and the pod check of its pod cannot see.
+SUBMITTER_JOBS = [
+    ("clean", lambda job: None, False),
+    ("template-restart-always", _set(["spec", "submitterPodTemplate"], {"spec": {"restartPolicy": "Always", "containers": [
+        {"name": "ray-job-submitter", "image": "rayproject/ray:2.52.0"}]}}), True),
+    ("template-restart-on-failure", _set(["spec", "submitterPodTemplate"], {"spec": {"restartPolicy": "OnFailure", "containers": [
+        {"name": "ray-job-submitter", "image": "rayproject/ray:2.52.0"}]}}), False),
+    ("backoff-limit-negative", _submitter_config(backoffLimit=-1), True),
+    ("backoff-limit-zero", _submitter_config(backoffLimit=0), False),
+]
+
+
+@pytest.mark.parametrize("case,change,rejected", SUBMITTER_JOBS, ids=[c[0] for c in SUBMITTER_JOBS])
+def test_offline_submitter_job_verdict_matches_server_dry_run(kube, pod_namespace, case, change, rejected):
+    """The submitter Job kubecheck builds as KubeRay's controller does, created with server-side dry-run: the same
+    verdict as the gate's, at the same Job field (reported at the RayJob's submitterPodTemplate or submitterConfig)."""
+    job = copy.deepcopy(workloads.render("aurora-finetune", "team-a", root=REPO_ROOT))
+    change(job)
+    problem = validate([job])[0]
+    offline = [e for e in (problem.errors if problem is not None else ()) if "the submitter Job KubeRay creates" in e["message"]]
+    assert problem is None or offline, f"{case}: refused for another reason: {problem}"
+    assert bool(offline) is rejected, f"{case}: offline {offline or 'accepted'}"
+    ((_, submitter),) = kuberay_pods([job], submitter_job=True)
+    assert submitter is not None and submitter["kind"] == "Job", submitter
+    server = server_verdict(kube, {**submitter, "metadata": {**submitter["metadata"], "namespace": pod_namespace}}, strict=False)
+    assert (server is not None) is rejected, f"{case}: the server {'refused: ' + server if server else 'accepted the Job'}"
+    for err in offline:
+        field = err["field"].replace("spec.submitterPodTemplate.", "spec.template.").replace("spec.submitterConfig.", "spec.")
+        assert field in server and err["detail"] in server, f"{case}: offline error {err['message']!r} not in the server's answer: {server}"

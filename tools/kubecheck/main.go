@@ -34,6 +34,7 @@ import (
 	"runtime/debug"
 
 	"github.com/go-logr/logr"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 )
@@ -67,6 +68,8 @@ type result struct {
 	// Security: the PodSecurity admission's refusals of the pods (security.go), each naming its template.
 	Security []fieldError           `json:"security"`
 	Pods     map[string]*corev1.Pod `json:"pods,omitempty"`
+	// Submitter: the submitter Job KubeRay's RayJob controller would create (with_pods only; the parity test creates it).
+	Submitter *batchv1.Job `json:"submitter,omitempty"`
 }
 
 func main() {
@@ -101,7 +104,7 @@ func main() {
 					related = req.Related[i]
 				}
 				if results[i] = check(obj, related); !req.WithPods {
-					results[i].Pods = nil
+					results[i].Pods, results[i].Submitter = nil, nil
 				}
 			}
 			resp["answer"] = results

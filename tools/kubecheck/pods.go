@@ -86,7 +86,8 @@ func check(obj map[string]interface{}, related []map[string]interface{}) (r resu
 			r.Errors = append(r.Errors, located(c, b.template))
 		}
 	}
-	r.Errors = append(r.Errors, submitterJobErrors(obj)...)
+	errs, submitter := submitterJobErrors(obj)
+	r.Errors, r.Submitter = append(r.Errors, errs...), submitter
 	if len(r.Errors) == 0 {
 		r.Quota = append(r.Quota, ns.quotaErrors(admitted, counts)...)
 	}

@@ -20,13 +20,13 @@ import (
 )
 
 // submitterJobErrors: the apiserver's create validation of the submitter Job KubeRay makes for `obj` (a RayJob in
-// K8sJobMode with a rayClusterSpec), at the RayJob's fields; nil for other objects.
-func submitterJobErrors(obj map[string]interface{}) []fieldError {
+// K8sJobMode with a rayClusterSpec), at the RayJob's fields, and that Job; nil, nil for other objects.
+func submitterJobErrors(obj map[string]interface{}) ([]fieldError, *batchv1.Job) {
 	job := &rayv1.RayJob{}
 	if obj["kind"] != "RayJob" || runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj, job, true) != nil ||
 		job.Spec.RayClusterSpec == nil || len(job.Spec.ClusterSelector) > 0 ||
 		(job.Spec.SubmissionMode != "" && job.Spec.SubmissionMode != rayv1.K8sJobMode) {
-		return nil
+		return nil, nil
 	}
 	if job.Name == "" && job.GenerateName != "" { // `kubectl create` of a generateName: the apiserver names the RayJob first
 		job.Name = stable(names.SimpleNameGenerator.GenerateName(job.GenerateName))
@@ -46,7 +46,7 @@ func submitterJobErrors(obj map[string]interface{}) []fieldError {
 	}
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(submitter)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	var out []fieldError
 	for _, c := range builtinErrors(u) {
@@ -62,5 +62,5 @@ func submitterJobErrors(obj map[string]interface{}) []fieldError {
 		e.Message = "the submitter Job KubeRay creates: " + e.Message
 		out = append(out, e)
 	}
-	return out
+	return out, submitter
 }
