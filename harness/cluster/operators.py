@@ -19,6 +19,7 @@ from kubernetes import client
 from harness.cluster.kueue_certs import cert_management, service_ref
 from harness.cluster.processes import Process
 from harness.core import HarnessError, REPO_ROOT, atomic_write, say
+from harness.gate import KUBERAY_GATES_PATH, KUEUE_GATES_PATH, flags_of, values_gates
 from harness.k8s import MUTATING_WEBHOOK, RAW_APPLY_MANAGER, RESOURCE_FLAVOR, VALIDATING_WEBHOOK, server_side_apply
 
 KUEUE_NAMESPACE = "kueue-system"
@@ -36,11 +37,15 @@ class ClusterError(HarnessError, RuntimeError):
 
 
 # -- production configuration -------------------------------------------------------------------
-def helmrelease_values(path: Path) -> dict:
+def helmrelease(path: Path) -> dict:
     for doc in yaml.safe_load_all(path.read_text()):
         if doc and doc.get("kind") == "HelmRelease":
-            return (doc.get("spec") or {}).get("values") or {}
+            return doc
     raise ClusterError(f"{path} has no HelmRelease")
+
+
+def helmrelease_values(path: Path) -> dict:
+    return (helmrelease(path).get("spec") or {}).get("values") or {}
 
 
 def production_kueue_config() -> dict:
@@ -48,7 +53,19 @@ def production_kueue_config() -> dict:
     raw = ((helmrelease_values(KUEUE_HELMRELEASE).get("managerConfig") or {}).get("controllerManagerConfigYaml"))
     if not raw:
         raise ClusterError(f"{KUEUE_HELMRELEASE}: no values.managerConfig.controllerManagerConfigYaml")
-    return yaml.safe_load(raw)
+    cfg = yaml.safe_load(raw)
+    # The gates the chart passes as --feature-gates (controllerManager.featureGates): here in the configuration's map, which
+    # sets them on the same process-wide gate (the local configuration adds gates of its own to that map).
+    gates, _ = values_gates(helmrelease(KUEUE_HELMRELEASE), KUEUE_GATES_PATH)
+    if gates:
+        cfg["featureGates"] = {**gates, **(cfg.get("featureGates") or {})}
+    return cfg
+
+
+def production_kuberay_flags() -> list[str]:
+    """The --feature-gates the KubeRay chart passes for the production HelmRelease's values.featureGates."""
+    gates, _ = values_gates(helmrelease(KUBERAY_HELMRELEASE), KUBERAY_GATES_PATH)
+    return [f"--feature-gates={flags_of(gates)}"] if gates else []
 
 
 def production_kuberay_env() -> dict[str, str]:
@@ -141,6 +158,7 @@ def kuberay_process(binary: Path, kubeconfig: Path, ports: dict[str, int], log_d
         # Reach Ray heads through the apiserver's service proxy; cluster IPs are not routable here.
         "--use-kubernetes-proxy",
         "--log-stdout-encoder=console",
+        *production_kuberay_flags(),
     ], log_dir, env=production_kuberay_env(), cwd=workdir).start()
 
 

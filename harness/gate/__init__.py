@@ -31,6 +31,8 @@ _EXPORTS = {
     "parse_yaml_all": ("sources", "parse_yaml_all"),
     "TFVARS_DIR": ("terraform", "TFVARS_DIR"), "TerraformError": ("terraform", "TerraformError"),
     "RULE_IDS": ("validate", "RULE_IDS"), "validate_repository": ("validate", "validate_repository"),
+    "KUEUE_GATES_PATH": ("kueue_manager", "GATES_PATH"), "KUBERAY_GATES_PATH": ("kueue_manager", "KUBERAY_GATES_PATH"),
+    "flags_of": ("kueue_manager", "flags_of"), "values_gates": ("kueue_manager", "values_gates"),
     "pod_sets": ("workloads", "pod_sets"), "render_sample": ("workloads", "render"), "sample_names": ("workloads", "sample_names"),
 }
 __all__ = sorted([*_EXPORTS, "SKIP_DIRS"])

@@ -288,3 +288,19 @@ def test_every_selectable_version_gets_its_wrapper_module(component, tmp_path, m
         assert f"require {versions.entry(component)['module']} {version}" in gomod, gomod
         staging = releases.listed(component, "requires-kubernetes-module") and releases.has(component, "requires-kubernetes-module", version)
         assert ("replace k8s.io/api v0.0.0 =>" in gomod) == staging, gomod
+
+
+def test_the_local_operators_get_the_feature_gates_the_helm_values_pass(tmp_path, monkeypatch):
+    """The charts pass values' featureGates as --feature-gates: the local KubeRay operator gets the same flag, the local
+    Kueue the same gates (in its configuration's map, beside the configuration's own)."""
+    from harness.cluster import operators
+
+    for attr, rel, at in (("KUBERAY_HELMRELEASE", "flux/infrastructure/controllers/kuberay-operator.yaml", "  values:\n"),
+                          ("KUEUE_HELMRELEASE", "flux/infrastructure/controllers/kueue.yaml", "    controllerManager:\n")):
+        gates = "    featureGates:\n      - {name: RayCronJob, enabled: true}\n" if attr.startswith("KUBERAY") else \
+            "      featureGates:\n        - {name: ElasticJobsViaWorkloadSlices, enabled: true}\n"
+        copy = tmp_path / Path(rel).name
+        copy.write_text((versions.REPO_ROOT / rel).read_text().replace(at, at + gates, 1))
+        monkeypatch.setattr(operators, attr, copy)
+    assert operators.production_kuberay_flags() == ["--feature-gates=RayCronJob=true"]
+    assert operators.production_kueue_config()["featureGates"] == {"ElasticJobsViaWorkloadSlices": True, "FinishOrphanedWorkloads": False}
