@@ -24,11 +24,10 @@ Decisions (see RULES):
 - Root causes are reported once: a pool with 0 nodes (capacity-empty-pool, at the line that
   sets the count), a flavor that selects no pool (capacity-flavor-labels) or quotas from the
   gpu-sku component of another VM size (capacity-sku-component, harness.gate.sku_component)
-  lists the quotas, flavors and sample pods that depend on it instead of one finding each. A cluster with a VM
-  size missing from sku.yaml gets only capacity-unknown-sku: its capacity is unknown.
-- A cluster in clusters/ without terraform/clusters/<name>.tfvars is a finding, not a skip:
-  every cluster of this repository is provisioned by terraform/, and a missing file would
-  silently switch the checks off.
+  lists the quotas, flavors and sample pods that depend on it instead of one finding each (a flavor of zero quota in
+  every queue, staged for later, admits nothing: none). A VM size missing from sku.yaml gives only capacity-unknown-sku.
+- A cluster in clusters/ without terraform/clusters/<name>.tfvars is a finding, not a skip: every cluster of this
+  repository is provisioned by terraform/, and a missing file would silently switch the checks off.
 """
 from __future__ import annotations
 
@@ -225,7 +224,8 @@ class _Check:
                                          "overlays/", "base/", "components/"), field=field)
 
     def findings(self) -> list[Finding]:
-        used = sorted({n for cq in self.cqs for _, names in placement.groups_of(cq) for n in names} & set(self.flavors))
+        funded = {fc.flavor for fc in self.capacities if fc.nominal_total > 0}
+        used = sorted({n for cq in self.cqs for _, names in placement.groups_of(cq) for n in names} & set(self.flavors) & funded)
         roots: dict[tuple[str, str], list[Problem]] = {}
         problems: list[Problem] = []
         for fname in used:

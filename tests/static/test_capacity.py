@@ -512,3 +512,17 @@ def test_labels_the_kubelet_and_aks_put_on_every_node_place_pods(repo_copy: Path
         assert found == [], found
     else:
         assert found and all(f.rule == "capacity-pod-placement" and "kubernetes.io/arch=arm64" in f.message for f in found), found
+
+
+@pytest.mark.parametrize("quota,flagged", [("0", False), ("1", True)])
+def test_a_flavor_staged_at_zero_quota_for_a_pool_not_there_yet_is_clean(repo_copy: Path, quota, flagged):
+    """A flavor for a pool to come, listed at nominalQuota 0: Kueue admits nothing to it, so no pod can pend on it; with
+    quota it selects no pool and is the root cause of pods that would pend."""
+    (repo_copy / "base/resource-flavors.yaml").write_text((repo_copy / "base/resource-flavors.yaml").read_text()
+                                                          + "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\n"
+                                                            "metadata:\n  name: h100\nspec:\n  nodeLabels:\n    agentpool: h100pool\n")
+    edit(repo_copy, "overlays/single-queue/cluster-queue.yaml", '              nominalQuota: "0"     # set by components/gpu-sku\n---',
+         '              nominalQuota: "0"     # set by components/gpu-sku\n        - name: h100\n          resources:\n'
+         f'            - name: nvidia.com/gpu\n              nominalQuota: "{quota}"\n---')
+    found = [f for f in validate_repository(repo_copy).findings if f.rule.startswith("capacity")]
+    assert [f.rule for f in found] == (["capacity-flavor-labels"] if flagged else []), [f.text() for f in found]
