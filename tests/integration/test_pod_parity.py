@@ -217,3 +217,39 @@ def test_offline_submitter_job_verdict_matches_server_dry_run(kube, pod_namespac
     for err in offline:
         field = err["field"].replace("spec.submitterPodTemplate.", "spec.template.").replace("spec.submitterConfig.", "spec.")
         assert field in server and err["detail"] in server, f"{case}: offline error {err['message']!r} not in the server's answer: {server}"
+
+
+# (case, the LimitRange's one limit in the sample's namespace, refused): the LimitRanger's validating admission, which
+# judges every container, KubeRay's own included (its wait-gcs-ready init container requests 256Mi).
+LIMITS = [
+    ("memory-floor-above-kuberays-init-container",
+     {"type": "Container", "min": {"memory": "512Mi"}, "default": {"memory": "1Gi"}, "defaultRequest": {"memory": "1Gi"}}, True),
+    ("cpu-limit-to-request-ratio", {"type": "Container", "default": {"cpu": "1"}, "defaultRequest": {"cpu": "500m"},
+                                    "maxLimitRequestRatio": {"cpu": "1"}}, True),
+    ("max-is-the-default-limit", {"type": "Container", "max": {"memory": "1Ti", "cpu": "200"}}, False),  # stored with default = max
+    ("max-with-default-limits", {"type": "Container", "max": {"memory": "1Ti", "cpu": "200"},
+                                 "default": {"memory": "1Gi", "cpu": "1"}}, False),
+]
+
+
+@pytest.mark.parametrize("case,limit,refused", LIMITS, ids=[c[0] for c in LIMITS])
+def test_offline_limit_range_verdict_matches_server_dry_run(kube, names, case, limit, refused):
+    """Each pod KubeRay's builders make, created with server-side dry-run in a namespace with the LimitRange: the
+    LimitRanger refuses one iff the gate does."""
+    namespace = f"{names.namespace}-lr-{LIMITS.index((case, limit, refused))}"
+    lr = {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "limits", "namespace": "ray"}, "spec": {"limits": [limit]}}
+    job = workloads.render("aurora-finetune", "team-a", root=REPO_ROOT)
+    problem = validate([job], [[lr]])[0]
+    offline = [e for e in (problem.errors if problem is not None else ()) if "LimitRange" in e["message"]]
+    assert bool(offline) is refused, f"{case}: offline {problem or 'accepted'}"
+    kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    kube.apply({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "ray-workload", "namespace": namespace}})
+    kube.apply({**lr, "metadata": {"name": "limits", "namespace": namespace}})
+    answers = {role: server_verdict(kube, {"apiVersion": "v1", "kind": "Pod", **pod, "metadata": {**pod["metadata"], "namespace": namespace}},
+                                    strict=False)
+               for role, pod in kuberay_pods([job])[0].items()}
+    forbidden = {role: a for role, a in answers.items() if a is not None}
+    assert bool(forbidden) is refused, f"{case}: the server forbade {forbidden or 'no pod'}; offline: {offline}"
+    for err in offline:
+        said = err["message"].split(": ", 2)[-1].split(" (a container KubeRay adds")[0]
+        assert any(said in a for a in forbidden.values()), f"{case}: offline {said!r} not in the server's answers {forbidden}"

@@ -497,6 +497,13 @@ CORPUS = [
      lambda r: (write(r, "base/limit-range.yaml", "apiVersion: v1\nkind: LimitRange\nmetadata:\n  name: ray-limits\n  namespace: ray\n"
                                                  "spec:\n  limits:\n    - type: Container\n      max: {cpu: \"8\"}\n"),
                 edit(r, "base/kustomization.yaml", "resources:\n", "resources:\n  - limit-range.yaml\n")), 82),
+    # A LimitRange whose min is above what KubeRay's own wait-gcs-ready init container requests (256Mi): the LimitRanger's
+    # validating admission refuses every worker pod; Kueue's scheduler, which sees the template only, admits the job.
+    ("limit-range-floor-above-kuberays-init-container", "pod-validation", "workloads/aurora-finetune.yaml",
+     lambda r: (write(r, "base/limit-range.yaml", "apiVersion: v1\nkind: LimitRange\nmetadata:\n  name: ray-limits\n  namespace: ray\n"
+                                                 "spec:\n  limits:\n    - type: Container\n      min: {memory: 512Mi}\n"
+                                                 "      default: {memory: 1Gi}\n      defaultRequest: {memory: 1Gi}\n"),
+                edit(r, "base/kustomization.yaml", "resources:\n", "resources:\n  - limit-range.yaml\n")), 74),
     # The pods KubeRay makes of a template the RayJob's schema lets through, refused by the apiserver's pod validation.
     ("gpu-fractional", "pod-validation", "workloads/aurora-finetune.yaml",
      lambda r: edit(r, "workloads/aurora-finetune.yaml", 'requests: {cpu: "18", memory: 160Gi, nvidia.com/gpu: "1"}',

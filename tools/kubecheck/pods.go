@@ -82,6 +82,9 @@ func check(obj map[string]interface{}, related []map[string]interface{}) (r resu
 					continue // KubeRay's copy of what the user wrote (its init container repeats the mounts): reported there
 				}
 				c.Field = "" // something KubeRay added fails: reported at the template
+				if c.Type == metav1.CauseTypeForbidden {
+					c.Message += " (a container KubeRay adds to the pod, with the resources KubeRay gives it, not one of the template's)"
+				}
 			}
 			r.Errors = append(r.Errors, located(c, b.template))
 		}
@@ -219,7 +222,10 @@ func validate(pod corev1.Pod, ns namespaceObjects) (*api.Pod, []metav1.StatusCau
 	if err := ns.admitted(internal); err != nil {
 		return nil, []metav1.StatusCause{{Type: metav1.CauseTypeForbidden, Message: err.Error()}}
 	}
-	return internal, beforeCreate(podstore.Strategy, genericapirequest.WithNamespace(context.Background(), internal.Namespace), internal)
+	if causes := beforeCreate(podstore.Strategy, genericapirequest.WithNamespace(context.Background(), internal.Namespace), internal); len(causes) > 0 {
+		return internal, causes
+	}
+	return internal, ns.limitErrors(internal)
 }
 
 // located is the cause with its field under the template the pod came from.

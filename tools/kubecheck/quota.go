@@ -13,9 +13,11 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	quota "k8s.io/apiserver/pkg/quota/v1"
 	api "k8s.io/kubernetes/pkg/apis/core"
+	corev1defaults "k8s.io/kubernetes/pkg/apis/core/v1"
 	"k8s.io/kubernetes/pkg/quota/v1/evaluator/core"
 	"k8s.io/kubernetes/plugin/pkg/admission/limitranger"
 	"k8s.io/utils/clock"
@@ -37,6 +39,8 @@ func namespaceOf(related []map[string]interface{}) (namespaceObjects, error) {
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, lr); err != nil {
 				return ns, fmt.Errorf("LimitRange does not decode: %v", err)
 			}
+			// As the apiserver stores it: a Container limit's default is its max, its defaultRequest its default.
+			corev1defaults.SetObjectDefaults_LimitRange(lr)
 			ns.limitRanges = append(ns.limitRanges, lr)
 		case "Namespace":
 			namespace := &corev1.Namespace{}
@@ -66,6 +70,46 @@ func (ns namespaceObjects) admitted(pod *api.Pod) error {
 		}
 	}
 	return nil
+}
+
+// limitErrors are the LimitRanger's validating admission's refusals of the pod (after the object's validation): a
+// container, init containers and the ones KubeRay adds included, below a LimitRange's min, above its max, or with a
+// limit-to-request ratio above its maxLimitRequestRatio (apiserver: 403 Forbidden).
+func (ns namespaceObjects) limitErrors(pod *api.Pod) []metav1.StatusCause {
+	var out []metav1.StatusCause
+	for _, lr := range ns.limitRanges {
+		err := limitranger.PodValidateLimitFunc(lr, pod)
+		if err == nil {
+			continue
+		}
+		// The refusal names no container: the same function on the pod with one container at a time finds which (a
+		// LimitRange of type Pod judges them together, so then none alone and the pod is named).
+		var found []metav1.StatusCause
+		for _, list := range []struct {
+			path       string
+			containers []api.Container
+			init       bool
+		}{{"spec.initContainers", pod.Spec.InitContainers, true}, {"spec.containers", pod.Spec.Containers, false}} {
+			for i, c := range list.containers {
+				single := pod.DeepCopy()
+				single.Spec.InitContainers, single.Spec.Containers = nil, nil
+				if list.init {
+					single.Spec.InitContainers = []api.Container{c}
+				} else {
+					single.Spec.Containers = []api.Container{c}
+				}
+				if one := limitranger.PodValidateLimitFunc(lr, single); one != nil {
+					found = append(found, metav1.StatusCause{Type: metav1.CauseTypeForbidden, Field: fmt.Sprintf("%s[%d]", list.path, i),
+						Message: fmt.Sprintf("LimitRange %s/%s forbids container %s: %v", lr.Namespace, lr.Name, c.Name, one)})
+				}
+			}
+		}
+		if len(found) == 0 {
+			found = []metav1.StatusCause{{Type: metav1.CauseTypeForbidden, Message: fmt.Sprintf("LimitRange %s/%s forbids it: %v", lr.Namespace, lr.Name, err)}}
+		}
+		out = append(out, found...)
+	}
+	return out
 }
 
 // quotaErrors are the ResourceQuota admission's refusals of the job's pods, created in an otherwise
