@@ -255,6 +255,20 @@ def kuberay_pods(objects: list[dict], submitter_job: bool = False) -> list:
     return [(r.get("pods") or {}, r.get("submitter")) if submitter_job else r.get("pods") or {} for r in answers]
 
 
+_STORED: dict[str, dict] = {}
+
+
+def stored(objects: list[dict]) -> list[dict]:
+    """`objects` as the apiserver stores them (tools/kubecheck: the defaults of their served version; a LimitRange's
+    Container limits get default = max and defaultRequest = default), each asked once per run."""
+    keys = [json.dumps(o, sort_keys=True, default=str) for o in objects]
+    missing = sorted({k for k in keys if k not in _STORED})
+    if missing:
+        answers = helper("kubecheck").call("stored", CheckError, objects=[json.loads(k) for k in missing])
+        _STORED.update(zip(missing, answers))
+    return [_STORED[k] for k in keys]
+
+
 def validate(objects: list[dict], related: list[list[dict]] | None = None) -> list[Problem | None]:
     """Checks `objects` with the pinned CRDs (`related`: as Checker.check)."""
     return Checker().start().check(objects, related)

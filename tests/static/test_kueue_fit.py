@@ -120,3 +120,17 @@ def test_topology_aware_queue_is_judged_on_the_clusters_ready_nodes(repo_copy, l
         assert found == []
     else:
         assert found and all(("TAS" in f.message or "topology" in f.message.lower()) and f.file == f"{DEV}/samples.yaml" for f in found), found
+
+
+def test_a_limit_range_with_only_a_max_charges_it_to_containers_without_requests(repo_copy):
+    """The apiserver stores a Container limit's default as its max and defaultRequest as its default; Kueue sizes a
+    Workload with the stored LimitRange, so the submitter (no resources written) is charged the max: here more than
+    the dev cluster's queue holds."""
+    from harness.gate.validate import validate_repository
+    from tests.static.test_gate_corpus import edit
+
+    (repo_copy / "base/limits.yaml").write_text("apiVersion: v1\nkind: LimitRange\nmetadata:\n  name: guardrail\n  namespace: ray\n"
+                                                "spec:\n  limits:\n    - type: Container\n      max: {cpu: \"32\", memory: 256Gi}\n")
+    edit(repo_copy, "base/kustomization.yaml", "resources:\n", "resources:\n  - limits.yaml\n")
+    found = [f for f in validate_repository(repo_copy).findings if f.rule == "sample-fits"]
+    assert found and all("submitter 1 pod(s): cpu 32, memory 256Gi" in f.message for f in found), found

@@ -162,3 +162,24 @@ func decodeCauses(obj map[string]interface{}, gvk schema.GroupVersionKind, decod
 	}
 	return []metav1.StatusCause{{Type: metav1.CauseTypeFieldValueInvalid, Message: message}}
 }
+
+// storedForm is a built-in object as the apiserver stores it: with the defaults of its served version (a LimitRange's
+// Container limits get default = max and defaultRequest = default, which Kueue reads when it sizes a Workload); the
+// object itself when it is no kind of `strategies` or does not decode (its checks report that).
+func storedForm(obj map[string]interface{}) map[string]interface{} {
+	u := &unstructured.Unstructured{Object: obj}
+	gvk := u.GroupVersionKind()
+	if _, ok := strategies[gvk.GroupKind()]; !ok || !legacyscheme.Scheme.Recognizes(gvk) {
+		return obj
+	}
+	typed, err := legacyscheme.Scheme.New(gvk)
+	if err != nil || runtime.DefaultUnstructuredConverter.FromUnstructured(runtime.DeepCopyJSON(obj), typed) != nil {
+		return obj
+	}
+	legacyscheme.Scheme.Default(typed)
+	out, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
+	if err != nil {
+		return obj
+	}
+	return out
+}

@@ -8,7 +8,9 @@
 //     GetSubmitterTemplate, as its controllers call them), each taken through the apiserver's create
 //     path for pods in its namespace (the LimitRanger's defaults, the pod strategy), then the
 //     PodSecurity admission of its namespace's level (security.go), then the ResourceQuota admission of all of them
-//     together.
+//     together;
+//   - op "stored" (builtin.go): each object as the apiserver stores it, with its version's defaults (a LimitRange's
+//     default limits and requests, which Kueue reads), the answer a list of objects.
 //
 // The RayJob and RayCluster CRDs carry the pod template's OpenAPI schema without the apiserver's pod
 // validation: a fractional GPU, GPU requests other than limits, an uppercase container name or a mount
@@ -108,6 +110,12 @@ func main() {
 				}
 			}
 			resp["answer"] = results
+		case "stored":
+			stored := make([]map[string]interface{}, len(req.Objects))
+			for i, obj := range req.Objects {
+				stored[i] = storedForm(obj)
+			}
+			resp["answer"] = stored
 		case "builtin":
 			for i, obj := range req.Objects {
 				results[i] = result{Errors: []fieldError{}, Quota: []fieldError{}, Security: []fieldError{}}
