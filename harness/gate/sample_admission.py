@@ -43,7 +43,13 @@ RULES = {
     "sample-priority-class": "the WorkloadPriorityClass (label kueue.x-k8s.io/priority-class) or PriorityClass a sample names exists on the cluster",
     "clusterqueue-unreachable": "(warning) every ClusterQueue is the spec.clusterQueue of some LocalQueue",
     "workload-queue": "a RayJob a layer applies (not a sample) names, by label kueue.x-k8s.io/queue-name, a LocalQueue of its namespace",
+    "kueue-integration-off": "a queued Ray object (label kueue.x-k8s.io/queue-name; a sample or applied by a layer) is of a kind whose "
+                             "integration the cluster's Kueue manager enables (a RayCluster needs ray.io/raycluster in "
+                             "integrations.frameworks); else Kueue ignores the label and its pods run outside every quota",
 }
+# The Kueue integration that manages each Ray kind (Kueue's framework names; test_gate_feature_gates holds them to Kueue's
+# own registry). RayService is none: Kueue manages it only through the RayClusters it creates.
+INTEGRATIONS = {"RayJob": "ray.io/rayjob", "RayCluster": "ray.io/raycluster"}
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 STOPPED = ("Hold", "HoldAndDrain")
@@ -233,6 +239,7 @@ def admission_rules(ctx, root: Path, cluster: ClusterRender, samples: list[tuple
     if not index.complete:
         return out  # a layer did not render (kustomize-build says why): what it would apply is unknown
     out += _unreachable(ctx, index) + kueue_wiring.wiring_rules(ctx, root, index) + _applied_job_queues(ctx, root, index)
+    out += _integrations_off(ctx, root, index, samples)
     keys: dict[tuple, list[Finding]] = {}  # (kind, namespace, name, key) missing -> the findings of the references naming it
     generated: dict[tuple, set[str]] = {}  # (kind, namespace, name, generator file, line, name made) -> the samples naming it
     for sample, job, line in samples:
@@ -247,6 +254,30 @@ def admission_rules(ctx, root: Path, cluster: ClusterRender, samples: list[tuple
         same.sort()
         others = ", ".join(f"{f.file}:{f.line}" for f in same[1:])
         out.append(replace(same[0], message=same[0].message + (f"; {len(same) - 1} more reference(s) name it: {others}" if others else "")))
+    return out
+
+
+def _integrations_off(ctx, root: Path, index: ClusterIndex, samples: list[tuple[str, dict, int | None]]) -> list[Finding]:
+    """kueue-integration-off: queued Ray objects of a kind the manager's integrations.frameworks leaves out (judged where
+    the configuration is written; the chart's own enables every Ray kind)."""
+    config = kueue_manager.loaded(kueue_manager.manager_of(index).get("config"))
+    frameworks = set(as_list(as_map(as_map(config).get("integrations")).get("frameworks"))) if config else None
+    if frameworks is None:
+        return []
+    queued = [(None, sample, job) for sample, job, _ in samples] + [(b, None, o) for kind in INTEGRATIONS for b, o in index.of_kind(kind)]
+    out = []
+    for build, sample, obj in queued:
+        framework = INTEGRATIONS.get(str(obj.get("kind")))
+        if framework in frameworks or framework is None or as_map(as_map(obj.get("metadata")).get("labels")).get(QUEUE_LABEL) is None:
+            continue
+        message = (f"{obj.get('kind')} {as_map(obj.get('metadata')).get('name')} has label {QUEUE_LABEL}, but the Kueue manager of cluster "
+                   f"{index.cluster.name} leaves {framework} out of integrations.frameworks: Kueue ignores the label, never suspends "
+                   "it, and its pods run outside every quota (while the jobs Kueue admits count on nodes they take)")
+        hint = f"add {framework} to the manager configuration's integrations.frameworks, or submit it as a RayJob (which Kueue queues)"
+        where = {"file": f"{WORKLOADS_DIR}/{sample}.yaml", "context": f"cluster {index.cluster.name}, sample {sample}"} if sample else {}
+        found = ctx.finding(obj, build, "kueue-integration-off", message, hint, cluster=None if sample else index.cluster.name,
+                            field=f"metadata.labels[{QUEUE_LABEL}]", **where)
+        out.append(found)
     return out
 
 

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 from harness.gate.validate import validate_repository
 
@@ -27,6 +28,15 @@ def copy_cluster(root: Path, name: str) -> None:
     edit(root, f"clusters/{name}/queues.yaml", "CLUSTER_NAME: prod-eastus2", f"CLUSTER_NAME: {name}")
     tfvars = (root / "terraform/clusters/prod-eastus2.tfvars").read_text()
     (root / f"terraform/clusters/{name}.tfvars").write_text(tfvars.replace('"prod-eastus2"', f'"{name}"'))
+
+
+def raycluster_sample(root: Path, cluster: str = "dev-westus3", queue: str = "default") -> None:
+    """workloads/dev-cluster.yaml: a RayCluster of batch-inference's cluster spec with the queue label, as a sample."""
+    job = yaml.safe_load("apiVersion:" + (root / "workloads/batch-inference.yaml").read_text().partition("apiVersion:")[2])
+    spec = "\n".join("  " + line for line in yaml.safe_dump(job["spec"]["rayClusterSpec"], sort_keys=False).splitlines())
+    write(root, "workloads/dev-cluster.yaml", "apiVersion: ray.io/v1\nkind: RayCluster\nmetadata:\n  name: ${JOB_NAME}\n  namespace: ray\n"
+                                              f"  labels:\n    kueue.x-k8s.io/queue-name: ${{QUEUE_NAME}}\nspec:\n{spec}\n")
+    append(root, f"clusters/{cluster}/samples.yaml", f"- sample: dev-cluster\n  queue: {queue}\n")
 
 
 def append(root: Path, rel: str, text: str) -> None:
@@ -457,6 +467,7 @@ CORPUS = [
                     "- sample: batch-inference\n  queue: team-b\n  vars: {JOB_NAME: batch-inference-with-a-very-long-name-for-testing-x}\n"), 12),
     ("copied-cluster-applies-the-originals-layer", "flux-other-cluster-path", "clusters/staging/queues.yaml",
      lambda r: copy_cluster(r, "staging"), 20, "warning"),
+    ("raycluster-sample-integration-off", "kueue-integration-off", "workloads/dev-cluster.yaml", raycluster_sample, 7),
     ("flux-name-prefix-on-queues", "kustomize-rename", f"{PROD}/queues.yaml",
      lambda r: edit(r, f"{PROD}/queues.yaml", "  path: ./clusters/prod-eastus2/queues\n", "  path: ./clusters/prod-eastus2/queues\n  namePrefix: prod-\n"), 21),
     ("name-prefix-on-queues", "kustomize-rename", "overlays/team-queues/kustomization.yaml",

@@ -210,3 +210,21 @@ def test_the_manager_validates_its_gates_before_it_sets_them():
         running = [pool.submit(checker.check, [job], None, [elastic]) for _ in range(4)]
         assert kueue_manager.refusals(kueue_manager.CHART_CONFIG, "ElasticJobsViaWorkloadSlicesWithTAS=true") == ()
         [r.result() for r in running]
+
+
+def test_the_ray_integrations_the_gate_knows_are_kueues_own_framework_names():
+    """sample_admission.INTEGRATIONS: the pinned Kueue manager accepts each name in integrations.frameworks."""
+    from harness.gate.sample_admission import INTEGRATIONS
+
+    config = ("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nintegrations:\n  frameworks:\n"
+              + "".join(f"    - {name}\n" for name in INTEGRATIONS.values()))
+    assert kueue_manager.refusals(config) == ()
+
+
+def test_a_queued_raycluster_is_judged_by_the_integrations_the_manager_enables(repo_copy):
+    from tests.static.test_gate_corpus import raycluster_sample
+
+    raycluster_sample(repo_copy)
+    assert [f.rule for f in validate_repository(repo_copy).findings if f.rule == "kueue-integration-off"] == ["kueue-integration-off"]
+    edit(repo_copy, KUEUE, "            - ray.io/rayjob\n", "            - ray.io/rayjob\n            - ray.io/raycluster\n")
+    assert [f for f in validate_repository(repo_copy).findings if f.rule == "kueue-integration-off"] == []
