@@ -22,7 +22,7 @@ from harness.core import HarnessError, versions
 from harness.gate import schemas, workloads
 from harness.gate.findings import Finding
 from harness.gate.origin import mentioned_fields
-from harness.gate.sources import resource_id
+from harness.gate.sources import as_map, resource_id
 from harness.gate.helper import helper
 
 KUBERNETES_VERSION = versions.module("kubernetes")[1].removeprefix("v")
@@ -325,7 +325,11 @@ def pod_security_findings(ctx) -> list[Finding]:
             short = str(e.get("field", "")).removesuffix(".template").rsplit(".", 1)[-1]
             templates += [short] if short not in templates else []
         others = ", ".join(f"{rid} at {file}:{line} ({', '.join(t)})" for (rid, file, line), t in by_job.items())
-        out.append(replace(first, file=where.file, line=where.line, context=f"{ns_id}, label {PSA_ENFORCE}",
+        level = as_map(as_map(as_map(namespace).get("metadata")).get("labels")).get(PSA_ENFORCE)
+        hint = first.hint if level == "restricted" else \
+            "set in the pod templates the securityContext (or drop the capability, host setting or volume) the message names: " \
+            f"{level or 'this'} is the namespace's level, and only privileged lets more through (rarely what a shared namespace wants)"
+        out.append(replace(first, file=where.file, line=where.line, context=f"{ns_id}, label {PSA_ENFORCE}", hint=hint,
                            message=f"{first.resource} {WHAT['pod-security']}: {err.get('field')}: {err['message']} "
                                    f"(at {first.file}:{first.line}){f'; so are the pods of {others}' if others else ''}"))
     return out

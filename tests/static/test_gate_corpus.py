@@ -984,3 +984,14 @@ def test_every_rule_has_a_broken_variant():
     here = Path(__file__).parent
     elsewhere = {rule for rule, name in ELSEWHERE.items() if f'"{rule}"' in (here / name).read_text()}
     assert sorted(set(RULE_IDS) - tabled - elsewhere) == []
+
+
+@pytest.mark.parametrize("level,lower", [("restricted", True), ("baseline", False)])
+def test_the_pod_security_hint_offers_a_lower_level_only_where_there_is_one(repo_copy, level, lower):
+    """Under restricted, baseline is the level to move the jobs to; under baseline, only privileged lets more through,
+    so the hint is the template's securityContext (here a worker adding the IPC_LOCK capability, refused by both)."""
+    edit(repo_copy, "base/namespace.yaml", "  name: ray\n", f"  name: ray\n  labels:\n    pod-security.kubernetes.io/enforce: {level}\n")
+    edit(repo_copy, "workloads/aurora-finetune.yaml", "              - name: ray-worker\n                image: ${RAY_IMAGE}\n",
+         "              - name: ray-worker\n                image: ${RAY_IMAGE}\n                securityContext: {capabilities: {add: [IPC_LOCK]}}\n")
+    found = [f for f in validate_repository(repo_copy).findings if f.rule == "pod-security"]
+    assert found and all(("enforce: baseline" in f.hint) is lower for f in found), [f.hint for f in found]
