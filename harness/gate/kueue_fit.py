@@ -188,6 +188,10 @@ def _finding(c: Candidate, answer: dict) -> Finding:
     reason = answer.get("message") or "no flavor fits"
     if "unavailable in ClusterQueue" in reason or "doesn't have quota for" in reason:
         hint = f"add the resource to a resource group of ClusterQueue {cq} (through the cluster's gpu-sku component), or drop the request"
+    elif "supports only TopologyAwareScheduling" in reason:
+        hint = (f"a flavor with topologyName takes only pod sets that ask for a topology while ClusterQueue {cq} has flavors without "
+                "one: drop topologyName from that flavor, give every flavor of the ClusterQueue one (Kueue then places the pod sets "
+                "that ask for none too), or annotate the pod templates with kueue.x-k8s.io/podset-preferred-topology")
     elif any(w in reason for w in ("opology", "TAS")):
         hint = (f"give ClusterQueue {cq} a flavor for the pod sets that do not ask for a topology (or one with topologyName for those "
                 "that do), or remove the topology request")

@@ -134,3 +134,17 @@ def test_a_limit_range_with_only_a_max_charges_it_to_containers_without_requests
     edit(repo_copy, "base/kustomization.yaml", "resources:\n", "resources:\n  - limits.yaml\n")
     found = [f for f in validate_repository(repo_copy).findings if f.rule == "sample-fits"]
     assert found and all("submitter 1 pod(s): cpu 32, memory 256Gi" in f.message for f in found), found
+
+
+def test_a_topology_only_flavor_beside_plain_ones_gets_the_hint_that_fixes_it(repo_copy):
+    """Flavor gpu given a topologyName (its Topology exists): Kueue's assigner refuses the GPU pod sets, which ask for no
+    topology ("supports only TopologyAwareScheduling"); the hint names the three fixes, not a request to remove."""
+    from harness.gate.validate import validate_repository
+    from tests.static.test_gate_corpus import edit, write
+
+    edit(repo_copy, "base/resource-flavors.yaml", "  name: gpu\nspec:\n", "  name: gpu\nspec:\n  topologyName: gpu-topology\n")
+    write(repo_copy, "base/topology.yaml", "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Topology\nmetadata:\n  name: gpu-topology\n"
+                                          "spec:\n  levels:\n    - nodeLabel: kubernetes.io/hostname\n")
+    edit(repo_copy, "base/kustomization.yaml", "resources:\n", "resources:\n  - topology.yaml\n")
+    found = [f for f in validate_repository(repo_copy).findings if f.rule == "sample-fits"]
+    assert found and all("drop topologyName from that flavor" in f.hint for f in found), [f.hint for f in found]
