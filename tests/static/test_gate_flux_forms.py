@@ -80,7 +80,8 @@ def test_manifests_of_a_flux_path_without_kustomization_file_are_applied(repo_co
     """kustomize-controller generates the kustomization of a path that has none, listing every manifest under it."""
     (repo_copy / PROD / "extras").mkdir()
     (repo_copy / PROD / "extras/limits.yaml").write_text("apiVersion: v1\nkind: LimitRange\nmetadata:\n  name: extra\n  namespace: ray\n"
-                                                          "spec:\n  limits:\n    - type: Container\n      max: {cpu: \"64\"}\n")
+                                                          "spec:\n  limits:\n    - type: Container\n      max: {cpu: \"64\"}\n"
+                                                          "      default: {cpu: \"1\"}\n")  # (without, the submitter gets 64)
     if applied:
         queues = repo_copy / PROD / "queues.yaml"
         queues.write_text(queues.read_text() + "---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n"

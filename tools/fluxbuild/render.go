@@ -11,7 +11,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -19,13 +18,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/fluxcd/pkg/kustomize"
 	securefs "github.com/fluxcd/pkg/kustomize/filesys"
-	"github.com/fluxcd/pkg/sourceignore"
-	"github.com/fluxcd/pkg/sourceignore/gitignore"
-	yaml "go.yaml.in/yaml/v3"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -58,61 +53,6 @@ var (
 	copies    = map[[2]string]string{} // (session, root) -> the private copy builds run in
 	ahead     *prerendered             // the plain builds made at start (--prerender), for the session that asks first
 )
-
-// prerendered: every plain kustomization directory of a repository, built in a copy at start while the caller is still
-// loading (scripts/validate's Python), with the same code a render request runs. The first session that renders that root
-// with the same skip list takes the copy as its own and gets these results for its plain jobs, built from the same files.
-type prerendered struct {
-	root     string
-	skipDirs []string
-	work     string
-	results  map[string]result // directory (relative to root) -> its build
-	taken    bool
-}
-
-// prerender builds every plain kustomization directory of root in a copy, holding the render lock (call it with the
-// lock held: a request that arrives meanwhile waits for it, as for any render).
-func prerender(root string, skipDirs []string) {
-	defer rendering.Unlock()
-	if trace != nil {
-		began := time.Now()
-		defer func() {
-			built := 0
-			if ahead != nil {
-				built = len(ahead.results)
-			}
-			trace.Printf("%-12s        jobs=%-2d began %6.1f ms, took %6.1f ms", "prerender", built,
-				float64(began.Sub(started).Microseconds())/1000, float64(time.Since(began).Microseconds())/1000)
-		}()
-	}
-	work, err := copyRoot(root, skipDirs)
-	if err != nil {
-		return // the session's own copy reports it
-	}
-	pre := &prerendered{root: root, skipDirs: skipDirs, work: work, results: map[string]result{}}
-	_ = filepath.WalkDir(work, func(path string, d os.DirEntry, err error) error {
-		if err != nil || !d.IsDir() || !isBuildable(path) {
-			return nil
-		}
-		rel, _ := filepath.Rel(work, path)
-		r := run(work, job{ID: rel, Dir: rel})
-		r.Error = strings.ReplaceAll(strings.ReplaceAll(r.Error, work+string(filepath.Separator), ""), work, ".")
-		pre.results[filepath.ToSlash(rel)] = r
-		return nil
-	})
-	ahead = pre
-}
-
-// isBuildable: the directory has a kustomization file (kustomize's names) that is not a Component.
-func isBuildable(dir string) bool {
-	for _, name := range konfig.RecognizedKustomizationFileNames() {
-		if data, err := os.ReadFile(filepath.Join(dir, name)); err == nil {
-			var k kustypes.Kustomization
-			return sigsyaml.Unmarshal(data, &k) == nil && k.Kind != kustypes.ComponentKind
-		}
-	}
-	return false
-}
 
 // probe is a render in a scratch tree: `files` of the session's copy (what else the jobs read is not
 // there) with `overlay` written over them (rewritten kustomization.yaml files), removed afterwards.
@@ -157,16 +97,6 @@ func render(session, root string, skipDirs []string, jobs []job, p *probe) []res
 		results = append(results, r)
 	}
 	return results
-}
-
-// of: the prerendered build of a plain job of the session whose copy is the prerender's, if there is one.
-func (pre *prerendered) of(work string, j job) (result, bool) {
-	if pre == nil || work != pre.work || j.Kustomization != nil {
-		return result{}, false
-	}
-	r, found := pre.results[filepath.ToSlash(filepath.Clean(j.Dir))]
-	r.ID = j.ID
-	return r, found
 }
 
 // tree makes the probe's scratch tree from the session's copy `work` (so .sourceignore holds as there).
@@ -223,24 +153,6 @@ func removeCopies() {
 	for _, dir := range copies {
 		os.RemoveAll(dir)
 	}
-}
-
-// copyRoot makes the private copy kustomize-controller builds in: the generator writes a
-// kustomization.yaml into the directory, and the checkout must stay untouched.
-func copyRoot(root string, skipDirs []string) (string, error) {
-	work, err := os.MkdirTemp("", "fluxbuild-")
-	if err != nil {
-		return "", err
-	}
-	skip := make(map[string]bool, len(skipDirs))
-	for _, name := range skipDirs {
-		skip[name] = true
-	}
-	if err := copyTree(root, work, skip); err != nil {
-		os.RemoveAll(work)
-		return "", fmt.Errorf("copying %s: %v", root, err)
-	}
-	return work, nil
 }
 
 func run(root string, j job) result {
@@ -370,102 +282,6 @@ func usesOpenAPI(dir string) bool {
 		return true
 	}
 	return len(k.OpenAPI) > 0
-}
-
-// copyTree copies src to dst as source-controller packs a GitRepository artifact: without what
-// the default and VCS patterns and the .sourceignore files exclude (fluxcd/pkg/sourceignore, the
-// same matcher), and without the directories named in skip, which hold no configuration (a
-// virtualenv, build output) and which copying would make the slowest part of the run.
-func copyTree(src, dst string, skip map[string]bool) error {
-	// .sourceignore files are read as the walk reaches their directory (each applies below its
-	// own directory, by its domain), so nothing ignored or skipped is ever opened.
-	var patterns []gitignore.Pattern
-	ignored := sourceignore.NewDefaultMatcher(patterns, nil)
-	return filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, path)
-		target := filepath.Join(dst, rel)
-		var parts []string
-		if rel != "." {
-			parts = strings.Split(filepath.ToSlash(rel), "/")
-			if (d.IsDir() && skip[d.Name()]) || ignored.Match(parts, d.IsDir()) {
-				if d.IsDir() {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-		}
-		if d.IsDir() {
-			if found, err := sourceignore.ReadIgnoreFile(filepath.Join(path, sourceignore.IgnoreFile), parts); err != nil {
-				return fmt.Errorf("reading %s: %v", filepath.Join(rel, sourceignore.IgnoreFile), err)
-			} else if len(found) > 0 {
-				patterns = append(patterns, found...)
-				ignored = sourceignore.NewDefaultMatcher(patterns, nil)
-			}
-			return os.MkdirAll(target, 0o755)
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if infiniteYAML(path, data) {
-			return nil // kustomize would follow its aliases forever: left out, so the build says it misses the file (the gate names why)
-		}
-		return os.WriteFile(target, data, 0o644)
-	})
-}
-
-// maxDepth is how deep a YAML file may nest (harness/gate/sources.py MAX_DEPTH: the gate's reader says so at the file).
-const maxDepth = 200
-
-// infiniteYAML: a YAML file with an alias of a node that contains it, or one that expands past go-yaml's aliasing
-// limit (go-yaml's decoder refuses both; kustomize's node walk does not check and recurses until the stack gives
-// out), or one nested deeper than maxDepth.
-func infiniteYAML(path string, data []byte) bool {
-	ext := filepath.Ext(path)
-	aliases := bytes.Contains(data, []byte("*")) && bytes.Contains(data, []byte("&"))
-	deep := bytes.Count(data, []byte("["))+bytes.Count(data, []byte("{")) >= maxDepth
-	if (ext != ".yaml" && ext != ".yml") || (!aliases && !deep) {
-		return false
-	}
-	for decoder := yaml.NewDecoder(bytes.NewReader(data)); aliases; {
-		var doc interface{}
-		if err := decoder.Decode(&doc); err != nil {
-			if strings.Contains(err.Error(), "contains itself") || strings.Contains(err.Error(), "excessive aliasing") {
-				return true
-			}
-			break
-		}
-	}
-	for decoder := yaml.NewDecoder(bytes.NewReader(data)); deep; {
-		var doc yaml.Node
-		if err := decoder.Decode(&doc); err != nil {
-			break
-		}
-		if depth(&doc, 0) > maxDepth {
-			return true
-		}
-	}
-	return false
-}
-
-// depth of a YAML node tree (aliases not followed: a cycle through one is the decoder's to refuse).
-func depth(n *yaml.Node, level int) int {
-	deepest := level
-	if level > maxDepth {
-		return level
-	}
-	for _, c := range n.Content {
-		if d := depth(c, level+1); d > deepest {
-			deepest = d
-		}
-	}
-	return deepest
 }
 
 // securePath resolves a Flux spec.path inside root, refusing paths that escape it.
