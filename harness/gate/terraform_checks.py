@@ -94,7 +94,7 @@ def wiring_findings(root: Path, gate_config: GateConfig = DEFAULTS) -> list[Find
     scopes = _scopes(root, cfg, gate_config.tfvars)
     production = str(as_map(as_map(version_rules.pins(root)).get("kubernetes")).get("production") or "") or None
     return (_expression_findings(scopes) + _undeclared_findings(scopes) + _identity_findings(root, cfg, scopes) + _cluster_vars_findings(root, cfg, gate_config)
-            + _flux_findings(root, cfg, scopes) + kubernetes_version.version_findings(cfg, scopes, production) + subnets.subnet_findings(root, cfg, scopes))
+            + _flux_findings(root, cfg, scopes, gate_config.clusters) + kubernetes_version.version_findings(cfg, scopes, production) + subnets.subnet_findings(root, cfg, scopes))
 
 
 def _expression_findings(scopes: list[tuple[str, Evaluation]]) -> list[Finding]:
@@ -236,7 +236,7 @@ def _cluster_vars_findings(root: Path, cfg: TerraformConfig, gate_config: GateCo
     return out
 
 
-def _flux_findings(root: Path, cfg: TerraformConfig, scopes: list[tuple[str, Evaluation]]) -> list[Finding]:
+def _flux_findings(root: Path, cfg: TerraformConfig, scopes: list[tuple[str, Evaluation]], clusters: str = "clusters") -> list[Finding]:
     out = []
     configs = cfg.of_type("azurerm_kubernetes_flux_configuration")
     if not configs:
@@ -260,6 +260,8 @@ def _flux_findings(root: Path, cfg: TerraformConfig, scopes: list[tuple[str, Eva
                     out.append(Finding(v.file, v.line, fc.address, "terraform-flux-configuration", f"{err} ({label})",
                                        'use path = "./clusters/${var.cluster_name}"'))
                     continue
+                if path == f"{clusters.rstrip('/')}/{Path(label).stem}":
+                    continue  # a tfvars file of no cluster folder: capacity-terraform reports it, at the file
                 if not (root / path).is_dir():  # (a directory without a kustomization file: Flux's generator builds it)
                     kname = k.get("name").value if k.get("name") else None
                     out.append(Finding(fc.file, fc.line, fc.address, "terraform-flux-configuration",

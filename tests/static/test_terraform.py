@@ -85,3 +85,14 @@ def test_a_cluster_vars_example_written_as_a_list_is_named_as_the_cause(repo_cop
     (repo_copy / rel).write_text(head + "- " + ("apiVersion" + body).replace("\n", "\n  ").rstrip() + "\n")
     found = [f for f in terraform_checks.wiring_findings(repo_copy) if f.rule == "terraform-cluster-vars"]
     assert [(f.file, f.line) for f in found] == [(rel, 4)] and "holds a list" in found[0].message, found
+
+
+def test_a_tfvars_file_of_no_cluster_folder_is_one_finding(repo_copy: Path):
+    """terraform/clusters/staging.tfvars copied from prod with its name, and no clusters/staging: the cause is reported
+    once (capacity-terraform, at the file), not again as the Flux configuration's path."""
+    from harness.gate import validate_repository
+
+    tfvars = (repo_copy / "terraform/clusters/prod-eastus2.tfvars").read_text().replace('"prod-eastus2"', '"staging"')
+    (repo_copy / "terraform/clusters/staging.tfvars").write_text(tfvars)
+    found = validate_repository(repo_copy).findings
+    assert [(f.rule, f.file) for f in found] == [("capacity-terraform", "terraform/clusters/staging.tfvars")], [f.text() for f in found]
