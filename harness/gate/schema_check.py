@@ -290,6 +290,19 @@ def submit(ctx, checker: Checker, validated: list[tuple[object, dict, str | None
     return lambda: _findings(ctx, validated, pending())
 
 
+# Refusals of one rule whose own fix is narrower than the rule's hint: (rule, words of the refusal) -> that fix.
+NARROWER_HINTS = {
+    ("kueue-inadmissible", "must not exceed its limits"): "lower the request named to at most its limit (or raise or drop the limit)",
+    ("kueue-inadmissible", "LimitRange"): "bring the container's requests and limits within its namespace's LimitRange (or change the "
+                                          "LimitRange)",
+}
+
+
+def _hint(rule: str, err: dict) -> str:
+    """The rule's hint, or the narrower one the refusal's words call for."""
+    return next((hint for (r, words), hint in NARROWER_HINTS.items() if r == rule and words in str(err.get("message"))), HINTS[rule])
+
+
 def _one_per_quota_cause(found: list[Finding]) -> list[Finding]:
     """resource-quota findings of several samples with the same refusal (a quota tracking a resource their
     pods do not set): one, at the first sample's entry, naming the others."""
@@ -357,7 +370,7 @@ def _findings(ctx, validated: list[tuple[object, dict, str | None]], problems: l
             # KubeRay's controller errors name no field: the fields its message names are where the values are written,
             # the first one the sample's file writes itself (not through a samples.yaml var) preferred.
             fields = [err.get("field")] if err.get("field") or problem.rule != "kuberay-validation" else mentioned_fields(obj, err["message"])
-            candidates = [ctx.finding(obj, b, problem.rule, f"{WHAT[problem.rule]}: {err['message']}", HINTS[problem.rule], file=file,
+            candidates = [ctx.finding(obj, b, problem.rule, f"{WHAT[problem.rule]}: {err['message']}", _hint(problem.rule, err), file=file,
                                       context=label, field=f or None) for f in fields or [None]]
             found = next((c for c in candidates if workloads.var_at(ctx.sources.root, c, ctx.sample_vars.get(id(obj), {})) is None), candidates[0])
             if problem.rule in WARNING_RULES:
