@@ -32,7 +32,7 @@ def prestart(*names: str, prerender: Path | None = None) -> None:
     """Starts the helpers among `names` whose binaries are built already (never builds one: a command
     that ends before it needs them, like --help, must not wait for a build), found without the build recipes. With
     `prerender`, fluxbuild builds that repository's plain kustomization directories at once, for the render request that
-    follows once the gate has loaded (tools/fluxbuild render.go prerender)."""
+    follows once the gate has loaded (tools/fluxbuild prerender.go)."""
     for name in names:
         if tools.local_binary(name) is None:
             continue

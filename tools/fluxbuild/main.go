@@ -112,7 +112,7 @@ func main() {
 		}
 	}
 	// --prerender ROOT [--skip-dir NAME]...: build ROOT's plain kustomization directories now, before any request
-	// (render.go prerender), for the caller that sends its render request once it has loaded.
+	// (prerender.go), for the caller that sends its render request once it has loaded.
 	var prerenderRoot string
 	var skipDirs []string
 	flag.StringVar(&prerenderRoot, "prerender", "", "build this repository's plain kustomization directories at start")
