@@ -243,11 +243,14 @@ def test_offline_limit_range_verdict_matches_server_dry_run(kube, names, case, l
     offline = [e for e in (problem.errors if problem is not None else ()) if "LimitRange" in e["message"]]
     assert bool(offline) is refused, f"{case}: offline {problem or 'accepted'}"
     kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-    kube.apply({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "ray-workload", "namespace": namespace}})
-    kube.apply({**lr, "metadata": {"name": "limits", "namespace": namespace}})
-    answers = {role: server_verdict(kube, {"apiVersion": "v1", "kind": "Pod", **pod, "metadata": {**pod["metadata"], "namespace": namespace}},
-                                    strict=False)
-               for role, pod in kuberay_pods([job])[0].items()}
+    try:  # the namespace goes with its ServiceAccount: later tests wait until no ServiceAccount of that name is left
+        kube.apply({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "ray-workload", "namespace": namespace}})
+        kube.apply({**lr, "metadata": {"name": "limits", "namespace": namespace}})
+        answers = {role: server_verdict(kube, {"apiVersion": "v1", "kind": "Pod", **pod, "metadata": {**pod["metadata"], "namespace": namespace}},
+                                        strict=False)
+                   for role, pod in kuberay_pods([job])[0].items()}
+    finally:
+        kube.delete("v1", "Namespace", namespace)
     forbidden = {role: a for role, a in answers.items() if a is not None}
     assert bool(forbidden) is refused, f"{case}: the server forbade {forbidden or 'no pod'}; offline: {offline}"
     for err in offline:
