@@ -28,7 +28,7 @@ from harness.gate import matching
 from harness.gate.cluster_refs import ClusterIndex, finding_at
 from harness.gate.findings import Finding
 from harness.gate.kueue_manager import locate, loaded, manager_text
-from harness.gate.sources import as_list, as_map, as_maps, name_key, parse_yaml
+from harness.gate.sources import QUEUE_LABEL, as_list, as_map, as_maps, name_key, parse_yaml
 
 RULES = {
     "kueue-chart-wiring": "the Kueue HelmRelease's manager configuration and values agree with what the chart wires: the webhook port "
@@ -45,7 +45,6 @@ CHART_PROBE_PORT = 8081  # templates/manager/manager.yaml livenessProbe and read
 POD_FRAMEWORKS = ("pod", "deployment", "statefulset", "leaderworkerset.x-k8s.io/leaderworkerset")
 POD_OWNERS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Pod")
 JOB_KINDS = ("Job", "CronJob")
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 UNREACHABLE = ("so Kueue's webhooks (failurePolicy Fail) have no endpoint: the apiserver refuses every ClusterQueue, LocalQueue and "
                "RayJob the cluster creates, and nothing is admitted")
 

@@ -23,9 +23,8 @@ from harness.gate.render import ClusterRender
 from harness.gate.schema_check import Checker
 from harness.gate.pools import Pool, node_matches, taint_text, untolerated
 from harness.gate.origin import compose, descend, step
-from harness.gate.sources import SourceError, as_map, in_namespace_of, load_yaml, name_key, read_source, resource_id
+from harness.gate.sources import QUEUE_LABEL, SourceError, as_map, in_namespace_of, load_yaml, name_key, read_source, resource_id
 
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
 
 # -- Lines in the workload files --------------------------------------------------------------------

@@ -19,7 +19,6 @@ from harness.gate.render import Build, ClusterRender, is_flux_kustomization
 from harness.gate.sources import Sources, as_list, as_map, as_maps, name_key, reachable_dirs, resource_id
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
 RULES = {
     "file-read": "every configuration file can be read (no dangling symlink, no directory named *.yaml)",

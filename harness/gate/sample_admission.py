@@ -33,7 +33,7 @@ from harness.gate.pod_refs import pod_key_refs, pod_spec_refs, pod_templates
 from harness.gate.origin import dotted, line_at
 from harness.gate.findings import Finding
 from harness.gate.render import ClusterRender
-from harness.gate.sources import as_list, as_map, as_maps, name_key, resource_id
+from harness.gate.sources import QUEUE_LABEL, as_list, as_map, as_maps, name_key, queue_name, resource_id
 from harness.gate.workloads import WORKLOADS_DIR
 
 RULES = {
@@ -50,7 +50,6 @@ RULES = {
 # The Kueue integration that manages each Ray kind (Kueue's framework names; test_gate_feature_gates holds them to Kueue's
 # own registry). RayService is none: Kueue manages it only through the RayClusters it creates.
 INTEGRATIONS = {"RayJob": "ray.io/rayjob", "RayCluster": "ray.io/raycluster"}
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 STOPPED = ("Hold", "HoldAndDrain")
 KUBERAY_CONTROLLER = "ray.io/kuberay-operator"  # utils.KubeRayController: the managedBy KubeRay's RayJob controller acts on
@@ -268,7 +267,7 @@ def _integrations_off(ctx, root: Path, index: ClusterIndex, samples: list[tuple[
     out = []
     for build, sample, obj in queued:
         framework = INTEGRATIONS.get(str(obj.get("kind")))  # (RayJob's missing is the configuration's kueue-rayjob-integration)
-        if framework in frameworks or framework is None or obj.get("kind") == "RayJob" or as_map(as_map(obj.get("metadata")).get("labels")).get(QUEUE_LABEL) is None:
+        if framework in frameworks or framework is None or obj.get("kind") == "RayJob" or queue_name(obj) is None:
             continue
         message = (f"{obj.get('kind')} {as_map(obj.get('metadata')).get('name')} has label {QUEUE_LABEL}, but the Kueue manager of cluster "
                    f"{index.cluster.name} leaves {framework} out of integrations.frameworks: Kueue ignores the label, never suspends "

@@ -13,9 +13,9 @@ from harness.gate import kueue_fit, workloads
 from harness.gate.findings import Finding
 from harness.gate.origin import line_at
 from harness.gate.render import ClusterRender
-from harness.gate.rules import QUEUE_LABEL, Context
+from harness.gate.rules import Context
 from harness.gate.schema_check import Checker
-from harness.gate.sources import SourceError, as_map, in_namespace_of, load_yaml, name_key, resource_id
+from harness.gate.sources import QUEUE_LABEL, SourceError, as_map, in_namespace_of, load_yaml, name_key, queue_name, resource_id
 
 
 # -- Kueue objects ----------------------------------------------------------------------------
@@ -102,7 +102,7 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
         if not complete:
             continue  # a layer did not render (its own finding says why): the cluster's queues are unknown
         ns = as_map(job.get("metadata")).get("namespace", "default")
-        qname = as_map(as_map(job.get("metadata")).get("labels")).get(QUEUE_LABEL)
+        qname = queue_name(job)
         if qname is None and (name_key(ns), "default") in lqs and isinstance(meta := job.get("metadata"), dict):
             # Kueue's RayJob webhook labels it with its namespace's LocalQueue "default" (LocalQueueDefaulting, GA in 0.17)
             meta["labels"], qname = {**as_map(meta.get("labels")), QUEUE_LABEL: "default"}, "default"

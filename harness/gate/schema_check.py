@@ -24,6 +24,7 @@ from harness.gate.findings import Finding
 from harness.gate.origin import mentioned_fields
 from harness.gate.sources import as_map, resource_id
 from harness.gate.helper import helper
+from harness.gate.schema_texts import HINTS, WARNING_RULES, WHAT, hint_for, what_for
 
 KUBERNETES_VERSION = versions.module("kubernetes")[1].removeprefix("v")
 # The apiserver's note that other errors kept it from running the CEL rules: not a cause of its own.
@@ -45,76 +46,7 @@ STAGE_RULES = {
     "quota": "resource-quota",  # the ResourceQuota admission of those pods in their namespace (tools/kubecheck)
 }
 
-# The rules of the stages above (the README's table), the fix for each and what a finding of it says.
-RULES = {
-    "api-validation": "every custom resource passes the apiserver's own create validation (OpenAPI schema, x-kubernetes-validations CEL rules, "
-                      "metadata), and every built-in object its create validation (metadata; the spec by the REST strategy of its kind "
-                      "for the kinds tools/kubecheck knows: core, apps, batch, RBAC, scheduling, networking, policy), offline",
-    "kueue-webhook": "every Kueue object and RayJob passes Kueue's validating webhook (its own code at the pinned version), offline",
-    "kuberay-validation": "every RayJob, RayCluster and RayService passes what the pinned KubeRay operator's controllers validate "
-                          "before they act (their own functions; a RayJob after Kueue's mutating webhook suspended it), and a RayJob's "
-                          "submissionMode is one its controller submits in; else it never runs",
-    "kueue-inadmissible": "every RayJob's Workload, as Kueue's Ray integration builds it, is accepted by the apiserver (the pinned "
-                          "Workload CRD's schema, list keys and CEL rules, Kueue's Workload webhook: pod set names from the worker "
-                          "groups' names, lowercased, distinct) and passes what the pinned Kueue's scheduler checks before it looks for "
-                          "quota (its own workload.ValidateResources and ValidateLimitRange: requests within limits and within the "
-                          "namespace's LimitRanges on the cluster); else the job is never admitted",
-    "kueue-unaccounted-pods": "a queued RayJob's worker groups create no more pods than Kueue charges to its ClusterQueue: Kueue's Ray "
-                              "integration charges replicas (times numOfHosts), the pinned KubeRay's RayCluster controller creates "
-                              "replicas raised to minReplicas (both their own code); else the pods beyond run outside every quota",
-    "kueue-idle-quota": "(warning) a queued RayJob's worker groups are charged no more pods than KubeRay creates (replicas above "
-                        "maxReplicas: KubeRay creates maxReplicas, Kueue charges replicas); else quota stays reserved and unused while "
-                        "other jobs wait for it",
-    "pod-validation": "every pod KubeRay would create for a RayJob, RayCluster or RayService (head, each worker group, a RayJob's submitter), built by "
-                      "KubeRay's own pod builders, passes the pinned apiserver's pod validation, and a RayJob's submitter Job (its "
-                      "submitterPodTemplate and submitterConfig) the apiserver's Job validation (tools/kubecheck); else Kueue admits the "
-                      "job and its pods are refused, so it holds its quota without running",
-    "pod-security": "every pod KubeRay would create for a sample or a Ray object a layer applies meets the PodSecurity level "
-                    "its namespace enforces (label pod-security.kubernetes.io/enforce; the pinned apiserver's own policy checks, "
-                    "tools/kubecheck); else Kueue admits the job and the apiserver forbids its pods",
-    "resource-quota": "a sample's pods (head, every worker replica, the submitter) together fit each ResourceQuota of its namespace on "
-                      "its cluster and carry every resource it tracks (the apiserver's quota evaluator, tools/kubecheck); Kueue does not "
-                      "look at ResourceQuotas, so it admits the job and the pods beyond the quota are forbidden",
-}
-
-HINTS = {
-    "schema-unknown-kind": "fix apiVersion/kind (Kueue: kueue.x-k8s.io/v1beta2, KubeRay: ray.io/v1, Flux: kustomize.toolkit.fluxcd.io/v1); "
-                           "for another operator's kind, name the files or directories of its CRDs under `crds:` in .ray-kueue-gate.yaml",
-    "schema": "fix the field named in the message; unknown fields are errors (check spelling and nesting against the CRD)",
-    "api-validation": "change the value at the field named so that the rule quoted in the message holds (the apiserver rejects the object)",
-    "kueue-webhook": "change the value at the field named; Kueue's admission webhook rejects the object as it stands",
-    "kuberay-validation": "change the Ray object as the message says; KubeRay's controller refuses it (a RayJob: jobDeploymentStatus "
-                          "ValidationFailed; a RayCluster or RayService: an Invalid... event and no pods)",
-    "pod-validation": "change the pod template at the field named as the message says (the Ray CRD's schema lets it through; "
-                      "the apiserver refuses the pod KubeRay makes of it)",
-    "resource-quota": "raise the namespace's ResourceQuota named (or drop the resource from its hard limits), or shrink the job; "
-                      "set the requests and limits a quota tracks on every container",
-    "pod-security": "set in the pod templates the securityContext the level asks for (the message lists each field), or run the "
-                    "jobs in a namespace of a lower level (pod-security.kubernetes.io/enforce: baseline)",
-    "kueue-unaccounted-pods": "set replicas to at least minReplicas (without the autoscaler, replicas = minReplicas = maxReplicas is "
-                              "what Kueue charges and KubeRay creates)",
-    "kueue-idle-quota": "set replicas to at most maxReplicas (without the autoscaler, replicas = minReplicas = maxReplicas); a "
-                        "suspended worker group is charged all the same: remove it from a queued job",
-    "kueue-inadmissible": "change the field named as the message says: a worker group's name must be a lowercase DNS label, "
-                          "distinct from the others' whatever the case; a container's requests at most its limits (or drop the limits) "
-                          "and within the min/max of its namespace's LimitRange (or change the LimitRange)",
-}
 ACCOUNTING_STAGES = ("accounting", "idle-quota")  # about the pods KubeRay creates once admitted: after kubecheck's stages
-WARNING_RULES = {"kueue-idle-quota"}  # the stages' rules whose findings are warnings
-WHAT = {
-    "schema-unknown-kind": "is not served by Kubernetes 1.35 or the pinned CRDs",
-    "schema": "fails strict schema validation",
-    "api-validation": "is rejected by the apiserver's validation",
-    "kueue-webhook": "is rejected by Kueue's validating webhook",
-    "kuberay-validation": "is refused by KubeRay's controller",
-    "kueue-inadmissible": "would never be admitted",
-    "kueue-unaccounted-pods": "once admitted, runs pods Kueue does not charge to the queue",
-    "kueue-idle-quota": "once admitted, holds quota for pods KubeRay never creates",
-    "pod-validation": "is accepted, but the apiserver refuses the pods KubeRay creates for it (a job Kueue admits holds its quota without running)",
-    "resource-quota": "would be admitted, but not all of its pods could be created",
-    "pod-security": "would be admitted, but the apiserver's PodSecurity admission forbids its pods",
-}
-
 
 # What a Ray object's admission reads in its namespace (sources.in_namespace_of): the pods' admission (LimitRanges,
 # ResourceQuotas, the Namespace's PodSecurity labels) and Kueue's mutating webhook (a LocalQueue named `default`).
@@ -290,17 +222,6 @@ def submit(ctx, checker: Checker, validated: list[tuple[object, dict, str | None
     return lambda: _findings(ctx, validated, pending())
 
 
-# Refusals of one rule whose own fix is narrower than the rule's hint: (rule, words of the refusal) -> that fix.
-NARROWER_HINTS = {
-    ("kueue-inadmissible", "must not exceed its limits"): "lower the request named to at most its limit (or raise or drop the limit)",
-    ("kueue-inadmissible", "LimitRange"): "bring the container's requests and limits within its namespace's LimitRange (or change the "
-                                          "LimitRange)",
-}
-
-
-def _hint(rule: str, err: dict) -> str:
-    """The rule's hint, or the narrower one the refusal's words call for."""
-    return next((hint for (r, words), hint in NARROWER_HINTS.items() if r == rule and words in str(err.get("message"))), HINTS[rule])
 
 
 def _one_per_quota_cause(found: list[Finding]) -> list[Finding]:
@@ -370,7 +291,7 @@ def _findings(ctx, validated: list[tuple[object, dict, str | None]], problems: l
             # KubeRay's controller errors name no field: the fields its message names are where the values are written,
             # the first one the sample's file writes itself (not through a samples.yaml var) preferred.
             fields = [err.get("field")] if err.get("field") or problem.rule != "kuberay-validation" else mentioned_fields(obj, err["message"])
-            candidates = [ctx.finding(obj, b, problem.rule, f"{WHAT[problem.rule]}: {err['message']}", _hint(problem.rule, err), file=file,
+            candidates = [ctx.finding(obj, b, problem.rule, f"{what_for(problem.rule, obj)}: {err['message']}", hint_for(problem.rule, err), file=file,
                                       context=label, field=f or None) for f in fields or [None]]
             found = next((c for c in candidates if workloads.var_at(ctx.sources.root, c, ctx.sample_vars.get(id(obj), {})) is None), candidates[0])
             if problem.rule in WARNING_RULES:
@@ -385,12 +306,12 @@ def _findings(ctx, validated: list[tuple[object, dict, str | None]], problems: l
                 out.append(found)
                 continue
             key = (*var, found.rule, found.resource)  # (VAR, file, line, entry key, rule, resource)
-            first, errors, uses = by_var.setdefault(key, (found, [], []))
+            first, errors, uses, _ = by_var.setdefault(key, (found, [], [], obj))
             errors.append(err["message"])
             uses.append(f"{found.file}:{found.line}")
     out = _one_per_quota_cause(out)
-    for (name, file, line, given, _, _), (first, errors, uses) in by_var.items():
-        out.append(replace(first, file=file, line=line, message=f"{WHAT[first.rule]}: {'; '.join(errors)} "
+    for (name, file, line, given, _, _), (first, errors, uses, obj) in by_var.items():
+        out.append(replace(first, file=file, line=line, message=f"{what_for(first.rule, obj)}: {'; '.join(errors)} "
                                                                  f"(with {given}, which fills ${{{name}}} at {', '.join(sorted(set(uses)))})",
                            hint=f"give {given} of this entry a value those fields accept (see the message)"
                                 + (", or drop it to use the default" if given.startswith("vars ") else "")))

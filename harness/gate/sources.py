@@ -57,6 +57,14 @@ def as_list(value) -> list:
     return value if isinstance(value, list) else []
 
 
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"  # the label that puts a job in a LocalQueue of its namespace
+
+
+def queue_name(obj):
+    """The LocalQueue an object names by its QUEUE_LABEL (None when it names none)."""
+    return as_map(as_map(as_map(obj).get("metadata")).get("labels")).get(QUEUE_LABEL)
+
+
 def as_maps(value) -> list[dict]:
     """The mappings of a list (a list's other items, or a non-list, count as absent)."""
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []

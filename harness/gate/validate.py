@@ -26,7 +26,7 @@ from harness.gate import capacity, config, conversion, gpu_driver, node_settings
 from harness.gate import cluster_refs, helm_values, kueue_manager, kueue_wiring, kustomize_warnings, queue_activity, sample_admission, served_apis
 from harness.gate import flux_rules, flux_tenancy, folding, matching, renames
 from harness.gate import kueue_fit, rules, sample_rules
-from harness.gate import schema_check
+from harness.gate import schema_check, schema_texts
 from harness.gate import subnets, terraform, terraform_checks
 from harness.gate import formats, kubernetes_version, version_rules
 from harness.gate.findings import Finding, distinct, keep_once, one_line
@@ -41,7 +41,7 @@ RULE_SOURCES = {
     "harness/gate/config.py (the gate's configuration, .ray-kueue-gate.yaml)": config.RULES,
     "harness/gate/sources.py, rules.py, sample_rules.py, kueue_fit.py (files, rendering, Kueue objects, clusters, samples)": rules.RULES,
     "harness/gate/conversion.py (Kueue objects in the older served version, converted by Kueue's own code)": conversion.RULES,
-    "tools/fluxbuild check.go (the apiserver's, Kueue's and KubeRay's own validation)": schema_check.RULES,
+    "tools/fluxbuild check.go (the apiserver's, Kueue's and KubeRay's own validation)": schema_texts.RULES,
     "harness/gate/flux_rules.py (Flux wiring)": flux_rules.RULES,
     "harness/gate/flux_tenancy.py (the AKS Flux extension's multi-tenancy lockdown)": flux_tenancy.RULES,
     "harness/gate/version_rules.py (versions.yaml drift)": version_rules.RULES,

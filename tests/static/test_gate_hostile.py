@@ -142,3 +142,13 @@ def test_only_a_queued_rayjob_has_a_workload_to_refuse():
     unqueued["metadata"]["labels"].pop("kueue.x-k8s.io/queue-name")
     queued_problem, unqueued_problem = schema_check.Checker().start().check([job, unqueued])
     assert (queued_problem.rule, unqueued_problem.rule) == ("kueue-inadmissible", "pod-validation"), (queued_problem, unqueued_problem)
+
+
+def test_only_a_queued_objects_refused_pods_hold_quota():
+    """A pod-validation finding says the job holds its quota only of a queued object: an unqueued RayCluster's pods are
+    refused without any quota to hold."""
+    from harness.gate.schema_texts import what_for
+    queued = {"metadata": {"labels": {"kueue.x-k8s.io/queue-name": "default"}}}
+    assert "holds its quota" in what_for("pod-validation", queued)
+    assert "quota" not in what_for("pod-validation", {"metadata": {"name": "x"}})
+    assert "quota" not in what_for("pod-validation", None)
