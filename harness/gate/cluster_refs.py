@@ -179,11 +179,12 @@ def missing_key(index: ClusterIndex, namespace: str, ref: tuple[list, str, objec
 
 def _out_of_band(index: ClusterIndex, obj: dict, path: list) -> bool:
     """A Secret reference Flux users fill outside Git by design: a Kustomization's SOPS decryption key, and the
-    deploy key of the GitRepository `flux bootstrap` writes (flux-system/flux-system, its own Secret)."""
+    deploy key of the GitRepository `flux bootstrap` writes (flux-system/flux-system, its own Secret), whether the cluster's
+    directory has a kustomization file or not."""
     if path[:2] == ["spec", "decryption"]:
         return True
     meta = as_map(obj.get("metadata"))
-    return (index.cluster.bootstrap and obj.get("kind") == "GitRepository" and path[:2] == ["spec", "secretRef"]
+    return (obj.get("kind") == "GitRepository" and path[:2] == ["spec", "secretRef"]
             and meta.get("name") == "flux-system" and meta.get("namespace", "flux-system") == "flux-system")
 
 

@@ -59,8 +59,22 @@ class ClusterRender:
         return [o for b in [self.entry, *self.flux] for o in b.objects if is_flux_kustomization(o)]
 
     def applied(self) -> list[tuple[Build, dict]]:
-        """Every object the cluster ends up with, and the Flux build that applies it."""
-        return [(b, o) for b in [self.entry, *self.flux] for o in b.objects]
+        """Every object the cluster ends up with, and the Flux build that applies it: one per API group, kind, namespace
+        and name, the first layer's when two apply it (object-collision reports that)."""
+        seen, out = set(), []
+        for b in [self.entry, *self.flux]:
+            for o in b.objects:
+                key = object_key(o)
+                if key not in seen:
+                    seen.add(key)
+                    out.append((b, o))
+        return out
+
+
+def object_key(obj: dict) -> tuple:
+    """(API group, kind, namespace, name): what makes an object one object on a cluster."""
+    api, meta = str(obj.get("apiVersion", "")), as_map(obj.get("metadata"))
+    return (api.split("/")[0] if "/" in api else "", obj.get("kind"), meta.get("namespace"), meta.get("name"))
 
 
 def flux_path(value) -> str:
@@ -285,20 +299,31 @@ def _render_all(fb: FluxBuild, root: Path, skip_dirs: set[str], gate_config: Gat
     for cdir in cluster_dirs(root, gate_config):
         rel = cdir.relative_to(root).as_posix()
         variables = substitution_sources(cdir, gate_config.cluster_variables)
-        if is_bootstrap_cluster(cdir):
+        bootstrap = is_bootstrap_cluster(cdir)
+        if bootstrap:
             entry = Build(rel, rel)
             bootstrap_jobs[rel] = {"id": rel, "kustomization": _bootstrap_entry(cdir.name, rel), "sources": variables}
         else:
             entry = plain_builds.get(rel) or Build(rel, rel, error="cluster entry point was not built")
+            own = _own_kustomization(entry, rel)
+            if own is not None:  # `flux bootstrap`'s gotk-sync.yaml beside a kustomization.yaml: Flux builds the entry with it
+                entry = Build(rel, rel, flux_kustomization=own)
+                bootstrap_jobs[rel] = {"id": rel, "kustomization": own, "sources": variables}
         entry.cluster = cdir.name
         found = kustomization_file(cdir) or (None if (cdir / BOOTSTRAP_SYNC).is_file() else _flux_entry_file(cdir))
-        clusters.append(ClusterRender(cdir.name, entry, variables=variables, bootstrap=rel in bootstrap_jobs,
+        clusters.append(ClusterRender(cdir.name, entry, variables=variables, bootstrap=bootstrap,
                                       entry_name=found.name if found else BOOTSTRAP_SYNC if rel in bootstrap_jobs else "kustomization.yaml"))
     for rid, res in fb.run(list(bootstrap_jobs.values())).items():
         entry = next(c.entry for c in clusters if c.entry.dir == rid)
         entry.objects, entry.error, entry.undefined = res.get("objects") or [], res.get("error", ""), res.get("undefined") or []
     _render_flux(fb, root, clusters)
     return list(plain_builds.values()), clusters
+
+
+def _own_kustomization(entry: Build, rel: str) -> dict | None:
+    """The Flux Kustomization among the entry's objects that applies the entry's own directory (`flux bootstrap`'s
+    flux-system, in flux-system/gotk-sync.yaml), if any."""
+    return next((o for o in entry.objects if is_flux_kustomization(o) and flux_path(as_map(o.get("spec")).get("path", "./")) == rel), None)
 
 
 def _sources(cluster: ClusterRender) -> list[dict]:
@@ -320,8 +345,10 @@ def _render_flux(fb: FluxBuild, root: Path, clusters: list[ClusterRender]) -> No
             meta = ks.get("metadata") or {}
             bid = f"cluster {cluster.name}: Kustomization/{meta.get('namespace', 'flux-system')}/{meta.get('name')}"
             path = flux_path((ks.get("spec") or {}).get("path", "./"))
-            if cluster.bootstrap and path == cluster.entry.dir:
-                continue  # flux bootstrap's flux-system Kustomization is the entry point itself, already built
+            if path == cluster.entry.dir or bid in builds or any(b.id == bid for b in cluster.flux):
+                # flux bootstrap's flux-system Kustomization is the entry point itself, already built; a Kustomization
+                # that a layer applies again (its own path holds it) is one object on the cluster, rendered once
+                continue
             builds[bid] = (cluster, Build(bid, path, cluster=cluster.name, flux_kustomization=ks))
             jobs.append({"id": bid, "kustomization": ks, "sources": _sources(cluster)})
         results = fb.run(jobs)

@@ -15,8 +15,9 @@ from pathlib import Path
 from harness.gate import config
 from harness.gate.findings import Finding
 from harness.gate.kustomize_warnings import reachable
-from harness.gate.render import Build, ClusterRender, is_flux_kustomization
-from harness.gate.sources import Sources, as_list, as_map, as_maps, name_key, reachable_dirs, resource_id
+from harness.gate.render import Build, ClusterRender, is_flux_kustomization, object_key
+from harness.gate.origin import line_at
+from harness.gate.sources import KUSTOMIZATION_FILES, SourceError, Sources, as_list, as_map, as_maps, load_yaml, name_key, reachable_dirs, resource_id
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 
@@ -161,6 +162,10 @@ def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Find
                         f"which fails, and nothing of cluster {cluster.name} is applied: {cluster.entry.error}",
                         f"fix what the message names among the manifests under {cluster.entry.dir} (every one is applied: a duplicate "
                         "object, a file that is not a manifest)", f"cluster {cluster.name}")]
+    own = cluster.entry.flux_kustomization  # flux-system, when gotk-sync.yaml sits beside the entry's kustomization.yaml
+    if own and cluster.entry.error and not ctx.cause_of(cluster.entry.dir, flux=True) and "substitute from '" not in cluster.entry.error:
+        rule, message, hint, where = _flux_build_error(own, cluster.entry.error)
+        return [ctx.finding(own, cluster.entry, rule, message, hint, field=where)]
     kss = cluster.kustomizations()
     names = {(name_key(as_map(k.get("metadata")).get("namespace", "flux-system")), name_key(k["metadata"]["name"])) for k in kss}
 
@@ -205,24 +210,33 @@ def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Find
             out.append(ctx.finding(ks, build, "flux-variable-undefined", f"postBuild substitution: {msg}",
                                    f"define the variable in postBuild.substitute or in the substituteFrom ConfigMap (see {ctx.config.variables_file(cluster.name)})"))
         out += _unsubstituted(ctx, cluster, build, ks)
+    out += _unsubstituted(ctx, cluster, cluster.entry, cluster.entry.flux_kustomization or {})
     for cycle in _cycles(graph):
         ks = next(k for k in kss if (as_map(k.get("metadata")).get("namespace", "flux-system"), k["metadata"]["name"]) == cycle[0])
         out.append(ctx.finding(ks, None, "flux-cycle", "dependsOn cycle: " + " -> ".join(n for _, n in cycle + [cycle[0]]),
                                "remove one dependsOn edge; layers must form a chain (controllers, then queues)", cluster=cluster.name))
 
     # The same object applied by two Flux Kustomizations: they would fight and prune each other.
+    # One finding per set of layers, at the first object they share, naming the others.
     owners: dict[tuple, list[Build]] = defaultdict(list)
-    for build in cluster.flux:
+    for build in [cluster.entry, *cluster.flux]:
         for o in build.objects:
-            group = str(o.get("apiVersion", "")).split("/")[0] if "/" in str(o.get("apiVersion", "")) else ""
-            key = (group, o.get("kind"), as_map(o.get("metadata")).get("namespace"), as_map(o.get("metadata")).get("name"))
-            owners[key].append(build)
-    for (group, kind, ns, name), builds in owners.items():
+            owners[object_key(o)].append(build)
+    shared: dict[tuple, list[tuple]] = defaultdict(list)
+    for key, builds in owners.items():
         if len(builds) > 1:
-            obj = {"kind": kind, "metadata": {"name": name, **({"namespace": ns} if ns else {})}}
-            out.append(ctx.finding(obj, builds[1], "object-collision",
-                                   f"applied by {len(builds)} Flux Kustomizations: {', '.join(b.id for b in builds)}",
-                                   "let exactly one layer own each object (one queue overlay per cluster)"))
+            shared[tuple(b.id for b in builds)].append(key)
+    for ids, keys in shared.items():
+        (_, kind, ns, name), builds = keys[0], owners[keys[0]]
+        obj = {"kind": kind, "metadata": {"name": name, **({"namespace": ns} if ns else {})}}
+        others = f" and {len(keys) - 1} other object(s) ({', '.join('/'.join(str(p) for p in k[1:] if p) for k in keys[1:6])}" \
+                 f"{', ...' if len(keys) > 6 else ''})" if len(keys) > 1 else ""
+        found = ctx.finding(obj, builds[1], "object-collision",
+                            f"applied{others} by {len(builds)} Flux Kustomizations: {', '.join(ids)}; they fight over "
+                            "them and each prunes what the other applies",
+                            "let exactly one layer own each object: remove the directory from all but one of them (a cluster's "
+                            "entry point lists its Flux Kustomizations, not their directories; one queue overlay per cluster)")
+        out.append(_at_entry_listing(ctx, root, cluster, builds) or found)
 
     applied = cluster.applied()
     unit = Build(f"cluster {cluster.name}", f"{ctx.config.clusters}/{cluster.name}", cluster=cluster.name)
@@ -256,6 +270,31 @@ def _cycles(graph: dict) -> list[list]:
 _VARIABLE = re.compile(r"(?<!\$)\$\{([A-Za-z_][A-Za-z0-9_]*)")  # ${VAR}, ${VAR:=default}; $${VAR} is an escape
 
 
+def _at_entry_listing(ctx: Context, root: Path, cluster: ClusterRender, builds: list[Build]) -> Finding | None:
+    """An object-collision between the cluster's entry point and a layer, at the entry's resources line that pulls the
+    layer's directory in (None when the entry is not one of them or lists no such line)."""
+    if builds[0] is not cluster.entry or cluster.bootstrap or cluster.entry_name not in KUSTOMIZATION_FILES:
+        return None
+    layers = {(root / b.dir).resolve() for b in builds[1:]}
+    listed = as_list(as_map(_entry_doc(root, cluster)).get("resources"))
+    for i, item in enumerate(listed):
+        if isinstance(item, str) and layers & reachable((root / cluster.entry.dir / item)):
+            file = cluster.entry_file
+            return Finding(file, line_at(root, file, None, ["resources", i]), f"cluster/{cluster.name}", "object-collision",
+                           f"lists {item}, the directory of layer(s) {', '.join(b.id for b in builds[1:])} as well: the entry point "
+                           "(which flux-system applies) and the layer both apply its objects, fight over them and prune each other",
+                           f"remove `- {item}` from {file}: the entry point lists the layer's Flux Kustomization, which applies it",
+                           f"cluster {cluster.name}")
+    return None
+
+
+def _entry_doc(root: Path, cluster: ClusterRender):
+    try:
+        return load_yaml(root / cluster.entry_file)
+    except SourceError:
+        return None
+
+
 def _unsubstituted(ctx: Context, cluster: ClusterRender, build: Build, ks: dict) -> list[Finding]:
     """flux-variable-undefined for a Flux Kustomization without spec.postBuild whose objects use ${VAR}s the cluster
     substitutes elsewhere (its variables, another layer's substitute): kustomize-controller substitutes nothing
@@ -273,11 +312,19 @@ def _unsubstituted(ctx: Context, cluster: ClusterRender, build: Build, ks: dict)
     if not meant:
         return []
     first = used[meant[0]]
-    return [ctx.finding(ks, build, "flux-variable-undefined",
-                        f"has no spec.postBuild, so kustomize-controller substitutes nothing: {', '.join('${' + n + '}' for n in meant)} "
-                        f"(which the cluster substitutes elsewhere) reach the cluster as written, e.g. in {resource_id(first)}",
-                        f"add spec.postBuild with substitute/substituteFrom (as the cluster's other layers have: {ctx.config.variables_file(cluster.name)})",
-                        field="spec")]
+    names = ', '.join('${' + n + '}' for n in meant)
+    if ks:
+        return [ctx.finding(ks, build, "flux-variable-undefined",
+                            f"has no spec.postBuild, so kustomize-controller substitutes nothing: {names} "
+                            f"(which the cluster substitutes elsewhere) reach the cluster as written, e.g. in {resource_id(first)}",
+                            f"add spec.postBuild with substitute/substituteFrom (as the cluster's other layers have: {ctx.config.variables_file(cluster.name)})",
+                            field="spec")]
+    # The entry point, which flux-system applies without postBuild: at the object, which a layer should apply instead.
+    return [ctx.finding(first, build, "flux-variable-undefined",
+                        f"is applied by cluster {cluster.name}'s entry point ({cluster.entry_file}), which Flux builds without postBuild "
+                        f"substitution: {names} (which the cluster's layers substitute) reach the cluster as written",
+                        f"apply it through a layer with spec.postBuild (a Flux Kustomization such as the queues layer), not from "
+                        f"{cluster.entry_file}")]
 
 
 _INVALID_VAR = re.compile(r"'([^']*)' var name is invalid")
@@ -302,6 +349,9 @@ def _flux_build_error(ks: dict, error: str) -> tuple[str, str, str, str | None]:
                 "spec.targetNamespace")
     if spec.get("components") and "accumulating components" in error:
         return "kustomize-build", message, "point each spec.components entry at a kustomize Component, relative to spec.path", "spec.components"
+    if spec.get("patches") and any(w in error for w in ("operation does not apply", "patch", "no matches for Id", "failed to find unique target")):
+        return ("kustomize-build", f"spec.patches: {error}", "fix the spec.patches entry the message names (its target, its op's path), "
+                "or remove it: kustomize-controller builds nothing of this layer while it fails", "spec.patches")
     if "not found" in error or "escapes" in error:
         return "flux-path", message, "point spec.path at a directory of this repository that builds with kustomize", "spec.path"
     return "kustomize-build", message, "point spec.path at a directory of this repository that builds with kustomize", None
