@@ -19,15 +19,17 @@ The sample RayJobs (clusters/<name>/samples.yaml) are checked in harness.gate.sa
 """
 from __future__ import annotations
 
+import re
+
 import base64
 import binascii
 import json
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from harness.gate.cluster_index import ClusterIndex, finding_at, kind_key
 from harness.gate.findings import Finding
-from harness.gate.origin import dotted, line_at
-from harness.gate.render import Build, ClusterRender, is_flux_kustomization
+from harness.gate.origin import dotted
+from harness.gate.render import ClusterRender, is_flux_kustomization
 from harness.gate.pod_refs import optional_ref, pod_key_refs, pod_spec_refs, pod_templates
 from harness.gate.sources import as_list, as_map, as_maps, name_key
 
@@ -48,19 +50,6 @@ RULES = {
     "data-size": "a ConfigMap's or Secret's data is at most 1 MiB (apiserver validation)",
 }
 
-ALWAYS_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", "flux-system")
-BUILTIN_PRIORITY_CLASSES = {"system-cluster-critical", "system-node-critical"}
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"  # the apiserver adds it to every Namespace
-# Kinds the apiserver serves cluster-scoped (Kubernetes 1.35, Kueue 0.17); a CRD in the set adds its own.
-CLUSTER_SCOPED = {
-    "Namespace", "Node", "PersistentVolume", "StorageClass", "CSIDriver", "CSINode", "VolumeAttachment", "VolumeAttributesClass",
-    "ClusterRole", "ClusterRoleBinding", "PriorityClass", "CustomResourceDefinition", "APIService", "RuntimeClass", "IngressClass",
-    "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
-    "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding", "CertificateSigningRequest", "ClusterTrustBundle", "FlowSchema",
-    "PriorityLevelConfiguration", "DeviceClass", "ResourceSlice", "IPAddress", "ServiceCIDR", "StorageVersionMigration",
-    "ClusterQueue", "ResourceFlavor", "Cohort", "WorkloadPriorityClass", "AdmissionCheck", "Topology", "MultiKueueCluster",
-    "MultiKueueConfig", "ProvisioningRequestConfig",
-}
 MAX_OBJECT_BYTES = 3 * 512 * 1024  # 1.5 MiB: etcd --max-request-bytes default
 MAX_DATA_BYTES = 1024 * 1024  # core.MaxSecretSize, also the ConfigMap limit
 REF_HINT = ("add the {kind} to the layer that applies this object (a ConfigMap Terraform writes: to cluster-vars.example.yaml "
@@ -68,100 +57,11 @@ REF_HINT = ("add the {kind} to the layer that applies this object (a ConfigMap T
 RUNTIME_CLASS_HINT = ("add the RuntimeClass (node.k8s.io/v1) to the layer that applies this object, or drop runtimeClassName: AKS "
                       "runs pods without one on its default containerd runtime, GPU nodes included")
 KEY_HINT = "use one of the {kind}'s keys, add the key to the {kind}, or mark the reference optional"
+SA_HINT = ("add the ServiceAccount (with the RBAC it needs) to a layer that applies before this one, or fix the name; Flux "
+           "impersonates it, and refuses to act while it is missing")
+SUFFIX_HINT = ("set `generatorOptions: {disableNameSuffixHash: true}` on the generator (Flux reads the object by the name written "
+               "here), or name the generated object here")
 
-
-
-# -- Shared helpers -------------------------------------------------------------------------------
-def kind_key(obj: dict) -> tuple[str, str | None, str]:
-    meta = as_map(obj.get("metadata"))
-    ns = meta.get("namespace")
-    return name_key(obj.get("kind")), (name_key(ns) if ns is not None else None), name_key(meta.get("name"))
-
-
-@dataclass
-class ClusterIndex:
-    """What exists on one cluster once Flux has applied its set, and where each object came from."""
-    cluster: ClusterRender
-    objects: list[tuple[Build, dict]] = field(default_factory=list)
-    named: dict[tuple, tuple[Build, dict]] = field(default_factory=dict)  # (kind, namespace, name) -> first (build, object)
-    namespaces: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> labels the Namespace carries
-    cluster_scoped: set[str] = field(default_factory=set)
-    external: dict[tuple, dict] = field(default_factory=dict)  # (kind, namespace, name) -> object created outside the repository
-    complete: bool = True  # every layer rendered; else what a failed one applies is unknown
-
-    @classmethod
-    def build(cls, root: Path, cluster: ClusterRender) -> "ClusterIndex":
-        index = cls(cluster, cluster.applied(), cluster_scoped=set(CLUSTER_SCOPED),
-                    complete=not cluster.entry.error and not any(b.error for b in cluster.flux))
-        for ns in ALWAYS_NAMESPACES:
-            index.namespaces[ns] = {NAMESPACE_NAME_LABEL: ns}
-        for build, o in index.objects:
-            index.named.setdefault(kind_key(o), (build, o))
-            kind, meta, spec = o.get("kind"), as_map(o.get("metadata")), as_map(o.get("spec"))
-            if kind == "Namespace" and isinstance(meta.get("name"), str):
-                labels = {str(k): str(v) for k, v in as_map(meta.get("labels")).items()}
-                index.namespaces[meta["name"]] = {**labels, NAMESPACE_NAME_LABEL: meta["name"]}
-            elif kind == "HelmRelease" and as_map(spec.get("install")).get("createNamespace") is True:
-                target = spec.get("targetNamespace") or meta.get("namespace")
-                if isinstance(target, str):
-                    index.namespaces.setdefault(target, {NAMESPACE_NAME_LABEL: target})
-            elif kind == "CustomResourceDefinition" and spec.get("scope") == "Cluster":
-                index.cluster_scoped.add(name_key(as_map(spec.get("names")).get("kind")))
-        for source in [*cluster.variables, *cluster.provided]:
-            index.external.setdefault(kind_key(source), source)
-        return index
-
-    def has(self, kind: str, namespace: str | None, name) -> bool:
-        key = (kind, namespace, name_key(name))
-        if key in self.named or key in self.external:
-            return True
-        if kind == "ServiceAccount" and name == "default":
-            return namespace in self.namespaces
-        return kind == "PriorityClass" and name_key(name) in BUILTIN_PRIORITY_CLASSES
-
-    def keys_of(self, kind: str, namespace: str | None, name) -> set[str] | None:
-        """The keys of a ConfigMap (data, binaryData) or Secret (data, stringData) of the cluster; None when it is not known."""
-        key = (kind, namespace, name_key(name))
-        obj = self.named[key][1] if key in self.named else self.external.get(key)
-        if obj is None:
-            return None
-        fields = ("data", "binaryData") if kind == "ConfigMap" else ("data", "stringData")
-        return {str(k) for f in fields for k in as_map(obj.get(f))}
-
-    def of_kind(self, kind: str) -> list[tuple[Build, dict]]:
-        return [(b, o) for b, o in self.objects if o.get("kind") == kind]
-
-    def source_of(self, hr: dict) -> tuple[Build, dict] | None:
-        """(build, object) of the source a HelmRelease's chart comes from: the object its chartRef names, or its
-        spec.chart.spec.sourceRef (a HelmRepository); None when the cluster has none such."""
-        spec = as_map(hr.get("spec"))
-        ref = as_map(spec.get("chartRef")) or as_map(as_map(as_map(spec.get("chart")).get("spec")).get("sourceRef"))
-        ns = as_map(hr.get("metadata")).get("namespace")
-        return self.named.get((name_key(ref.get("kind")), name_key(ref.get("namespace", ns)), name_key(ref.get("name")))) if ref else None
-
-    def chart_of(self, hr: dict) -> str | None:
-        """The chart a HelmRelease installs: spec.chart.spec.chart, or the last segment of the URL
-        of the source its chartRef names (the HelmRelease's own name when that source has no URL)."""
-        spec = as_map(hr.get("spec"))
-        chart = as_map(as_map(spec.get("chart")).get("spec")).get("chart")
-        if chart:
-            return str(chart)
-        if not as_map(spec.get("chartRef")):
-            return None
-        source = self.source_of(hr)
-        url = str(as_map(source[1].get("spec")).get("url", "")) if source else ""
-        return url.rstrip("/").rsplit("/", 1)[-1] if url else as_map(hr.get("metadata")).get("name")
-
-    def chart_version_of(self, hr: dict) -> str | None:
-        """The chart version a HelmRelease names, when it names one exactly: spec.chart.spec.version, or the tag of
-        the OCIRepository its chartRef names (None for a semver range, a digest, or no version at all)."""
-        spec = as_map(hr.get("spec"))
-        chart = as_map(as_map(spec.get("chart")).get("spec"))
-        if chart:
-            return str(chart["version"]) if chart.get("version") is not None else None
-        source = self.source_of(hr)
-        tag = as_map(as_map(source[1].get("spec")).get("ref")) if source else {}
-        return str(tag["tag"]) if tag.get("tag") is not None and not tag.get("digest") and not tag.get("semver") else None
 
 
 # -- References -----------------------------------------------------------------------------------
@@ -181,7 +81,7 @@ def _out_of_band(index: ClusterIndex, obj: dict, path: list) -> bool:
     """A Secret reference Flux users fill outside Git by design: a Kustomization's SOPS decryption key, and the
     deploy key of the GitRepository `flux bootstrap` writes (flux-system/flux-system, its own Secret), whether the cluster's
     directory has a kustomization file or not."""
-    if path[:2] == ["spec", "decryption"]:
+    if path[:3] == ["spec", "decryption", "secretRef"]:
         return True
     meta = as_map(obj.get("metadata"))
     return (obj.get("kind") == "GitRepository" and path[:2] == ["spec", "secretRef"]
@@ -196,6 +96,8 @@ def _flux_refs(obj: dict) -> list[tuple[list, str, object]]:
             out.append((["spec", "serviceAccountName"], "ServiceAccount", spec["serviceAccountName"]))
         for parent in ("kubeConfig", "decryption"):
             out += optional_ref(["spec", parent, "secretRef"], as_map(spec.get(parent)).get("secretRef"), "Secret")
+        if as_map(spec.get("decryption")).get("serviceAccountName"):  # the identity that reads the KMS key
+            out.append((["spec", "decryption", "serviceAccountName"], "ServiceAccount", spec["decryption"]["serviceAccountName"]))
         for i, ref in enumerate(as_list(as_map(spec.get("postBuild")).get("substituteFrom"))):
             out += optional_ref(["spec", "postBuild", "substituteFrom", i], ref)
         for i, ref in enumerate(as_list(spec.get("valuesFrom"))):
@@ -207,13 +109,6 @@ def _flux_refs(obj: dict) -> list[tuple[list, str, object]]:
         if spec.get("serviceAccountName"):
             out.append((["spec", "serviceAccountName"], "ServiceAccount", spec["serviceAccountName"]))
     return out
-
-
-def finding_at(ctx, root: Path, obj: dict, build: Build | None, path: list, rule: str, message: str, hint: str,
-               cluster: str | None = None, severity: str = "error") -> Finding:
-    """ctx.finding, at the line of `path` inside the document that defines `obj` when it is written there."""
-    f = ctx.finding(obj, build, rule, message, hint, cluster=cluster)
-    return replace(f, line=line_at(root, f.file, f.line, path) if f.line else f.line, severity=severity)
 
 
 def _reference_rules(ctx, root: Path, index: ClusterIndex) -> list[Finding]:
@@ -240,9 +135,14 @@ def _reference_rules(ctx, root: Path, index: ClusterIndex) -> list[Finding]:
                                       "the gate cannot see it", f"make sure the Secret exists on cluster {name} before Flux reconciles; "
                                       "declare it as a stand-in in the cluster's variables file to silence this", cluster=name, severity="warning"))
                 continue
+            suffixed = _hash_suffixed(index, ref_kind, ref_ns, ref_name)
             out.append(finding_at(ctx, root, o, build, path, "object-ref",
-                                  f"{dotted(path)} names {ref_kind} {f'{ref_ns}/' if ref_ns else ''}{ref_name}, which the cluster does not have",
-                                  RUNTIME_CLASS_HINT if ref_kind == "RuntimeClass" else REF_HINT.format(kind=ref_kind), cluster=name))
+                                  f"{dotted(path)} names {ref_kind} {f'{ref_ns}/' if ref_ns else ''}{ref_name}, which the cluster does not have"
+                                  + (f" (a generator names it {suffixed}: kustomize adds a hash of its content, and updates only the "
+                                     "references it knows, not this one)" if suffixed else ""),
+                                  RUNTIME_CLASS_HINT if ref_kind == "RuntimeClass" else SA_HINT if ref_kind == "ServiceAccount"
+                                  else SUFFIX_HINT if suffixed else REF_HINT.format(kind=ref_kind), cluster=name))
+        out += _values_keys(ctx, root, index, build, o, ns)
         for ref in [r for path, pod in pod_templates(o) for r in pod_key_refs(path, pod)] if index.complete else []:
             message = missing_key(index, ns or "default", ref)
             if message:
@@ -254,6 +154,36 @@ def _reference_rules(ctx, root: Path, index: ClusterIndex) -> list[Finding]:
                                       f"{dotted(path)}.priorityClassName {pc!r} is not a PriorityClass of the cluster; the apiserver "
                                       "refuses its pods", "define the PriorityClass (scheduling.k8s.io/v1) or fix the name", cluster=name))
     return out + _missing_namespaces(ctx, root, index, missing)
+
+
+def _hash_suffixed(index: ClusterIndex, kind: str, namespace, name) -> str | None:
+    """The name of the cluster's `kind` that is `name` with a kustomize generator's hash suffix (name-<10 characters>)."""
+    if kind not in ("ConfigMap", "Secret"):
+        return None
+    found = re.compile(re.escape(str(name)) + r"-[a-z0-9]{10}")
+    return next((n for (k, ns, n) in index.named if k == kind and ns == namespace and found.fullmatch(str(n))), None)
+
+
+def _values_keys(ctx, root: Path, index: ClusterIndex, build, hr: dict, namespace) -> list[Finding]:
+    """object-ref for a HelmRelease valuesFrom entry whose ConfigMap or Secret the cluster has without the key it reads
+    (valuesKey, values.yaml by default): helm-controller fails the release, `optional` or not (it excuses a missing
+    object only)."""
+    if not str(hr.get("apiVersion", "")).startswith("helm.toolkit.fluxcd.io/"):
+        return []
+    out = []
+    for i, ref in enumerate(as_list(as_map(hr.get("spec")).get("valuesFrom"))):
+        ref = as_map(ref)
+        key = str(ref.get("valuesKey", "values.yaml"))
+        keys = index.keys_of(str(ref.get("kind")), namespace or "default", ref.get("name"))
+        if keys is None or key in keys:
+            continue
+        out.append(finding_at(ctx, root, hr, build, ["spec", "valuesFrom", i, "valuesKey" if "valuesKey" in ref else "name"], "object-ref",
+                              f"spec.valuesFrom[{i}] reads key {key!r} of {ref.get('kind')} {namespace}/{ref.get('name')}, which has only "
+                              f"{', '.join(sorted(keys)) or 'no key'}: helm-controller fails the release (optional excuses a missing "
+                              "object, not a missing key)",
+                              f"set valuesKey to one of its keys{'' if 'valuesKey' in ref else ' (values.yaml is the default)'}, or "
+                              "rename the key where the object is written", cluster=index.cluster.name))
+    return out
 
 
 def _missing_namespaces(ctx, root: Path, index: ClusterIndex, missing: dict[str, list[tuple]]) -> list[Finding]:

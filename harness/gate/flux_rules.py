@@ -13,6 +13,8 @@ RULES = {
     "flux-prune": "the Flux Kustomization that applies the queues prunes (the layout switch relies on it)",
     "flux-suspended": "(warning) no Flux Kustomization, HelmRelease or source of a cluster is committed with spec.suspend: true; "
                       "Flux would not apply what the commit changes in it",
+    "flux-source-url": "a HelmRepository's spec.url scheme agrees with its spec.type (oci:// with type: oci, http(s):// without); else "
+                       "source-controller never fetches the chart index and the HelmReleases of its charts never install",
     "flux-other-cluster-path": "(warning) a cluster's Flux Kustomization builds no other cluster's layer while the cluster's own "
                                "directory of that name goes unbuilt (a cluster folder copied without its paths)",
 }
@@ -47,7 +49,7 @@ def flux_rules(ctx, cluster: ClusterRender) -> list[Finding]:
                                        f"(its {target[0]} objects: {', '.join(have) or 'none'})",
                                        f"name one of the cluster's {target[0]} objects, in the namespace of the referencing object unless the "
                                        "reference sets one", cluster=cluster.name, field=f"{where}.name"))
-    out += _release_dependencies(ctx, cluster, builds) + _other_clusters_layers(ctx, cluster, builds)
+    out += _release_dependencies(ctx, cluster, builds) + _other_clusters_layers(ctx, cluster, builds) + _source_urls(ctx, cluster, builds)
     for build in cluster.flux:
         ks = build.flux_kustomization or {}
         queues = sorted({o.get("kind") for o in build.objects if o.get("kind") in QUEUE_KINDS})
@@ -66,6 +68,26 @@ def flux_rules(ctx, cluster: ClusterRender) -> list[Finding]:
                                 "remove spec.suspend (suspend on the cluster with `flux suspend` for maintenance, not in Git)",
                                 cluster=cluster.name, field="spec.suspend")
             out.append(replace(found, severity="warning"))
+    return out
+
+
+def _source_urls(ctx, cluster: ClusterRender, builds: list) -> list[Finding]:
+    """flux-source-url: source-controller refuses a HelmRepository whose URL scheme is not its type's ("the 'oci' URL
+    scheme cannot be used with 'default' HelmRepository type"; a type: oci one whose URL is not oci://)."""
+    out = []
+    for build, obj in ((b, o) for b in builds for o in b.objects):
+        if obj.get("kind") != "HelmRepository" or not str(obj.get("apiVersion", "")).startswith(SOURCE_API + "/"):
+            continue
+        spec = as_map(obj.get("spec"))
+        url, oci = str(spec.get("url", "")), spec.get("type") == "oci"
+        if url.startswith("oci://") != oci and url:
+            message = (f"spec.url {url!r} is an OCI registry but spec.type is {spec.get('type', 'default')!r}: source-controller refuses it "
+                       "(\"the 'oci' URL scheme cannot be used with 'default' HelmRepository type\")" if not oci else
+                       f"spec.type is oci but spec.url {url!r} is not an oci:// URL: source-controller refuses it")
+            out.append(ctx.finding(obj, build, "flux-source-url", message + ", so no chart of it is ever installed",
+                                   "add `type: oci` to the HelmRepository's spec" if not oci else
+                                   "write the registry as oci://<host>/<path>, or drop `type: oci` for an HTTP(S) chart repository",
+                                   cluster=cluster.name, field="spec.type" if "type" in spec else "spec.url"))
     return out
 
 
@@ -100,19 +122,49 @@ def _release_dependencies(ctx, cluster: ClusterRender, builds: list) -> list[Fin
     spec.dependsOn is Ready, so one the cluster does not define holds the release back for good."""
     releases = {(name_key(as_map(o.get("metadata")).get("namespace")), name_key(as_map(o.get("metadata")).get("name")))
                 for b in builds for o in b.objects if _is_release(o)}
-    out = []
+    out, graph, where = [], {}, {}
     for build, hr in ((b, o) for b in builds for o in b.objects if _is_release(o)):
         ns = as_map(hr.get("metadata")).get("namespace")
+        me = (name_key(ns), name_key(as_map(hr.get("metadata")).get("name")))
+        graph[me], where[me] = [], (build, hr)
         for i, dep in enumerate(as_list(as_map(hr.get("spec")).get("dependsOn"))):
             dep = as_map(dep)
             target = (name_key(dep.get("namespace", ns)), name_key(dep.get("name")))
+            graph[me].append(target)
             if dep.get("kind", "HelmRelease") == "HelmRelease" and target not in releases:
                 out.append(ctx.finding(hr, build, "flux-depends-on",
                                        f"dependsOn HelmRelease {target[0]}/{target[1]} is not a HelmRelease of the cluster: "
                                        "helm-controller never installs this release",
                                        "fix the name (and namespace), or add the HelmRelease it should wait for",
                                        cluster=cluster.name, field=f"spec.dependsOn[{i}].name"))
+    for cycle in cycles(graph):
+        build, hr = where[cycle[0]]
+        out.append(ctx.finding(hr, build, "flux-cycle", "HelmRelease dependsOn cycle: " + " -> ".join(n for _, n in cycle + [cycle[0]])
+                               + ": helm-controller installs none of them, and the layers that wait for them never become Ready",
+                               "remove one dependsOn edge (Kueue and the KubeRay operator do not depend on each other)", cluster=cluster.name,
+                               field=f"spec.dependsOn[{graph[cycle[0]].index(cycle[1 % len(cycle)])}].name"))
     return out
+
+
+def cycles(graph: dict) -> list[list]:
+    """The cycles of a dependsOn graph (node -> the nodes it depends on), each as the list of its nodes."""
+    found, state = [], {}
+
+    def visit(node, stack):
+        state[node] = "open"
+        stack.append(node)
+        for nxt in graph.get(node, []):
+            if state.get(nxt) == "open":
+                found.append(stack[stack.index(nxt):])
+            elif nxt not in state:
+                visit(nxt, stack)
+        stack.pop()
+        state[node] = "done"
+
+    for node in list(graph):
+        if node not in state:
+            visit(node, [])
+    return found
 
 
 def _source_refs(obj: dict) -> list[tuple[str, dict]]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.gate.cluster_refs import finding_at
+from harness.gate.cluster_index import finding_at
 from harness.gate.config import GateConfig
 from harness.gate.findings import Finding
 from harness.gate.render import ClusterRender, is_flux_kustomization

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.gate.cluster_refs import ClusterIndex
+from harness.gate.cluster_index import ClusterIndex
 from harness.gate.pod_refs import pod_templates
 from harness.gate.findings import Finding
 from harness.gate.pools import Pool

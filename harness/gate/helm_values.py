@@ -33,7 +33,8 @@ import yaml
 
 from harness.core import HarnessError
 from harness.gate import schema_check, schemas
-from harness.gate.cluster_refs import ClusterIndex, chart_health_checks, finding_at
+from harness.gate.cluster_index import ClusterIndex, finding_at
+from harness.gate.cluster_refs import chart_health_checks
 from harness.gate.findings import Finding
 from harness.gate.origin import segments, value_at
 from harness.gate.helper import helper

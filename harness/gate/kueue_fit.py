@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.core import HarnessError, format_quantity, parse_quantity
-from harness.gate.cluster_refs import ClusterIndex
+from harness.gate.cluster_index import ClusterIndex
 from harness.gate.config import GateConfig
 from harness.gate.findings import Finding
 from harness.gate.helper import helper

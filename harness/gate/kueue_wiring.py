@@ -25,7 +25,7 @@ from pathlib import Path
 import yaml
 
 from harness.gate import matching
-from harness.gate.cluster_refs import ClusterIndex, finding_at
+from harness.gate.cluster_index import ClusterIndex, finding_at
 from harness.gate.findings import Finding
 from harness.gate.kueue_manager import locate, loaded, manager_text
 from harness.gate.sources import QUEUE_LABEL, as_list, as_map, as_maps, name_key, parse_yaml

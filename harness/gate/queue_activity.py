@@ -27,7 +27,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.gate import kueue_manager
-from harness.gate.cluster_refs import ClusterIndex, finding_at
+from harness.gate.cluster_index import ClusterIndex, finding_at
 from harness.gate.render import ClusterRender
 from harness.gate.sources import as_list, as_map, as_maps, name_key
 

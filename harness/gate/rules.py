@@ -14,6 +14,7 @@ from pathlib import Path
 
 from harness.gate import config
 from harness.gate.findings import Finding
+from harness.gate.flux_rules import cycles
 from harness.gate.kustomize_warnings import reachable
 from harness.gate.render import Build, ClusterRender, is_flux_kustomization, object_key
 from harness.gate.origin import line_at
@@ -211,10 +212,11 @@ def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Find
                                    f"define the variable in postBuild.substitute or in the substituteFrom ConfigMap (see {ctx.config.variables_file(cluster.name)})"))
         out += _unsubstituted(ctx, cluster, build, ks)
     out += _unsubstituted(ctx, cluster, cluster.entry, cluster.entry.flux_kustomization or {})
-    for cycle in _cycles(graph):
-        ks = next(k for k in kss if (as_map(k.get("metadata")).get("namespace", "flux-system"), k["metadata"]["name"]) == cycle[0])
+    for cycle in cycles(graph):
+        ks = next(k for k in kss if (name_key(as_map(k.get("metadata")).get("namespace", "flux-system")), name_key(k["metadata"]["name"])) == cycle[0])
         out.append(ctx.finding(ks, None, "flux-cycle", "dependsOn cycle: " + " -> ".join(n for _, n in cycle + [cycle[0]]),
-                               "remove one dependsOn edge; layers must form a chain (controllers, then queues)", cluster=cluster.name))
+                               "remove one dependsOn edge; layers must form a chain (controllers, then queues)", cluster=cluster.name,
+                               field=f"spec.dependsOn[{graph[cycle[0]].index(cycle[1 % len(cycle)])}].name"))
 
     # The same object applied by two Flux Kustomizations: they would fight and prune each other.
     # One finding per set of layers, at the first object they share, naming the others.
@@ -242,26 +244,6 @@ def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Find
     unit = Build(f"cluster {cluster.name}", f"{ctx.config.clusters}/{cluster.name}", cluster=cluster.name)
     out += kueue_rules(ctx, unit, [o for _, o in applied if not is_flux_kustomization(o)], {id(o): b for b, o in applied if b.dir})
     return out
-
-
-def _cycles(graph: dict) -> list[list]:
-    cycles, state = [], {}
-
-    def visit(node, stack):
-        state[node] = "open"
-        stack.append(node)
-        for nxt in graph.get(node, []):
-            if state.get(nxt) == "open":
-                cycles.append(stack[stack.index(nxt):])
-            elif nxt not in state:
-                visit(nxt, stack)
-        stack.pop()
-        state[node] = "done"
-
-    for node in list(graph):
-        if node not in state:
-            visit(node, [])
-    return cycles
 
 
 # -- Sample workloads ------------------------------------------------------------------------------

@@ -28,7 +28,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from harness.gate import kueue_manager, kueue_wiring, matching
-from harness.gate.cluster_refs import KEY_HINT, RUNTIME_CLASS_HINT, ClusterIndex, finding_at, missing_key, size_problems
+from harness.gate.cluster_index import ClusterIndex, finding_at
+from harness.gate.cluster_refs import KEY_HINT, RUNTIME_CLASS_HINT, missing_key, size_problems
 from harness.gate.pod_refs import pod_key_refs, pod_spec_refs, pod_templates
 from harness.gate.origin import dotted, line_at
 from harness.gate.findings import Finding

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.gate.cluster_refs import ClusterIndex
+from harness.gate.cluster_index import ClusterIndex
 from harness.gate.findings import Finding
 from harness.gate.render import ClusterRender
 from harness.gate.sources import SourceError, as_map, load_yaml

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.gate.cluster_refs import MAX_DATA_BYTES, ClusterIndex, size_problems
+from harness.gate.cluster_index import ClusterIndex
+from harness.gate.cluster_refs import MAX_DATA_BYTES, size_problems
 from harness.gate.render import Build, ClusterRender, substitution_sources
 from harness.gate import config, rules, sample_rules
 from harness.gate.sample_admission import selector_verdict

@@ -154,7 +154,11 @@ CORPUS = [
     ("dangling-depends-on", "flux-depends-on", f"{PROD}/queues.yaml",
      lambda r: edit(r, f"{PROD}/queues.yaml", "- name: infra-controllers", "- name: infra-controller"), 11),
     ("depends-on-cycle", "flux-cycle", f"{PROD}/infrastructure.yaml",
-     lambda r: edit(r, f"{PROD}/infrastructure.yaml", "spec:\n", "spec:\n  dependsOn:\n    - name: queues\n")),
+     lambda r: edit(r, f"{PROD}/infrastructure.yaml", "spec:\n", "spec:\n  dependsOn:\n    - name: queues\n"), 10),
+    ("helm-release-depends-on-cycle", "flux-cycle", "flux/infrastructure/controllers/kueue.yaml",  # neither is ever installed
+     lambda r: (edit(r, "flux/infrastructure/controllers/kueue.yaml", "  releaseName: kueue\n", "  releaseName: kueue\n  dependsOn:\n    - name: kuberay-operator\n"),
+                edit(r, "flux/infrastructure/controllers/kuberay-operator.yaml", "  releaseName: kuberay-operator\n",
+                     "  releaseName: kuberay-operator\n  dependsOn:\n    - name: kueue\n")), 31),
     ("undefined-variable", "flux-variable-undefined", f"{PROD}/queues.yaml",
      lambda r: edit(r, "base/service-account.yaml", '"${AZURE_TENANT_ID}"', '"${AZURE_TENANT}"')),
     ("flux-unknown-field", "schema", f"{PROD}/queues.yaml", lambda r: edit(r, f"{PROD}/queues.yaml", "  prune: true", "  prunne: true")),
@@ -254,6 +258,14 @@ CORPUS = [
                      "  url: oci://mcr.microsoft.com/aks/ai-runtime/helm\n"),
                 edit(r, KUEUE, "  chartRef:\n    kind: OCIRepository\n    name: kueue\n",
                      "  chart:\n    spec:\n      chart: kueue\n      version: 0.17.x\n      sourceRef:\n        kind: HelmRepository\n        name: mcr\n")), 32),
+    ("helm-repository-oci-url-without-type", "flux-source-url", KUEUE,  # source-controller refuses it: Kueue is never installed
+     lambda r: (edit(r, KUEUE, "kind: OCIRepository\nmetadata:\n  name: kueue\n  namespace: flux-system\nspec:\n  interval: 24h\n"
+                     "  url: oci://mcr.microsoft.com/aks/ai-runtime/helm/kueue\n  ref:\n    tag: 0.17.1\n  layerSelector:\n"
+                     "    mediaType: application/vnd.cncf.helm.chart.content.v1.tar+gzip\n    operation: copy\n",
+                     "kind: HelmRepository\nmetadata:\n  name: mcr\n  namespace: flux-system\nspec:\n  interval: 24h\n"
+                     "  url: oci://mcr.microsoft.com/aks/ai-runtime/helm\n"),
+                edit(r, KUEUE, "  chartRef:\n    kind: OCIRepository\n    name: kueue\n",
+                     "  chart:\n    spec:\n      chart: kueue\n      version: 0.17.1\n      sourceRef:\n        kind: HelmRepository\n        name: mcr\n")), 13),
     ("image-tag-drift", "versions-drift", "flux/infrastructure/controllers/kuberay-operator.yaml",
      lambda r: edit(r, "flux/infrastructure/controllers/kuberay-operator.yaml", "      tag: v1.6.1", "      tag: v1.6.2"), 47),
     ("pin-moved-alone", "versions-drift", "flux/infrastructure/controllers/kueue.yaml",

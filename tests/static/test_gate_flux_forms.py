@@ -193,3 +193,39 @@ def test_an_entry_listing_a_layers_directory_is_one_collision_at_that_line(repo_
     assert sorted((f.rule, f.file, f.line) for f in found) == [
         ("flux-variable-undefined", "base/service-account.yaml", 12),
         ("object-collision", f"{PROD}/kustomization.yaml", 11)], "\n".join(f.text() for f in found)
+
+
+CONTROLLERS = "flux/infrastructure/controllers"
+
+
+def _values_from(repo, generator_options: str, values_from: str) -> None:
+    (repo / CONTROLLERS / "kueue-values.yaml").write_text("controllerManager:\n  replicas: 1\n")
+    edit(repo, f"{CONTROLLERS}/kustomization.yaml", "  - kuberay-operator.yaml\n",
+         "  - kuberay-operator.yaml\nconfigMapGenerator:\n  - name: kueue-values\n    namespace: flux-system\n"
+         "    files: [kueue-values.yaml]\n" + generator_options)
+    edit(repo, KUEUE, "  releaseName: kueue\n", "  releaseName: kueue\n  valuesFrom:\n" + values_from)
+
+
+@pytest.mark.parametrize("values_from, line", [("    - kind: ConfigMap\n      name: kueue-values\n      valuesKey: kueue-values.yaml\n", None),
+                                                ("    - kind: ConfigMap\n      name: kueue-values\n      valuesKey: value.yaml\n", 33),
+                                                ("    - kind: ConfigMap\n      name: kueue-values\n      optional: true\n", 32)])
+def test_a_values_from_key_the_config_map_lacks_fails_the_release(repo_copy, values_from, line):
+    """helm-controller reads valuesKey (values.yaml by default) of the object; `optional` excuses a missing object only."""
+    _values_from(repo_copy, "    options: {disableNameSuffixHash: true}\n", values_from)
+    found = [f for f in validate_repository(repo_copy).findings if f.is_error]
+    assert [(f.rule, f.file, f.line) for f in found] == ([("object-ref", KUEUE, line)] if line else []), "\n".join(f.text() for f in found)
+
+
+def test_a_values_from_a_generated_config_map_with_its_hash_suffix_says_so(repo_copy):
+    _values_from(repo_copy, "", "    - kind: ConfigMap\n      name: kueue-values\n      valuesKey: kueue-values.yaml\n")
+    found = [f for f in validate_repository(repo_copy).findings if f.is_error]
+    assert [(f.rule, f.file, f.line) for f in found] == [("object-ref", KUEUE, 32)], "\n".join(f.text() for f in found)
+    assert "disableNameSuffixHash" in found[0].hint and "kueue-values-" in found[0].message, found[0].text()
+
+
+def test_a_decryption_service_account_the_cluster_lacks_is_found(repo_copy):
+    """kustomize-controller impersonates spec.decryption.serviceAccountName to reach the KMS key."""
+    edit(repo_copy, f"{PROD}/queues.yaml", "  prune: true\n", "  prune: true\n  decryption:\n    provider: sops\n    serviceAccountName: sops-keyvault\n")
+    found = [f for f in validate_repository(repo_copy).findings if f.is_error]
+    assert [(f.rule, f.file, f.line) for f in found] == [("object-ref", f"{PROD}/queues.yaml", 18)], "\n".join(f.text() for f in found)
+    assert "ServiceAccount" in found[0].hint, found[0].hint

@@ -43,7 +43,7 @@ def test_the_repositorys_values_render_and_are_accepted():
     is the chart's (the Deployment, its webhook Service and the configuration the gate's other rules read)."""
     from harness.core import versions
     from harness.gate import render_repository
-    from harness.gate.cluster_refs import ClusterIndex
+    from harness.gate.cluster_index import ClusterIndex
     from harness.gate.helper import helper
     from harness.gate.rules import Context
     from harness.gate.sources import Sources

@@ -1,0 +1,124 @@
+"""What exists on one cluster once Flux has applied its rendered set (ClusterIndex), shared by the rules that judge
+references, queues and samples against it, and where a finding about a value of one of its objects points (finding_at)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from harness.gate.findings import Finding
+from harness.gate.origin import line_at
+from harness.gate.render import Build, ClusterRender
+from harness.gate.sources import as_map, name_key
+
+ALWAYS_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", "flux-system")
+BUILTIN_PRIORITY_CLASSES = {"system-cluster-critical", "system-node-critical"}
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"  # the apiserver adds it to every Namespace
+# Kinds the apiserver serves cluster-scoped (Kubernetes 1.35, Kueue 0.17); a CRD in the set adds its own.
+CLUSTER_SCOPED = {
+    "Namespace", "Node", "PersistentVolume", "StorageClass", "CSIDriver", "CSINode", "VolumeAttachment", "VolumeAttributesClass",
+    "ClusterRole", "ClusterRoleBinding", "PriorityClass", "CustomResourceDefinition", "APIService", "RuntimeClass", "IngressClass",
+    "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+    "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding", "CertificateSigningRequest", "ClusterTrustBundle", "FlowSchema",
+    "PriorityLevelConfiguration", "DeviceClass", "ResourceSlice", "IPAddress", "ServiceCIDR", "StorageVersionMigration",
+    "ClusterQueue", "ResourceFlavor", "Cohort", "WorkloadPriorityClass", "AdmissionCheck", "Topology", "MultiKueueCluster",
+    "MultiKueueConfig", "ProvisioningRequestConfig",
+}
+
+
+def kind_key(obj: dict) -> tuple[str, str | None, str]:
+    meta = as_map(obj.get("metadata"))
+    ns = meta.get("namespace")
+    return name_key(obj.get("kind")), (name_key(ns) if ns is not None else None), name_key(meta.get("name"))
+
+
+@dataclass
+class ClusterIndex:
+    """What exists on one cluster once Flux has applied its set, and where each object came from."""
+    cluster: ClusterRender
+    objects: list[tuple[Build, dict]] = field(default_factory=list)
+    named: dict[tuple, tuple[Build, dict]] = field(default_factory=dict)  # (kind, namespace, name) -> first (build, object)
+    namespaces: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> labels the Namespace carries
+    cluster_scoped: set[str] = field(default_factory=set)
+    external: dict[tuple, dict] = field(default_factory=dict)  # (kind, namespace, name) -> object created outside the repository
+    complete: bool = True  # every layer rendered; else what a failed one applies is unknown
+
+    @classmethod
+    def build(cls, root: Path, cluster: ClusterRender) -> "ClusterIndex":
+        index = cls(cluster, cluster.applied(), cluster_scoped=set(CLUSTER_SCOPED),
+                    complete=not cluster.entry.error and not any(b.error for b in cluster.flux))
+        for ns in ALWAYS_NAMESPACES:
+            index.namespaces[ns] = {NAMESPACE_NAME_LABEL: ns}
+        for build, o in index.objects:
+            index.named.setdefault(kind_key(o), (build, o))
+            kind, meta, spec = o.get("kind"), as_map(o.get("metadata")), as_map(o.get("spec"))
+            if kind == "Namespace" and isinstance(meta.get("name"), str):
+                labels = {str(k): str(v) for k, v in as_map(meta.get("labels")).items()}
+                index.namespaces[meta["name"]] = {**labels, NAMESPACE_NAME_LABEL: meta["name"]}
+            elif kind == "HelmRelease" and as_map(spec.get("install")).get("createNamespace") is True:
+                target = spec.get("targetNamespace") or meta.get("namespace")
+                if isinstance(target, str):
+                    index.namespaces.setdefault(target, {NAMESPACE_NAME_LABEL: target})
+            elif kind == "CustomResourceDefinition" and spec.get("scope") == "Cluster":
+                index.cluster_scoped.add(name_key(as_map(spec.get("names")).get("kind")))
+        for source in [*cluster.variables, *cluster.provided]:
+            index.external.setdefault(kind_key(source), source)
+        return index
+
+    def has(self, kind: str, namespace: str | None, name) -> bool:
+        key = (kind, namespace, name_key(name))
+        if key in self.named or key in self.external:
+            return True
+        if kind == "ServiceAccount" and name == "default":
+            return namespace in self.namespaces
+        return kind == "PriorityClass" and name_key(name) in BUILTIN_PRIORITY_CLASSES
+
+    def keys_of(self, kind: str, namespace: str | None, name) -> set[str] | None:
+        """The keys of a ConfigMap (data, binaryData) or Secret (data, stringData) of the cluster; None when it is not known."""
+        key = (kind, namespace, name_key(name))
+        obj = self.named[key][1] if key in self.named else self.external.get(key)
+        if obj is None:
+            return None
+        fields = ("data", "binaryData") if kind == "ConfigMap" else ("data", "stringData")
+        return {str(k) for f in fields for k in as_map(obj.get(f))}
+
+    def of_kind(self, kind: str) -> list[tuple[Build, dict]]:
+        return [(b, o) for b, o in self.objects if o.get("kind") == kind]
+
+    def source_of(self, hr: dict) -> tuple[Build, dict] | None:
+        """(build, object) of the source a HelmRelease's chart comes from: the object its chartRef names, or its
+        spec.chart.spec.sourceRef (a HelmRepository); None when the cluster has none such."""
+        spec = as_map(hr.get("spec"))
+        ref = as_map(spec.get("chartRef")) or as_map(as_map(as_map(spec.get("chart")).get("spec")).get("sourceRef"))
+        ns = as_map(hr.get("metadata")).get("namespace")
+        return self.named.get((name_key(ref.get("kind")), name_key(ref.get("namespace", ns)), name_key(ref.get("name")))) if ref else None
+
+    def chart_of(self, hr: dict) -> str | None:
+        """The chart a HelmRelease installs: spec.chart.spec.chart, or the last segment of the URL
+        of the source its chartRef names (the HelmRelease's own name when that source has no URL)."""
+        spec = as_map(hr.get("spec"))
+        chart = as_map(as_map(spec.get("chart")).get("spec")).get("chart")
+        if chart:
+            return str(chart)
+        if not as_map(spec.get("chartRef")):
+            return None
+        source = self.source_of(hr)
+        url = str(as_map(source[1].get("spec")).get("url", "")) if source else ""
+        return url.rstrip("/").rsplit("/", 1)[-1] if url else as_map(hr.get("metadata")).get("name")
+
+    def chart_version_of(self, hr: dict) -> str | None:
+        """The chart version a HelmRelease names, when it names one exactly: spec.chart.spec.version, or the tag of
+        the OCIRepository its chartRef names (None for a semver range, a digest, or no version at all)."""
+        spec = as_map(hr.get("spec"))
+        chart = as_map(as_map(spec.get("chart")).get("spec"))
+        if chart:
+            return str(chart["version"]) if chart.get("version") is not None else None
+        source = self.source_of(hr)
+        tag = as_map(as_map(source[1].get("spec")).get("ref")) if source else {}
+        return str(tag["tag"]) if tag.get("tag") is not None and not tag.get("digest") and not tag.get("semver") else None
+
+
+def finding_at(ctx, root: Path, obj: dict, build: Build | None, path: list, rule: str, message: str, hint: str,
+               cluster: str | None = None, severity: str = "error") -> Finding:
+    """ctx.finding, at the line of `path` inside the document that defines `obj` when it is written there."""
+    f = ctx.finding(obj, build, rule, message, hint, cluster=cluster)
+    return replace(f, line=line_at(root, f.file, f.line, path) if f.line else f.line, severity=severity)
