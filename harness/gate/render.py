@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import os
 import posixpath
+import re
 import threading
 import time
 from concurrent.futures import Future
@@ -37,6 +38,22 @@ class Build:
     undefined: list[str] = field(default_factory=list)
     cluster: str | None = None
     flux_kustomization: dict | None = None  # the Flux Kustomization that produced it
+
+    def take(self, result: dict) -> "Build":
+        """The helper's result of this build: its objects, its error (in words a reader can use) and its undefined variables."""
+        self.objects, self.error, self.undefined = result.get("objects") or [], readable(result.get("error", "")), result.get("undefined") or []
+        return self
+
+
+# kustomize's errors print some Go values as they are: a pointer (it changes from run to run) and a resource id's struct.
+_POINTER = re.compile(r" ?&\{0x[0-9a-f]+ [^}]*\}")
+_RES_ID = re.compile(r'resid\.ResId\{Gvk:resid\.Gvk\{Group:"([^"]*)", Version:"([^"]*)", Kind:"([^"]*)"[^}]*\}, Name:"([^"]*)", Namespace:"([^"]*)"\}')
+
+
+def readable(error: str) -> str:
+    """A build error without Go's value dumps: no pointer, a resource id as Kind/namespace/name."""
+    error = _POINTER.sub("", error)
+    return _RES_ID.sub(lambda m: "/".join(p for p in (m[3], m[5], m[4]) if p), error)
 
 
 @dataclass
@@ -293,7 +310,7 @@ def _render_all(fb: FluxBuild, root: Path, skip_dirs: set[str], gate_config: Gat
             plain_builds[rel] = Build(rel, rel)
     for rid, res in fb.run(plain_jobs).items():
         b = plain_builds[rid]
-        b.objects, b.error = res.get("objects") or [], res.get("error", "")
+        b.take(res)
 
     clusters, bootstrap_jobs = [], {}
     for cdir in cluster_dirs(root, gate_config):
@@ -315,7 +332,7 @@ def _render_all(fb: FluxBuild, root: Path, skip_dirs: set[str], gate_config: Gat
                                       entry_name=found.name if found else BOOTSTRAP_SYNC if rel in bootstrap_jobs else "kustomization.yaml"))
     for rid, res in fb.run(list(bootstrap_jobs.values())).items():
         entry = next(c.entry for c in clusters if c.entry.dir == rid)
-        entry.objects, entry.error, entry.undefined = res.get("objects") or [], res.get("error", ""), res.get("undefined") or []
+        entry.take(res)
     _render_flux(fb, root, clusters)
     return list(plain_builds.values()), clusters
 
@@ -355,7 +372,7 @@ def _render_flux(fb: FluxBuild, root: Path, clusters: list[ClusterRender]) -> No
         pending = []
         for bid, (cluster, build) in builds.items():
             res = results[bid]
-            build.objects, build.error, build.undefined = res.get("objects") or [], res.get("error", ""), res.get("undefined") or []
+            build.take(res)
             cluster.flux.append(build)
             pending += [(cluster, o) for o in build.objects if is_flux_kustomization(o)]
     # A layer reading a ConfigMap or Secret that a layer rendered after it applies (its dependsOn orders them on the
@@ -364,7 +381,7 @@ def _render_flux(fb: FluxBuild, root: Path, clusters: list[ClusterRender]) -> No
     results = fb.run([{"id": b.id, "kustomization": b.flux_kustomization, "sources": _sources(c)} for c, b in again]) if again else {}
     for _, build in again:
         res = results[build.id]
-        build.objects, build.error, build.undefined = res.get("objects") or [], res.get("error", ""), res.get("undefined") or []
+        build.take(res)
 
 
 def render_cluster(root: Path, name: str, entry_dir: str, gate_config: GateConfig = DEFAULTS) -> ClusterRender:
@@ -374,7 +391,7 @@ def render_cluster(root: Path, name: str, entry_dir: str, gate_config: GateConfi
     root = root.resolve()
     with FluxBuild(root) as fb:
         res = fb.run([{"id": entry_dir, "dir": entry_dir}])[entry_dir]
-        entry = Build(entry_dir, entry_dir, objects=res.get("objects") or [], error=res.get("error", ""), cluster=name)
+        entry = Build(entry_dir, entry_dir, cluster=name).take(res)
         cluster = ClusterRender(name, entry, variables=substitution_sources(root / gate_config.clusters / name, gate_config.cluster_variables))
         _render_flux(fb, root, [cluster])
     return cluster

@@ -352,6 +352,9 @@ def _parse(rel: str, text: str, loader):
         mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
         problem = getattr(err, "problem", None) or err
         hint = DUPLICATE_HINT if "written twice" in str(problem) else YAML_HINT
+        if "written twice" in str(problem) and Path(rel).name in KUSTOMIZATION_FILES:  # read with sigs.k8s.io/yaml: the last one wins
+            problem = str(problem).replace("kustomize, kubectl and Flux refuse the file", "kustomize and Flux keep the last "
+                                           "one and silently drop the first (with all it lists)")
         raise SourceError(Finding(rel, mark.line + 1 if mark else None, "", "yaml-syntax", f"not valid YAML: {problem}", hint)) from None
     except RecursionError:
         raise SourceError(Finding(rel, None, "", "yaml-syntax", "not valid YAML: nested too deeply", YAML_HINT)) from None

@@ -152,3 +152,13 @@ def test_only_a_queued_objects_refused_pods_hold_quota():
     assert "holds its quota" in what_for("pod-validation", queued)
     assert "quota" not in what_for("pod-validation", {"metadata": {"name": "x"}})
     assert "quota" not in what_for("pod-validation", None)
+
+
+def test_a_kustomize_error_carries_no_go_pointer(repo_copy, tmp_path):
+    """A merge generator with nothing to merge into: kustomize's error prints the generator's pointer (another each run)
+    and the resource id's Go struct; the finding names the ConfigMap, the same in every run."""
+    edit(repo_copy, "base/kustomization.yaml", "resources:\n", "configMapGenerator:\n  - name: nothing-here\n    namespace: ray\n"
+         "    behavior: merge\n    literals: [a=b]\nresources:\n")
+    proc = run(repo_copy, "--json", tmp_path / "f.json")
+    assert_finding(proc, tmp_path / "f.json", "kustomize-build", "base/kustomization.yaml")
+    assert "0x" not in proc.stdout and "ConfigMap/ray/nothing-here does not exist" in proc.stdout, proc.stdout
