@@ -47,3 +47,6 @@ def fold(per_area: dict[str, list[Finding]], presuming: list[tuple[Finding, tupl
             per_area[area] = [f for f in found if not set(f.presumes) & rejected]
     refused_at = {(f.resource, f.file) for f in schema if f.rule == "api-validation"}
     per_area["rules"] = [f for f in per_area["rules"] if not (f.rule == "kustomize-build" and (f.resource, f.file) in refused_at)]
+    # The apiserver's own size refusal of a ConfigMap's or Secret's data: data-size says it with its fix.
+    sized = {f.resource for f in per_area["rules"] if f.rule == "data-size"}
+    per_area["schema"] = [f for f in per_area["schema"] if not (f.rule == "api-validation" and f.resource in sized and "1048576" in f.message)]

@@ -334,6 +334,9 @@ def _flux_build_error(ks: dict, error: str) -> tuple[str, str, str, str | None]:
     if spec.get("patches") and any(w in error for w in ("operation does not apply", "patch", "no matches for Id", "failed to find unique target")):
         return ("kustomize-build", f"spec.patches: {error}", "fix the spec.patches entry the message names (its target, its op's path), "
                 "or remove it: kustomize-controller builds nothing of this layer while it fails", "spec.patches")
+    if "not a directory" in error:
+        return ("flux-path", f"spec.path {spec.get('path')!r} is a file: kustomize-controller builds a directory, so nothing of this "
+                "layer is applied", "point spec.path at the directory that holds the kustomization file", "spec.path")
     if "not found" in error or "escapes" in error:
         return "flux-path", message, "point spec.path at a directory of this repository that builds with kustomize", "spec.path"
     return "kustomize-build", message, "point spec.path at a directory of this repository that builds with kustomize", None

@@ -151,6 +151,8 @@ CORPUS = [
      lambda r: edit(r, f"{PROD}/queues/kustomization.yaml", "  - ../../../overlays/team-queues", "  - ../../../base")),
     ("missing-flux-path", "flux-path", f"{PROD}/queues.yaml",
      lambda r: edit(r, f"{PROD}/queues.yaml", "path: ./clusters/prod-eastus2/queues", "path: ./clusters/prod-eastus2/queue"), 20),
+    ("flux-path-to-a-file", "flux-path", f"{PROD}/queues.yaml",
+     lambda r: edit(r, f"{PROD}/queues.yaml", "path: ./clusters/prod-eastus2/queues", "path: ./clusters/prod-eastus2/queues/kustomization.yaml"), 20),
     ("dangling-depends-on", "flux-depends-on", f"{PROD}/queues.yaml",
      lambda r: edit(r, f"{PROD}/queues.yaml", "- name: infra-controllers", "- name: infra-controller"), 11),
     ("depends-on-cycle", "flux-cycle", f"{PROD}/infrastructure.yaml",

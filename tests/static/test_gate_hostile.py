@@ -162,3 +162,11 @@ def test_a_kustomize_error_carries_no_go_pointer(repo_copy, tmp_path):
     proc = run(repo_copy, "--json", tmp_path / "f.json")
     assert_finding(proc, tmp_path / "f.json", "kustomize-build", "base/kustomization.yaml")
     assert "0x" not in proc.stdout and "ConfigMap/ray/nothing-here does not exist" in proc.stdout, proc.stdout
+
+
+def test_a_config_map_over_the_data_limit_is_one_finding(repo_copy):
+    """The apiserver's refusal and the data-size rule have one cause: data-size, with its fix, is the one reported."""
+    from harness.gate.validate import validate_repository
+    edit(repo_copy, "base/service-account.yaml", '"${AZURE_STORAGE_ACCOUNT_NAME}"\n', '"${AZURE_STORAGE_ACCOUNT_NAME}"\n  big: ' + "y" * 1_200_000 + "\n")
+    found = validate_repository(repo_copy).findings
+    assert [(f.rule, f.file, f.line) for f in found] == [("data-size", "base/service-account.yaml", 17)], "\n".join(f.text() for f in found)
