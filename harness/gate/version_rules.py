@@ -58,6 +58,8 @@ def version_rules(ctx, root: Path, cluster: ClusterRender, pinned: dict | None) 
         production, repository = str(as_map(pinned.get(component)).get("production", "")), as_map(pinned.get("charts")).get("repository")
         spec = as_map(hr.get("spec"))
         chart = as_map(as_map(spec.get("chart")).get("spec"))
+        if chart and spec.get("chartRef"):
+            continue  # the HelmRelease CRD's rule refuses both at once (api-validation): which source it uses is moot
         source = index.source_of(hr)
         if chart:
             out += _chart_spec_drift(ctx, build, hr, chart, component, production)

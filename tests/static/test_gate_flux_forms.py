@@ -229,3 +229,10 @@ def test_a_decryption_service_account_the_cluster_lacks_is_found(repo_copy):
     found = [f for f in validate_repository(repo_copy).findings if f.is_error]
     assert [(f.rule, f.file, f.line) for f in found] == [("object-ref", f"{PROD}/queues.yaml", 18)], "\n".join(f.text() for f in found)
     assert "ServiceAccount" in found[0].hint, found[0].hint
+
+
+def test_a_release_with_chart_and_chart_ref_is_the_crds_refusal_alone(repo_copy):
+    edit(repo_copy, KUEUE, "  releaseName: kueue\n", "  releaseName: kueue\n  chart:\n    spec:\n      chart: kueue\n      version: 0.17.1\n"
+         "      sourceRef:\n        kind: OCIRepository\n        name: kueue\n")
+    found = validate_repository(repo_copy).findings
+    assert {f.rule for f in found} == {"api-validation"}, "\n".join(f.text() for f in found)
