@@ -282,8 +282,10 @@ def _cohort_rules(ctx, root: Path, index: ClusterIndex) -> list[Finding]:
         if not peers and not tree:
             out.append(finding_at(ctx, root, cq, build, ["spec", "cohortName"], "cohort-alone",
                                   f"cohortName {cohort!r} is shared by no other ClusterQueue or Cohort of the cluster: it can never borrow or lend",
-                                  "use the cohortName of the queues it should share with (e.g. shared-cohort), or drop cohortName and "
-                                  "its borrowing/lending limits", cluster=index.cluster.name, severity="warning"))
+                                  "use the cohortName of the queues it should share with ("
+                                  + (f"the cluster's: {', '.join(sorted(others))}" if (others := {str(c) for _, q in cqs if q is not cq and
+                                     (c := as_map(q.get("spec")).get("cohortName"))}) else "no other queue of the cluster has one")
+                                  + "), or drop cohortName and its borrowing/lending limits", cluster=index.cluster.name, severity="warning"))
     return out
 
 

@@ -42,7 +42,8 @@ RULES = {
     "queue-stopped": "a sample's ClusterQueue and LocalQueue are not stopped (spec.stopPolicy Hold or HoldAndDrain)",
     "sample-managed-by": "a sample's spec.managedBy is KubeRay's (or unset), unless its ClusterQueue has a MultiKueue admission check",
     "sample-priority-class": "the WorkloadPriorityClass (label kueue.x-k8s.io/priority-class) or PriorityClass a sample names exists on the cluster",
-    "clusterqueue-unreachable": "(warning) every ClusterQueue is the spec.clusterQueue of some LocalQueue",
+    "clusterqueue-unreachable": "(warning) every ClusterQueue is the spec.clusterQueue of some LocalQueue, or shares a cohort with "
+                                "one that is (a lender-only queue: its quota is borrowed)",
     "workload-queue": "a RayJob a layer applies (not a sample) names, by label kueue.x-k8s.io/queue-name, a LocalQueue of its namespace",
     "kueue-integration-off": "a queued Ray object (label kueue.x-k8s.io/queue-name; a sample or applied by a layer) is of a kind whose "
                              "integration the cluster's Kueue manager enables (a RayCluster needs ray.io/raycluster in "
@@ -219,9 +220,11 @@ def _unreachable(ctx, index: ClusterIndex) -> list[Finding]:
     if targets - names:
         return []  # a LocalQueue names a missing ClusterQueue (localqueue-clusterqueue): that is the cause to fix
     out = []
+    cohort_of = {name_key(as_map(cq.get("metadata")).get("name")): as_map(cq.get("spec")).get("cohortName") for _, cq in index.of_kind("ClusterQueue")}
+    lending = {cohort_of.get(t) for t in targets} - {None, ""}  # cohorts a reachable queue borrows in
     for build, cq in index.of_kind("ClusterQueue"):
         name = name_key(as_map(cq.get("metadata")).get("name"))
-        if name not in targets:
+        if name not in targets and cohort_of.get(name) not in lending:
             f = ctx.finding(cq, build, "clusterqueue-unreachable",
                             f"no LocalQueue of the cluster has spec.clusterQueue {name}: no workload can reach its quota",
                             f"add a LocalQueue with spec.clusterQueue: {name} in the team's namespace, or remove the ClusterQueue",

@@ -170,3 +170,15 @@ def test_a_config_map_over_the_data_limit_is_one_finding(repo_copy):
     edit(repo_copy, "base/service-account.yaml", '"${AZURE_STORAGE_ACCOUNT_NAME}"\n', '"${AZURE_STORAGE_ACCOUNT_NAME}"\n  big: ' + "y" * 1_200_000 + "\n")
     found = validate_repository(repo_copy).findings
     assert [(f.rule, f.file, f.line) for f in found] == [("data-size", "base/service-account.yaml", 17)], "\n".join(f.text() for f in found)
+
+
+def test_a_lender_only_cluster_queue_is_reachable_through_its_cohort(repo_copy):
+    """A ClusterQueue no LocalQueue names, in the cohort of queues that have one, lends its quota: no warning."""
+    from harness.gate.validate import validate_repository
+    (repo_copy / "overlays/team-queues/reserve.yaml").write_text(
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata:\n  name: reserve-cq\nspec:\n  cohortName: shared-cohort\n"
+        "  namespaceSelector: {}\n  resourceGroups:\n    - coveredResources: [cpu, memory]\n      flavors:\n        - name: default\n"
+        "          resources:\n            - {name: cpu, nominalQuota: \"0\"}\n            - {name: memory, nominalQuota: 0Gi}\n")
+    edit(repo_copy, "overlays/team-queues/kustomization.yaml", "resources:\n", "resources:\n  - reserve.yaml\n")
+    found = validate_repository(repo_copy).findings
+    assert "clusterqueue-unreachable" not in {f.rule for f in found}, "\n".join(f.text() for f in found)
