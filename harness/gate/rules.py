@@ -158,9 +158,13 @@ def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Find
     entry_file = cluster.entry_file
     if cluster.bootstrap and cluster.entry.error and not ctx.cause_of(cluster.entry.dir, flux=True):
         # Flux's generator builds the directory (a `flux bootstrap` or Flux extension cluster): no plain build reports it.
+        own = [n for n in (ctx.config.samples, ctx.config.cluster_variables) if f"{cluster.entry.dir}/{n}" in cluster.entry.error]
         return [Finding(entry_file, None, f"cluster/{cluster.name}", "kustomize-build",
                         f"{cluster.entry.dir} has no kustomization file, so Flux builds it with its generator (every manifest under it), "
                         f"which fails, and nothing of cluster {cluster.name} is applied: {cluster.entry.error}",
+                        f"add {cluster.entry.dir}/kustomization.yaml listing the cluster's Flux Kustomizations (as the other clusters "
+                        f"have), or list {', '.join(own)} in {cluster.entry.dir}/.sourceignore: the gate's {' and '.join(own)} "
+                        "are no manifests" if own else
                         f"fix what the message names among the manifests under {cluster.entry.dir} (every one is applied: a duplicate "
                         "object, a file that is not a manifest)", f"cluster {cluster.name}")]
     own = cluster.entry.flux_kustomization  # flux-system, when gotk-sync.yaml sits beside the entry's kustomization.yaml
@@ -211,7 +215,6 @@ def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Find
             out.append(ctx.finding(ks, build, "flux-variable-undefined", f"postBuild substitution: {msg}",
                                    f"define the variable in postBuild.substitute or in the substituteFrom ConfigMap (see {ctx.config.variables_file(cluster.name)})"))
         out += _unsubstituted(ctx, cluster, build, ks)
-    out += _unsubstituted(ctx, cluster, cluster.entry, cluster.entry.flux_kustomization or {})
     for cycle in cycles(graph):
         ks = next(k for k in kss if (name_key(as_map(k.get("metadata")).get("namespace", "flux-system")), name_key(k["metadata"]["name"])) == cycle[0])
         out.append(ctx.finding(ks, None, "flux-cycle", "dependsOn cycle: " + " -> ".join(n for _, n in cycle + [cycle[0]]),
@@ -228,6 +231,8 @@ def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Find
     for key, builds in owners.items():
         if len(builds) > 1:
             shared[tuple(b.id for b in builds)].append(key)
+    if not any(owners[keys[0]][0] is cluster.entry for keys in shared.values()):  # else the entry applies a layer's objects: that is the cause
+        out += _unsubstituted(ctx, cluster, cluster.entry, cluster.entry.flux_kustomization or {})
     for ids, keys in shared.items():
         (_, kind, ns, name), builds = keys[0], owners[keys[0]]
         obj = {"kind": kind, "metadata": {"name": name, **({"namespace": ns} if ns else {})}}
@@ -255,9 +260,19 @@ _VARIABLE = re.compile(r"(?<!\$)\$\{([A-Za-z_][A-Za-z0-9_]*)")  # ${VAR}, ${VAR:
 def _at_entry_listing(ctx: Context, root: Path, cluster: ClusterRender, builds: list[Build]) -> Finding | None:
     """An object-collision between the cluster's entry point and a layer, at the entry's resources line that pulls the
     layer's directory in (None when the entry is not one of them or lists no such line)."""
-    if builds[0] is not cluster.entry or cluster.bootstrap or cluster.entry_name not in KUSTOMIZATION_FILES:
+    if builds[0] is not cluster.entry:
         return None
     layers = {(root / b.dir).resolve() for b in builds[1:]}
+    inside = sorted(p.relative_to(root.resolve()).as_posix() for p in layers if p.is_relative_to((root / cluster.entry.dir).resolve()))
+    if cluster.bootstrap and inside:  # Flux's generator lists every directory below the entry that has a kustomization file
+        return Finding(cluster.entry_file, None, f"cluster/{cluster.name}", "object-collision",
+                       f"{cluster.entry.dir} has no kustomization file, so Flux's generator builds it with every directory below it that "
+                       f"has one: {', '.join(inside)}, which layer(s) {', '.join(b.id for b in builds[1:])} apply as well; the two fight "
+                       "over its objects and prune each other",
+                       f"add {cluster.entry.dir}/kustomization.yaml listing only the cluster's Flux Kustomization files, or list "
+                       f"{', '.join(d.rsplit('/', 1)[-1] + '/' for d in inside)} in {cluster.entry.dir}/.sourceignore", f"cluster {cluster.name}")
+    if cluster.bootstrap or cluster.entry_name not in KUSTOMIZATION_FILES:
+        return None
     listed = as_list(as_map(_entry_doc(root, cluster)).get("resources"))
     for i, item in enumerate(listed):
         if isinstance(item, str) and layers & reachable((root / cluster.entry.dir / item)):

@@ -186,13 +186,35 @@ def test_the_sync_kustomizations_patches_are_applied_to_the_entry(repo_copy):
 
 
 def test_an_entry_listing_a_layers_directory_is_one_collision_at_that_line(repo_copy):
-    """The entry point applies the directory its queues layer applies too: the two fight and prune each other, and the
-    entry (no postBuild) applies the layer's ${VARS} as written."""
+    """The entry point applies the directory its queues layer applies too: the two fight and prune each other (and the
+    entry, without postBuild, would apply the layer's ${VARS} as written: a follow-on of the same line)."""
     edit(repo_copy, f"{PROD}/kustomization.yaml", "  - queues.yaml\n", "  - queues.yaml\n  - queues\n")
     found = validate_repository(repo_copy).findings
-    assert sorted((f.rule, f.file, f.line) for f in found) == [
-        ("flux-variable-undefined", "base/service-account.yaml", 12),
-        ("object-collision", f"{PROD}/kustomization.yaml", 11)], "\n".join(f.text() for f in found)
+    assert [(f.rule, f.file, f.line) for f in found] == [("object-collision", f"{PROD}/kustomization.yaml", 11)], \
+        "\n".join(f.text() for f in found)
+
+
+def test_an_entry_variable_flux_applies_as_written_is_found(repo_copy):
+    """A ${VAR} the layers substitute, in an object the entry point applies itself (flux-system has no postBuild)."""
+    (repo_copy / PROD / "storage.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: storage\n  namespace: flux-system\n"
+                                                  "data:\n  tenant: ${AZURE_TENANT_ID}\n")
+    edit(repo_copy, f"{PROD}/kustomization.yaml", "  - queues.yaml\n", "  - queues.yaml\n  - storage.yaml\n")
+    found = validate_repository(repo_copy).findings
+    assert [(f.rule, f.file, f.line) for f in found] == [("flux-variable-undefined", f"{PROD}/storage.yaml", 1)], \
+        "\n".join(f.text() for f in found)
+
+
+def test_a_cluster_folder_without_kustomization_file_applies_its_layer_directories(repo_copy):
+    """The AKS Flux extension's style: Flux's generator builds the folder with every directory below it that has a
+    kustomization file, so queues/ is applied by the entry and by its layer; samples.yaml is .sourceignored."""
+    (repo_copy / PROD / "kustomization.yaml").unlink()
+    for name in ("gotk-components.yaml", "gotk-sync.yaml", "kustomization.yaml"):
+        (repo_copy / PROD / "flux-system" / name).unlink()
+    (repo_copy / PROD / "flux-system").rmdir()
+    (repo_copy / PROD / ".sourceignore").write_text("samples.yaml\ncluster-vars.example.yaml\n")
+    found = validate_repository(repo_copy).findings
+    assert [(f.rule, f.file) for f in found] == [("object-collision", f"{PROD}/infrastructure.yaml")], "\n".join(f.text() for f in found)
+    assert ".sourceignore" in found[0].hint and "queues/" in found[0].hint, found[0].hint
 
 
 CONTROLLERS = "flux/infrastructure/controllers"
