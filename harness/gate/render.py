@@ -23,7 +23,7 @@ from harness.core import HarnessError
 from harness.gate.config import DEFAULTS, GateConfig
 from harness.gate.config import load as load_config
 from harness.gate.helper import helper
-from harness.gate.sources import SKIP_DIRS, SourceError, as_map, kustomization_dirs, kustomization_file, load_yaml, load_yaml_all, reachable_dirs
+from harness.gate.sources import SKIP_DIRS, SourceError, as_map, kustomization_dirs, kustomization_file, load_yaml, load_yaml_all, name_key, reachable_dirs
 
 FLUX_KS_API = "kustomize.toolkit.fluxcd.io"
 MAX_FLUX_DEPTH = 5  # nested Flux Kustomizations deeper than this are reported, not followed
@@ -91,7 +91,7 @@ class ClusterRender:
 def object_key(obj: dict) -> tuple:
     """(API group, kind, namespace, name): what makes an object one object on a cluster."""
     api, meta = str(obj.get("apiVersion", "")), as_map(obj.get("metadata"))
-    return (api.split("/")[0] if "/" in api else "", obj.get("kind"), meta.get("namespace"), meta.get("name"))
+    return (api.split("/")[0] if "/" in api else "", name_key(obj.get("kind")), name_key(meta.get("namespace", "")), name_key(meta.get("name")))
 
 
 def flux_path(value) -> str:

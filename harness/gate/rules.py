@@ -235,14 +235,15 @@ def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Find
         out += _unsubstituted(ctx, cluster, cluster.entry, cluster.entry.flux_kustomization or {})
     for ids, keys in shared.items():
         (_, kind, ns, name), builds = keys[0], owners[keys[0]]
-        obj = {"kind": kind, "metadata": {"name": name, **({"namespace": ns} if ns else {})}}
-        others = f" and {len(keys) - 1} other object(s) ({', '.join('/'.join(str(p) for p in k[1:] if p) for k in keys[1:6])}" \
-                 f"{', ...' if len(keys) > 6 else ''})" if len(keys) > 1 else ""
-        found = ctx.finding(obj, builds[1], "object-collision",
-                            f"applied{others} by {len(builds)} Flux Kustomizations: {', '.join(ids)}; they fight over "
-                            "them and each prunes what the other applies",
-                            "let exactly one layer own each object: remove the directory from all but one of them (a cluster's "
-                            "entry point lists its Flux Kustomizations, not their directories; one queue overlay per cluster)")
+        objects = ", ".join("/".join(str(p) for p in k[1:] if p) for k in keys[:6]) + (", ..." if len(keys) > 6 else "")
+        message = (f"{len(keys)} object(s) ({objects}) are applied by {len(builds)} Flux Kustomizations: {', '.join(ids)}; they "
+                   "fight over them and each prunes what the other applies")
+        hint = ("let exactly one layer own each object: remove the directory from all but one of them (a cluster's entry point "
+                "lists its Flux Kustomizations, not their directories; one queue overlay per cluster)")
+        ks = builds[-1].flux_kustomization  # the later layer, where the fix goes (its path, or the layer itself)
+        owner = next((b for b in [cluster.entry, *cluster.flux] if any(o is ks for o in b.objects)), None) if ks else None
+        found = ctx.finding(ks, owner, "object-collision", message, hint, field="spec.path") if owner else ctx.finding(
+            {"kind": kind, "metadata": {"name": name, **({"namespace": ns} if ns else {})}}, builds[1], "object-collision", message, hint)
         out.append(_at_entry_listing(ctx, root, cluster, builds) or found)
 
     applied = cluster.applied()

@@ -272,8 +272,8 @@ CORPUS = [
      lambda r: edit(r, "flux/infrastructure/controllers/kuberay-operator.yaml", "      tag: v1.6.1", "      tag: v1.6.2"), 47),
     ("pin-moved-alone", "versions-drift", "flux/infrastructure/controllers/kueue.yaml",
      lambda r: edit(r, "versions.yaml", "  production: 0.17.1", "  production: 0.18.1")),
-    ("two-layers-same-queues", "object-collision", TEAM_A,
-     lambda r: append(r, f"{PROD}/queues.yaml", (r / f"{PROD}/queues.yaml").read_text().replace("name: queues\n", "name: queues-copy\n", 1).replace("# Layer 2", "---\n# Layer 2", 1))),
+    ("two-layers-same-queues", "object-collision", f"{PROD}/queues.yaml",  # at the later layer's path: one finding for all it shares
+     lambda r: append(r, f"{PROD}/queues.yaml", (r / f"{PROD}/queues.yaml").read_text().replace("name: queues\n", "name: queues-copy\n", 1).replace("# Layer 2", "---\n# Layer 2", 1)), 47),
     # References in the cluster's rendered set (harness/gate/cluster_refs.py).
     ("namespace-not-created", "namespace-missing", SA,
      lambda r: edit(r, SA, "  name: ray-storage\n  namespace: ray", "  name: ray-storage\n  namespace: storage"), 16),
