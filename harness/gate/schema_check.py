@@ -21,7 +21,7 @@ from pathlib import Path
 from harness.core import HarnessError, versions
 from harness.gate import schemas, workloads
 from harness.gate.findings import Finding
-from harness.gate.origin import mentioned_fields
+from harness.gate.origin import dotted, mentioned_fields, segments, value_at
 from harness.gate.sources import as_map, resource_id
 from harness.gate.helper import helper
 from harness.gate.schema_texts import HINTS, WARNING_RULES, WHAT, hint_for, what_for
@@ -224,6 +224,19 @@ def submit(ctx, checker: Checker, validated: list[tuple[object, dict, str | None
 
 
 
+def deeper_fields(obj, err: dict) -> list:
+    """The fields a refusal points at: a CEL rule of an object (a ClusterQueue's spec: "borrowingLimit must be nil when
+    cohort is empty") names the field it is about in words only, so the fields below it that its message names come
+    first (where the value is written, which may be a patch), then the field itself."""
+    field = err.get("field")
+    steps = segments(field) if field not in (None, "", "<nil>") else []
+    below = value_at(obj, steps) if len(steps) == 1 or steps[-2:-1] in (["containers"], ["initContainers"]) else None
+    if not isinstance(below, (dict, list)):  # (deeper in, the field is the item the rule is about: a resource group)
+        return [field]
+    words = str(err.get("message", "")).split(": ")[-1]  # the rule's own message, after the field and "Invalid value"
+    return [dotted([*segments(field), *segments(f)]) for f in mentioned_fields(below, words)][:3] + [field]
+
+
 def _one_per_quota_cause(found: list[Finding]) -> list[Finding]:
     """resource-quota findings of several samples with the same refusal (a quota tracking a resource their
     pods do not set): one, at the first sample's entry, naming the others."""
@@ -290,7 +303,7 @@ def _findings(ctx, validated: list[tuple[object, dict, str | None]], problems: l
                 continue  # the same refusal without its field (the format check after the type check): reported with it
             # KubeRay's controller errors name no field: the fields its message names are where the values are written,
             # the first one the sample's file writes itself (not through a samples.yaml var) preferred.
-            fields = [err.get("field")] if err.get("field") or problem.rule != "kuberay-validation" else mentioned_fields(obj, err["message"])
+            fields = deeper_fields(obj, err) if err.get("field") or problem.rule != "kuberay-validation" else mentioned_fields(obj, err["message"])
             candidates = [ctx.finding(obj, b, problem.rule, f"{what_for(problem.rule, obj)}: {err['message']}", hint_for(problem.rule, err), file=file,
                                       context=label, field=f or None) for f in fields or [None]]
             found = next((c for c in candidates if workloads.var_at(ctx.sources.root, c, ctx.sample_vars.get(id(obj), {})) is None), candidates[0])

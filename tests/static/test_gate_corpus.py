@@ -143,7 +143,9 @@ CORPUS = [
     ("covered-resources", "api-validation", SINGLE, lambda r: edit(r, SINGLE, "coveredResources: [cpu, memory]", "coveredResources: [cpu]"), 12),
     ("covered-resources-order", "kueue-webhook", SINGLE,
      lambda r: edit(r, SINGLE, "coveredResources: [cpu, memory]", "coveredResources: [memory, cpu]"), 16),
-    ("borrowing-without-cohort", "api-validation", TEAM_A, lambda r: edit(r, TEAM_A, "  cohortName: shared-cohort\n", ""), 8),
+    # A CEL rule of the spec that names the field in words: at that field, here where the gpu-sku component writes it.
+    ("borrowing-without-cohort", "api-validation", "components/gpu-sku/standard-nd96amsr-a100-v4/kustomization.yaml",
+     lambda r: edit(r, TEAM_A, "  cohortName: shared-cohort\n", ""), 21),
     ("no-namespace-selector", "namespace-selector", SINGLE, lambda r: edit(r, SINGLE, "  namespaceSelector: {}\n", "")),
     ("both-overlays", "cluster-overlay", f"{PROD}/kustomization.yaml",
      lambda r: append(r, f"{PROD}/queues/kustomization.yaml", "  - ../../../overlays/single-queue\n")),
@@ -514,7 +516,7 @@ CORPUS = [
                                "  resourceGroups:\n    - coveredResources: [nvidia.com/gpu]\n      flavors:\n        - name: gpu\n"
                                "          resources:\n            - {name: nvidia.com/gpu, nominalQuota: \"64\"}\n"), 52),
     ("requests-above-limits", "kueue-inadmissible", "workloads/llm-training.yaml",
-     lambda r: edit(r, "workloads/llm-training.yaml", 'requests: {cpu: "16", memory: 128Gi', 'requests: {cpu: "32", memory: 128Gi'), 82),
+     lambda r: edit(r, "workloads/llm-training.yaml", 'requests: {cpu: "16", memory: 128Gi', 'requests: {cpu: "32", memory: 128Gi'), 91),
     # A value the template takes from the entry's vars: reported once, at the var, for every field it fills.
     ("sample-var-wrong-type", "api-validation", f"{PROD}/samples.yaml",
      lambda r: edit(r, f"{PROD}/samples.yaml", 'vars: {NUM_WORKERS: "4"}', 'vars: {NUM_WORKERS: "four"}'), 9),
@@ -522,7 +524,7 @@ CORPUS = [
     ("limit-range-below-a-request", "kueue-inadmissible", "workloads/llm-training.yaml",
      lambda r: (write(r, "base/limit-range.yaml", "apiVersion: v1\nkind: LimitRange\nmetadata:\n  name: ray-limits\n  namespace: ray\n"
                                                  "spec:\n  limits:\n    - type: Container\n      max: {cpu: \"8\"}\n"),
-                edit(r, "base/kustomization.yaml", "resources:\n", "resources:\n  - limit-range.yaml\n")), 82),
+                edit(r, "base/kustomization.yaml", "resources:\n", "resources:\n  - limit-range.yaml\n")), 91),
     # A LimitRange whose min is above what KubeRay's own wait-gcs-ready init container requests (256Mi): the LimitRanger's
     # validating admission refuses every worker pod; Kueue's scheduler, which sees the template only, admits the job.
     ("limit-range-floor-above-kuberays-init-container", "pod-validation", "workloads/aurora-finetune.yaml",
