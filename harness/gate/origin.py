@@ -119,9 +119,20 @@ def field_line(root: Path, file: str, doc_line: int, path: list[str | int], rend
     for doc in _compose(root / file):
         if doc is not None and doc.start_mark.line + 1 <= doc_line <= doc.end_mark.line + 1 and isinstance(doc, yaml.MappingNode):
             node, matched, line = _walk(doc, path)
-            exact = matched == len(path) and (not isinstance(node, yaml.ScalarNode) or node.value == _scalar(rendered) or "${" in node.value)
+            exact = matched == len(path) and (_same(node, rendered) if not isinstance(node, yaml.ScalarNode)
+                                              else node.value == _scalar(rendered) or "${" in node.value)
             return line, exact
     return None
+
+
+def _same(node, rendered) -> bool:
+    """Whether a mapping or sequence of the source is what was rendered (else a patch replaced it); a ${VAR} in it counts
+    as the same (Flux substitutes it)."""
+    try:
+        written = SafeLoader("").construct_object(node, deep=True)
+    except (yaml.YAMLError, TypeError, ValueError):
+        return True
+    return written == rendered or "${" in repr(written)
 
 
 def _ops(node, offset: int, file: str, out: list) -> None:

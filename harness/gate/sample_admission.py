@@ -100,9 +100,8 @@ def _hashed(ctx, root: Path, index: ClusterIndex, kind: str, ns: str, name) -> t
 
 
 def _where(ctx, root: Path, build, obj: dict, path: list | None = None) -> str:
-    """file:line where `obj` (or the value at `path` in it) is written."""
-    f = ctx.finding(obj, build, "", "", "")
-    return f"{f.file}:{line_at(root, f.file, f.line, path)}" if path and f.line else f.location()
+    """file:line where `obj` (or the value at `path` in it) is written: the line of a patch that writes it, if one does."""
+    return ctx.finding(obj, build, "", "", "", field=dotted(path) if path else None).location()
 
 
 def _sample_rules(ctx, root: Path, index: ClusterIndex, samples_file: str, line: int | None, sample: str, job: dict,
