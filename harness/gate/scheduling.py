@@ -41,7 +41,7 @@ def node_objects(specs: list[NodeSpec]) -> list[dict]:
             name = node_name(spec.pool, i)
             nodes.append({
                 "apiVersion": "v1", "kind": "Node",
-                "metadata": {"name": name, "labels": {**spec.labels, "kubernetes.io/hostname": name, "kubernetes.io/arch": "amd64"}},
+                "metadata": {"name": name, "labels": {**spec.labels, "kubernetes.io/hostname": name}},
                 "spec": {"taints": [{k: v for k, v in t.items() if v not in (None, "")} for t in spec.taints]},
                 # Ready, as a node AKS registers becomes: Kueue's TAS cache keeps only Ready nodes (tas_nodes_cache.go)
                 "status": {"capacity": capacity, "allocatable": allocatable, "conditions": [{"type": "Ready", "status": "True"}]},
