@@ -13,7 +13,7 @@ let them land on.
 For quota (`flavor_reach`) the pods charged to a flavor are modelled as pods with no constraints
 of their own that tolerate the nodeTaints of the flavors they get: the flavor, alone or with any
 flavor of each other resource group of the same ClusterQueue. The union of the pools reached that
-way is what the flavor's quota can use.
+way is what the flavor's quota can use. Ray's pods are Linux pods: a Windows pool's nodes never count.
 """
 from __future__ import annotations
 
@@ -117,6 +117,7 @@ def flavor_reach(objects: list[dict], pools: list[Pool]) -> dict[tuple[str, str]
     """Per (flavor, resource) of the ClusterQueues' groups: pool address -> (pool, the partner
     flavors with which pods reach it, "alone" for none)."""
     flavors = flavors_of(objects)
+    pools = [p for p in pools if p.linux]
     out: dict[tuple[str, str], dict[str, tuple[Pool, set[str]]]] = {}
     for cq in (o for o in objects if o.get("kind") == "ClusterQueue"):
         groups = [(covered, [flavor(flavors, n) for n in names]) for covered, names in groups_of(cq)]

@@ -117,6 +117,8 @@ def _rejections(pod: PodView, combo, pools: list[Pool]) -> str:
             why.append(f"{p.name} lacks {', '.join(missing)}" if missing else f"{p.name} does not match the pod's node affinity")
         elif (taint := untolerated(p.node_taints(), tolerations)) is not None:
             why.append(f"{p.name} has taint {taint_text(taint)}, not tolerated")
+        elif not p.linux:
+            why.append(f"{p.name} runs Windows (kubernetes.io/os={p.os}), where Ray's Linux images cannot start")
         elif p.count == 0:
             why.append(f"{p.name} has 0 nodes")
     names = " + ".join(f.name for f in combo)
@@ -129,6 +131,7 @@ POD_NO_POOL_HINT = ("fix the pod template's nodeSelector/affinity/tolerations to
                     "(listed in the message), or give a pool the labels it asks for (terraform node_labels)")
 NO_POOL_HINT = ("make a pool carry the flavors' nodeLabels (terraform node_labels) and let the pods tolerate its taints "
                 "(flavor spec.tolerations), or add nodes to the pool they need")
+LINUX_HINT = "; the pool must be a Linux pool (os_type \"Linux\", the default): Ray's images do not run on Windows nodes"
 
 
 def sample_problems(root: Path, cluster: ClusterRender, objects: list[dict], pools: list[Pool], rel: str, ctx: str,
@@ -154,6 +157,7 @@ def sample_problems(root: Path, cluster: ClusterRender, objects: list[dict], poo
         entry[0].update(causes)
         entry[1].append(label)
 
+    windows: list[Problem] = []  # capacity-pod-os warnings
     to_place: list[tuple[dict, dict, dict, str, str]] = []  # (job, Kueue's additions per role, role -> (lines, pod set), head, sample)
     submitted = _submitted(root, entries, objects, flavors)
     if fits is None:
@@ -188,8 +192,8 @@ def sample_problems(root: Path, cluster: ClusterRender, objects: list[dict], poo
             head = f"cluster {cluster.name}: ClusterQueue {cq['metadata']['name']}: pod {set_name} of sample {sample}"
             asked = ", ".join(f"{r} {format_quantity(r, q)}" for r, q in sorted(need.items()))
 
-            def finding(rule: str, line, message: str, hint: str, file: str = wfile) -> Finding:
-                return Finding(file, line, resource_id(job), rule, f"{head}{message}", hint, context)
+            def finding(rule: str, line, message: str, hint: str, file: str = wfile, severity: str = "error") -> Finding:
+                return Finding(file, line, resource_id(job), rule, f"{head}{message}", hint, context, severity=severity)
 
             label = f"{sample}/{set_name}"
             if given.get("reasons"):
@@ -208,7 +212,9 @@ def sample_problems(root: Path, cluster: ClusterRender, objects: list[dict], poo
             if answer["mode"] == "NoFit" or not given.get("flavors"):
                 continue  # another pod set is never admitted: the job never starts (sample-fits says why)
             combo = tuple(flavor(flavors, n) for n in dict.fromkeys(given["flavors"][r] for r in sorted(given["flavors"])))
-            options = [(combo, landing(pod, combo, pools))]
+            landed = landing(pod, combo, pools)
+            options = [(combo, [p for p in landed if p.linux])]  # Ray's pods are Linux pods
+            on_windows = [p for p in landed if not p.linux and p.count > 0]
             live = [(combo, [p for p in ps if p.count > 0]) for combo, ps in options]
             live = [(combo, ps) for combo, ps in live if ps]
             if not live:
@@ -222,8 +228,18 @@ def sample_problems(root: Path, cluster: ClusterRender, objects: list[dict], poo
                     continue
                 errors.append(Problem([finding("capacity-pod-placement", where.template,
                                                f" lands on no node pool with nodes in {rel} (its own constraints with {why}); "
-                                               "Kueue would admit it and the pod would stay Pending", POD_NO_POOL_HINT)], frozenset(causes), pod=label))
+                                               "Kueue would admit it and the pod would stay Pending",
+                                               POD_NO_POOL_HINT + (LINUX_HINT if on_windows else ""))], frozenset(causes), pod=label))
                 continue
+            if on_windows:
+                names = ", ".join(f"{p.name} ({p.where()})" for p in on_windows)
+                fls = " or ".join(f"flavor {f.name}" for f in combo)
+                windows.append(Problem([finding("capacity-pod-os", where.template,
+                                                f": the scheduler may also place its pods on the Windows nodes of {names}: AKS labels them "
+                                                "kubernetes.io/os=windows and taints nothing, and the pod selects no operating system; "
+                                                "Ray's Linux images cannot start there and the pod would fail",
+                                                "add `kubernetes.io/os: linux` to the pod template's nodeSelector (or to the nodeLabels of "
+                                                f"{fls}, which Kueue adds to every pod it admits)", severity="warning")]))
             fitting = []
             for combo, ps in live:
                 for p in ps:
@@ -270,14 +286,14 @@ def sample_problems(root: Path, cluster: ClusterRender, objects: list[dict], poo
         if answer["mode"] != "NoFit" and (len(errors), sum(len(labels) for _, labels in shared.values())) == before:
             # admitted, and each pod set alone lands: now all together
             to_place.append((job, assign, roles, f"cluster {cluster.name}: ClusterQueue {cq['metadata']['name']}: sample {sample}", sample))
-    errors += _scheduled(pools, rel, to_place, objects)
+    errors += _scheduled(pools, rel, to_place, objects) + windows
     objs = {name_key(as_map(o.get("metadata")).get("name")): o for o in objects if o.get("kind") == "ResourceFlavor"}
     for (blame, message), (causes, labels) in shared.items():
         spec = as_map(objs[blame].get("spec"))
         # At the flavor's setting the message names: its nodeTaints when they are what the pods do not tolerate, else its nodeLabels.
         field = "spec.nodeTaints" if "untolerated taint" in message and spec.get("nodeTaints") else "spec.nodeLabels" if spec.get("nodeLabels") else None
         file, line = locate(objs[blame], field)
-        hint = BLOCKED_HINT if message.startswith("Kueue's flavor assigner gives") else NO_POOL_HINT
+        hint = BLOCKED_HINT if message.startswith("Kueue's flavor assigner gives") else NO_POOL_HINT + (LINUX_HINT * ("runs Windows" in message))
         errors.append(Problem([Finding(file, line, f"ResourceFlavor/{blame}", "capacity-pod-placement",
                                        f"cluster {cluster.name}: {message}: sample pods {', '.join(labels)}", hint, ctx)],
                               frozenset(causes), pod=", ".join(labels)))

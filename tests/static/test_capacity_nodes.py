@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.gate import validate_repository
-from tests.static.test_gate_corpus import edit
+from harness.gate import flavor_capacities, node_pools, validate_repository
+from harness.gate.render import render_repository
+from tests.static.test_capacity import line_of, taint_gpu_pool
+from tests.static.test_gate_corpus import append, edit
 
 pytestmark = pytest.mark.static
 
@@ -37,3 +39,54 @@ def test_an_arm64_pool_is_where_pods_selecting_arm64_run(repo_copy: Path):
     head_selects(repo_copy, "{kubernetes.io/arch: arm64}")
     found = capacity(repo_copy, "dev-westus3")
     assert found == [], "\n".join(f.text() for f in found)
+
+
+WINDOWS_POOL = """
+resource "azurerm_kubernetes_cluster_node_pool" "win" {
+  name                  = "win"
+  kubernetes_cluster_id = azurerm_kubernetes_cluster.this.id
+  mode                  = "User"
+  vm_size               = "Standard_D8ds_v6"
+  node_count            = 2
+  os_type               = "Windows"
+  os_sku                = "Windows2022"
+  vnet_subnet_id        = azurerm_subnet.nodes.id
+}
+"""
+
+
+def test_a_windows_pool_is_labelled_windows_and_backs_no_quota(repo_copy: Path):
+    """AKS labels a Windows pool's nodes kubernetes.io/os=windows; the quota of Ray's (Linux) pods never counts them."""
+    append(repo_copy, "terraform/node_pools.tf", WINDOWS_POOL)
+    win = next(p for p in node_pools(repo_copy, "prod-eastus2") if p.name == "win")
+    assert (win.os, win.labels["kubernetes.io/os"], win.labels["beta.kubernetes.io/os"]) == ("windows", "windows", "windows")
+    assert "kubernetes.azure.com/os-sku" not in win.labels or win.labels["kubernetes.azure.com/os-sku"] != "Ubuntu"
+    _, clusters = render_repository(repo_copy)
+    prod = next(c for c in clusters if c.name == "prod-eastus2")
+    capacities = flavor_capacities([o for _, o in prod.applied()], node_pools(repo_copy, "prod-eastus2"))
+    assert capacities and all(p.name != "win" for fc in capacities for p in fc.pools), capacities
+
+
+def test_linux_pods_that_may_land_on_windows_nodes_get_a_warning(repo_copy: Path):
+    """Beside the untainted (Linux) GPU pool, a Windows pool takes the heads as well: the scheduler may put them there, so
+    each head template is warned to select kubernetes.io/os: linux; nothing else changes."""
+    append(repo_copy, "terraform/node_pools.tf", WINDOWS_POOL)
+    found = capacity(repo_copy)
+    assert found and {(f.rule, f.severity) for f in found} == {("capacity-pod-os", "warning")}, "\n".join(f.text() for f in found)
+    wl = "workloads/batch-inference.yaml"
+    assert any(f.file == wl and f.line == line_of(repo_copy, wl, "template:", 0) and "kubernetes.io/os: linux" in f.hint for f in found)
+    head_selects(repo_copy, "{kubernetes.io/os: linux}")
+    assert not [f for f in capacity(repo_copy) if f.file == wl]
+
+
+def test_pods_only_a_windows_pool_could_take_are_an_error(repo_copy: Path):
+    """The GPU pool tainted for flavor gpu and the CPU pool Windows: the heads (flavor default only) have no Linux node."""
+    taint_gpu_pool(repo_copy)
+    edit(repo_copy, "terraform/node_pools.tf", "  vm_size                 = var.cpu_vm_size\n",
+         '  vm_size                 = var.cpu_vm_size\n  os_type                 = "Windows"\n')
+    edit(repo_copy, "terraform/node_pools.tf", 'name                    = var.cpu_node_pool_name', 'name                    = "win"')
+    cpu_pool(repo_copy, PROD_TFVARS, "Standard_D16ds_v5", 2)
+    found = capacity(repo_copy, "prod-eastus2")
+    errors = [f for f in found if f.is_error]
+    assert errors and all(f.rule == "capacity-pod-placement" and "runs Windows" in f.message and "Linux pool" in f.hint for f in errors), \
+        "\n".join(f.text() for f in found)
