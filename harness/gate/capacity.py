@@ -11,7 +11,8 @@ Decisions (see RULES):
   nodeTaints the pod does not tolerate is skipped), their nodeLabels become its nodeSelector and their
   tolerations are added, and a pool's taints must be tolerated. The system pool counts only for pods tolerating its taint.
 - A flavor's capacity is the pools its pods can land on: alone, or together with any flavor of
-  the ClusterQueue's other resource groups. With the GPU pool tainted and flavor `gpu`
+  the ClusterQueue's other resource groups, with the flavors' tolerations or those the samples' and applied Ray
+  objects' pod templates write (a pool reached only with the latter: a warning at the flavor). With the GPU pool tainted and flavor `gpu`
   tolerating it, `default`'s cpu/memory quota is backed by the CPU pool (CPU-only pods) and by the
   GPU pool (GPU pods, which carry flavor gpu's toleration): both pools count, each once.
 - Quota sums per resource are compared with the pools' hardware (vCPU, memory, GPUs x nodes),
@@ -55,7 +56,8 @@ RULES = {
     "capacity-quota": "per resource, the nominal quotas of a flavor (or of flavors sharing pools) <= the capacity of the pools their pods can land on",
     "capacity-scale-up": "warning: quotas and sample pod sets fit the autoscaling pools at min_count (else admitted jobs wait for scale-up)",
     "capacity-empty-pool": "no pool the queues or samples rely on has 0 nodes (reported once, at the node count, with what depends on it)",
-    "capacity-flavor-labels": "every flavor a ClusterQueue uses selects at least one node pool (nodeLabels, nodeTaints, tolerations)",
+    "capacity-flavor-labels": "every flavor a ClusterQueue uses selects at least one node pool (nodeLabels, nodeTaints, tolerations; a warning "
+                              "when only the tolerations the pod templates write themselves let its pods onto the pool)",
     "capacity-pod-placement": "every sample pod set gets a flavor for each resource group it requests (Kueue's own flavor assigner, "
                               "as sample-fits) and the flavors it gets land it on some node pool",
     "capacity-pod-fits-node": "every sample pod fits the allocatable of one node of a pool it can land on",
@@ -143,7 +145,11 @@ class _Check:
         self.objects = [o for _, o in cluster.applied() if resource_id(o) not in refused]
         self.flavors = {name_key(as_map(o.get("metadata")).get("name")): o for o in self.objects if o.get("kind") == "ResourceFlavor"}
         self.cqs = [o for o in self.objects if o.get("kind") == "ClusterQueue"]
-        self.reach = placement.flavor_reach(self.objects, pools)
+        # The tolerations the samples' and the applied Ray objects' pod templates write themselves count for the flavors'
+        # reach; `bare` is the reach of pods with only what the flavors give them (a pool reached only with the first: a warning).
+        self.pods = placement.pod_tolerations([*self.objects, *podsets.sample_jobs(root, cluster, gate_config)])
+        self.reach = placement.flavor_reach(self.objects, pools, self.pods)
+        self.bare = placement.flavor_reach(self.objects, pools) if self.pods else self.reach
         self.capacities = quota.capacities(self.objects, pools, self.reach)
 
     def locate(self, obj: dict, field: str | None = None) -> tuple[str, int | None]:
@@ -161,6 +167,8 @@ class _Check:
                 roots[("flavor", fname)] = []
             elif not any(p.count > 0 for p in hit):
                 problems.append(Problem([self._flavor_finding(fname, [])], frozenset(("pool", p.address) for p in hit), flavor=fname))
+            else:
+                problems += self._own_tolerations(fname)
         unreachable = {k[1] for k in roots}
         quotas, scale = self._quota_problems(unreachable)
         samples, sample_scale = podsets.sample_problems(self.root, self.cluster, self.objects, self.pools, self.rel, self.ctx,
@@ -277,6 +285,25 @@ class _Check:
                        + "; admitted jobs wait for the autoscaler to add nodes",
                        f"raise {origin.name if origin else 'min_count'} in {file} if admitted jobs must start at once; otherwise none needed",
                        self.ctx, severity="warning")
+
+    def _own_tolerations(self, fname: str) -> list[Problem]:
+        """A warning at the flavor when the pools with nodes its pods land on are reached only with the tolerations the
+        pods' templates write themselves: Kueue admits any pod to the flavor, and those without the toleration stay Pending."""
+        pools = lambda reach: {a: pv[0] for (f, _), r in reach.items() if f == fname for a, pv in r.items() if pv[0].count > 0}  # noqa: E731
+        only = [p for a, p in pools(self.reach).items() if a not in pools(self.bare)]
+        if not only or pools(self.bare):
+            return []
+        obj = self.flavors[fname]
+        labels = placement.flavors_of([obj])[fname].labels
+        file, line = self.locate(obj, f"spec.nodeLabels[{next(iter(labels))}]" if labels else None)
+        taints = sorted({t for p in only for t in p.taints})
+        return [Problem([Finding(file, line, resource_id(obj), "capacity-flavor-labels",
+                                 f"cluster {self.cluster.name}: flavor {fname} lands pods on {', '.join(p.where() for p in only)} only "
+                                 f"with the tolerations of its taints ({', '.join(taints)}) that the pod templates write themselves, "
+                                 "not through the flavor: Kueue admits any pod to the flavor, and one without that toleration would stay Pending",
+                                 f"declare the taint on the flavor: spec.nodeTaints [{', '.join(taints)}] (Kueue then admits to it only pods "
+                                 "that tolerate it) or spec.tolerations (Kueue adds them to every pod it admits to the flavor)",
+                                 self.ctx, severity="warning")])]
 
     def _flavor_finding(self, fname: str, follow_ons: list[str]) -> Finding:
         obj = self.flavors[fname]

@@ -308,6 +308,22 @@ def _readable(reason: str, fl: Flavor | None) -> str:
     return reason
 
 
+def sample_jobs(root: Path, cluster: ClusterRender, gate_config: GateConfig) -> list[dict]:
+    """The RayJobs of the cluster's samples file that render (the other sample rules report the rest)."""
+    try:
+        rel = gate_config.samples_file(cluster.name)
+        entries = load_yaml(root / rel, root) if (root / rel).exists() else []
+    except SourceError:
+        return []
+    jobs = []
+    for entry in entries if isinstance(entries, list) else []:
+        try:
+            jobs.append(workloads.render_entry(entry, root)[1])
+        except workloads.WorkloadError:
+            continue
+    return jobs
+
+
 def _submitted(root: Path, entries, objects: list[dict], flavors: dict) -> list[tuple[int, dict, str, dict, dict]]:
     """(index, entry, sample, RayJob, ClusterQueue) of each samples-file entry that renders and whose LocalQueue and
     ClusterQueue (with all its flavors) the cluster has: what the other sample rules report is left out."""

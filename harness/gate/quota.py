@@ -44,10 +44,10 @@ class FlavorCapacity:
         return self.capacity - self.nominal_total
 
 
-def flavor_capacities(objects: list[dict], pools: list[Pool]) -> list[FlavorCapacity]:
+def flavor_capacities(objects: list[dict], pools: list[Pool], pods: list = ()) -> list[FlavorCapacity]:
     """Per flavor and resource (sorted), the ClusterQueues' nominal quotas among `objects` and the
-    pools of a known SKU that pods charged to the flavor can land on."""
-    return capacities(objects, pools, placement.flavor_reach(objects, [p for p in pools if p.sku]))
+    pools of a known SKU that pods charged to the flavor can land on (`pods`: placement.pod_tolerations)."""
+    return capacities(objects, pools, placement.flavor_reach(objects, [p for p in pools if p.sku], pods))
 
 
 def capacities(objects: list[dict], pools: list[Pool], reach: dict) -> list[FlavorCapacity]:

@@ -16,6 +16,7 @@ pytestmark = pytest.mark.static
 
 PROD_TFVARS = "terraform/clusters/prod-eastus2.tfvars"
 DEV_TFVARS = "terraform/clusters/dev-westus3.tfvars"
+WORKER_SPEC = "            serviceAccountName: ray-workload\n            containers:"
 HEAD_SPEC = "        spec:\n          serviceAccountName: ray-workload\n          containers:\n            - name: ray-head"
 
 
@@ -90,3 +91,19 @@ def test_pods_only_a_windows_pool_could_take_are_an_error(repo_copy: Path):
     errors = [f for f in found if f.is_error]
     assert errors and all(f.rule == "capacity-pod-placement" and "runs Windows" in f.message and "Linux pool" in f.hint for f in errors), \
         "\n".join(f.text() for f in found)
+
+
+def test_a_gpu_pool_tolerated_by_the_pod_templates_is_no_capacity_error(repo_copy: Path):
+    """AKS's GPU pattern: the GPU pool tainted sku=gpu:NoSchedule, each sample's worker template tolerating it (the flavor
+    not), one CPU node per cluster. Kueue admits and every pod is placed, so the flavor-level rules count the GPU pool for
+    flavor gpu through the templates' tolerations: only a warning at the flavor, to declare the taint there."""
+    edit(repo_copy, "terraform/node_pools.tf", "  node_taints = []\n", '  node_taints = ["sku=gpu:NoSchedule"]\n')
+    for tfvars in (PROD_TFVARS, DEV_TFVARS):
+        edit(repo_copy, tfvars, 'gpu_sku_label  = "a100"\n', 'gpu_sku_label  = "a100"\ncpu_node_count = 1\n')
+    for sample in ("aurora-finetune", "llm-training", "batch-inference"):
+        edit(repo_copy, f"workloads/{sample}.yaml", WORKER_SPEC,
+             WORKER_SPEC.replace("containers:", "tolerations: [{key: sku, operator: Equal, value: gpu, effect: NoSchedule}]\n            containers:"))
+    found = validate_repository(repo_copy).findings
+    assert found and all(f.severity == "warning" and f.rule == "capacity-flavor-labels" for f in found), "\n".join(f.text() for f in found)
+    assert {(f.file, f.line) for f in found} == {("base/resource-flavors.yaml", line_of(repo_copy, "base/resource-flavors.yaml", "accelerator: nvidia"))}
+    assert all("spec.nodeTaints [sku=gpu:NoSchedule]" in f.hint for f in found)
