@@ -22,6 +22,7 @@ from harness.gate.placement import Flavor, Problem, PodView, flavor, flavors_of,
 from harness.gate.render import ClusterRender
 from harness.gate.schema_check import Checker
 from harness.gate.pools import Pool, node_matches, taint_text, untolerated
+from harness.gate.sku import allocatable, sku_table
 from harness.gate.origin import compose, descend, step
 from harness.gate.sources import QUEUE_LABEL, SourceError, as_map, in_namespace_of, load_yaml, name_key, read_source, resource_id
 
@@ -259,7 +260,7 @@ def sample_problems(root: Path, cluster: ClusterRender, objects: list[dict], poo
                                                "shrink the pod's ephemeral-storage request, or raise os_disk_size_gb of that pool in "
                                                "terraform/ (AKS's default OS disk is 128 GB; pods get 90% of it)" if short == "ephemeral-storage" else
                                                "shrink the pod's requests, or pick a larger vm_size for that pool in the cluster's tfvars "
-                                               "(and the gpu-sku component that matches it)")]))
+                                               "(and the gpu-sku component that matches it)" + _max_pods_hint(seen, need))]))
                 continue
             combo = fitting[0][0]  # the flavors Kueue tries first: on admission their labels and tolerations join the pods'
             assign[role] = {"nodeSelector": {k: v for f in combo for k, v in f.labels.items()},
@@ -298,6 +299,17 @@ def sample_problems(root: Path, cluster: ClusterRender, objects: list[dict], poo
                                        f"cluster {cluster.name}: {message}: sample pods {', '.join(labels)}", hint, ctx)],
                               frozenset(causes), pod=", ".join(labels)))
     return errors, scale
+
+
+def _max_pods_hint(pools: list[Pool], need: dict) -> str:
+    """The pools' max_pods when it is what keeps the pod off them: AKS reserves memory per pod slot (kube-reserved
+    20 MiB x max_pods + 50 MiB), and at the default max_pods the pod's memory would fit."""
+    default = sku_table()[1]["max_pods_assumed"]
+    raised = [p for p in pools if p.sku and p.max_pods > default and "memory" in need
+              and need["memory"] > p.node_allocatable()["memory"] and need["memory"] <= allocatable(p.sku, default)["memory"]]
+    at = [p.settings["max_pods"][1] for p in raised if "max_pods" in p.settings]
+    return "".join(f"; or lower {o.text} at {o.where()} (pool {raised[0].name}): AKS reserves 20 MiB of memory per pod slot, and at "
+                   f"max_pods {default} the pod fits" for o in at[:1])
 
 
 def _readable(reason: str, fl: Flavor | None) -> str:
@@ -356,13 +368,17 @@ def _scheduled(pools: list[Pool], rel: str, to_place: list[tuple[dict, dict, dic
     own plugins on the cluster's nodes (harness.gate.scheduling): pods it places nowhere, at their pod set's template."""
     out = []
     answers = scheduling.unplaced(pools, [job for job, *_ in to_place], [assign for _, assign, *_ in to_place], objects)
-    for (job, _, roles, head, sample), found in zip(to_place, answers):
+    for (job, assign, roles, head, sample), found in zip(to_place, answers):
         for s in found or []:
             where, set_name = roles.get(s["role"], (PodSetLines(), s["role"]))
             message = (f"{head}: kube-scheduler's own plugins place {s['pods']} of the {s['of']} pod(s) of {set_name} on no node "
                        f"of {rel}, with the job's other pods placed first: \"{s['message']}\"; Kueue would admit the job and those "
                        "pods would stay Pending") if s["role"] else f"{head}: {s['message']}"
             hint = SCHEDULED_HINT
+            if s["role"] == "submitter" and "submitter" not in assign and "untolerated taint" in s["message"]:
+                hint = ("the submitter requests nothing, so Kueue gives it no flavor and none of the flavors' tolerations: add the "
+                        "toleration of the nodes' taint to spec.submitterPodTemplate's spec.tolerations (or give its container "
+                        "requests, so that Kueue assigns it a flavor and adds that flavor's tolerations)")
             if s["message"].startswith("schedulerName "):  # a scheduler the cluster does not run: its pods are never bound
                 message = f"{head}: {s['pods']} of the {s['of']} pod(s) of {set_name}: {s['message']}; Kueue would admit the job and hold its quota"
                 hint = "remove schedulerName from the pod template (KubeRay sets it itself when its operator is given a batchScheduler)"

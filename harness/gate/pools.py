@@ -33,7 +33,7 @@ from harness.gate.terraform import (TFVARS_DIR, Block, Body, TerraformConfig, Te
 SYSTEM_TAINT = "CriticalAddonsOnly=true:NoSchedule"
 SPOT_LABEL = "kubernetes.azure.com/scalesetpriority"
 SPOT_TAINT = f"{SPOT_LABEL}=spot:NoSchedule"
-SETTINGS = ("priority", "gpu_instance_profile")  # read by harness.gate.node_settings
+SETTINGS = ("priority", "gpu_instance_profile", "max_pods")  # where written: for node_settings and podsets' findings
 AUTOSCALING_KEYS = {"auto_scaling_enabled": 4, "enable_auto_scaling": 3}  # attribute -> azurerm major version that spells it so
 
 

@@ -107,3 +107,27 @@ def test_a_gpu_pool_tolerated_by_the_pod_templates_is_no_capacity_error(repo_cop
     assert found and all(f.severity == "warning" and f.rule == "capacity-flavor-labels" for f in found), "\n".join(f.text() for f in found)
     assert {(f.file, f.line) for f in found} == {("base/resource-flavors.yaml", line_of(repo_copy, "base/resource-flavors.yaml", "accelerator: nvidia"))}
     assert all("spec.nodeTaints [sku=gpu:NoSchedule]" in f.hint for f in found)
+
+
+def test_a_submitter_without_requests_refused_for_a_taint_is_told_to_tolerate_it(repo_copy: Path):
+    """Every node tainted, flavor default tolerating the GPU pool's taint: the pods with requests get it; the submitter
+    requests nothing, gets no flavor and none of its tolerations, so the hint is the submitterPodTemplate's toleration."""
+    edit(repo_copy, "terraform/node_pools.tf", "  node_taints = []\n", '  node_taints = ["sku=gpu:NoSchedule"]\n')
+    edit(repo_copy, "base/resource-flavors.yaml", "  name: default\nspec: {}",
+         "  name: default\nspec:\n  tolerations:\n    - {key: sku, operator: Equal, value: gpu, effect: NoSchedule}")
+    found = capacity(repo_copy)
+    assert found and all(f.rule == "capacity-pods-scheduled" and "of submitter" in f.message for f in found), "\n".join(f.text() for f in found)
+    assert all("submitterPodTemplate" in f.hint and "toleration" in f.hint for f in found), [f.hint for f in found]
+
+
+def test_a_pod_kept_off_its_node_by_a_raised_max_pods_is_told_so(repo_copy: Path):
+    """AKS reserves 20 MiB of memory per pod slot: at max_pods 250 the head's memory no longer fits prod-eastus2's GPU node
+    (at 110 it would), so the hint names the max_pods line. Memory is left out of quota for Kueue to admit the job."""
+    edit(repo_copy, "flux/infrastructure/controllers/kueue.yaml", "        featureGates:\n",
+         "        resources:\n          excludeResourcePrefixes: [memory]\n        featureGates:\n")
+    edit(repo_copy, "workloads/batch-inference.yaml", 'requests: {cpu: "4", memory: 16Gi}\n                limits: {cpu: "4", memory: 16Gi}',
+         'requests: {cpu: "4", memory: 1941000Mi}\n                limits: {cpu: "4", memory: 1941000Mi}')
+    edit(repo_copy, PROD_TFVARS, "gpu_node_count = 1\n", "gpu_node_count = 1\nmax_pods       = 250\n")
+    found = [f for f in capacity(repo_copy, "prod-eastus2") if f.rule == "capacity-pod-fits-node"]
+    where = f"{PROD_TFVARS}:{line_of(repo_copy, PROD_TFVARS, 'max_pods')}"
+    assert found and all(f"max_pods = 250 at {where}" in f.hint for f in found), "\n".join(f.text() for f in found)
