@@ -17,7 +17,7 @@ SKIP_DIRS = frozenset({".git", ".venv", "build", "__pycache__", ".pytest_cache",
 
 # Public name -> (module of this package, its name there).
 _EXPORTS = {
-    "FlavorCapacity": ("capacity", "FlavorCapacity"), "flavor_capacities": ("capacity", "flavor_capacities"),
+    "FlavorCapacity": ("quota", "FlavorCapacity"), "flavor_capacities": ("quota", "flavor_capacities"),
     "Finding": ("findings", "Finding"),
     "NodeSpec": ("pools", "NodeSpec"), "Pool": ("pools", "Pool"), "cluster_nodes": ("pools", "cluster_nodes"), "node_pools": ("pools", "node_pools"),
     "ClusterRender": ("render", "ClusterRender"), "RenderError": ("render", "RenderError"), "build_directory": ("render", "build_directory"),

@@ -11,7 +11,8 @@ Decisions (see RULES):
   nodeTaints the pod does not tolerate is skipped), their nodeLabels become its nodeSelector and their
   tolerations are added, and a pool's taints must be tolerated. The system pool counts only for pods tolerating its taint.
 - A flavor's capacity is the pools its pods can land on: alone, or together with any flavor of
-  the ClusterQueue's other resource groups. With the GPU pool tainted and flavor `gpu`
+  the ClusterQueue's other resource groups, with the flavors' tolerations or those the samples' and applied Ray
+  objects' pod templates write (a pool reached only with the latter: a warning at the flavor). With the GPU pool tainted and flavor `gpu`
   tolerating it, `default`'s cpu/memory quota is backed by the CPU pool (CPU-only pods) and by the
   GPU pool (GPU pods, which carry flavor gpu's toleration): both pools count, each once.
 - Quota sums per resource are compared with the pools' hardware (vCPU, memory, GPUs x nodes),
@@ -31,21 +32,20 @@ Decisions (see RULES):
 """
 from __future__ import annotations
 
-import itertools
 from collections import Counter
-from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 
-from harness.core import format_quantity, parse_quantity
-from harness.gate import kueue_fit, node_settings, placement, podsets, sku_component
+from harness.core import format_quantity
+from harness.gate import kueue_fit, node_settings, placement, podsets, quota, sku_component
 from harness.gate.findings import Finding
 from harness.gate.gpu_driver import gpu_driver_findings
 from harness.gate.placement import Problem
 from harness.gate.pools import Pool, cluster_pools, taint_text
 from harness.gate.render import ClusterRender
-from harness.gate.sku import RESOURCES, SKU_FILE_REL
-from harness.gate.sources import Sources, as_map, as_maps, name_key, resource_id
+from harness.gate.quota import FlavorCapacity
+from harness.gate.sku import SKU_FILE_REL
+from harness.gate.sources import Sources, as_map, name_key, resource_id
 from harness.gate.config import CONFIG_FILE, DEFAULTS, GateConfig
 from harness.gate.terraform import TERRAFORM_DIR, TerraformConfig, TerraformError, load_tfvars
 
@@ -56,88 +56,17 @@ RULES = {
     "capacity-quota": "per resource, the nominal quotas of a flavor (or of flavors sharing pools) <= the capacity of the pools their pods can land on",
     "capacity-scale-up": "warning: quotas and sample pod sets fit the autoscaling pools at min_count (else admitted jobs wait for scale-up)",
     "capacity-empty-pool": "no pool the queues or samples rely on has 0 nodes (reported once, at the node count, with what depends on it)",
-    "capacity-flavor-labels": "every flavor a ClusterQueue uses selects at least one node pool (nodeLabels, nodeTaints, tolerations)",
+    "capacity-flavor-labels": "every flavor a ClusterQueue uses selects at least one node pool (nodeLabels, nodeTaints, tolerations; a warning "
+                              "when only the tolerations the pod templates write themselves let its pods onto the pool)",
     "capacity-pod-placement": "every sample pod set gets a flavor for each resource group it requests (Kueue's own flavor assigner, "
                               "as sample-fits) and the flavors it gets land it on some node pool",
     "capacity-pod-fits-node": "every sample pod fits the allocatable of one node of a pool it can land on",
     "capacity-pod-set-nodes": "every sample pod set's pods fit at once on the nodes (at max_count) of the pools they can land on",
     "capacity-pods-scheduled": "kube-scheduler's own plugins (tools/kubecheck) place every pod of a sample, all of them together, on the "
                                "cluster's nodes (pod (anti-)affinity, topology spread, host ports, resources left by the job's other pods)",
+    "capacity-pod-os": "warning: a sample pod set that the scheduler may also place on a Windows pool's nodes (kubernetes.io/os=windows, "
+                       "which AKS does not taint) selects kubernetes.io/os: linux; Ray's Linux images cannot start there",
 }
-MAX_SUBSET_FLAVORS = 8  # up to this many flavors per resource every set is checked; above, each flavor and each group sharing pools
-
-
-# -- Quota against capacity ------------------------------------------------------------------------
-@dataclass
-class FlavorCapacity:
-    """The nominal quotas declared against one flavor and resource, and the pools its pods can land on."""
-    flavor: str
-    resource: str
-    quotas: list[tuple[dict, Decimal]] = field(default_factory=list)  # (ClusterQueue or Cohort, nominal quota)
-    pools: list[Pool] = field(default_factory=list)  # reachable pools of a known SKU with nodes
-    empty: list[Pool] = field(default_factory=list)  # reachable pools with 0 nodes
-    via: dict[str, set[str]] = field(default_factory=dict)  # pool address -> partner flavors ("alone")
-
-    @property
-    def nominal_total(self) -> Decimal:
-        return sum((q for _, q in self.quotas), Decimal(0))
-
-    @property
-    def capacity(self) -> Decimal:
-        return sum((p.capacity()[self.resource] for p in self.pools), Decimal(0))
-
-    @property
-    def min_capacity(self) -> Decimal:
-        return sum((p.min_capacity()[self.resource] for p in self.pools), Decimal(0))
-
-    @property
-    def headroom(self) -> Decimal:
-        return self.capacity - self.nominal_total
-
-
-def flavor_capacities(objects: list[dict], pools: list[Pool]) -> list[FlavorCapacity]:
-    """Per flavor and resource (sorted), the ClusterQueues' nominal quotas among `objects` and the
-    pools of a known SKU that pods charged to the flavor can land on."""
-    return _capacities(objects, pools, placement.flavor_reach(objects, [p for p in pools if p.sku]))
-
-
-def _capacities(objects: list[dict], pools: list[Pool], reach: dict) -> list[FlavorCapacity]:
-    declared: dict[tuple[str, str], list[tuple[dict, Decimal]]] = {}
-    # A Cohort's own resourceGroups (kueue.x-k8s.io/v1beta2) are quota its ClusterQueues borrow,
-    # admitted against the same nodes: counted like a ClusterQueue's.
-    for cq in (o for o in objects if o.get("kind") in ("ClusterQueue", "Cohort")):
-        for g in as_maps(as_map(cq.get("spec")).get("resourceGroups")):
-            for f in as_maps(g.get("flavors")):
-                for r in as_maps(f.get("resources")):
-                    q = _q(r.get("nominalQuota", 0))
-                    if q is not None and r.get("name") in RESOURCES:
-                        declared.setdefault((name_key(f.get("name")), r["name"]), []).append((cq, q))
-    order = {p.address: i for i, p in enumerate(pools)}
-    out = []
-    for (fname, res), entries in sorted(declared.items(), key=lambda kv: kv[0]):
-        hit = sorted(reach.get((fname, res), {}).values(), key=lambda pv: order.get(pv[0].address, len(order)))
-        out.append(FlavorCapacity(fname, res, entries, [p for p, _ in hit if p.count > 0 and p.sku], [p for p, _ in hit if p.count == 0],
-                                  {p.address: via for p, via in hit}))
-    return out
-
-
-def _quota_field(holder: dict, subset: list[FlavorCapacity], res: str) -> str | None:
-    """The field path of the first nominalQuota of `res` that `holder` (a ClusterQueue or Cohort)
-    declares on a flavor of `subset`, so the finding names the line that writes it (a component's patch)."""
-    names = {fc.flavor for fc in subset}
-    for gi, g in enumerate(as_maps(as_map(holder.get("spec")).get("resourceGroups"))):
-        for fi, f in enumerate(as_maps(g.get("flavors"))):
-            for ri, r in enumerate(as_maps(f.get("resources"))):
-                if name_key(f.get("name")) in names and r.get("name") == res and "nominalQuota" in r:
-                    return f"spec.resourceGroups[{gi}].flavors[{fi}].resources[{ri}].nominalQuota"
-    return None
-
-
-def _q(value) -> Decimal | None:
-    try:
-        return parse_quantity(value)
-    except (ValueError, TypeError):
-        return None
 
 
 # -- Rules -------------------------------------------------------------------------------------------------
@@ -216,8 +145,12 @@ class _Check:
         self.objects = [o for _, o in cluster.applied() if resource_id(o) not in refused]
         self.flavors = {name_key(as_map(o.get("metadata")).get("name")): o for o in self.objects if o.get("kind") == "ResourceFlavor"}
         self.cqs = [o for o in self.objects if o.get("kind") == "ClusterQueue"]
-        self.reach = placement.flavor_reach(self.objects, pools)
-        self.capacities = _capacities(self.objects, pools, self.reach)
+        # The tolerations the samples' and the applied Ray objects' pod templates write themselves count for the flavors'
+        # reach; `bare` is the reach of pods with only what the flavors give them (a pool reached only with the first: a warning).
+        self.pods = placement.pod_tolerations([*self.objects, *podsets.sample_jobs(root, cluster, gate_config)])
+        self.reach = placement.flavor_reach(self.objects, pools, self.pods)
+        self.bare = placement.flavor_reach(self.objects, pools) if self.pods else self.reach
+        self.capacities = quota.capacities(self.objects, pools, self.reach)
 
     def locate(self, obj: dict, field: str | None = None) -> tuple[str, int | None]:
         return self.sources.locate(obj, (f"{self.config.clusters}/{self.cluster.name}/", *(o + "/" for o in self.config.queue_overlays),
@@ -234,11 +167,13 @@ class _Check:
                 roots[("flavor", fname)] = []
             elif not any(p.count > 0 for p in hit):
                 problems.append(Problem([self._flavor_finding(fname, [])], frozenset(("pool", p.address) for p in hit), flavor=fname))
+            else:
+                problems += self._own_tolerations(fname)
         unreachable = {k[1] for k in roots}
-        quota, scale = self._quota_problems(unreachable)
+        quotas, scale = self._quota_problems(unreachable)
         samples, sample_scale = podsets.sample_problems(self.root, self.cluster, self.objects, self.pools, self.rel, self.ctx,
                                                         unreachable, self.locate, self.config, self.fits)
-        out = self._fold(problems + quota + samples, roots, self._root_finding)
+        out = self._fold(problems + quotas + samples, roots, self._root_finding)
         return out + self._fold(scale + sample_scale, {}, self._scale_finding)
 
     # -- quotas ------------------------------------------------------------------------------------------
@@ -251,7 +186,7 @@ class _Check:
         for res, items in sorted(by_res.items()):
             failed: list[frozenset] = []
             warned: list[frozenset] = []
-            for subset in _subsets(items):
+            for subset in quota.subsets(items):
                 names = frozenset(fc.flavor for fc in subset)
                 if any(f <= names for f in failed):
                     continue
@@ -287,7 +222,7 @@ class _Check:
         whose = "the pools the flavor's pods can land on" if len(subset) == 1 else "the pools these flavors share"
         at: dict[tuple[str, int | None], list[dict]] = {}  # where each quota is written -> the ClusterQueues it sizes
         for cq in {id(cq): cq for cq, _ in quotas}.values():
-            at.setdefault(self.locate(cq, _quota_field(cq, subset, res)), []).append(cq)
+            at.setdefault(self.locate(cq, quota.quota_field(cq, subset, res)), []).append(cq)
         findings = [Finding(file, line, resource_id(cqs[0]), "capacity-quota",
                             f"cluster {self.cluster.name}: {' and '.join(kinds := sorted({c['kind'] for c in cqs}))}{'s' * (len(cqs) > len(kinds) == 1)} "
                             f"{', '.join(cq['metadata']['name'] for cq in cqs)} {who} {res}: declared nominal quota "
@@ -351,13 +286,32 @@ class _Check:
                        f"raise {origin.name if origin else 'min_count'} in {file} if admitted jobs must start at once; otherwise none needed",
                        self.ctx, severity="warning")
 
+    def _own_tolerations(self, fname: str) -> list[Problem]:
+        """A warning at the flavor when the pools with nodes its pods land on are reached only with the tolerations the
+        pods' templates write themselves: Kueue admits any pod to the flavor, and those without the toleration stay Pending."""
+        pools = lambda reach: {a: pv[0] for (f, _), r in reach.items() if f == fname for a, pv in r.items() if pv[0].count > 0}  # noqa: E731
+        only = [p for a, p in pools(self.reach).items() if a not in pools(self.bare)]
+        if not only or pools(self.bare):
+            return []
+        obj = self.flavors[fname]
+        labels = placement.flavors_of([obj])[fname].labels
+        file, line = self.locate(obj, f"spec.nodeLabels[{next(iter(labels))}]" if labels else None)
+        taints = sorted({t for p in only for t in p.taints})
+        return [Problem([Finding(file, line, resource_id(obj), "capacity-flavor-labels",
+                                 f"cluster {self.cluster.name}: flavor {fname} lands pods on {', '.join(p.where() for p in only)} only "
+                                 f"with the tolerations of its taints ({', '.join(taints)}) that the pod templates write themselves, "
+                                 "not through the flavor: Kueue admits any pod to the flavor, and one without that toleration would stay Pending",
+                                 f"declare the taint on the flavor: spec.nodeTaints [{', '.join(taints)}] (Kueue then admits to it only pods "
+                                 "that tolerate it) or spec.tolerations (Kueue adds them to every pod it admits to the flavor)",
+                                 self.ctx, severity="warning")])]
+
     def _flavor_finding(self, fname: str, follow_ons: list[str]) -> Finding:
         obj = self.flavors[fname]
         fl = placement.flavors_of([obj])[fname]
         file, line = self.locate(obj, f"spec.nodeLabels[{next(iter(fl.labels))}]" if fl.labels else None)  # where it selects
         have = "; ".join(f"{p.name} has " + ", ".join(f"{k}={p.labels.get(k, '<absent>')}" for k in fl.labels)
                          + (f"{', ' if fl.labels else ''}taints {', '.join(p.taints)}" if p.taints else "")
-                         + (" (0 nodes)" if p.count == 0 else "") for p in self.pools) or "no pools"
+                         + (" (0 nodes)" if p.count == 0 else "") + (" (Windows)" * (not p.linux)) for p in self.pools) or "no pools"
         spec = f"nodeLabels {fl.labels or '{}'}" + (f", nodeTaints {', '.join(taint_text(t) for t in fl.taints)}" if fl.taints else "") \
             + (f", {len(fl.tolerations)} toleration(s)" if fl.tolerations else "")
         more = f"; so {'; '.join(follow_ons)}" if follow_ons else ""
@@ -381,19 +335,4 @@ def _flavors(names) -> str:
     names = sorted(names)
     return f"flavor {names[0]}" if len(names) == 1 else f"flavors {', '.join(names)}"
 
-
-def _subsets(items: list[FlavorCapacity]):
-    """Every non-empty set of flavors, smallest first; with many flavors, each flavor and each
-    group of flavors connected by shared pools."""
-    if len(items) <= MAX_SUBSET_FLAVORS:
-        for k in range(1, len(items) + 1):
-            yield from (list(c) for c in itertools.combinations(items, k))
-        return
-    yield from ([fc] for fc in items)
-    groups: list[list[FlavorCapacity]] = []
-    for fc in items:
-        mine = {p.address for p in fc.pools}
-        joined = [g for g in groups if mine & {p.address for x in g for p in x.pools}]
-        groups = [g for g in groups if g not in joined] + [[x for g in joined for x in g] + [fc]]
-    yield from (g for g in groups if len(g) > 1)
 

@@ -33,6 +33,19 @@ def start() -> None:
     helper().start()
 
 
+def taint_dict(text: str) -> dict:
+    """An AKS/Terraform taint "key=value:Effect" as a Node's taint object."""
+    kv, _, effect = str(text).partition(":")
+    key, _, value = kv.partition("=")
+    return {"key": key, "value": value, "effect": effect}
+
+
+def taint_text(taint: dict) -> str:
+    """A taint object as AKS and Terraform write it, "key=value:Effect"."""
+    value = taint.get("value")
+    return f"{taint.get('key')}{'=' + str(value) if value not in (None, '') else ''}:{taint.get('effect')}"
+
+
 def untolerated(taints: list[dict], tolerations: list[dict], comparison: bool = False) -> dict | None:
     """The first NoSchedule/NoExecute taint that no toleration tolerates, or None; `comparison`
     enables the Lt/Gt toleration operators (Kueue's flavor check does)."""

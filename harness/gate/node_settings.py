@@ -5,6 +5,9 @@ A label the kubelet may not set on itself (kubernetes.io / k8s.io namespaces out
 node-role.kubernetes.io/*), a label or taint whose syntax the apiserver's Node validation refuses, or a taint
 effect that is not NoSchedule, PreferNoSchedule or NoExecute: the pool's nodes never join (AKS refuses the pool).
 tools/kubecheck (op node-pools) runs k8s.io/kubelet's label rule and the pinned apiserver's ValidateNode.
+Beside them, pool settings AKS refuses or that change what the nodes offer: a Spot pool in System mode (AKS's system
+pools cannot use Spot VMs: the apply fails) and a gpu_instance_profile (MIG: the nodes advertise GPU instances, not the
+whole GPUs the capacity checks count).
 """
 from __future__ import annotations
 
@@ -20,6 +23,9 @@ RULES = {
     "capacity-node-settings": "every node pool's node_labels and node_taints are ones its nodes can register with: the kubelet's rule for "
                               "--node-labels (no kubernetes.io / k8s.io label outside its allowed set) and the apiserver's Node validation "
                               "(label syntax; taints key=value:Effect with NoSchedule, PreferNoSchedule or NoExecute)",
+    "capacity-spot-system-pool": "no node pool in mode System has priority = \"Spot\" (AKS refuses Spot system pools: the apply fails)",
+    "capacity-gpu-mig": "warning: a GPU pool with gpu_instance_profile (MIG) is named: its nodes advertise MIG instances (how many and under "
+                        "which resource name depends on the device plugin's MIG strategy), the capacity checks count whole GPUs",
 }
 
 
@@ -27,11 +33,36 @@ class NodeSettingsError(HarnessError, RuntimeError):
     pass
 
 
+def pool_setting_findings(pools: list[Pool], context: str) -> list[Finding]:
+    """capacity-spot-system-pool and capacity-gpu-mig for the pools of one cluster (each pool once, not once per zone)."""
+    out = []
+    for pool in {p.address: p for p in pools}.values():
+        priority, at = pool.settings.get("priority", (None, None))
+        if pool.system and priority == "Spot":
+            out.append(Finding(at.file, at.line, pool.address, "capacity-spot-system-pool",
+                               f"{pool.address} (pool {pool.name}) is a System pool with priority = \"Spot\" ({at.text} at {at.where()}): AKS "
+                               "refuses Spot VMs for system pools, so `terraform apply` fails", "set mode = \"User\" on the Spot pool (Spot "
+                               "pools are user pools; keep a Regular-priority pool in System mode), or remove priority = \"Spot\"", context))
+        profile, at = pool.settings.get("gpu_instance_profile", (None, None))
+        if profile:
+            gpus = pool.sku.gpus if pool.sku else "its"
+            out.append(Finding(at.file, at.line, pool.address, "capacity-gpu-mig",
+                               f"{pool.address} (pool {pool.name}) sets gpu_instance_profile = {profile} ({at.where()}): its nodes advertise "
+                               "MIG instances, not whole GPUs (with the device plugin's MIG strategy `single`, nvidia.com/gpu counts instances, "
+                               f"e.g. 7 per A100 at MIG1g; with `mixed`, nvidia.com/mig-<profile> resources), while the capacity checks count "
+                               f"{gpus} whole nvidia.com/gpu per node (harness/gate/sku.yaml): their GPU verdicts do not hold for this pool",
+                               "size the nvidia.com/gpu quotas and requests for the MIG strategy the device plugin runs with (or request the "
+                               "nvidia.com/mig-<profile> resources under `mixed`), or remove gpu_instance_profile to schedule whole GPUs",
+                               context, severity="warning"))
+    return out
+
+
 def node_setting_findings(pools: list[Pool], context: str) -> list[Finding]:
-    """capacity-node-settings for the pools of one cluster, at the line that sets the refused labels or taints."""
+    """capacity-node-settings for the pools of one cluster, at the line that sets the refused labels or taints;
+    then pool_setting_findings."""
     written = [p for p in pools if p.written]
     if not written:
-        return []
+        return pool_setting_findings(pools, context)
     nodes = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": p.name, "labels": {str(k): str(v) for k, v in as_map(
         p.written.get("node_labels", (None,))[0]).items()}}, "spec": {"taints": [taint_dict(t) for t in as_list(
             p.written.get("node_taints", (None,))[0])]}} for p in written]
@@ -52,4 +83,4 @@ def node_setting_findings(pools: list[Pool], context: str) -> list[Finding]:
             out.append(Finding(origin.file, origin.line, pool.address, "capacity-node-settings",
                                f"{pool.address} (pool {pool.name}) {what}: {err.get('detail') or err.get('message')}; its nodes never join the cluster",
                                hint, context))
-    return out
+    return out + pool_setting_findings(pools, context)

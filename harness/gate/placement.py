@@ -13,7 +13,10 @@ let them land on.
 For quota (`flavor_reach`) the pods charged to a flavor are modelled as pods with no constraints
 of their own that tolerate the nodeTaints of the flavors they get: the flavor, alone or with any
 flavor of each other resource group of the same ClusterQueue. The union of the pools reached that
-way is what the flavor's quota can use.
+way is what the flavor's quota can use. Ray's pods are Linux pods: a Windows pool's nodes never count.
+Given the tolerations the repository's pods write themselves (`pod_tolerations`: the samples' and the applied Ray
+objects' pod templates), the pods charged to a flavor may also carry those of a template that requests a resource of
+its group: a pool tainted for pods that tolerate it in their templates, not through the flavor, counts too.
 """
 from __future__ import annotations
 
@@ -94,6 +97,10 @@ def _tolerating(combo) -> PodView:
     return PodView({}, None, tolerations)
 
 
+def _with(pod: PodView, tolerations) -> PodView:
+    return PodView(pod.node_selector, pod.affinity, [*pod.tolerations, *tolerations])
+
+
 # -- The scheduler's view ------------------------------------------------------------------------------
 def landing(pod: PodView, combo, pools: list[Pool]) -> list[Pool]:
     """The pools a pod lands on once Kueue assigned `combo` (one flavor per requested group)."""
@@ -113,22 +120,49 @@ def _partner_combos(others: list[list[Flavor]]):
             yield from itertools.product(*subset)
 
 
-def flavor_reach(objects: list[dict], pools: list[Pool]) -> dict[tuple[str, str], dict[str, tuple[Pool, set[str]]]]:
+def ray_templates(obj: dict) -> list[dict]:
+    """The pod templates of a RayJob, RayCluster or RayService (KubeRay's default submitter left out)."""
+    spec = as_map(obj.get("spec"))
+    if obj.get("kind") == "RayJob":
+        return [t for t in pod_templates(obj) if isinstance(t, dict)]
+    cluster = as_map(spec.get("rayClusterConfig")) if obj.get("kind") == "RayService" else spec if obj.get("kind") == "RayCluster" else {}
+    templates = [as_map(cluster.get("headGroupSpec")).get("template")] + [g.get("template") for g in as_maps(cluster.get("workerGroupSpecs"))]
+    return [t for t in templates if isinstance(t, dict)]
+
+
+def pod_tolerations(objects: list[dict]) -> list[tuple[frozenset[str], tuple[dict, ...]]]:
+    """Per distinct pod template of the Ray objects among `objects` that writes tolerations: (the resources its containers
+    request or limit, its tolerations)."""
+    out = []
+    for template in (t for o in objects for t in ray_templates(o)):
+        spec = as_map(template.get("spec"))
+        resources = frozenset(str(r) for c in as_maps(spec.get("containers")) + as_maps(spec.get("initContainers"))
+                              for part in ("requests", "limits") for r in as_map(as_map(c.get("resources")).get(part)))
+        entry = (resources, tuple(as_maps(spec.get("tolerations"))))
+        if entry[1] and entry not in out:
+            out.append(entry)
+    return out
+
+
+def flavor_reach(objects: list[dict], pools: list[Pool], pods: list[tuple[frozenset[str], tuple[dict, ...]]] = ()
+                 ) -> dict[tuple[str, str], dict[str, tuple[Pool, set[str]]]]:
     """Per (flavor, resource) of the ClusterQueues' groups: pool address -> (pool, the partner
-    flavors with which pods reach it, "alone" for none)."""
+    flavors with which pods reach it, "alone" for none). `pods`: pod_tolerations of the repository's pods."""
     flavors = flavors_of(objects)
+    pools = [p for p in pools if p.linux]
     out: dict[tuple[str, str], dict[str, tuple[Pool, set[str]]]] = {}
     for cq in (o for o in objects if o.get("kind") == "ClusterQueue"):
         groups = [(covered, [flavor(flavors, n) for n in names]) for covered, names in groups_of(cq)]
         for gi, (covered, group) in enumerate(groups):
             others = [[f for f in g if f.exists] for j, (_, g) in enumerate(groups) if j != gi]
+            own = [(), *(tolerations for resources, tolerations in pods if resources & set(covered))]
             for fl in group:
                 if not fl.exists:
                     continue
                 for partners in itertools.islice(_partner_combos(others), MAX_COMBINATIONS):
                     combo = (fl, *partners)
                     via = " + ".join(f"flavor {p.name}" for p in partners) or "alone"
-                    for p in landing(_tolerating(combo), combo, pools):
+                    for p in {p.address: p for extra in own for p in landing(_with(_tolerating(combo), extra), combo, pools)}.values():
                         for r in covered:
                             out.setdefault((fl.name, r), {}).setdefault(p.address, (p, set()))[1].add(via)
     return out

@@ -22,6 +22,7 @@ from harness.gate.placement import Flavor, Problem, PodView, flavor, flavors_of,
 from harness.gate.render import ClusterRender
 from harness.gate.schema_check import Checker
 from harness.gate.pools import Pool, node_matches, taint_text, untolerated
+from harness.gate.sku import allocatable, sku_table
 from harness.gate.origin import compose, descend, step
 from harness.gate.sources import QUEUE_LABEL, SourceError, as_map, in_namespace_of, load_yaml, name_key, read_source, resource_id
 
@@ -117,6 +118,8 @@ def _rejections(pod: PodView, combo, pools: list[Pool]) -> str:
             why.append(f"{p.name} lacks {', '.join(missing)}" if missing else f"{p.name} does not match the pod's node affinity")
         elif (taint := untolerated(p.node_taints(), tolerations)) is not None:
             why.append(f"{p.name} has taint {taint_text(taint)}, not tolerated")
+        elif not p.linux:
+            why.append(f"{p.name} runs Windows (kubernetes.io/os={p.os}), where Ray's Linux images cannot start")
         elif p.count == 0:
             why.append(f"{p.name} has 0 nodes")
     names = " + ".join(f.name for f in combo)
@@ -129,6 +132,7 @@ POD_NO_POOL_HINT = ("fix the pod template's nodeSelector/affinity/tolerations to
                     "(listed in the message), or give a pool the labels it asks for (terraform node_labels)")
 NO_POOL_HINT = ("make a pool carry the flavors' nodeLabels (terraform node_labels) and let the pods tolerate its taints "
                 "(flavor spec.tolerations), or add nodes to the pool they need")
+LINUX_HINT = "; the pool must be a Linux pool (os_type \"Linux\", the default): Ray's images do not run on Windows nodes"
 
 
 def sample_problems(root: Path, cluster: ClusterRender, objects: list[dict], pools: list[Pool], rel: str, ctx: str,
@@ -154,6 +158,7 @@ def sample_problems(root: Path, cluster: ClusterRender, objects: list[dict], poo
         entry[0].update(causes)
         entry[1].append(label)
 
+    windows: list[Problem] = []  # capacity-pod-os warnings
     to_place: list[tuple[dict, dict, dict, str, str]] = []  # (job, Kueue's additions per role, role -> (lines, pod set), head, sample)
     submitted = _submitted(root, entries, objects, flavors)
     if fits is None:
@@ -188,8 +193,8 @@ def sample_problems(root: Path, cluster: ClusterRender, objects: list[dict], poo
             head = f"cluster {cluster.name}: ClusterQueue {cq['metadata']['name']}: pod {set_name} of sample {sample}"
             asked = ", ".join(f"{r} {format_quantity(r, q)}" for r, q in sorted(need.items()))
 
-            def finding(rule: str, line, message: str, hint: str, file: str = wfile) -> Finding:
-                return Finding(file, line, resource_id(job), rule, f"{head}{message}", hint, context)
+            def finding(rule: str, line, message: str, hint: str, file: str = wfile, severity: str = "error") -> Finding:
+                return Finding(file, line, resource_id(job), rule, f"{head}{message}", hint, context, severity=severity)
 
             label = f"{sample}/{set_name}"
             if given.get("reasons"):
@@ -208,7 +213,9 @@ def sample_problems(root: Path, cluster: ClusterRender, objects: list[dict], poo
             if answer["mode"] == "NoFit" or not given.get("flavors"):
                 continue  # another pod set is never admitted: the job never starts (sample-fits says why)
             combo = tuple(flavor(flavors, n) for n in dict.fromkeys(given["flavors"][r] for r in sorted(given["flavors"])))
-            options = [(combo, landing(pod, combo, pools))]
+            landed = landing(pod, combo, pools)
+            options = [(combo, [p for p in landed if p.linux])]  # Ray's pods are Linux pods
+            on_windows = [p for p in landed if not p.linux and p.count > 0]
             live = [(combo, [p for p in ps if p.count > 0]) for combo, ps in options]
             live = [(combo, ps) for combo, ps in live if ps]
             if not live:
@@ -222,8 +229,18 @@ def sample_problems(root: Path, cluster: ClusterRender, objects: list[dict], poo
                     continue
                 errors.append(Problem([finding("capacity-pod-placement", where.template,
                                                f" lands on no node pool with nodes in {rel} (its own constraints with {why}); "
-                                               "Kueue would admit it and the pod would stay Pending", POD_NO_POOL_HINT)], frozenset(causes), pod=label))
+                                               "Kueue would admit it and the pod would stay Pending",
+                                               POD_NO_POOL_HINT + (LINUX_HINT if on_windows else ""))], frozenset(causes), pod=label))
                 continue
+            if on_windows:
+                names = ", ".join(f"{p.name} ({p.where()})" for p in on_windows)
+                fls = " or ".join(f"flavor {f.name}" for f in combo)
+                windows.append(Problem([finding("capacity-pod-os", where.template,
+                                                f": the scheduler may also place its pods on the Windows nodes of {names}: AKS labels them "
+                                                "kubernetes.io/os=windows and taints nothing, and the pod selects no operating system; "
+                                                "Ray's Linux images cannot start there and the pod would fail",
+                                                "add `kubernetes.io/os: linux` to the pod template's nodeSelector (or to the nodeLabels of "
+                                                f"{fls}, which Kueue adds to every pod it admits)", severity="warning")]))
             fitting = []
             for combo, ps in live:
                 for p in ps:
@@ -243,7 +260,7 @@ def sample_problems(root: Path, cluster: ClusterRender, objects: list[dict], poo
                                                "shrink the pod's ephemeral-storage request, or raise os_disk_size_gb of that pool in "
                                                "terraform/ (AKS's default OS disk is 128 GB; pods get 90% of it)" if short == "ephemeral-storage" else
                                                "shrink the pod's requests, or pick a larger vm_size for that pool in the cluster's tfvars "
-                                               "(and the gpu-sku component that matches it)")]))
+                                               "(and the gpu-sku component that matches it)" + _max_pods_hint(seen, need))]))
                 continue
             combo = fitting[0][0]  # the flavors Kueue tries first: on admission their labels and tolerations join the pods'
             assign[role] = {"nodeSelector": {k: v for f in combo for k, v in f.labels.items()},
@@ -270,18 +287,29 @@ def sample_problems(root: Path, cluster: ClusterRender, objects: list[dict], poo
         if answer["mode"] != "NoFit" and (len(errors), sum(len(labels) for _, labels in shared.values())) == before:
             # admitted, and each pod set alone lands: now all together
             to_place.append((job, assign, roles, f"cluster {cluster.name}: ClusterQueue {cq['metadata']['name']}: sample {sample}", sample))
-    errors += _scheduled(pools, rel, to_place, objects)
+    errors += _scheduled(pools, rel, to_place, objects) + windows
     objs = {name_key(as_map(o.get("metadata")).get("name")): o for o in objects if o.get("kind") == "ResourceFlavor"}
     for (blame, message), (causes, labels) in shared.items():
         spec = as_map(objs[blame].get("spec"))
         # At the flavor's setting the message names: its nodeTaints when they are what the pods do not tolerate, else its nodeLabels.
         field = "spec.nodeTaints" if "untolerated taint" in message and spec.get("nodeTaints") else "spec.nodeLabels" if spec.get("nodeLabels") else None
         file, line = locate(objs[blame], field)
-        hint = BLOCKED_HINT if message.startswith("Kueue's flavor assigner gives") else NO_POOL_HINT
+        hint = BLOCKED_HINT if message.startswith("Kueue's flavor assigner gives") else NO_POOL_HINT + (LINUX_HINT * ("runs Windows" in message))
         errors.append(Problem([Finding(file, line, f"ResourceFlavor/{blame}", "capacity-pod-placement",
                                        f"cluster {cluster.name}: {message}: sample pods {', '.join(labels)}", hint, ctx)],
                               frozenset(causes), pod=", ".join(labels)))
     return errors, scale
+
+
+def _max_pods_hint(pools: list[Pool], need: dict) -> str:
+    """The pools' max_pods when it is what keeps the pod off them: AKS reserves memory per pod slot (kube-reserved
+    20 MiB x max_pods + 50 MiB), and at the default max_pods the pod's memory would fit."""
+    default = sku_table()[1]["max_pods_assumed"]
+    raised = [p for p in pools if p.sku and p.max_pods > default and "memory" in need
+              and need["memory"] > p.node_allocatable()["memory"] and need["memory"] <= allocatable(p.sku, default)["memory"]]
+    at = [p.settings["max_pods"][1] for p in raised if "max_pods" in p.settings]
+    return "".join(f"; or lower {o.text} at {o.where()} (pool {raised[0].name}): AKS reserves 20 MiB of memory per pod slot, and at "
+                   f"max_pods {default} the pod fits" for o in at[:1])
 
 
 def _readable(reason: str, fl: Flavor | None) -> str:
@@ -290,6 +318,22 @@ def _readable(reason: str, fl: Flavor | None) -> str:
     if fl and reason.startswith("untolerated taint") and fl.taints:
         return f"{reason} (its nodeTaints: {', '.join(taint_text(t) for t in fl.taints)})"
     return reason
+
+
+def sample_jobs(root: Path, cluster: ClusterRender, gate_config: GateConfig) -> list[dict]:
+    """The RayJobs of the cluster's samples file that render (the other sample rules report the rest)."""
+    try:
+        rel = gate_config.samples_file(cluster.name)
+        entries = load_yaml(root / rel, root) if (root / rel).exists() else []
+    except SourceError:
+        return []
+    jobs = []
+    for entry in entries if isinstance(entries, list) else []:
+        try:
+            jobs.append(workloads.render_entry(entry, root)[1])
+        except workloads.WorkloadError:
+            continue
+    return jobs
 
 
 def _submitted(root: Path, entries, objects: list[dict], flavors: dict) -> list[tuple[int, dict, str, dict, dict]]:
@@ -324,13 +368,17 @@ def _scheduled(pools: list[Pool], rel: str, to_place: list[tuple[dict, dict, dic
     own plugins on the cluster's nodes (harness.gate.scheduling): pods it places nowhere, at their pod set's template."""
     out = []
     answers = scheduling.unplaced(pools, [job for job, *_ in to_place], [assign for _, assign, *_ in to_place], objects)
-    for (job, _, roles, head, sample), found in zip(to_place, answers):
+    for (job, assign, roles, head, sample), found in zip(to_place, answers):
         for s in found or []:
             where, set_name = roles.get(s["role"], (PodSetLines(), s["role"]))
             message = (f"{head}: kube-scheduler's own plugins place {s['pods']} of the {s['of']} pod(s) of {set_name} on no node "
                        f"of {rel}, with the job's other pods placed first: \"{s['message']}\"; Kueue would admit the job and those "
                        "pods would stay Pending") if s["role"] else f"{head}: {s['message']}"
             hint = SCHEDULED_HINT
+            if s["role"] == "submitter" and "submitter" not in assign and "untolerated taint" in s["message"]:
+                hint = ("the submitter requests nothing, so Kueue gives it no flavor and none of the flavors' tolerations: add the "
+                        "toleration of the nodes' taint to spec.submitterPodTemplate's spec.tolerations (or give its container "
+                        "requests, so that Kueue assigns it a flavor and adds that flavor's tolerations)")
             if s["message"].startswith("schedulerName "):  # a scheduler the cluster does not run: its pods are never bound
                 message = f"{head}: {s['pods']} of the {s['of']} pod(s) of {set_name}: {s['message']}; Kueue would admit the job and hold its quota"
                 hint = "remove schedulerName from the pod template (KubeRay sets it itself when its operator is given a batchScheduler)"

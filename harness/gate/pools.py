@@ -8,13 +8,13 @@ and tolerations let a pod onto a pool's nodes).
   CriticalAddonsOnly=true:NoSchedule on a system pool with only_critical_addons_enabled, and
   kubernetes.azure.com/scalesetpriority=spot (label) and =spot:NoSchedule (taint) on a user pool
   with priority = "Spot", as AKS sets them; a tainted pool counts only for pods that tolerate its
-  taints, the system pool included.
+  taints, the system pool included. A pool with os_type = "Windows" (or a Windows os_sku) has
+  kubernetes.io/os=windows and no taint: Linux pods (Ray's) never count it (`linux`).
 - Node counts: a pool with auto_scaling_enabled (azurerm v4; v3 spelled it enable_auto_scaling)
   has min_count..max_count nodes and counts at max_count (`count`), keeping `min_count` for the
   scale-up warning; a fixed pool has node_count nodes. A pool whose `count` meta-argument is 0
   is kept with 0 nodes, so that findings can name the setting that emptied it (`count_origin`).
-- Matching restates kube-scheduler 1.35 (component-helpers nodeaffinity and v1.Toleration
-  ToleratesTaint, whose Lt/Gt operators are alpha and off on AKS): no Python binding exists.
+- Matching is component-helpers' own (nodeaffinity, FindMatchingUntoleratedTaint; harness.gate.matching).
 """
 from __future__ import annotations
 
@@ -24,14 +24,16 @@ from decimal import Decimal
 from pathlib import Path
 
 from harness.gate import matching
+from harness.gate.matching import taint_dict, taint_text  # noqa: F401 (the pools' taints as written; re-exported)
 from harness.gate.sku import Sku, allocatable, sku_table
-from harness.gate.sources import as_list, as_map, as_maps
+from harness.gate.sources import as_list, as_map
 from harness.gate.terraform import (TFVARS_DIR, Block, Body, TerraformConfig, TerraformError, Value, deciding_variable, load_tfvars,
                                     provider_version, setting_origin, variable_origin)
 
 SYSTEM_TAINT = "CriticalAddonsOnly=true:NoSchedule"
 SPOT_LABEL = "kubernetes.azure.com/scalesetpriority"
 SPOT_TAINT = f"{SPOT_LABEL}=spot:NoSchedule"
+SETTINGS = ("priority", "gpu_instance_profile", "max_pods")  # where written: for node_settings and podsets' findings
 AUTOSCALING_KEYS = {"auto_scaling_enabled": 4, "enable_auto_scaling": 3}  # attribute -> azurerm major version that spells it so
 
 
@@ -104,6 +106,13 @@ class Pool:
     vm_size_origin: Origin | None = None
     written: dict[str, tuple[object, Origin]] = field(default_factory=dict)  # node_labels / node_taints as the pool sets them
     os_disk_gib: int = DEFAULT_OS_DISK_GIB  # os_disk_size_gb: the kubelet's root filesystem, its ephemeral-storage
+    os: str = "linux"  # kubernetes.io/os of its nodes: "windows" for os_type = "Windows" (or a Windows os_sku)
+    settings: dict[str, tuple[object, Origin]] = field(default_factory=dict)  # SETTINGS the pool writes, with where
+
+    @property
+    def linux(self) -> bool:
+        """Whether Linux pods (Ray's images, KubeRay's submitter) can run on its nodes."""
+        return self.os == "linux"
 
     @property
     def autoscaled(self) -> bool:
@@ -171,7 +180,7 @@ def by_zone(pool: Pool) -> list[Pool]:
     return groups
 
 
-def _aks_labels(name: str, vm_size: str, system: bool, sku: Sku | None, os_sku: str | None = None) -> dict[str, str]:
+def _aks_labels(name: str, vm_size: str, system: bool, sku: Sku | None, os_sku: str | None = None, os: str = "linux") -> dict[str, str]:
     """Labels every node of a pool has whatever the Terraform says: the kubelet's own (os, and arch from the size) and
     those AKS adds (the reserved accelerator label on GPU sizes); region and zone: by_zone."""
     labels = {
@@ -181,10 +190,10 @@ def _aks_labels(name: str, vm_size: str, system: bool, sku: Sku | None, os_sku: 
         "kubernetes.azure.com/role": "agent",
         "node.kubernetes.io/instance-type": vm_size,
         "beta.kubernetes.io/instance-type": vm_size,
-        "kubernetes.io/os": "linux",
-        "beta.kubernetes.io/os": "linux",
+        "kubernetes.io/os": os,
+        "beta.kubernetes.io/os": os,
     }
-    if os_sku in (None, "Ubuntu", "AzureLinux"):  # AKS labels the OS image family; Linux pools default to Ubuntu
+    if os == "linux" and os_sku in (None, "Ubuntu", "AzureLinux"):  # AKS labels the OS image family; Linux pools default to Ubuntu
         labels["kubernetes.azure.com/os-sku"] = os_sku or "Ubuntu"
     if sku:
         labels["kubernetes.io/arch"] = labels["beta.kubernetes.io/arch"] = sku.arch
@@ -261,7 +270,8 @@ class _Builder:
         max_pods = self.number(block, body.get("max_pods"), "max_pods", self.reservation["max_pods_assumed"])
         os_disk = self.number(block, body.get("os_disk_size_gb"), "os_disk_size_gb", DEFAULT_OS_DISK_GIB)
         sku = self.skus.get(vm_size)
-        labels = {**{str(k): str(v) for k, v in as_map(get("node_labels")).items()}, **_aks_labels(name, vm_size, system, sku, get("os_sku"))}
+        os = "windows" if get("os_type") == "Windows" or str(get("os_sku") or "").startswith("Windows") else "linux"
+        labels = {**{str(k): str(v) for k, v in as_map(get("node_labels")).items()}, **_aks_labels(name, vm_size, system, sku, get("os_sku"), os)}
         taints = [str(t) for t in as_list(get("node_taints"))]
         zones = tuple(sorted(str(z) for z in as_list(get("zones"))))
         if system and get("only_critical_addons_enabled") is True:
@@ -273,7 +283,8 @@ class _Builder:
         pool = Pool(name, address, block.file, block.line, vm_size, 0, max_pods, labels, taints, system, sku,
                     zones=zones, region=self.region)
         pool.vm_size_origin = self.origin(block, "vm_size", body.get("vm_size"))
-        pool.os_disk_gib = os_disk
+        pool.os_disk_gib, pool.os = os_disk, os
+        pool.settings = {a: (get(a), self.origin(block, a, body.get(a))) for a in SETTINGS if body.get(a) is not None}
         pool.written = {a: (get(a), self.origin(block, a, body.get(a))) for a in ("node_labels", "node_taints") if body.get(a) is not None}
         if get("gpu_driver") is not None:
             pool.gpu_driver, pool.gpu_driver_origin = str(get("gpu_driver")), self.origin(block, "gpu_driver", body.get("gpu_driver"))
@@ -360,18 +371,6 @@ def cluster_nodes(root: Path, cluster: str) -> list[NodeSpec]:
 
 
 # -- Scheduling: taints, tolerations, node selectors -----------------------------------------------------
-def taint_dict(text: str) -> dict:
-    """An AKS/Terraform taint "key=value:Effect" as a Node's taint object."""
-    kv, _, effect = str(text).partition(":")
-    key, _, value = kv.partition("=")
-    return {"key": key, "value": value, "effect": effect}
-
-
-def taint_text(taint: dict) -> str:
-    value = taint.get("value")
-    return f"{taint.get('key')}{'=' + str(value) if value not in (None, '') else ''}:{taint.get('effect')}"
-
-
 def untolerated(taints: list[dict], tolerations: list[dict], comparison: bool = False) -> dict | None:
     """The first NoSchedule/NoExecute taint no toleration tolerates (PreferNoSchedule never blocks),
     by component-helpers' FindMatchingUntoleratedTaint (harness.gate.matching)."""
@@ -388,8 +387,3 @@ def selects(pool: Pool, node_labels: dict, tolerations: list[dict], affinity: di
     """Whether a pod with this nodeSelector, required node affinity and tolerations may run on the pool's nodes."""
     return node_matches(pool.labels, node_labels, affinity) and untolerated(pool.node_taints(), tolerations) is None
 
-
-def flavor_selector(flavor: dict | None) -> tuple[dict, list[dict]]:
-    """A ResourceFlavor's nodeLabels and tolerations (empty for a missing flavor)."""
-    spec = as_map(as_map(flavor).get("spec"))
-    return dict(as_map(spec.get("nodeLabels"))), list(as_maps(spec.get("tolerations")))

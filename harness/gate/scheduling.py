@@ -41,7 +41,7 @@ def node_objects(specs: list[NodeSpec]) -> list[dict]:
             name = node_name(spec.pool, i)
             nodes.append({
                 "apiVersion": "v1", "kind": "Node",
-                "metadata": {"name": name, "labels": {**spec.labels, "kubernetes.io/hostname": name, "kubernetes.io/arch": "amd64"}},
+                "metadata": {"name": name, "labels": {**spec.labels, "kubernetes.io/hostname": name}},
                 "spec": {"taints": [{k: v for k, v in t.items() if v not in (None, "")} for t in spec.taints]},
                 # Ready, as a node AKS registers becomes: Kueue's TAS cache keeps only Ready nodes (tas_nodes_cache.go)
                 "status": {"capacity": capacity, "allocatable": allocatable, "conditions": [{"type": "Ready", "status": "True"}]},
@@ -56,11 +56,11 @@ class SchedulingError(HarnessError):
 def unplaced(pools: list[Pool], jobs: list[dict], assigns: list[dict[str, dict]], objects: list[dict] = ()) -> list[list[dict]]:
     """Per job, its pod sets with pods kube-scheduler places on no node of `pools` (each job alone on the
     nodes, its pods one after another, with the defaults of the LimitRanges among the cluster's `objects` in
-    its namespace): {role, template, pods, of, message}, the message the scheduler's own ("0/N nodes are
+    its namespace; Windows pools left out): {role, template, pods, of, message}, the message the scheduler's own ("0/N nodes are
     available: ..."). `assigns`: per job, what Kueue adds to each pod set's pods on admission
     ({role: {nodeSelector, tolerations}}; roles "head", "worker NAME", "submitter")."""
     if not jobs:
         return []
-    nodes = node_objects([p.node_spec() for p in pools if p.count > 0])
+    nodes = node_objects([p.node_spec() for p in pools if p.count > 0 and p.linux])  # Ray's pods are Linux pods
     related = [in_namespace_of(job, objects, ("LimitRange",)) for job in jobs]
     return helper("kubecheck").call("place", SchedulingError, objects=jobs, nodes=nodes, assign=assigns, related=related)

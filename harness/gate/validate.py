@@ -57,7 +57,7 @@ RULE_SOURCES = {
     "harness/gate/capacity.py (quota and pods vs the Terraform node pools)": capacity.RULES,
     "harness/gate/sku_component.py (the gpu-sku component vs the pools' vm_size)": sku_component.RULES,
     "harness/gate/gpu_driver.py (GPU pools without the NVIDIA device plugin)": gpu_driver.RULES,
-    "harness/gate/node_settings.py (the labels and taints node pools register their nodes with)": node_settings.RULES,
+    "harness/gate/node_settings.py (the labels, taints and settings node pools create their nodes with)": node_settings.RULES,
     "harness/gate/terraform_checks.py (Terraform wiring)": terraform_checks.RULES,
     "harness/gate/kubernetes_version.py (the AKS Kubernetes version against the pinned one)": kubernetes_version.RULES,
     "harness/gate/subnets.py (the node subnets against the nodes in them)": subnets.RULES,

@@ -410,6 +410,11 @@ CASES = [
                       "spec:\n  limits:\n    - {type: Container, defaultRequest: {cpu: \"30\"}, default: {cpu: \"30\"}}\n"),
                 edit(r, "base/kustomization.yaml", "resources:\n", "resources:\n  - limit-range.yaml\n"),
                 edit(r, NC24, 'resources/0/nominalQuota, value: "24"}', 'resources/0/nominalQuota, value: "96"}'))),
+    # A Windows pool beside the Linux ones: AKS labels it kubernetes.io/os=windows and taints nothing, so the heads may go there.
+    ("windows-pool-beside-linux-pods", "capacity-pod-os", "workloads/batch-inference.yaml", ("  template:", 0),
+     lambda r: append(r, "terraform/node_pools.tf", '\nresource "azurerm_kubernetes_cluster_node_pool" "win" {\n  name = "win"\n'
+                      '  kubernetes_cluster_id = azurerm_kubernetes_cluster.this.id\n  vm_size = "Standard_D8ds_v6"\n  node_count = 1\n'
+                      '  os_type = "Windows"\n}\n')),
     # Quota for two GPU workers (else Kueue never admits the job, sample-fits, and where its pods land is not reported), one GPU node.
     ("pod-set-more-pods-than-nodes", "capacity-pod-set-nodes", "clusters/dev-westus3/samples.yaml", ('NUM_WORKERS: "2"', 0),
      lambda r: (edit(r, "clusters/dev-westus3/samples.yaml", 'NUM_WORKERS: "1"', 'NUM_WORKERS: "2"'),

@@ -321,6 +321,14 @@ CORPUS = [
                     '"aks.azure.com/gpu-sku" = var.gpu_sku_label, "node-role.kubernetes.io/gpu" = "" }'), 25),
     ("node-taint-effect-typo", "capacity-node-settings", "terraform/node_pools.tf",
      lambda r: edit(r, "terraform/node_pools.tf", "  node_taints = []\n", '  node_taints = ["sku=gpu:NoSchedul"]\n'), 26),
+    # Pool settings AKS refuses, or that change what the nodes offer (node_settings.py): a Spot system pool; MIG instances.
+    ("spot-system-pool", "capacity-spot-system-pool", "terraform/node_pools.tf",
+     lambda r: (edit(r, "terraform/node_pools.tf", '  mode                    = "User"\n  vm_size                 = var.gpu_vm_size\n',
+                     '  mode                    = "System"\n  vm_size                 = var.gpu_vm_size\n'),
+                edit(r, "terraform/node_pools.tf", "  gpu_driver  = var.gpu_driver\n", '  gpu_driver  = var.gpu_driver\n  priority    = "Spot"\n')), 25),
+    ("gpu-pool-mig-profile", "capacity-gpu-mig", "terraform/node_pools.tf",
+     lambda r: edit(r, "terraform/node_pools.tf", "  gpu_driver  = var.gpu_driver\n", '  gpu_driver  = var.gpu_driver\n  gpu_instance_profile = "MIG1g"\n'),
+     25, "warning"),
     # The AKS Flux extension's multi-tenancy (terraform/flux.tf): a HelmRelease outside flux-system acts as <ns>/flux-applier, with no rights.
     ("helm-release-outside-flux-system", "flux-multi-tenancy", KUEUE,
      lambda r: edit(r, KUEUE, "kind: HelmRelease\nmetadata:\n  name: kueue\n  namespace: flux-system\n",
