@@ -26,6 +26,7 @@ import yaml
 
 from harness.gate.config import CONFIG_FILE
 from harness.gate.origin import compose, descend, line_at, quoted_value_line, step
+from harness.gate.artifact import left_out, pattern_line
 from harness.gate.findings import Finding
 from harness.gate.render import Build, ClusterRender, FluxBuild, run_fluxbuild
 from harness.gate.sources import (KUSTOMIZATION_FILES, SKIP_DIRS, SourceError, as_list, as_map, kustomization_dirs, kustomization_file,
@@ -93,10 +94,19 @@ def build_error(root: Path, build: Build) -> Finding:
         cause = build.error.split(": must build at directory")[0].strip()
         return Finding(rel, _object_line(entry, cause), "", "kustomize-build", f"{cause} (listed at {file}:{line})" if line else cause,
                        f"fix the objects in {rel}: each document a mapping with apiVersion, kind and metadata.name", build.id)
+    if inside and (entry.exists() or entry.is_symlink()) and "no such file" in build.error and (away := left_out(root, entry)):
+        why, fix, at, at_line = away  # the checkout has it, the artifact Flux builds from does not
+        return Finding(at or file, at_line if at else line, "", "kustomize-build", f"{build.error.strip()} — {why}"
+                       + (f" (listed at {file}:{line})" if at else ""), fix, build.id)
     if kustomization_file(root / build.dir) is not None and f"evalsymlink failure on '{build.dir}'" in build.error:
         # The checkout has it and the build read none of it: the artifact source-controller packs leaves it out.
         top = build.dir.split("/")[0]
         kept_at = _line_of(root / ".sourceignore", f"!/{top}/")
+        named_at = pattern_line(root / ".sourceignore", build.dir)
+        if named_at and (not kept_at or named_at > kept_at):  # a later pattern naming the directory itself: the cause, at its line
+            return Finding(".sourceignore", named_at, "", "kustomize-build",
+                           f"{build.error.strip()} — .sourceignore:{named_at} leaves {build.dir} out of the artifact source-controller "
+                           f"packs, so Flux never sees it (built from {file})", "remove or narrow that pattern", build.id)
         fix = (f"`!/{top}/` at .sourceignore:{kept_at} keeps it, but a pattern after that line leaves it out again (the last "
                "pattern that matches a path decides): remove or narrow that pattern") if kept_at else \
             (f"keep it in the artifact: add `!/{top}/` to .sourceignore (it lists what the artifact holds), or move it under "

@@ -118,6 +118,9 @@ def field_line(root: Path, file: str, doc_line: int, path: list[str | int], rend
     exists, or another value)."""
     for doc in _compose(root / file):
         if doc is not None and doc.start_mark.line + 1 <= doc_line <= doc.end_mark.line + 1 and isinstance(doc, yaml.MappingNode):
+            _, items = step(doc, "items")  # an item of a List document: the object that starts at doc_line
+            doc = next((i for i in items.value if i.start_mark.line + 1 == doc_line and isinstance(i, yaml.MappingNode)), doc) \
+                if isinstance(items, yaml.SequenceNode) and doc.start_mark.line + 1 != doc_line else doc
             node, matched, line = _walk(doc, path)
             exact = matched == len(path) and (_same(node, rendered) if not isinstance(node, yaml.ScalarNode)
                                               else node.value == _scalar(rendered) or "${" in node.value)

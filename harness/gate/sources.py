@@ -132,6 +132,11 @@ class Sources:
                     if isinstance(doc, dict):
                         line = doc.pop("__line__", 1)
                         line = line if isinstance(line, int) else 1  # a key spelled __line__ in the file
+                        # A v1 List's items are the objects kustomize and the apiserver see: each is a document at its line.
+                        items = doc.get("items") if str(doc.get("kind", "")).endswith("List") else None
+                        for item in items if isinstance(items, list) else ():
+                            if isinstance(item, dict) and isinstance(item.get("__line__"), int):
+                                sources.docs.append(SourceDoc(rel, item["__line__"], strip_lines(item)))
                         sources.docs.append(SourceDoc(rel, line, strip_lines(doc)))
             except SourceError as err:
                 sources.errors.append(err.finding)

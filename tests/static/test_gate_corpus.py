@@ -165,6 +165,11 @@ CORPUS = [
                      "  releaseName: kuberay-operator\n  dependsOn:\n    - name: kueue\n")), 31),
     ("undefined-variable", "flux-variable-undefined", f"{PROD}/queues.yaml",
      lambda r: edit(r, "base/service-account.yaml", '"${AZURE_TENANT_ID}"', '"${AZURE_TENANT}"')),
+    # A v1 List's items are objects of their own: a typo in one is at its line, once.
+    ("list-item-unknown-field", "schema", "base/priority-classes.yaml",
+     lambda r: write(r, "base/priority-classes.yaml", "apiVersion: v1\nkind: List\nitems:\n  - apiVersion: kueue.x-k8s.io/v1beta2\n"
+                     "    kind: WorkloadPriorityClass\n    metadata:\n      name: high\n    valeu: 1000\n  - apiVersion: kueue.x-k8s.io/v1beta2\n"
+                     "    kind: WorkloadPriorityClass\n    metadata:\n      name: low\n    value: 100\n"), 8),
     ("flux-unknown-field", "schema", f"{PROD}/queues.yaml", lambda r: edit(r, f"{PROD}/queues.yaml", "  prune: true", "  prunne: true")),
     ("submission-mode-typo", "kuberay-validation", "workloads/batch-inference.yaml",  # KubeRay submits nothing: it waits forever
      lambda r: edit(r, "workloads/batch-inference.yaml", "  suspend: true\n", "  suspend: true\n  submissionMode: K8sJob\n"), 14),

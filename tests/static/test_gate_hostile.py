@@ -182,3 +182,23 @@ def test_a_lender_only_cluster_queue_is_reachable_through_its_cohort(repo_copy):
     edit(repo_copy, "overlays/team-queues/kustomization.yaml", "resources:\n", "resources:\n  - reserve.yaml\n")
     found = validate_repository(repo_copy).findings
     assert "clusterqueue-unreachable" not in {f.rule for f in found}, "\n".join(f.text() for f in found)
+
+
+@pytest.mark.parametrize("case", ["nested-sourceignore", "symlink", "root-pattern"])
+def test_what_the_artifact_leaves_out_is_named_at_its_cause(repo_copy, case):
+    """The checkout has the file, the artifact source-controller packs does not: a nested .sourceignore's pattern, a
+    symlink (the artifact holds none), or a root pattern after the one that keeps the directory."""
+    from harness.gate.validate import validate_repository
+    prod = "clusters/prod-eastus2"
+    if case == "nested-sourceignore":
+        (repo_copy / prod / ".sourceignore").write_text("# not for Flux\nqueues.yaml\n")
+        where, words = (f"{prod}/.sourceignore", 2), "leaves it out of the artifact"
+    elif case == "symlink":
+        (repo_copy / prod / "infrastructure.yaml").rename(repo_copy / "infra-real.yaml")
+        (repo_copy / prod / "infrastructure.yaml").symlink_to("../../infra-real.yaml")
+        where, words = (f"{prod}/kustomization.yaml", 9), "is a symlink"
+    else:
+        (repo_copy / ".sourceignore").write_text((repo_copy / ".sourceignore").read_text() + "/overlays/single-queue/\n")
+        where, words = (".sourceignore", 8), "leaves overlays/single-queue out of the artifact"
+    found = [f for f in validate_repository(repo_copy).findings if f.rule == "kustomize-build"]
+    assert [(f.file, f.line) for f in found][:1] == [where] and words in found[0].message, "\n".join(f.text() for f in found)
