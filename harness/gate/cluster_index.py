@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harness.gate.findings import Finding
-from harness.gate.origin import line_at
+from harness.gate.origin import dotted, line_at
 from harness.gate.render import Build, ClusterRender
 from harness.gate.sources import as_map, name_key
 
@@ -119,6 +119,11 @@ class ClusterIndex:
 
 def finding_at(ctx, root: Path, obj: dict, build: Build | None, path: list, rule: str, message: str, hint: str,
                cluster: str | None = None, severity: str = "error") -> Finding:
-    """ctx.finding, at the line of `path` inside the document that defines `obj` when it is written there."""
+    """ctx.finding, at the line of `path` inside the document that defines `obj` when it is written there, or at the
+    patch (a component's, an overlay's, a Flux Kustomization's) that writes it."""
     f = ctx.finding(obj, build, rule, message, hint, cluster=cluster)
+    if f.line:
+        patched = ctx.finding(obj, build, rule, message, hint, cluster=cluster, field=dotted(path))
+        if patched.file != f.file:
+            return replace(patched, severity=severity)
     return replace(f, line=line_at(root, f.file, f.line, path) if f.line else f.line, severity=severity)

@@ -215,8 +215,8 @@ CORPUS = [
     ("unknown-sample", "sample-render", f"{PROD}/samples.yaml",
      lambda r: edit(r, f"{PROD}/samples.yaml", "sample: batch-inference", "sample: batch-inferense"), 10),
     # What source-controller leaves out of the artifact is not there for kustomize-controller either.
-    ("sourceignored-resource", "kustomize-build", "overlays/team-queues/kustomization.yaml",
-     lambda r: append(r, ".sourceignore", "/overlays/team-queues/team-b.yaml\n")),
+    ("sourceignored-resource", "kustomize-build", ".sourceignore",  # at the pattern that leaves it out of the artifact
+     lambda r: append(r, ".sourceignore", "/overlays/team-queues/team-b.yaml\n"), 8),
     ("component-patch-path-missing", "kustomize-build", "components/gpu-sku/standard-nc24ads-a100-v4/kustomization.yaml",  # at the op
      lambda r: edit(r, "components/gpu-sku/standard-nc24ads-a100-v4/kustomization.yaml", "resources/1/nominalQuota, value: 200Gi",
                     "resources/7/nominalQuota, value: 200Gi"), 12),

@@ -98,3 +98,14 @@ def test_values_keys_the_chart_never_reads_are_a_warning_at_them(repo_copy, at, 
     found = [f for f in validate_repository(repo_copy).findings if f.rule == "helm-values-unused"]
     assert [f.message.split(" ")[0].removeprefix("values.") for f in found] == unused, found
     assert all(f.severity == "warning" and f.file == KUEUE for f in found), found
+
+
+def test_a_value_a_patch_writes_is_reported_at_the_patch(repo_copy):
+    """A HelmRelease value set by a kustomize patch of the layer: the finding is where the value is written."""
+    from harness.gate.validate import validate_repository
+    path = repo_copy / "flux/infrastructure/controllers/kustomization.yaml"
+    path.write_text(path.read_text() + "patches:\n  - target: {kind: HelmRelease, name: kueue}\n    patch: |-\n"
+                    "      - {op: add, path: /spec/values/controllerManager/replica, value: 2}\n")
+    found = validate_repository(repo_copy).findings
+    assert [(f.rule, f.file, f.line) for f in found] == [("helm-values-unused", "flux/infrastructure/controllers/kustomization.yaml", 11)], \
+        "\n".join(f.text() for f in found)
