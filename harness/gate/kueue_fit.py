@@ -22,7 +22,7 @@ from harness.gate.kueue_manager import manager_of
 from harness.gate.pools import cluster_pools
 from harness.gate.render import ClusterRender
 from harness.gate.scheduling import node_objects
-from harness.gate.sources import as_map, reachable_dirs, resource_id
+from harness.gate.sources import as_map, as_maps, reachable_dirs, resource_id
 from harness.gate.terraform import TerraformConfig, TerraformError, load_tfvars
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
@@ -53,8 +53,10 @@ class Fits:
     goes on): `findings` gives sample-fits, `answer` what it says of one samples-file entry (the flavors it gives each
     pod set), for the placement rules (harness.gate.podsets)."""
 
-    def __init__(self, candidates: list[Candidate] = (), pending=None, nodes: list[dict] | None = (), lenders: tuple[str, ...] = ()):
+    def __init__(self, candidates: list[Candidate] = (), pending=None, nodes: list[dict] | None = (), lenders: tuple[str, ...] = (),
+                 queue_objects: list[dict] = ()):
         self._candidates, self._pending, self._nodes, self._lenders = list(candidates), pending, nodes, lenders
+        self._queue_objects = list(queue_objects)
 
     def _answers(self) -> list[dict]:
         return self._pending.result() if self._pending is not None else []
@@ -67,7 +69,7 @@ class Fits:
         """sample-fits for each candidate it cannot fit: (the finding, presuming its RayJob, its ClusterQueue and those
         that may lend to it accepted; when its every reason is where the pods may land, the flavors named)."""
         return [(replace(found, presumes=(found.resource, resource_id(c.cq), *(self._lenders if as_map(c.cq.get("spec")).get("cohortName") else ()))),
-                 placement_only(answer)) for c, answer, found in _judged(self._candidates, self._answers(), self._nodes)]
+                 placement_only(answer)) for c, answer, found in _judged(self._candidates, self._answers(), self._nodes, self._queue_objects)]
 
 
 def manager_ref(root: Path, cluster: ClusterRender) -> dict:
@@ -143,17 +145,18 @@ def fits(checker, root: Path, cluster: ClusterRender, candidates: list[Candidate
     # What a sample's verdict presumes the cluster has: its ClusterQueue, and with a cohort every queue object that may
     # lend to it (a refused peer lends nothing: that refusal is the cause, not the sample).
     lenders = tuple(resource_id(o) for o in queue_objects if o.get("kind") in ("Cohort", "ClusterQueue"))  # (one it should name may not)
-    return Fits(candidates, pending, nodes, lenders)
+    return Fits(candidates, pending, nodes, lenders, queue_objects)
 
 
-def _judged(candidates: list[Candidate], answers: list[dict], nodes: list[dict] | None) -> list[tuple[Candidate, dict, Finding]]:
+def _judged(candidates: list[Candidate], answers: list[dict], nodes: list[dict] | None,
+            queue_objects: list[dict] = ()) -> list[tuple[Candidate, dict, Finding]]:
     out = []
     for c, answer in zip(candidates, answers):
         if answer.get("mode") in (None, "", "Fit"):
             continue  # admitted on the idle cluster, or not judged (its own finding says why: an invalid Workload, a refused queue)
         if nodes is None and any(w in (answer.get("message") or "") for w in ("opology", "TAS")):
             continue  # the nodes a topology-aware flavor needs are unknown (the capacity rules say why): not judged
-        out.append((c, answer, _finding(c, answer)))
+        out.append((c, answer, _finding(c, answer, queue_objects)))
     return out
 
 
@@ -179,7 +182,30 @@ def placement_only(answer: dict) -> tuple[str, ...]:
     return tuple(dict.fromkeys(fl for reasons in failed for _, fl in reasons)) if failed and all(failed) else ()
 
 
-def _finding(c: Candidate, answer: dict) -> Finding:
+_SHORT = re.compile(r"insufficient quota for (\S+) in flavor ([^,\s]+)")
+
+
+def _capping_limits(queue_objects: list[dict], cq: dict, reason: str) -> list[str]:
+    """The limits that cap what `cq` may borrow of the resource and flavor Kueue found short (`reason`): its own
+    borrowingLimit, the lendingLimit of the ClusterQueues and Cohorts of its cohort."""
+    short = _SHORT.search(reason)
+    cohort = as_map(cq.get("spec")).get("cohortName")
+    if not short:
+        return []
+
+    def limits(obj: dict, which: str) -> list:
+        return [r[which] for rg in as_maps(as_map(obj.get("spec")).get("resourceGroups")) for fl in as_maps(rg.get("flavors"))
+                if fl.get("name") == short[2] for r in as_maps(fl.get("resources")) if r.get("name") == short[1] and which in r]
+    out = [f"its borrowingLimit {v} ({short[1]} in {short[2]})" for v in limits(cq, "borrowingLimit")]
+    for o in queue_objects if cohort else ():
+        spec, name = as_map(o.get("spec")), as_map(o.get("metadata")).get("name")
+        peer = (o.get("kind") == "ClusterQueue" and o is not cq and spec.get("cohortName") == cohort) or \
+               (o.get("kind") == "Cohort" and cohort in (name, spec.get("parentName")))
+        out += [f"{o.get('kind')} {name}'s lendingLimit {v}" for v in limits(o, "lendingLimit")] if peer else []
+    return out
+
+
+def _finding(c: Candidate, answer: dict, queue_objects: list[dict] = ()) -> Finding:
     cq = as_map(c.cq.get("metadata")).get("name")
     named = ", ".join(sorted(resource_id(lr) for lr in c.limit_ranges))
     defaults = f", its containers with the defaults of {named}" if named else ""
@@ -197,6 +223,9 @@ def _finding(c: Candidate, answer: dict) -> Finding:
                 "that do), or remove the topology request")
     else:
         hint = "shrink the job (fewer workers, smaller pods) or raise the quota through the cluster's gpu-sku component"
+        capping = _capping_limits(queue_objects, c.cq, reason)
+        if capping:
+            hint = f"what it may borrow is capped by {', '.join(capping)}: raise or drop those limits, or {hint}"
     return Finding(c.samples_file, c.line, resource_id(c.job), "sample-fits",
                    f"{c.wfile} as submitted ({sets}{defaults}) is never admitted by ClusterQueue {cq}, not even on an idle cluster: "
                    f"Kueue's flavor assigner says \"{reason}\"; it would pend forever", hint, c.where)
