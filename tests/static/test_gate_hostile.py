@@ -205,10 +205,10 @@ def test_what_the_artifact_leaves_out_is_named_at_its_cause(repo_copy, case):
 
 
 def test_a_sample_short_of_quota_names_the_lending_limit_that_caps_it(repo_copy):
-    """team-b lends none of its GPUs: team-a's six-worker job can borrow none, and the fix names that limit."""
+    """team-b lends none of its GPUs: team-a's five-worker job can borrow none, and the fix names that limit."""
     from harness.gate.validate import validate_repository
     edit(repo_copy, "overlays/team-queues/team-b.yaml", '            - name: nvidia.com/gpu\n              nominalQuota: "0"\n              borrowingLimit: "0"\n',
          '            - name: nvidia.com/gpu\n              nominalQuota: "0"\n              borrowingLimit: "0"\n              lendingLimit: "0"\n')
-    edit(repo_copy, "clusters/prod-eastus2/samples.yaml", 'NUM_WORKERS: "4"', 'NUM_WORKERS: "6"')
+    edit(repo_copy, "clusters/prod-eastus2/samples.yaml", 'NUM_WORKERS: "4"', 'NUM_WORKERS: "5"')
     found = [f for f in validate_repository(repo_copy).findings if f.rule == "sample-fits"]
     assert len(found) == 1 and "team-b-cq's lendingLimit 0" in found[0].hint, "\n".join(f.text() for f in found)
