@@ -35,7 +35,7 @@ from harness.gate.origin import dotted, line_at
 from harness.gate.findings import Finding
 from harness.gate.render import ClusterRender
 from harness.gate.sources import QUEUE_LABEL, as_list, as_map, as_maps, name_key, queue_name, resource_id
-from harness.gate.workloads import WORKLOADS_DIR
+from harness.gate.workloads import WORKLOADS_DIR, var_at
 
 RULES = {
     "queue-namespace-selector": "a sample's ClusterQueue selects the namespace of its LocalQueue (namespaceSelector against the Namespace's labels)",
@@ -113,18 +113,22 @@ def _sample_rules(ctx, root: Path, index: ClusterIndex, samples_file: str, line:
     out = []
 
     def finding(rule: str, message: str, hint: str, field: str | None = None) -> None:
-        """At the samples.yaml entry; with `field`, at the line of the workload file that writes it."""
+        """At the samples.yaml entry; with `field`, at the line of the workload file that writes it (or of the entry's
+        var that fills it)."""
         if field:
-            out.append(ctx.finding(job, None, rule, message, hint, file=f"{WORKLOADS_DIR}/{sample}.yaml", context=context, field=field))
+            found = ctx.finding(job, None, rule, message, hint, file=f"{WORKLOADS_DIR}/{sample}.yaml", context=context, field=field)
+            var = var_at(root, found, ctx.sample_vars.get(id(job), {}))
+            out.append(replace(found, file=var[1], line=var[2]) if var else found)
         else:
             out.append(Finding(samples_file, line, resource_id(job), rule, message, hint, context))
 
     wpc = as_map(meta.get("labels")).get(PRIORITY_LABEL)
     if wpc is not None and not index.has("WorkloadPriorityClass", None, wpc):
         have = sorted(str(as_map(o.get("metadata")).get("name")) for _, o in index.of_kind("WorkloadPriorityClass"))
-        finding("sample-priority-class", f"label {PRIORITY_LABEL}={wpc!r} names no WorkloadPriorityClass of cluster {index.cluster.name} "
+        finding("sample-priority-class", f"label {PRIORITY_LABEL}={wpc!r} names no WorkloadPriorityClass of the cluster "
                 f"(have: {', '.join(have) or 'none'}): Kueue cannot create its Workload, so it is never admitted",
-                "use one of the cluster's WorkloadPriorityClasses (base/priority-classes.yaml) or add it there")
+                "use one of the cluster's WorkloadPriorityClasses (base/priority-classes.yaml) or add it there",
+                field=f"metadata.labels[{PRIORITY_LABEL}]")
     missing: dict[tuple[str, str], list[str]] = {}  # (kind, name) -> the fields that name it
     for path, pod in pod_templates(job):
         pc = pod.get("priorityClassName")
@@ -150,9 +154,9 @@ def _sample_rules(ctx, root: Path, index: ClusterIndex, samples_file: str, line:
                                                                 lambda other, n=name: index.has("ServiceAccount", other, n)))}
     for (kind, name), fields in missing.items():
         if kind == "PriorityClass":
-            finding("sample-priority-class", f"{', '.join(fields)} {name!r} is not a PriorityClass of cluster {index.cluster.name}: "
+            finding("sample-priority-class", f"{', '.join(fields)} {name!r} is not a PriorityClass of the cluster: "
                     "Kueue cannot create its Workload and the apiserver refuses its pods",
-                    f"use the label {PRIORITY_LABEL} with a WorkloadPriorityClass instead, or define the PriorityClass")
+                    f"use the label {PRIORITY_LABEL} with a WorkloadPriorityClass instead, or define the PriorityClass", fields[0])
         elif kind == "RuntimeClass":
             finding("object-ref", f"{', '.join(fields)} names RuntimeClass {name}, which the cluster does not have: the "
                     "apiserver's RuntimeClass admission refuses the job's pods, and the admitted job holds its quota", RUNTIME_CLASS_HINT, fields[0])
