@@ -259,22 +259,9 @@ CORPUS = [
      lambda r: (edit(r, KUEUE, "    tag: 0.17.1", "    tag: 0.16.0"), edit(r, KUEUE, "  name: kueue\n  namespace: flux-system\nspec:\n  interval: 24h",
                                                                            "  name: kueue-chart\n  namespace: flux-system\nspec:\n  interval: 24h"),
                 edit(r, KUEUE, "    kind: OCIRepository\n    name: kueue\n", "    kind: OCIRepository\n    name: kueue-chart\n")), 15),
-    ("chart-version-range-of-a-helm-repository", "versions-drift", KUEUE,
-     lambda r: (edit(r, KUEUE, "kind: OCIRepository\nmetadata:\n  name: kueue\n  namespace: flux-system\nspec:\n  interval: 24h\n"
-                     "  url: oci://mcr.microsoft.com/aks/ai-runtime/helm/kueue\n  ref:\n    tag: 0.17.1\n  layerSelector:\n"
-                     "    mediaType: application/vnd.cncf.helm.chart.content.v1.tar+gzip\n    operation: copy\n",
-                     "kind: HelmRepository\nmetadata:\n  name: mcr\n  namespace: flux-system\nspec:\n  type: oci\n  interval: 24h\n"
-                     "  url: oci://mcr.microsoft.com/aks/ai-runtime/helm\n"),
-                edit(r, KUEUE, "  chartRef:\n    kind: OCIRepository\n    name: kueue\n",
-                     "  chart:\n    spec:\n      chart: kueue\n      version: 0.17.x\n      sourceRef:\n        kind: HelmRepository\n        name: mcr\n")), 32),
+    ("chart-version-range-of-a-helm-repository", "versions-drift", KUEUE, lambda r: _from_helm_repository(r, "  type: oci\n", "0.17.x"), 32),
     ("helm-repository-oci-url-without-type", "flux-source-url", KUEUE,  # source-controller refuses it: Kueue is never installed
-     lambda r: (edit(r, KUEUE, "kind: OCIRepository\nmetadata:\n  name: kueue\n  namespace: flux-system\nspec:\n  interval: 24h\n"
-                     "  url: oci://mcr.microsoft.com/aks/ai-runtime/helm/kueue\n  ref:\n    tag: 0.17.1\n  layerSelector:\n"
-                     "    mediaType: application/vnd.cncf.helm.chart.content.v1.tar+gzip\n    operation: copy\n",
-                     "kind: HelmRepository\nmetadata:\n  name: mcr\n  namespace: flux-system\nspec:\n  interval: 24h\n"
-                     "  url: oci://mcr.microsoft.com/aks/ai-runtime/helm\n"),
-                edit(r, KUEUE, "  chartRef:\n    kind: OCIRepository\n    name: kueue\n",
-                     "  chart:\n    spec:\n      chart: kueue\n      version: 0.17.1\n      sourceRef:\n        kind: HelmRepository\n        name: mcr\n")), 13),
+     lambda r: _from_helm_repository(r, "", "0.17.1"), 13),
     ("image-tag-drift", "versions-drift", "flux/infrastructure/controllers/kuberay-operator.yaml",
      lambda r: edit(r, "flux/infrastructure/controllers/kuberay-operator.yaml", "      tag: v1.6.1", "      tag: v1.6.2"), 47),
     ("pin-moved-alone", "versions-drift", "flux/infrastructure/controllers/kueue.yaml",
@@ -671,6 +658,17 @@ def test_repository_is_clean():
     report = validate_repository(Path(__file__).resolve().parents[2])
     assert report.findings == [], "\n".join(f.text() for f in report.findings)
     assert report.builds >= 10 and report.objects > 0
+
+
+def _from_helm_repository(r, type_line: str, version: str) -> None:
+    """The Kueue chart from a HelmRepository of MCR (`type_line`: its spec.type line, or none) at `version`."""
+    edit(r, KUEUE, "kind: OCIRepository\nmetadata:\n  name: kueue\n  namespace: flux-system\nspec:\n  interval: 24h\n"
+         "  url: oci://mcr.microsoft.com/aks/ai-runtime/helm/kueue\n  ref:\n    tag: 0.17.1\n  layerSelector:\n"
+         "    mediaType: application/vnd.cncf.helm.chart.content.v1.tar+gzip\n    operation: copy\n",
+         f"kind: HelmRepository\nmetadata:\n  name: mcr\n  namespace: flux-system\nspec:\n{type_line}  interval: 24h\n"
+         "  url: oci://mcr.microsoft.com/aks/ai-runtime/helm\n")
+    edit(r, KUEUE, "  chartRef:\n    kind: OCIRepository\n    name: kueue\n",
+         f"  chart:\n    spec:\n      chart: kueue\n      version: {version}\n      sourceRef:\n        kind: HelmRepository\n        name: mcr\n")
 
 
 @pytest.mark.parametrize("case,rule,file,mutate,line,severity", [_expect(c) for c in CORPUS], ids=[c[0] for c in CORPUS])
