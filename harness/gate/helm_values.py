@@ -32,11 +32,11 @@ from pathlib import Path
 import yaml
 
 from harness.core import HarnessError
-from harness.gate import schema_check, schemas
+from harness.gate import operator_placement, schema_check, schemas
 from harness.gate.cluster_index import ClusterIndex, finding_at
 from harness.gate.cluster_refs import chart_health_checks
 from harness.gate.findings import Finding
-from harness.gate.origin import segments, value_at
+from harness.gate.origin import leaves, segments, value_at, written_prefix
 from harness.gate.helper import helper
 from harness.gate.sources import as_list, as_map
 
@@ -100,7 +100,7 @@ def helm_rules(ctx, root: Path, clusters: list) -> list[Finding]:
         values, answer = as_map(as_map(hr.get("spec")).get("values")), answers[key]
 
         def at(path: list, message: str) -> Finding:
-            return finding_at(ctx, root, hr, build, ["spec", "values", *_written(values, path)], "helm-values",
+            return finding_at(ctx, root, hr, build, ["spec", "values", *written_prefix(values, path)], "helm-values",
                               f"the {pin} chart {answer.get('version')} with these values: {message}", HINT, cluster=index.cluster.name)
 
         if index.chart_version_of(hr) not in (None, answer.get("version")):
@@ -121,7 +121,8 @@ def helm_rules(ctx, root: Path, clusters: list) -> list[Finding]:
             shown = "; ".join(why[:3]) + (f"; and {len(why) - 3} more" if len(why) > 3 else "")
             out.append(at(list(path), f"it renders {'an object' if len(why) == 1 else f'{len(why)} objects'} the apiserver refuses, "
                                       f"so the release fails: {shown}"))
-    return out + _health_checks(ctx, root, releases, answers) + _unused(ctx, root, releases, answers)
+    return (out + _health_checks(ctx, root, releases, answers) + _unused(ctx, root, releases, answers)
+            + operator_placement.placement_findings(ctx, root, releases, answers, problems))
 
 
 def _unused(ctx, root: Path, releases: list, answers: dict) -> list[Finding]:
@@ -204,31 +205,6 @@ def _holding(values: dict, obj: dict, err: dict) -> list:
     at = value_at(obj, segments(err.get("field") or ""))
     if isinstance(at, (str, int, float)) and not isinstance(at, bool):
         wanted = {str(at)}
-    paths = [path for path, leaf in _leaves(values, []) if isinstance(leaf, (str, int, float)) and not isinstance(leaf, bool)
+    paths = [path for path, leaf in leaves(values) if isinstance(leaf, (str, int, float)) and not isinstance(leaf, bool)
              and str(leaf) in wanted]
     return paths[0] if len(paths) == 1 else []
-
-
-def _leaves(node, path: list):
-    if isinstance(node, dict):
-        for k, v in node.items():
-            yield from _leaves(v, [*path, k])
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            yield from _leaves(v, [*path, i])
-    else:
-        yield path, node
-
-
-def _written(values: dict, path: list) -> list:
-    """The longest prefix of `path` that the values write (a default's path ends where the user's values do)."""
-    node, written = values, []
-    for step in path:
-        if isinstance(node, dict) and step in node:
-            node = node[step]
-        elif isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node):
-            node = node[step]
-        else:
-            break
-        written.append(step)
-    return written

@@ -43,6 +43,35 @@ def value_at(obj, path: list[str | int]):
     return obj
 
 
+def entries(node, path: list | None = None):
+    """Every (path, value) below a parsed YAML tree, mappings and lists as well as leaves, in document order."""
+    path = path or []
+    if path:
+        yield path, node
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from entries(v, [*path, k])
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from entries(v, [*path, i])
+
+
+def leaves(node, path: list | None = None):
+    """The (path, value) of every scalar of a parsed YAML tree."""
+    return ((p, v) for p, v in entries(node, path) if not isinstance(v, (dict, list)))
+
+
+def written_prefix(tree, path: list) -> list:
+    """The longest prefix of `path` that `tree` writes (a chart default's path ends where a HelmRelease's values do)."""
+    node, written = tree, []
+    for step_ in path:
+        if not (isinstance(node, dict) and step_ in node or isinstance(node, list) and isinstance(step_, int) and 0 <= step_ < len(node)):
+            break
+        node = node[step_]
+        written.append(step_)
+    return written
+
+
 def _scalar(value) -> str | None:
     if isinstance(value, bool):
         return "true" if value else "false"

@@ -39,6 +39,13 @@ def raycluster_sample(root: Path, cluster: str = "dev-westus3", queue: str = "de
     append(root, f"clusters/{cluster}/samples.yaml", f"- sample: dev-cluster\n  queue: {queue}\n")
 
 
+def kueue_controller(root: Path, cpu: str, selector: str) -> None:
+    """The Kueue HelmRelease's controller-manager requests (and limits) `cpu` CPUs and 4Gi, on the nodes `selector` picks."""
+    edit(root, KUEUE, "          tag: v0.17.1\n", "          tag: v0.17.1\n        resources:\n"
+         + "".join(f"          {part}:\n            cpu: \"{cpu}\"\n            memory: 4Gi\n" for part in ("requests", "limits")))
+    edit(root, KUEUE, "      # The system pool is tainted", f"      nodeSelector:\n        {selector}\n      # The system pool is tainted")
+
+
 def append(root: Path, rel: str, text: str) -> None:
     path = root / rel
     path.write_text(path.read_text() + text)
@@ -467,6 +474,11 @@ CORPUS = [
                     "        image: mcr.microsoft.com/oss/v2/kueue/kueue:v0.17.1\n"), 47),
     ("kueue-values-name-too-long", "helm-values", KUEUE,
      lambda r: edit(r, KUEUE, "    controllerManager:\n", "    fullnameOverride: kueue-controller-manager-for-the-production-gpu-clusters-eastus2\n    controllerManager:\n"), 44),
+    # The chart's controller-manager pod placed on the pools by kube-scheduler's plugins (operator_placement.py): 4 CPUs
+    # on the system pool (Standard_D4ds_v6 offers 3.86), at the request; a nodeSelector no pool's nodes carry, at the entry.
+    ("kueue-controller-above-system-pool", "operator-placement", KUEUE, lambda r: kueue_controller(r, "4", "kubernetes.azure.com/mode: system"), 52),
+    ("kueue-controller-selector-no-pool", "operator-placement", KUEUE,
+     lambda r: edit(r, KUEUE, "      # The system pool is tainted", "      nodeSelector:\n        agentpool: nope\n      # The system pool is tainted"), 51),
     ("kueue-cert-manager-not-installed", "kueue-chart-wiring", KUEUE,
      lambda r: edit(r, KUEUE, "    controllerManager:\n", "    enableCertManager: true\n    controllerManager:\n"), 45, "warning"),
     # A Spot GPU pool: AKS taints its nodes kubernetes.azure.com/scalesetpriority=spot:NoSchedule (pools.py).

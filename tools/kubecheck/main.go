@@ -49,7 +49,7 @@ type request struct {
 	// WithPods: the answer carries the pods too (the parity test creates them on a real apiserver).
 	WithPods bool `json:"with_pods,omitempty"`
 	// place: the cluster's Node objects, and per object what Kueue adds to each of its pod sets (by role: head,
-	// worker NAME, submitter); Related: the LimitRanges of each object's namespace.
+	// worker NAME, submitter; a plain workload's pods: KIND NAME); Related: the LimitRanges of each object's namespace.
 	Nodes  []corev1.Node             `json:"nodes,omitempty"`
 	Assign []map[string]podSetAssign `json:"assign,omitempty"`
 }

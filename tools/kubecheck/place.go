@@ -2,7 +2,8 @@ package main
 
 // The `place` op: kube-scheduler's own framework, with the default profile of the pinned Kubernetes
 // (its filter and score plugins: NodeResourcesFit, NodeAffinity, TaintToleration, NodePorts,
-// InterPodAffinity, PodTopologySpread, ...), places a job's pods one after another on simulated nodes,
+// InterPodAffinity, PodTopologySpread, ...), places a job's pods (a Ray object's, as KubeRay builds them, or a
+// plain workload's: a Deployment's replicas, workload.go) one after another on simulated nodes,
 // as the scheduler would on an otherwise empty cluster: each pod goes to the feasible node its score
 // plugins rank first and then counts for the next (its resources, its labels for (anti-)affinity and
 // spread). What it leaves unplaced would stay Pending on the cluster while Kueue holds the job's quota.
@@ -124,7 +125,7 @@ func place(obj map[string]interface{}, cluster []corev1.Node, assign map[string]
 		return nil, err
 	}
 	var placed []*corev1.Pod
-	for _, b := range podsOf(obj) {
+	for _, b := range append(podsOf(obj), templatePods(obj)...) {
 		set := unplaced{Role: b.role, Template: b.template, Of: b.count}
 		for i := 0; i < b.count; i++ {
 			pod := b.pod.DeepCopy()
