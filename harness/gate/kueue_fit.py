@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from decimal import Decimal
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -196,13 +197,25 @@ def _capping_limits(queue_objects: list[dict], cq: dict, reason: str) -> list[st
     def limits(obj: dict, which: str) -> list:
         return [r[which] for rg in as_maps(as_map(obj.get("spec")).get("resourceGroups")) for fl in as_maps(rg.get("flavors"))
                 if fl.get("name") == short[2] for r in as_maps(fl.get("resources")) if r.get("name") == short[1] and which in r]
-    out = [f"its borrowingLimit {v} ({short[1]} in {short[2]})" for v in limits(cq, "borrowingLimit")]
-    for o in queue_objects if cohort else ():
-        spec, name = as_map(o.get("spec")), as_map(o.get("metadata")).get("name")
-        peer = (o.get("kind") == "ClusterQueue" and o is not cq and spec.get("cohortName") == cohort) or \
-               (o.get("kind") == "Cohort" and cohort in (name, spec.get("parentName")))
-        out += [f"{o.get('kind')} {name}'s lendingLimit {v}" for v in limits(o, "lendingLimit")] if peer else []
+    peers = [o for o in queue_objects if cohort and (
+        (o.get("kind") == "ClusterQueue" and o is not cq and as_map(o.get("spec")).get("cohortName") == cohort)
+        or (o.get("kind") == "Cohort" and cohort in (as_map(o.get("metadata")).get("name"), as_map(o.get("spec")).get("parentName"))))]
+    if not peers:
+        return []  # nothing to borrow from (cohort-alone says so when it has a cohort)
+    maximum = re.search(r"maximum capacity \(([^)]*)\)", reason)
+    nominal = limits(cq, "nominalQuota")
+    out = [f"its borrowingLimit {v} ({short[1]} in {short[2]})" for v in limits(cq, "borrowingLimit")
+           if maximum and nominal and _sum(nominal[0], v) == _sum(maximum[1])]  # binding: nominal + borrowingLimit is the maximum
+    for o in peers:
+        out += [f"{o.get('kind')} {as_map(o.get('metadata')).get('name')}'s lendingLimit {v}" for v in limits(o, "lendingLimit")]
     return out
+
+
+def _sum(*values) -> Decimal | None:
+    try:
+        return sum((parse_quantity(str(v)) for v in values), Decimal(0))
+    except (ValueError, TypeError):
+        return None
 
 
 def _finding(c: Candidate, answer: dict, queue_objects: list[dict] = ()) -> Finding:
