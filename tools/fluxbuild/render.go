@@ -230,7 +230,9 @@ func run(root string, j job) result {
 	for msg := range undefined {
 		r.Undefined = append(r.Undefined, msg)
 	}
-	r.Objects, r.Error = toMaps(resources)
+	if r.Objects, r.Error = toMaps(resources); r.Error == "" {
+		asApplied(r.Objects, &ks) // what the apply sets on every object (fluxapply.go)
+	}
 	return r
 }
 

@@ -1,0 +1,49 @@
+"""What kustomize-controller does with a Flux Kustomization beyond building it (tools/fluxbuild fluxapply.go): the
+owner labels and spec.commonMetadata its apply sets on every object."""
+from __future__ import annotations
+
+import pytest
+
+from harness.gate import render_repository
+from harness.gate.validate import validate_repository
+from tests.static.test_gate_corpus import PROD, TEAM_B, edit
+
+pytestmark = pytest.mark.static
+
+QUEUES = f"{PROD}/queues.yaml"
+COMMON = "  commonMetadata:\n    labels:\n      ray-on-aks/tenant: ml\n    annotations:\n      ray-on-aks/owner: platform\n"
+
+
+def _errors(report) -> list[str]:
+    return [f.text() for f in report.findings if f.is_error]
+
+
+@pytest.mark.parametrize("selector", ["ray-on-aks/tenant: ml", "kustomize.toolkit.fluxcd.io/name: queues",
+                                      "kustomize.toolkit.fluxcd.io/namespace: flux-system"])
+def test_a_namespace_selector_on_labels_flux_sets_is_clean(repo_copy, selector):
+    """Namespace ray is applied by the queues layer: it carries the layer's commonMetadata labels and owner labels on the
+    cluster, so team-b's ClusterQueue selecting them selects it."""
+    edit(repo_copy, QUEUES, "  prune: true\n", "  prune: true\n" + COMMON)
+    edit(repo_copy, TEAM_B, "  namespaceSelector: {}", f"  namespaceSelector: {{matchLabels: {{{selector}}}}}")
+    report = validate_repository(repo_copy)
+    assert not [f for f in report.findings if f.rule == "queue-namespace-selector"] and not _errors(report), _errors(report)
+
+
+def test_a_namespace_selector_on_another_layers_owner_label_still_fails(repo_copy):
+    edit(repo_copy, TEAM_B, "  namespaceSelector: {}", "  namespaceSelector: {matchLabels: {kustomize.toolkit.fluxcd.io/name: infra-controllers}}")
+    found = [f for f in validate_repository(repo_copy).findings if f.rule == "queue-namespace-selector"]
+    assert [f.file for f in found] == [f"{PROD}/samples.yaml"], found
+
+
+def test_rendered_objects_carry_the_owner_labels_then_common_metadata(repo_copy):
+    """Every object of the layer, as the apply leaves it: owner labels first, then commonMetadata, which wins a key both set."""
+    edit(repo_copy, QUEUES, "  prune: true\n", "  prune: true\n" + COMMON.replace("      ray-on-aks/tenant: ml\n",
+                                                                               "      ray-on-aks/tenant: ml\n      kustomize.toolkit.fluxcd.io/namespace: ops\n"))
+    _, clusters = render_repository(repo_copy)
+    layer = next(b for c in clusters if c.name == "prod-eastus2" for b in c.flux if b.id.endswith("Kustomization/flux-system/queues"))
+    assert layer.objects
+    for o in layer.objects:
+        meta = o["metadata"]
+        assert {k: meta["labels"].get(k) for k in ("kustomize.toolkit.fluxcd.io/name", "kustomize.toolkit.fluxcd.io/namespace", "ray-on-aks/tenant")} \
+            == {"kustomize.toolkit.fluxcd.io/name": "queues", "kustomize.toolkit.fluxcd.io/namespace": "ops", "ray-on-aks/tenant": "ml"}, o
+        assert meta["annotations"].get("ray-on-aks/owner") == "platform", o
