@@ -127,6 +127,13 @@ KUEUE = "flux/infrastructure/controllers/kueue.yaml"
 KUBERAY = "flux/infrastructure/controllers/kuberay-operator.yaml"
 SA = "base/service-account.yaml"
 
+def health_check(root: Path, field: str, expression: str) -> None:
+    """prod-eastus2's queues layer gets a ClusterQueue health check whose `field` is `expression` (current: a valid one)."""
+    fields = {"current": "status.conditions.exists(c, c.type == 'Active' && c.status == 'True')", field: expression}
+    append(root, f"{PROD}/queues.yaml", "  healthCheckExprs:\n    - apiVersion: kueue.x-k8s.io/v1beta2\n      kind: ClusterQueue\n"
+           + "".join(f'      {k}: "{v}"\n' for k, v in fields.items()))
+
+
 # (case id, rule that must fire, file the finding must name, mutation[, line[, severity]]): when a line
 # is given, a finding of the rule must name that file:line; its severity must be the one given
 # ("error" unless said otherwise).
@@ -158,6 +165,9 @@ CORPUS = [
     ("undefined-variable", "flux-variable-undefined", f"{PROD}/queues.yaml",
      lambda r: edit(r, "base/service-account.yaml", '"${AZURE_TENANT_ID}"', '"${AZURE_TENANT}"')),
     ("flux-unknown-field", "schema", f"{PROD}/queues.yaml", lambda r: edit(r, f"{PROD}/queues.yaml", "  prune: true", "  prunne: true")),
+    # kustomize-controller compiles healthCheckExprs first: one that does not compile stalls the layer.
+    ("health-check-cel-syntax", "flux-health-check-expr", f"{PROD}/queues.yaml",
+     lambda r: health_check(r, "current", "status.conditions.exists(c, c.type == 'Active' && )"), 30),
     ("submission-mode-typo", "kuberay-validation", "workloads/batch-inference.yaml",  # KubeRay submits nothing: it waits forever
      lambda r: edit(r, "workloads/batch-inference.yaml", "  suspend: true\n", "  suspend: true\n  submissionMode: K8sJob\n"), 14),
     ("queued-job-on-existing-cluster", "kueue-webhook", "workloads/batch-inference.yaml",  # with a rayClusterSpec: Kueue's webhook

@@ -1,12 +1,13 @@
 """What kustomize-controller does with a Flux Kustomization beyond building it (tools/fluxbuild fluxapply.go): the
-owner labels and spec.commonMetadata its apply sets on every object."""
+owner labels and spec.commonMetadata its apply sets on every object, and the CEL of spec.healthCheckExprs it
+compiles first."""
 from __future__ import annotations
 
 import pytest
 
 from harness.gate import render_repository
 from harness.gate.validate import validate_repository
-from tests.static.test_gate_corpus import PROD, TEAM_B, edit
+from tests.static.test_gate_corpus import PROD, TEAM_B, edit, health_check
 
 pytestmark = pytest.mark.static
 
@@ -47,3 +48,17 @@ def test_rendered_objects_carry_the_owner_labels_then_common_metadata(repo_copy)
         assert {k: meta["labels"].get(k) for k in ("kustomize.toolkit.fluxcd.io/name", "kustomize.toolkit.fluxcd.io/namespace", "ray-on-aks/tenant")} \
             == {"kustomize.toolkit.fluxcd.io/name": "queues", "kustomize.toolkit.fluxcd.io/namespace": "ops", "ray-on-aks/tenant": "ml"}, o
         assert meta["annotations"].get("ray-on-aks/owner") == "platform", o
+
+
+@pytest.mark.parametrize("field,line", [("current", 30), ("inProgress", 31), ("failed", 31)])
+def test_a_health_check_expression_that_does_not_compile_is_named_at_its_line(repo_copy, field, line):
+    health_check(repo_copy, field, "status.conditions.exists(c, c.type == 'Active' && )")
+    found = [f for f in validate_repository(repo_copy).findings if f.rule == "flux-health-check-expr"]
+    assert [(f.file, f.line) for f in found] == [(QUEUES, line)], found
+    assert "Syntax error" in found[0].message and "\n" not in found[0].message and found[0].is_error
+
+
+def test_valid_health_check_expressions_are_clean(repo_copy):
+    health_check(repo_copy, "failed", "status.conditions.exists(c, c.type == 'Active' && c.status == 'False')")
+    report = validate_repository(repo_copy)
+    assert report.findings == [], "\n".join(f.text() for f in report.findings)

@@ -179,6 +179,10 @@ func run(root string, j job) result {
 		return r
 	}
 	ks := unstructured.Unstructured{Object: j.Kustomization}
+	if msg := healthCheckError(&ks); msg != "" { // the controller's first check: nothing is built or applied
+		r.Error = msg
+		return r
+	}
 	path, _, _ := unstructured.NestedString(ks.Object, "spec", "path")
 	dir, err := securePath(root, path)
 	if err != nil {
