@@ -35,6 +35,8 @@ RULES = {
     "flux-path": "every Flux Kustomization path exists and renders",
     "flux-depends-on": "every dependsOn target exists (a Flux Kustomization's Kustomizations, a HelmRelease's HelmReleases)",
     "flux-cycle": "dependsOn has no cycle",
+    "flux-decryption": "a Flux Kustomization whose objects hold a SOPS-encrypted Secret has spec.decryption (provider sops): without it "
+                       "kustomize-controller's apply fails and nothing of the layer is applied",
     "flux-health-check-expr": "every spec.healthCheckExprs entry compiles with kustomize-controller's CEL (fluxcd/pkg/runtime/cel): "
                               "one that does not leaves the Kustomization Stalled (InvalidCELExpression), nothing of it applied",
     "flux-variable-undefined": "every ${VAR} in a Flux Kustomization's output is defined, and substituted: a layer without "
@@ -349,6 +351,10 @@ def _flux_build_error(ks: dict, error: str) -> tuple[str, str, str, str | None]:
         where = f"spec.healthCheckExprs[{index}]" + (f".{which[0].lower()}{which[1:]}" if which else "")
         return ("flux-health-check-expr", f"{where}: {error.splitlines()[0]}", "fix the CEL expression (kustomize-controller compiles every "
                 "healthCheckExprs entry before it builds the layer; one GroupKind per entry, `current` required)", where)
+    if "is SOPS encrypted, configuring decryption is required" in error:
+        return ("flux-decryption", f"spec.path {spec.get('path')!r}: {error}; nothing of this layer is applied",
+                "add spec.decryption: {provider: sops, secretRef: {name: <the Secret in the Kustomization's namespace holding the "
+                "age/PGP key>}} to this Kustomization", "spec")
     if "post build failed" in error:
         return "kustomize-build", message, "fix spec.postBuild (its substitute values and substituteFrom sources)", "spec.postBuild"
     if spec.get("targetNamespace") and "namespace transformation" in error:

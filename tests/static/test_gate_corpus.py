@@ -127,6 +127,38 @@ KUEUE = "flux/infrastructure/controllers/kueue.yaml"
 KUBERAY = "flux/infrastructure/controllers/kuberay-operator.yaml"
 SA = "base/service-account.yaml"
 
+# A Secret as `sops --encrypt` leaves it (age recipient; data, stringData encrypted), for the queues layer of prod-eastus2.
+SOPS_SECRET = """apiVersion: v1
+kind: Secret
+metadata:
+  name: storage-credentials
+  namespace: ray
+type: Opaque
+data:
+  account-key: ENC[AES256_GCM,data:q2x0cGx1c2g=,iv:Hh1F5Jx0b0o7nq3d2yZk1zQ6YVXbJ2xk4m2n9qk3k5I=,tag:3x5H2lqJ9n1n0bQ2Xg6k8w==,type:str]
+stringData:
+  user: ENC[AES256_GCM,data:dXNlcg==,iv:Hh1F5Jx0b0o7nq3d2yZk1zQ6YVXbJ2xk4m2n9qk3k5I=,tag:3x5H2lqJ9n1n0bQ2Xg6k8w==,type:str]
+sops:
+  age:
+    - recipient: age1qyqszqgpqyqszqgpqyqszqgpqyqszqgpqyqszqgpqyqszqgpqyqs3290gq
+      enc: |
+        -----BEGIN AGE ENCRYPTED FILE-----
+        YWdlLWVuY3J5cHRpb24ub3JnL3YxCi0+IFgyNTUxOSBhYmNk
+        -----END AGE ENCRYPTED FILE-----
+  lastmodified: "2025-01-01T00:00:00Z"
+  mac: ENC[AES256_GCM,data:bWFj,iv:Hh1F5Jx0b0o7nq3d2yZk1zQ6YVXbJ2xk4m2n9qk3k5I=,tag:3x5H2lqJ9n1n0bQ2Xg6k8w==,type:str]
+  encrypted_regex: ^(data|stringData)$
+  version: 3.9.0
+"""
+
+
+def sops_secret(root: Path) -> None:
+    """prod-eastus2's queues layer applies SOPS_SECRET."""
+    write(root, f"{PROD}/queues/storage-secret.yaml", SOPS_SECRET)
+    edit(root, f"{PROD}/queues/kustomization.yaml", "  - ../../../overlays/team-queues\n",
+         "  - ../../../overlays/team-queues\n  - storage-secret.yaml\n")
+
+
 def health_check(root: Path, field: str, expression: str) -> None:
     """prod-eastus2's queues layer gets a ClusterQueue health check whose `field` is `expression` (current: a valid one)."""
     fields = {"current": "status.conditions.exists(c, c.type == 'Active' && c.status == 'True')", field: expression}
@@ -165,6 +197,8 @@ CORPUS = [
     ("undefined-variable", "flux-variable-undefined", f"{PROD}/queues.yaml",
      lambda r: edit(r, "base/service-account.yaml", '"${AZURE_TENANT_ID}"', '"${AZURE_TENANT}"')),
     ("flux-unknown-field", "schema", f"{PROD}/queues.yaml", lambda r: edit(r, f"{PROD}/queues.yaml", "  prune: true", "  prunne: true")),
+    # kustomize-controller's apply refuses a SOPS-encrypted Secret of a layer without spec.decryption: nothing of it applies.
+    ("sops-secret-without-decryption", "flux-decryption", f"{PROD}/queues.yaml", sops_secret, 9),
     # kustomize-controller compiles healthCheckExprs first: one that does not compile stalls the layer.
     ("health-check-cel-syntax", "flux-health-check-expr", f"{PROD}/queues.yaml",
      lambda r: health_check(r, "current", "status.conditions.exists(c, c.type == 'Active' && )"), 30),

@@ -1,13 +1,15 @@
 """What kustomize-controller does with a Flux Kustomization beyond building it (tools/fluxbuild fluxapply.go): the
-owner labels and spec.commonMetadata its apply sets on every object, and the CEL of spec.healthCheckExprs it
-compiles first."""
+owner labels and spec.commonMetadata its apply sets on every object, the CEL of spec.healthCheckExprs it compiles
+first, and SOPS decryption (spec.decryption) or its refusal of an encrypted Secret without it."""
 from __future__ import annotations
+
+import base64
 
 import pytest
 
 from harness.gate import render_repository
 from harness.gate.validate import validate_repository
-from tests.static.test_gate_corpus import PROD, TEAM_B, edit, health_check
+from tests.static.test_gate_corpus import PROD, TEAM_B, edit, health_check, sops_secret
 
 pytestmark = pytest.mark.static
 
@@ -62,3 +64,21 @@ def test_valid_health_check_expressions_are_clean(repo_copy):
     health_check(repo_copy, "failed", "status.conditions.exists(c, c.type == 'Active' && c.status == 'False')")
     report = validate_repository(repo_copy)
     assert report.findings == [], "\n".join(f.text() for f in report.findings)
+
+
+def test_a_sops_secret_in_a_layer_that_decrypts_is_checked_as_decrypted(repo_copy):
+    sops_secret(repo_copy)
+    edit(repo_copy, QUEUES, "  prune: true\n", "  prune: true\n  decryption:\n    provider: sops\n    secretRef:\n      name: sops-age\n")
+    report = validate_repository(repo_copy)
+    assert not _errors(report), _errors(report)
+    _, clusters = render_repository(repo_copy)
+    secret = next(o for c in clusters if c.name == "prod-eastus2" for b in c.flux for o in b.objects if o["kind"] == "Secret")
+    assert "sops" not in secret and base64.b64decode(secret["data"]["account-key"], validate=True)
+    assert not secret["stringData"]["user"].startswith("ENC[")
+
+
+def test_a_sops_secret_in_a_layer_without_decryption_fails_the_layer(repo_copy):
+    sops_secret(repo_copy)
+    found = validate_repository(repo_copy).findings
+    assert [(f.rule, f.file, f.line) for f in found if f.is_error] == [("flux-decryption", QUEUES, 9)], [f.text() for f in found]
+    assert "Secret/ray/storage-credentials is SOPS encrypted" in found[0].message and "spec.decryption" in found[0].hint

@@ -1,7 +1,8 @@
 // Rendering: kustomize overlays and Flux Kustomizations offline, with the same library code
 // kustomize-controller runs (github.com/fluxcd/pkg/kustomize): the generator that merges
 // spec.patches/images/components/targetNamespace into the kustomization, the secure build with
-// LoadRestrictionsNone, and postBuild variable substitution.
+// LoadRestrictionsNone, and postBuild variable substitution; then what the controller does beyond the build
+// (health-check CEL, SOPS decryption, the metadata its apply sets: fluxapply.go).
 //
 // A render request {"session", "root", "skip_dirs", "jobs": [{"id", "dir"}, {"id", "kustomization",
 // "sources"}]} names directories that hold no configuration (harness/gate/sources.py SKIP_DIRS) and
@@ -213,7 +214,14 @@ func run(root string, j job) result {
 	}
 	ctx := context.Background()
 	undefined := map[string]bool{}
+	decrypts := sopsDecrypts(&ks)
 	for _, res := range resources.Resources() {
+		if decrypts { // decrypted before substitution, as the controller's build loop does
+			if _, err := decryptOffline(res); err != nil {
+				r.Error = fmt.Sprintf("decryption failed for '%s/%s': %v", res.GetGvk(), res.GetName(), err)
+				return r
+			}
+		}
 		// Strict substitution is off by default in kustomize-controller; run it on a copy only
 		// to learn which variables are referenced but never defined.
 		if _, err := kustomize.SubstituteVariables(ctx, kubeClient, ks, res.DeepCopy(), kustomize.SubstituteWithStrict(true)); err != nil {
@@ -235,7 +243,9 @@ func run(root string, j job) result {
 		r.Undefined = append(r.Undefined, msg)
 	}
 	if r.Objects, r.Error = toMaps(resources); r.Error == "" {
-		asApplied(r.Objects, &ks) // what the apply sets on every object (fluxapply.go)
+		if r.Error = asApplied(r.Objects, &ks); r.Error != "" {
+			r.Objects = []map[string]interface{}{} // the apply fails before it applies anything
+		}
 	}
 	return r
 }
