@@ -1,6 +1,7 @@
 """Whether the pinned Kueue could ever admit a sample in its ClusterQueue (`sample-fits`), decided by
 Kueue's own scheduler code in the gate's Go helper (tools/fluxbuild kueueadmit.go): the cluster's
-ResourceFlavors, Topologies, Cohorts and ClusterQueues in Kueue's scheduler cache, the Workload Kueue's
+ResourceFlavors, Topologies, Cohorts and ClusterQueues in Kueue's scheduler cache (its AdmissionChecks as active: Kueue
+reserves quota before they run, and the queue-activity rules judge whether they can be), the Workload Kueue's
 Ray integration builds of the RayJob (with its namespace's LimitRange defaults, and the manager
 configuration's resource transformations and excluded prefixes), and Kueue's flavor assigner on the
 idle cluster. What it cannot fit there (one flavor per resource group and pod set, nominal quota plus
@@ -27,7 +28,7 @@ from harness.gate.sources import as_map, as_maps, reachable_dirs, resource_id
 from harness.gate.terraform import TerraformConfig, TerraformError, load_tfvars
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
-QUEUE_KINDS = {"ResourceFlavor", "Topology", "Cohort", "ClusterQueue"}
+QUEUE_KINDS = {"ResourceFlavor", "Topology", "AdmissionCheck", "Cohort", "ClusterQueue"}  # AdmissionChecks go in as active (kueueadmit.go)
 
 
 class AdmitError(HarnessError):
@@ -104,7 +105,7 @@ def managers(root: Path, clusters: list[ClusterRender]):
 def verdicts(checker, queue_objects: list[dict], jobs: list[tuple[dict, str, list[dict]]], manager: dict | None = None,
              nodes: list[dict] = ()) -> list[dict]:
     """Per (RayJob, ClusterQueue name, its namespace's LimitRanges) of `jobs`, Kueue's flavor assigner's answer on the
-    idle cluster of `queue_objects` (ResourceFlavors, Topologies, Cohorts, ClusterQueues) and `nodes`, with the Kueue
+    idle cluster of `queue_objects` (ResourceFlavors, Topologies, AdmissionChecks, Cohorts, ClusterQueues) and `nodes`, with the Kueue
     manager `manager` (manager_ref; None: the chart's configuration and feature gates): {"mode": "Fit"|"Preempt"|"NoFit", "message", "pod_sets": [{"name",
     "count", "requests", "flavors", "reasons"}]}, or {"mode": "", "skipped": why} when not judged."""
     return submit(checker, queue_objects, jobs, manager, nodes).result()

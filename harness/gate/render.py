@@ -173,6 +173,13 @@ def has_variable(value) -> bool:
     return isinstance(value, list) and any(has_variable(v) for v in value)
 
 
+def as_written(build: Build, obj: dict, substituted: set[str]) -> bool:
+    """Whether a plain build's object is checked as written: not one with a ${VAR} in a directory Flux substitutes (the
+    cluster's render checks it substituted), nor one carrying SOPS metadata (kustomize-controller decrypts it, or refuses
+    the layer without spec.decryption: the cluster's render judges it, tools/fluxbuild fluxapply.go)."""
+    return not (build.dir in substituted and has_variable(obj)) and not isinstance(obj.get("sops"), dict)
+
+
 def run_fluxbuild(root: Path, jobs: list[dict], probe: dict | None = None) -> dict[str, dict]:
     """One request in a fluxbuild process of its own."""
     with FluxBuild(root) as fb:

@@ -36,6 +36,10 @@ RULES = {
     "flux-path": "every Flux Kustomization path exists and renders",
     "flux-depends-on": "every dependsOn target exists (a Flux Kustomization's Kustomizations, a HelmRelease's HelmReleases)",
     "flux-cycle": "dependsOn has no cycle",
+    "flux-decryption": "a Flux Kustomization whose objects hold a SOPS-encrypted Secret has spec.decryption (provider sops): without it "
+                       "kustomize-controller's apply fails and nothing of the layer is applied",
+    "flux-health-check-expr": "every spec.healthCheckExprs entry compiles with kustomize-controller's CEL (fluxcd/pkg/runtime/cel): "
+                              "one that does not leaves the Kustomization Stalled (InvalidCELExpression), nothing of it applied",
     "flux-variable-undefined": "every ${VAR} in a Flux Kustomization's output is defined, and substituted: a layer without "
                                "spec.postBuild whose objects use the cluster's variables applies them as written",
     "sample-render": "every sample listed in clusters/*/samples.yaml (the configuration's samples file) renders",
@@ -326,6 +330,7 @@ def _unsubstituted(ctx: Context, cluster: ClusterRender, build: Build, ks: dict)
 
 
 _INVALID_VAR = re.compile(r"'([^']*)' var name is invalid")
+_HEALTH_CHECK = re.compile(r"healthchecks\[(\d+)\](?:: failed to parse the expression (Current|InProgress|Failed))?")
 
 
 def _flux_build_error(ks: dict, error: str) -> tuple[str, str, str, str | None]:
@@ -339,6 +344,15 @@ def _flux_build_error(ks: dict, error: str) -> tuple[str, str, str, str | None]:
         return ("kustomize-build", f"postBuild variable {name!r} is no valid name, so kustomize-controller builds nothing of this layer: {error}",
                 "name variables with letters, digits and underscores, not starting with a digit (in substitute and in the substituteFrom sources)",
                 where)
+    if "InvalidCELExpression" in error and (check := _HEALTH_CHECK.search(error)):
+        index, which = check.groups()
+        where = f"spec.healthCheckExprs[{index}]" + (f".{which[0].lower()}{which[1:]}" if which else "")
+        return ("flux-health-check-expr", f"{where}: {error.splitlines()[0]}", "fix the CEL expression (kustomize-controller compiles every "
+                "healthCheckExprs entry before it builds the layer; one GroupKind per entry, `current` required)", where)
+    if "is SOPS encrypted, configuring decryption is required" in error:
+        return ("flux-decryption", f"spec.path {spec.get('path')!r}: {error}; nothing of this layer is applied",
+                "add spec.decryption: {provider: sops, secretRef: {name: <the Secret in the Kustomization's namespace holding the "
+                "age/PGP key>}} to this Kustomization", "spec")
     if "post build failed" in error:
         return "kustomize-build", message, "fix spec.postBuild (its substitute values and substituteFrom sources)", "spec.postBuild"
     if spec.get("targetNamespace") and "namespace transformation" in error:

@@ -176,7 +176,7 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
     # The rendered objects go to the helper's checks now too; the samples and variables follow once the rules made them.
     # A ${VAR} in a directory Flux substitutes is checked as substituted, in the cluster's render, not as written.
     substituted = render.substituted_dirs(root, clusters, builds)
-    rendered = [(b, o, None) for b in builds if not b.error for o in b.objects if not (b.dir in substituted and render.has_variable(o))]
+    rendered = [(b, o, None) for b in builds if not b.error for o in b.objects if render.as_written(b, o, substituted)]
     rendered += [(fb, o, None) for c in clusters for fb in c.flux for o in fb.objects]
     manager_for = kueue_fit.managers(root, clusters)  # per build, the Kueue manager its objects meet
     for c in clusters:  # a Ray object a layer applies meets its namespace's admission (LimitRanges, PodSecurity, quota, a default LocalQueue)

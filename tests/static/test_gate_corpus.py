@@ -134,6 +134,45 @@ KUEUE = "flux/infrastructure/controllers/kueue.yaml"
 KUBERAY = "flux/infrastructure/controllers/kuberay-operator.yaml"
 SA = "base/service-account.yaml"
 
+# A Secret as `sops --encrypt` leaves it (age recipient; data, stringData encrypted), for the queues layer of prod-eastus2.
+SOPS_SECRET = """apiVersion: v1
+kind: Secret
+metadata:
+  name: storage-credentials
+  namespace: ray
+type: Opaque
+data:
+  account-key: ENC[AES256_GCM,data:q2x0cGx1c2g=,iv:Hh1F5Jx0b0o7nq3d2yZk1zQ6YVXbJ2xk4m2n9qk3k5I=,tag:3x5H2lqJ9n1n0bQ2Xg6k8w==,type:str]
+stringData:
+  user: ENC[AES256_GCM,data:dXNlcg==,iv:Hh1F5Jx0b0o7nq3d2yZk1zQ6YVXbJ2xk4m2n9qk3k5I=,tag:3x5H2lqJ9n1n0bQ2Xg6k8w==,type:str]
+sops:
+  age:
+    - recipient: age1qyqszqgpqyqszqgpqyqszqgpqyqszqgpqyqszqgpqyqszqgpqyqs3290gq
+      enc: |
+        -----BEGIN AGE ENCRYPTED FILE-----
+        YWdlLWVuY3J5cHRpb24ub3JnL3YxCi0+IFgyNTUxOSBhYmNk
+        -----END AGE ENCRYPTED FILE-----
+  lastmodified: "2025-01-01T00:00:00Z"
+  mac: ENC[AES256_GCM,data:bWFj,iv:Hh1F5Jx0b0o7nq3d2yZk1zQ6YVXbJ2xk4m2n9qk3k5I=,tag:3x5H2lqJ9n1n0bQ2Xg6k8w==,type:str]
+  encrypted_regex: ^(data|stringData)$
+  version: 3.9.0
+"""
+
+
+def sops_secret(root: Path) -> None:
+    """prod-eastus2's queues layer applies SOPS_SECRET."""
+    write(root, f"{PROD}/queues/storage-secret.yaml", SOPS_SECRET)
+    edit(root, f"{PROD}/queues/kustomization.yaml", "  - ../../../overlays/team-queues\n",
+         "  - ../../../overlays/team-queues\n  - storage-secret.yaml\n")
+
+
+def health_check(root: Path, field: str, expression: str) -> None:
+    """prod-eastus2's queues layer gets a ClusterQueue health check whose `field` is `expression` (current: a valid one)."""
+    fields = {"current": "status.conditions.exists(c, c.type == 'Active' && c.status == 'True')", field: expression}
+    append(root, f"{PROD}/queues.yaml", "  healthCheckExprs:\n    - apiVersion: kueue.x-k8s.io/v1beta2\n      kind: ClusterQueue\n"
+           + "".join(f'      {k}: "{v}"\n' for k, v in fields.items()))
+
+
 # (case id, rule that must fire, file the finding must name, mutation[, line[, severity]]): when a line
 # is given, a finding of the rule must name that file:line; its severity must be the one given
 # ("error" unless said otherwise).
@@ -178,6 +217,11 @@ CORPUS = [
                      "    kind: WorkloadPriorityClass\n    metadata:\n      name: high\n    valeu: 1000\n  - apiVersion: kueue.x-k8s.io/v1beta2\n"
                      "    kind: WorkloadPriorityClass\n    metadata:\n      name: low\n    value: 100\n"), 8),
     ("flux-unknown-field", "schema", f"{PROD}/queues.yaml", lambda r: edit(r, f"{PROD}/queues.yaml", "  prune: true", "  prunne: true")),
+    # kustomize-controller's apply refuses a SOPS-encrypted Secret of a layer without spec.decryption: nothing of it applies.
+    ("sops-secret-without-decryption", "flux-decryption", f"{PROD}/queues.yaml", sops_secret, 9),
+    # kustomize-controller compiles healthCheckExprs first: one that does not compile stalls the layer.
+    ("health-check-cel-syntax", "flux-health-check-expr", f"{PROD}/queues.yaml",
+     lambda r: health_check(r, "current", "status.conditions.exists(c, c.type == 'Active' && )"), 30),
     ("submission-mode-typo", "kuberay-validation", "workloads/batch-inference.yaml",  # KubeRay submits nothing: it waits forever
      lambda r: edit(r, "workloads/batch-inference.yaml", "  suspend: true\n", "  suspend: true\n  submissionMode: K8sJob\n"), 14),
     ("queued-job-on-existing-cluster", "kueue-webhook", "workloads/batch-inference.yaml",  # with a rayClusterSpec: Kueue's webhook

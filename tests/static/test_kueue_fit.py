@@ -148,3 +148,80 @@ def test_a_topology_only_flavor_beside_plain_ones_gets_the_hint_that_fixes_it(re
     edit(repo_copy, "base/kustomization.yaml", "resources:\n", "resources:\n  - topology.yaml\n")
     found = [f for f in validate_repository(repo_copy).findings if f.rule == "sample-fits"]
     assert found and all("drop topologyName from that flavor" in f.hint for f in found), [f.hint for f in found]
+
+
+# An admission check on team-a's ClusterQueue: a ProvisioningRequest one (its config beside it) or a MultiKueue one (its
+# config and cluster). Kueue reserves quota before the checks run, so they change nothing of whether a job fits.
+AC_PROVISIONING = """---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: AdmissionCheck
+metadata:
+  name: gpu-capacity
+spec:
+  controllerName: kueue.x-k8s.io/provisioning-request
+  parameters: {apiGroup: kueue.x-k8s.io, kind: ProvisioningRequestConfig, name: gpu-capacity}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ProvisioningRequestConfig
+metadata:
+  name: gpu-capacity
+spec:
+  provisioningClassName: check-capacity.autoscaling.x-k8s.io
+"""
+AC_MULTIKUEUE = """---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: AdmissionCheck
+metadata:
+  name: gpu-capacity
+spec:
+  controllerName: kueue.x-k8s.io/multikueue
+  parameters: {apiGroup: kueue.x-k8s.io, kind: MultiKueueConfig, name: gpu-capacity}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: MultiKueueConfig
+metadata:
+  name: gpu-capacity
+spec:
+  clusters: [worker]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: MultiKueueCluster
+metadata:
+  name: worker
+spec:
+  clusterSource:
+    kubeConfig: {locationType: Secret, location: worker-kubeconfig}
+"""
+
+
+def _admission_check(repo, objects: str) -> None:
+    append(repo, "overlays/team-queues/team-a.yaml", objects)
+    edit(repo, "overlays/team-queues/team-a.yaml", "  queueingStrategy: BestEffortFIFO\n",
+         "  queueingStrategy: BestEffortFIFO\n  admissionChecksStrategy:\n    admissionChecks:\n      - name: gpu-capacity\n")
+
+
+@pytest.mark.parametrize("objects", [AC_PROVISIONING, AC_MULTIKUEUE], ids=["provisioning-request", "multikueue"])
+@pytest.mark.parametrize("workers", ["4", "12"])
+def test_an_admission_check_leaves_the_fit_judged(repo_copy, objects, workers):
+    """team-a's queue holds 8 GPUs with what it borrows: 4 workers fit with the check as without it, 12 never do (the
+    job never gets the quota the checks run after)."""
+    _admission_check(repo_copy, objects)
+    edit(repo_copy, f"{PROD}/samples.yaml", 'NUM_WORKERS: "4"', f'NUM_WORKERS: "{workers}"')
+    report = validate_repository(repo_copy)
+    found = [f for f in report.findings if f.rule == "sample-fits"]
+    if workers == "4":
+        assert found == [] and not [f for f in report.findings if f.is_error], [f.text() for f in report.findings]
+    else:
+        assert [(f.file, f.line) for f in found] == [(f"{PROD}/samples.yaml", 7)], found
+        assert "couldn't assign flavors to pod set gpu-workers: insufficient quota" in found[0].message
+
+
+def test_an_admission_check_leaves_the_placement_judged(repo_copy):
+    """Flavor gpu carries a taint its pods do not tolerate: on prod-eastus2, whose team-a queue has an admission check,
+    the GPU pods that queue's flavor assigner gives that flavor are still reported at the flavor."""
+    from tests.static.test_capacity import taint_gpu_pool
+
+    _admission_check(repo_copy, AC_MULTIKUEUE)
+    taint_gpu_pool(repo_copy, tolerate=False)
+    found = [f for f in validate_repository(repo_copy).findings if f.rule == "capacity-pod-placement" and "cluster prod-eastus2" in f.message]
+    assert found and any("aurora-finetune" in f.message for f in found), found

@@ -88,12 +88,14 @@ def test_kueue_feature_gates_in_one_place_and_orphan_finishing_off_before_0_17_3
         "the embedded Kueue must run with the production feature gates"
 
 
-def test_fluxbuild_uses_kustomize_controllers_library_version():
-    """The offline renderer must run the same fluxcd/pkg/kustomize as the pinned kustomize-controller."""
+@pytest.mark.parametrize("package", ["kustomize", "runtime", "ssa"])
+def test_fluxbuild_uses_kustomize_controllers_library_version(package):
+    """The offline renderer must run the same fluxcd/pkg modules as the pinned kustomize-controller: kustomize (the
+    build), runtime (its CEL health checks), ssa (the metadata its apply sets)."""
     mod, version = versions.module("flux.kustomize-controller")
     controller_mod = Path(tools.module_info(mod, version)["GoMod"]).read_text()
     ours = (versions.REPO_ROOT / "tools/fluxbuild/go.mod").read_text()
-    pattern = re.compile(r"github.com/fluxcd/pkg/kustomize (v\S+)")
+    pattern = re.compile(rf"github.com/fluxcd/pkg/{package} (v\S+)")
     assert pattern.search(ours).group(1) == pattern.search(controller_mod).group(1)
 
 

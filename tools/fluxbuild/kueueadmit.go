@@ -8,6 +8,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -25,8 +26,8 @@ import (
 )
 
 // Op admit: could the pinned Kueue's scheduler ever admit a RayJob's Workload in its ClusterQueue? The
-// cluster's ResourceFlavors, Topologies, Cohorts and ClusterQueues (defaulted as the apiserver stores
-// them) go into Kueue's own scheduler cache, with the cluster's Nodes for topology-aware flavors; the
+// cluster's ResourceFlavors, Topologies, AdmissionChecks (active), Cohorts and ClusterQueues (defaulted as the
+// apiserver stores them) go into Kueue's own scheduler cache, with the cluster's Nodes for topology-aware flavors; the
 // Workload is the one Kueue's Ray integration builds (PodSets, AdjustResources with the namespace's
 // LimitRanges), seen through the manager configuration's resource transformations and excluded
 // prefixes (workload.NewInfo, as cmd/kueue configures its caches). Kueue's flavor assigner then assigns
@@ -185,8 +186,9 @@ func kueueSnapshot(ctx context.Context, s *schemaSet, objects, nodes []map[strin
 		}
 		cache.TASCache().SyncNode(node)
 	}
-	// Flavors and topologies first, cohorts, then the queues (a queue added before its flavors is inactive until they come).
-	order := map[string]int{"ResourceFlavor": 0, "Topology": 1, "Cohort": 2, "ClusterQueue": 3}
+	// Flavors, topologies and admission checks first, cohorts, then the queues (a queue added before its flavors is
+	// inactive until they come).
+	order := map[string]int{"ResourceFlavor": 0, "Topology": 1, "AdmissionCheck": 1, "Cohort": 2, "ClusterQueue": 3}
 	sorted := append([]map[string]interface{}{}, objects...)
 	sort.SliceStable(sorted, func(a, b int) bool {
 		return order[fmt.Sprint(sorted[a]["kind"])] < order[fmt.Sprint(sorted[b]["kind"])]
@@ -201,6 +203,8 @@ func kueueSnapshot(ctx context.Context, s *schemaSet, objects, nodes []map[strin
 			typed = &kueue.Topology{}
 		case "Cohort":
 			typed = &kueue.Cohort{}
+		case "AdmissionCheck":
+			typed = &kueue.AdmissionCheck{}
 		case "ClusterQueue":
 			typed = &kueue.ClusterQueue{}
 		default:
@@ -216,6 +220,14 @@ func kueueSnapshot(ctx context.Context, s *schemaSet, objects, nodes []map[strin
 			cache.AddOrUpdateTopology(log, o)
 		case *kueue.Cohort:
 			_ = cache.AddOrUpdateCohort(o) // a refused one is the check's finding
+		case *kueue.AdmissionCheck:
+			// Active, as its controller would mark it: Kueue reserves quota before the checks run, so whether a job
+			// could ever get quota does not depend on them (the queue-activity rules judge whether a check can be
+			// active). A queue stays inactive for its other reasons (stopPolicy, missing flavors or checks, MultiKueue
+			// beside ProvisioningRequest), as Kueue's own inactiveReason decides.
+			apimeta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: kueue.AdmissionCheckActive, Status: metav1.ConditionTrue,
+				Reason: "Active", Message: "fluxbuild: presumed active to judge the fit"})
+			cache.AddOrUpdateAdmissionCheck(log, o)
 		case *kueue.ClusterQueue:
 			_ = cache.AddClusterQueue(ctx, o)
 		}

@@ -1,7 +1,8 @@
 // Rendering: kustomize overlays and Flux Kustomizations offline, with the same library code
 // kustomize-controller runs (github.com/fluxcd/pkg/kustomize): the generator that merges
 // spec.patches/images/components/targetNamespace into the kustomization, the secure build with
-// LoadRestrictionsNone, and postBuild variable substitution.
+// LoadRestrictionsNone, and postBuild variable substitution; then what the controller does beyond the build
+// (health-check CEL, SOPS decryption, the metadata its apply sets: fluxapply.go).
 //
 // A render request {"session", "root", "skip_dirs", "jobs": [{"id", "dir"}, {"id", "kustomization",
 // "sources"}]} names directories that hold no configuration (harness/gate/sources.py SKIP_DIRS) and
@@ -179,6 +180,10 @@ func run(root string, j job) result {
 		return r
 	}
 	ks := unstructured.Unstructured{Object: j.Kustomization}
+	if msg := healthCheckError(&ks); msg != "" { // the controller's first check: nothing is built or applied
+		r.Error = msg
+		return r
+	}
 	path, _, _ := unstructured.NestedString(ks.Object, "spec", "path")
 	dir, err := securePath(root, path)
 	if err != nil {
@@ -209,7 +214,14 @@ func run(root string, j job) result {
 	}
 	ctx := context.Background()
 	undefined := map[string]bool{}
+	decrypts := sopsDecrypts(&ks)
 	for _, res := range resources.Resources() {
+		if decrypts { // decrypted before substitution, as the controller's build loop does
+			if _, err := decryptOffline(res); err != nil {
+				r.Error = fmt.Sprintf("decryption failed for '%s/%s': %v", res.GetGvk(), res.GetName(), err)
+				return r
+			}
+		}
 		// Strict substitution is off by default in kustomize-controller; run it on a copy only
 		// to learn which variables are referenced but never defined.
 		if _, err := kustomize.SubstituteVariables(ctx, kubeClient, ks, res.DeepCopy(), kustomize.SubstituteWithStrict(true)); err != nil {
@@ -230,7 +242,11 @@ func run(root string, j job) result {
 	for msg := range undefined {
 		r.Undefined = append(r.Undefined, msg)
 	}
-	r.Objects, r.Error = toMaps(resources)
+	if r.Objects, r.Error = toMaps(resources); r.Error == "" {
+		if r.Error = asApplied(r.Objects, &ks); r.Error != "" {
+			r.Objects = []map[string]interface{}{} // the apply fails before it applies anything
+		}
+	}
 	return r
 }
 
