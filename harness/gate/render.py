@@ -23,7 +23,7 @@ from harness.core import HarnessError
 from harness.gate.config import DEFAULTS, GateConfig
 from harness.gate.config import load as load_config
 from harness.gate.helper import helper
-from harness.gate.sources import SKIP_DIRS, SourceError, as_map, kustomization_dirs, kustomization_file, load_yaml, load_yaml_all, name_key, reachable_dirs
+from harness.gate.sources import SKIP_DIRS, SourceError, as_map, kustomization_dirs, kustomization_file, load_yaml, load_yaml_all, name_key
 
 FLUX_KS_API = "kustomize.toolkit.fluxcd.io"
 MAX_FLUX_DEPTH = 5  # nested Flux Kustomizations deeper than this are reported, not followed
@@ -145,39 +145,6 @@ class FluxBuild:
         answer = helper().submit("render", RenderError, session=self._session, root=str(self.root),
                                  skip_dirs=sorted(SKIP_DIRS), jobs=jobs, probe=probe)
         return lambda: {r["id"]: r for r in answer.result()}
-
-
-def substituted_dirs(root: Path, clusters: list[ClusterRender], builds: list = ()) -> set[str]:
-    """The directories (repository-relative) a Flux Kustomization with spec.postBuild builds: kustomize-controller
-    replaces the ${VAR}s of their objects, which the gate checks as substituted in that cluster's render. Those a
-    plain build's Flux Kustomizations name count too (an entry point that is no cluster of the gate's, such as
-    clusters/local/entry): Flux substitutes them as well."""
-    substituting = [b.flux_kustomization for c in clusters for b in c.flux if b.flux_kustomization]
-    substituting += [o for b in builds for o in b.objects if is_flux_kustomization(o)]
-    out: set[str] = set()
-    for ks in substituting:
-        spec = as_map(ks.get("spec"))
-        if isinstance(spec.get("postBuild"), dict) and isinstance(spec.get("path"), str):
-            start = (root / spec["path"].lstrip("/")).resolve()
-            if start.is_relative_to(root.resolve()) and start.is_dir():
-                out |= {d.relative_to(root).as_posix() for d in reachable_dirs(root, start) if d.is_relative_to(root)}
-    return out
-
-
-def has_variable(value) -> bool:
-    """Whether a ${VAR} is written anywhere in `value` (an object, a list or a string)."""
-    if isinstance(value, str):
-        return "${" in value
-    if isinstance(value, dict):
-        return any(has_variable(k) or has_variable(v) for k, v in value.items())
-    return isinstance(value, list) and any(has_variable(v) for v in value)
-
-
-def as_written(build: Build, obj: dict, substituted: set[str]) -> bool:
-    """Whether a plain build's object is checked as written: not one with a ${VAR} in a directory Flux substitutes (the
-    cluster's render checks it substituted), nor one carrying SOPS metadata (kustomize-controller decrypts it, or refuses
-    the layer without spec.decryption: the cluster's render judges it, tools/fluxbuild fluxapply.go)."""
-    return not (build.dir in substituted and has_variable(obj)) and not isinstance(obj.get("sops"), dict)
 
 
 def run_fluxbuild(root: Path, jobs: list[dict], probe: dict | None = None) -> dict[str, dict]:

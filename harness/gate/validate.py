@@ -27,7 +27,7 @@ from harness.gate import cluster_refs, helm_values, kueue_manager, kueue_wiring,
 from harness.gate import flux_rules, flux_tenancy, folding, matching, operator_placement, renames
 from harness.gate import kueue_fit, rules, sample_rules
 from harness.gate import schema_check, schema_texts
-from harness.gate import subnets, terraform, terraform_checks
+from harness.gate import subnets, substitution, terraform, terraform_checks
 from harness.gate import formats, kubernetes_version, version_rules
 from harness.gate.findings import Finding, distinct, keep_once, one_line
 from harness.gate import render
@@ -175,8 +175,8 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
     warnings = beside("rules", lambda: kustomize_warnings.repository_warnings(ctx, root, clusters) + probed())
     # The rendered objects go to the helper's checks now too; the samples and variables follow once the rules made them.
     # A ${VAR} in a directory Flux substitutes is checked as substituted, in the cluster's render, not as written.
-    substituted = render.substituted_dirs(root, clusters, builds)
-    rendered = [(b, o, None) for b in builds if not b.error for o in b.objects if render.as_written(b, o, substituted)]
+    substituted = substitution.substituted_dirs(root, clusters, builds)
+    rendered = [(b, o, None) for b in builds if not b.error for o in b.objects if substitution.as_written(b, o, substituted)]
     rendered += [(fb, o, None) for c in clusters for fb in c.flux for o in fb.objects]
     manager_for = kueue_fit.managers(root, clusters)  # per build, the Kueue manager its objects meet
     for c in clusters:  # a Ray object a layer applies meets its namespace's admission (LimitRanges, PodSecurity, quota, a default LocalQueue)

@@ -1,0 +1,42 @@
+"""Which objects of a plain kustomize build the gate judges as written: not one with a ${VAR} in a directory a Flux
+Kustomization with postBuild builds (kustomize-controller substitutes it; the cluster's render is judged), nor one
+carrying SOPS metadata (kustomize-controller decrypts it, or refuses the layer without spec.decryption)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.gate.render import ClusterRender, Build, is_flux_kustomization
+from harness.gate.sources import as_map, reachable_dirs
+
+
+def substituted_dirs(root: Path, clusters: list[ClusterRender], builds: list = ()) -> set[str]:
+    """The directories (repository-relative) a Flux Kustomization with spec.postBuild builds: kustomize-controller
+    replaces the ${VAR}s of their objects, which the gate checks as substituted in that cluster's render. Those a
+    plain build's Flux Kustomizations name count too (an entry point that is no cluster of the gate's, such as
+    clusters/local/entry): Flux substitutes them as well."""
+    substituting = [b.flux_kustomization for c in clusters for b in c.flux if b.flux_kustomization]
+    substituting += [o for b in builds for o in b.objects if is_flux_kustomization(o)]
+    out: set[str] = set()
+    for ks in substituting:
+        spec = as_map(ks.get("spec"))
+        if isinstance(spec.get("postBuild"), dict) and isinstance(spec.get("path"), str):
+            start = (root / spec["path"].lstrip("/")).resolve()
+            if start.is_relative_to(root.resolve()) and start.is_dir():
+                out |= {d.relative_to(root).as_posix() for d in reachable_dirs(root, start) if d.is_relative_to(root)}
+    return out
+
+
+def has_variable(value) -> bool:
+    """Whether a ${VAR} is written anywhere in `value` (an object, a list or a string)."""
+    if isinstance(value, str):
+        return "${" in value
+    if isinstance(value, dict):
+        return any(has_variable(k) or has_variable(v) for k, v in value.items())
+    return isinstance(value, list) and any(has_variable(v) for v in value)
+
+
+def as_written(build: Build, obj: dict, substituted: set[str]) -> bool:
+    """Whether a plain build's object is checked as written: not one with a ${VAR} in a directory Flux substitutes (the
+    cluster's render checks it substituted), nor one carrying SOPS metadata (kustomize-controller decrypts it, or refuses
+    the layer without spec.decryption: the cluster's render judges it, tools/fluxbuild fluxapply.go)."""
+    return not (build.dir in substituted and has_variable(obj)) and not isinstance(obj.get("sops"), dict)
