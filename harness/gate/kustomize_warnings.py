@@ -106,7 +106,9 @@ def build_error(root: Path, build: Build) -> Finding:
         if named_at and (not kept_at or named_at > kept_at):  # a later pattern naming the directory itself: the cause, at its line
             return Finding(".sourceignore", named_at, "", "kustomize-build",
                            f"{build.error.strip()} — .sourceignore:{named_at} leaves {build.dir} out of the artifact source-controller "
-                           f"packs, so Flux never sees it (built from {file})", "remove or narrow that pattern", build.id)
+                           f"packs, so Flux never sees it (built from {file})", "remove or narrow that pattern"
+                           + (f" (`!/{top}/` at .sourceignore:{kept_at} keeps it until that line: the last pattern that matches a "
+                              "path decides)" if kept_at else ""), build.id)
         fix = (f"`!/{top}/` at .sourceignore:{kept_at} keeps it, but a pattern after that line leaves it out again (the last "
                "pattern that matches a path decides): remove or narrow that pattern") if kept_at else \
             (f"keep it in the artifact: add `!/{top}/` to .sourceignore (it lists what the artifact holds), or move it under "
