@@ -308,7 +308,9 @@ class _Check:
     def _flavor_finding(self, fname: str, follow_ons: list[str]) -> Finding:
         obj = self.flavors[fname]
         fl = placement.flavors_of([obj])[fname]
-        file, line = self.locate(obj, f"spec.nodeLabels[{next(iter(fl.labels))}]" if fl.labels else None)  # where it selects
+        # where it selects: the first label no pool with nodes carries with that value (else the first label)
+        unmet = next((k for k, v in fl.labels.items() if not any(p.labels.get(k) == v for p in self.pools if p.count > 0)), None)
+        file, line = self.locate(obj, f"spec.nodeLabels[{unmet or next(iter(fl.labels))}]" if fl.labels else None)
         have = "; ".join(f"{p.name} has " + ", ".join(f"{k}={p.labels.get(k, '<absent>')}" for k in fl.labels)
                          + (f"{', ' if fl.labels else ''}taints {', '.join(p.taints)}" if p.taints else "")
                          + (" (0 nodes)" if p.count == 0 else "") + (" (Windows)" * (not p.linux)) for p in self.pools) or "no pools"

@@ -131,3 +131,12 @@ def test_a_pod_kept_off_its_node_by_a_raised_max_pods_is_told_so(repo_copy: Path
     found = [f for f in capacity(repo_copy, "prod-eastus2") if f.rule == "capacity-pod-fits-node"]
     where = f"{PROD_TFVARS}:{line_of(repo_copy, PROD_TFVARS, 'max_pods')}"
     assert found and all(f"max_pods = 250 at {where}" in f.hint for f in found), "\n".join(f.text() for f in found)
+
+
+def test_a_flavor_selecting_no_pool_is_reported_at_the_label_no_pool_carries(repo_copy):
+    """Flavor gpu adds a label no pool's nodes carry: the finding is at that label, not at the first one (which they do)."""
+    from harness.gate.validate import validate_repository
+    from tests.static.test_gate_corpus import edit
+    edit(repo_copy, "base/resource-flavors.yaml", "    accelerator: nvidia\n", "    accelerator: nvidia\n    gpu-sku: h100\n")
+    found = [f for f in validate_repository(repo_copy).findings if f.rule == "capacity-flavor-labels"]
+    assert found and {(f.file, f.line) for f in found} == {("base/resource-flavors.yaml", 17)}, "\n".join(f.text() for f in found)
