@@ -40,6 +40,7 @@ class PodSetLines:
     template: int | None = None
     requests: dict[str, list[tuple[int, str]]] = field(default_factory=dict)
     replicas: tuple[int, str] | None = None
+    constraints: int | None = None  # its own nodeSelector (else affinity, else tolerations)
 
 
 def workload_lines(text: str) -> list[PodSetLines]:
@@ -66,6 +67,8 @@ def workload_lines(text: str) -> list[PodSetLines]:
     out = []
     for line, template, replicas in sets:
         lines = PodSetLines(line)
+        lines.constraints = next((k.start_mark.line + 1 for k in (step(_path(template, "spec"), key)[0] for key in
+                                                                  ("nodeSelector", "affinity", "tolerations")) if k is not None), None)
         groups = [_path(template, "spec", group) for group in ("initContainers", "containers")]  # Kueue charges init containers too
         for c in (c for g in groups if isinstance(g, yaml.SequenceNode) for c in g.value):
             res, written = _path(c, "resources"), {}
@@ -227,7 +230,7 @@ def sample_problems(root: Path, cluster: ClusterRender, objects: list[dict], poo
                     share(blame, f"pods that get these flavors land on no node pool with nodes in {rel} ({why}); "
                           "Kueue would admit them and they would stay Pending", causes, label)
                     continue
-                errors.append(Problem([finding("capacity-pod-placement", where.template,
+                errors.append(Problem([finding("capacity-pod-placement", where.constraints or where.template,
                                                f" lands on no node pool with nodes in {rel} (its own constraints with {why}); "
                                                "Kueue would admit it and the pod would stay Pending",
                                                POD_NO_POOL_HINT + (LINUX_HINT if on_windows else ""))], frozenset(causes), pod=label))

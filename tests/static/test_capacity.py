@@ -382,7 +382,7 @@ CASES = [
      lambda r: (taint_gpu_pool(r, tolerate=False),
                 edit(r, "workloads/aurora-finetune.yaml", SAMPLE_WORKER_SPEC,
                      SAMPLE_WORKER_SPEC.replace("containers:", "tolerations: [{key: sku, value: cpu, effect: NoSchedule}]\n            containers:")))),
-    ("pod-selector-matches-no-pool", "capacity-pod-placement", "workloads/aurora-finetune.yaml", ("template:", 1),
+    ("pod-selector-matches-no-pool", "capacity-pod-placement", "workloads/aurora-finetune.yaml", ("nodeSelector: {agentpool: gpupol}", 0),
      lambda r: edit(r, "workloads/aurora-finetune.yaml", SAMPLE_WORKER_SPEC, SAMPLE_WORKER_SPEC.replace("containers:", "nodeSelector: {agentpool: gpupol}\n            containers:"))),
     ("autoscaling-v3-attribute", "capacity-autoscaling", "terraform/node_pools.tf", ("enable_auto_scaling", 0),
      lambda r: autoscale_gpu_pool(r, 1, 1, key="enable_auto_scaling")),
