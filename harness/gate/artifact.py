@@ -6,6 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness.gate.findings import Finding
+from harness.gate.sources import kustomization_file
+from harness.gate.render import Build
+
 IGNORE_FILE = ".sourceignore"
 
 
@@ -62,3 +66,45 @@ def left_out(root: Path, path: Path) -> tuple[str, str, str | None, int | None] 
     files = [i.relative_to(root.absolute()).as_posix() for i in ignore_files(root, path)]
     return (f"a pattern of {' or '.join(files)} leaves it out of the artifact source-controller packs, so Flux never sees it",
             "remove or narrow the pattern that matches it (the last pattern that matches a path decides)", None, None) if files else None
+
+
+def artifact_finding(root: Path, build: Build, entry: Path | None, file: str, line: int | None) -> Finding | None:
+    """kustomize-build for a build that misses what the checkout has (`entry`: the file its error names, or the build's own
+    directory): at the pattern, symlink or root .sourceignore line that leaves it out of the artifact; None otherwise."""
+    if entry is not None and (entry.exists() or entry.is_symlink()) and "no such file" in build.error and (away := left_out(root, entry)):
+        why, fix, at, at_line = away  # the checkout has it, the artifact Flux builds from does not
+        return Finding(at or file, at_line if at else line, "", "kustomize-build", f"{build.error.strip()} — {why}"
+                       + (f" (listed at {file}:{line})" if at else ""), fix, build.id)
+    if kustomization_file(root / build.dir) is not None and f"evalsymlink failure on '{build.dir}'" in build.error:
+        # The checkout has it and the build read none of it: the artifact source-controller packs leaves it out.
+        away = left_out(root, root / build.dir)  # a nested .sourceignore's pattern, or a symlink on the way
+        if away and away[2] and away[2] != ".sourceignore":
+            return Finding(away[2], away[3], "", "kustomize-build", f"{build.error.strip()} — {build.dir}: {away[0]} (built from {file})",
+                           away[1], build.id)
+        if away and away[2] is None and "symlink" in away[0]:
+            return Finding(file, line, "", "kustomize-build", f"{build.error.strip()} — {away[0]}", away[1], build.id)
+        top = build.dir.split("/")[0]
+        kept_at = line_of(root / ".sourceignore", f"!/{top}/")
+        named_at = pattern_line(root / ".sourceignore", build.dir)
+        if named_at and (not kept_at or named_at > kept_at):  # a later pattern naming the directory itself: the cause, at its line
+            return Finding(".sourceignore", named_at, "", "kustomize-build",
+                           f"{build.error.strip()} — .sourceignore:{named_at} leaves {build.dir} out of the artifact source-controller "
+                           f"packs, so Flux never sees it (built from {file})", "remove or narrow that pattern"
+                           + (f" (`!/{top}/` at .sourceignore:{kept_at} keeps it until that line: the last pattern that matches a "
+                              "path decides)" if kept_at else ""), build.id)
+        fix = (f"`!/{top}/` at .sourceignore:{kept_at} keeps it, but a pattern after that line leaves it out again (the last "
+               "pattern that matches a path decides): remove or narrow that pattern") if kept_at else \
+            (f"keep it in the artifact: add `!/{top}/` to .sourceignore (it lists what the artifact holds), or move it under "
+             "a directory the artifact keeps")
+        return Finding(file, line, "", "kustomize-build",
+                       f"{build.error.strip()} — {build.dir} is in the checkout but not in the artifact source-controller packs: "
+                       ".sourceignore (or the default exclusions) leaves it out, so Flux never sees it", fix, build.id)
+    return None
+
+
+def line_of(path: Path, text: str) -> int | None:
+    """The number of the first line of `path` that is `text` (surrounding blanks aside); None when none is."""
+    try:
+        return next((i for i, line in enumerate(path.read_text(errors="replace").splitlines(), 1) if line.strip() == text), None)
+    except OSError:
+        return None

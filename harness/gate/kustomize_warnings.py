@@ -26,7 +26,7 @@ import yaml
 
 from harness.gate.config import CONFIG_FILE
 from harness.gate.origin import compose, descend, line_at, quoted_value_line, step
-from harness.gate.artifact import left_out, pattern_line
+from harness.gate.artifact import artifact_finding
 from harness.gate.findings import Finding
 from harness.gate.render import Build, ClusterRender, FluxBuild, run_fluxbuild
 from harness.gate.sources import (KUSTOMIZATION_FILES, SKIP_DIRS, SourceError, as_list, as_map, kustomization_dirs, kustomization_file,
@@ -94,28 +94,9 @@ def build_error(root: Path, build: Build) -> Finding:
         cause = build.error.split(": must build at directory")[0].strip()
         return Finding(rel, _object_line(entry, cause), "", "kustomize-build", f"{cause} (listed at {file}:{line})" if line else cause,
                        f"fix the objects in {rel}: each document a mapping with apiVersion, kind and metadata.name", build.id)
-    if inside and (entry.exists() or entry.is_symlink()) and "no such file" in build.error and (away := left_out(root, entry)):
-        why, fix, at, at_line = away  # the checkout has it, the artifact Flux builds from does not
-        return Finding(at or file, at_line if at else line, "", "kustomize-build", f"{build.error.strip()} — {why}"
-                       + (f" (listed at {file}:{line})" if at else ""), fix, build.id)
-    if kustomization_file(root / build.dir) is not None and f"evalsymlink failure on '{build.dir}'" in build.error:
-        # The checkout has it and the build read none of it: the artifact source-controller packs leaves it out.
-        top = build.dir.split("/")[0]
-        kept_at = _line_of(root / ".sourceignore", f"!/{top}/")
-        named_at = pattern_line(root / ".sourceignore", build.dir)
-        if named_at and (not kept_at or named_at > kept_at):  # a later pattern naming the directory itself: the cause, at its line
-            return Finding(".sourceignore", named_at, "", "kustomize-build",
-                           f"{build.error.strip()} — .sourceignore:{named_at} leaves {build.dir} out of the artifact source-controller "
-                           f"packs, so Flux never sees it (built from {file})", "remove or narrow that pattern"
-                           + (f" (`!/{top}/` at .sourceignore:{kept_at} keeps it until that line: the last pattern that matches a "
-                              "path decides)" if kept_at else ""), build.id)
-        fix = (f"`!/{top}/` at .sourceignore:{kept_at} keeps it, but a pattern after that line leaves it out again (the last "
-               "pattern that matches a path decides): remove or narrow that pattern") if kept_at else \
-            (f"keep it in the artifact: add `!/{top}/` to .sourceignore (it lists what the artifact holds), or move it under "
-             "a directory the artifact keeps")
-        return Finding(file, line, "", "kustomize-build",
-                       f"{build.error.strip()} — {build.dir} is in the checkout but not in the artifact source-controller packs: "
-                       ".sourceignore (or the default exclusions) leaves it out, so Flux never sees it", fix, build.id)
+    missing = artifact_finding(root, build, entry if inside else None, file, line)
+    if missing is not None:  # the checkout has it, the artifact source-controller packs (what Flux builds from) does not
+        return missing
     recursed = re.findall(r"recursed accumulation of path '([^']+)'", build.error)
     inner = next((d for d in (root / recursed[-1], root / build.dir / recursed[-1]) if kustomization_file(d)), None) if recursed else None
     if inner is not None and inner.resolve().is_relative_to(root.resolve()) and inner.resolve() != (root / build.dir).resolve():
@@ -127,14 +108,6 @@ def build_error(root: Path, build: Build) -> Finding:
                        f"fix {rel} as the message says (a JSON patch path must exist in every object its target selects); "
                        "each kustomization that includes it fails until then", build.id)
     return Finding(file, line, "", "kustomize-build", build.error.strip(), _build_hint(build), build.id)
-
-
-def _line_of(path: Path, text: str) -> int | None:
-    """The number of the first line of `path` that is `text` (surrounding blanks aside); None when none is."""
-    try:
-        return next((i for i, line in enumerate(path.read_text(errors="replace").splitlines(), 1) if line.strip() == text), None)
-    except OSError:
-        return None
 
 
 def _pointer_line(path: Path, error: str) -> int | None:

@@ -8,6 +8,7 @@ own.
 """
 from __future__ import annotations
 
+import base64
 import itertools
 import os
 import posixpath
@@ -323,7 +324,15 @@ def _sources(cluster: ClusterRender) -> list[dict]:
     key = lambda o: (o.get("kind"), as_map(o.get("metadata")).get("namespace"), as_map(o.get("metadata")).get("name"))  # noqa: E731
     seen = {key(o) for o in cluster.variables}
     applied = [o for b in [cluster.entry, *cluster.flux] for o in b.objects if o.get("kind") in ("ConfigMap", "Secret") and key(o) not in seen]
-    return [*cluster.variables, *applied]
+    return [_as_stored(o) for o in [*cluster.variables, *applied]]
+
+
+def _as_stored(obj: dict) -> dict:
+    """A Secret as the apiserver stores it, which is what kustomize-controller reads: stringData folded into data (base64)."""
+    if obj.get("kind") != "Secret" or not isinstance(obj.get("stringData"), dict):
+        return obj
+    folded = {str(k): base64.b64encode(str(v).encode()).decode() for k, v in obj["stringData"].items()}
+    return {**{k: v for k, v in obj.items() if k != "stringData"}, "data": {**as_map(obj.get("data")), **folded}}
 
 
 def _render_flux(fb: FluxBuild, root: Path, clusters: list[ClusterRender]) -> None:

@@ -260,3 +260,17 @@ def test_a_release_with_chart_and_chart_ref_is_the_crds_refusal_alone(repo_copy)
          "      sourceRef:\n        kind: OCIRepository\n        name: kueue\n")
     found = validate_repository(repo_copy).findings
     assert {f.rule for f in found} == {"api-validation"}, "\n".join(f.text() for f in found)
+
+
+def test_a_secret_written_with_string_data_is_a_substitution_source(repo_copy):
+    """kustomize-controller reads a substituteFrom Secret as the apiserver stores it: stringData folded into data."""
+    (repo_copy / PROD / "cluster-secrets.yaml").write_text("apiVersion: v1\nkind: Secret\nmetadata:\n  name: cluster-secrets\n"
+                                                         "  namespace: flux-system\nstringData:\n  RAY_TOKEN: abc\n")
+    edit(repo_copy, f"{PROD}/kustomization.yaml", "  - queues.yaml\n", "  - queues.yaml\n  - cluster-secrets.yaml\n")
+    edit(repo_copy, f"{PROD}/queues.yaml", "      - kind: ConfigMap\n        name: cluster-vars\n",
+         "      - kind: ConfigMap\n        name: cluster-vars\n      - kind: Secret\n        name: cluster-secrets\n")
+    (repo_copy / PROD / "queues/kustomization.yaml").write_text((repo_copy / PROD / "queues/kustomization.yaml").read_text()
+                                                               + 'configMapGenerator:\n  - name: tokens\n    namespace: ray\n'
+                                                               '    literals: ["TOKEN=${RAY_TOKEN}"]\n')
+    found = validate_repository(repo_copy).findings
+    assert found == [], "\n".join(f.text() for f in found)
