@@ -9,10 +9,12 @@ Every rule returns Findings; `RULES` documents each id with the fix it suggests.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from collections import defaultdict
 from pathlib import Path
 
 from harness.gate import config
+from harness.gate.artifact import symlinked
 from harness.gate.findings import Finding
 from harness.gate.flux_rules import cycles
 from harness.gate.kustomize_warnings import reachable
@@ -36,6 +38,8 @@ RULES = {
     "flux-path": "every Flux Kustomization path exists and renders",
     "flux-depends-on": "every dependsOn target exists (a Flux Kustomization's Kustomizations, a HelmRelease's HelmReleases)",
     "flux-cycle": "dependsOn has no cycle",
+    "flux-variables-applied": "a cluster folder without a kustomization file keeps its variables stand-in (cluster-vars.example.yaml) "
+                              "out of the artifact: Flux's generator would apply it over the ConfigMap Terraform writes",
     "flux-decryption": "a Flux Kustomization whose objects hold a SOPS-encrypted Secret has spec.decryption (provider sops): without it "
                        "kustomize-controller's apply fails and nothing of the layer is applied",
     "flux-health-check-expr": "every spec.healthCheckExprs entry compiles with kustomize-controller's CEL (fluxcd/pkg/runtime/cel): "
@@ -175,6 +179,15 @@ def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Find
     if own and cluster.entry.error and not ctx.cause_of(cluster.entry.dir, flux=True) and "substitute from '" not in cluster.entry.error:
         rule, message, hint, where = _flux_build_error(own, cluster.entry.error)
         return [ctx.finding(own, cluster.entry, rule, message, hint, field=where)]
+    stand_ins = {object_key(v) for v in cluster.variables}
+    applied_vars = [o for o in cluster.entry.objects if object_key(o) in stand_ins] if cluster.bootstrap else []
+    if applied_vars:
+        var_file = f"{cluster.entry.dir}/{ctx.config.cluster_variables}"
+        out.append(Finding(var_file, 1, resource_id(applied_vars[0]), "flux-variables-applied",
+                           f"{cluster.entry.dir} has no kustomization file, so Flux's generator applies every manifest under it, "
+                           f"{var_file} too: its example values overwrite what Terraform writes into {resource_id(applied_vars[0])}",
+                           f"list {ctx.config.cluster_variables} in {cluster.entry.dir}/.sourceignore (with {ctx.config.samples}), or add "
+                           f"{cluster.entry.dir}/kustomization.yaml listing only the Flux Kustomization files", f"cluster {cluster.name}"))
     kss = cluster.kustomizations()
     names = {(name_key(as_map(k.get("metadata")).get("namespace", "flux-system")), name_key(k["metadata"]["name"])) for k in kss}
 
@@ -205,7 +218,12 @@ def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Find
         if build.error and not ctx.cause_of(build.dir, flux=True) and "substitute from '" not in build.error:
             # (a substituteFrom source the cluster lacks: object-ref names it at its line)
             rule, message, hint, where = _flux_build_error(ks, build.error)
-            out.append(ctx.finding(ks, build, rule, message, hint, field=where))
+            link = symlinked(root, root / build.dir) if rule == "flux-path" and (root / build.dir).exists() else None
+            if link is not None:  # the checkout has it through a symlink; the artifact holds no symlinks
+                message, hint = f"{message} ({link.relative_to(root).as_posix()} is a symlink, which the artifact source-controller " \
+                                "packs does not hold)", f"replace the symlink {link.relative_to(root).as_posix()} by the directory itself"
+            # (kustomize-controller builds nothing of a Kustomization the apiserver refuses: that refusal is the cause)
+            out.append(replace(ctx.finding(ks, build, rule, message, hint, field=where), presumes=(resource_id(ks),)))
         deps = as_map(ks.get("spec")).get("dependsOn")
         for i, dep in enumerate(deps if isinstance(deps, list) else []):
             if not isinstance(dep, dict):
@@ -270,12 +288,15 @@ def _at_entry_listing(ctx: Context, root: Path, cluster: ClusterRender, builds: 
     layers = {(root / b.dir).resolve() for b in builds[1:]}
     inside = sorted(p.relative_to(root.resolve()).as_posix() for p in layers if p.is_relative_to((root / cluster.entry.dir).resolve()))
     if cluster.bootstrap and inside:  # Flux's generator lists every directory below the entry that has a kustomization file
-        return Finding(cluster.entry_file, None, f"cluster/{cluster.name}", "object-collision",
-                       f"{cluster.entry.dir} has no kustomization file, so Flux's generator builds it with every directory below it that "
-                       f"has one: {', '.join(inside)}, which layer(s) {', '.join(b.id for b in builds[1:])} apply as well; the two fight "
-                       "over its objects and prune each other",
-                       f"add {cluster.entry.dir}/kustomization.yaml listing only the cluster's Flux Kustomization files, or list "
-                       f"{', '.join(d.rsplit('/', 1)[-1] + '/' for d in inside)} in {cluster.entry.dir}/.sourceignore", f"cluster {cluster.name}")
+        layer = next(b for b in builds[1:] if (root / b.dir).resolve().is_relative_to((root / cluster.entry.dir).resolve()))
+        found = ctx.finding(layer.flux_kustomization or {}, cluster.entry, "object-collision",
+                            f"{cluster.entry.dir} has no kustomization file, so Flux's generator builds it with every directory below it "
+                            f"that has one: {', '.join(inside)}, which layer(s) {', '.join(b.id for b in builds[1:])} apply as well; the "
+                            "two fight over its objects and prune each other",
+                            f"add {cluster.entry.dir}/kustomization.yaml listing only the cluster's Flux Kustomization files, or move "
+                            f"the layer's directory out of {cluster.entry.dir} (e.g. under flux/) and point spec.path there "
+                            "(a .sourceignore pattern would leave it out of the layer's build too)", field="spec.path")
+        return found if found.line else replace(found, file=cluster.entry_file)
     if cluster.bootstrap or cluster.entry_name not in KUSTOMIZATION_FILES:
         return None
     listed = as_list(as_map(_entry_doc(root, cluster)).get("resources"))

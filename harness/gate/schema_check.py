@@ -14,6 +14,7 @@ create path for pods and the ResourceQuota admission of their namespace.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -230,6 +231,9 @@ def deeper_fields(obj, err: dict) -> list:
     first (where the value is written, which may be a patch), then the field itself."""
     field = err.get("field")
     steps = segments(field) if field not in (None, "", "<nil>") else []
+    extra = re.findall(r"additional propert(?:y|ies) '([^']+)'", str(err.get("message", "")))  # kubeconform names the unknown key
+    if extra:
+        return [dotted([*steps, extra[0]]), field]
     below = value_at(obj, steps) if len(steps) == 1 or steps[-2:-1] in (["containers"], ["initContainers"]) else None
     if not isinstance(below, (dict, list)):  # (deeper in, the field is the item the rule is about: a resource group)
         return [field]

@@ -75,6 +75,8 @@ WHAT = {
 
 # Refusals of one rule whose own fix is narrower than the rule's hint: (rule, words of the refusal) -> that fix.
 NARROWER_HINTS = {
+    ("schema", "'sops'"): "the object is SOPS-encrypted: give the Flux Kustomization that applies it spec.decryption (provider: sops, "
+                          "with the key's Secret), or drop its kustomize.toolkit.fluxcd.io/decrypt: disabled annotation",
     ("api-validation", "must be nil when cohort is empty"): "drop the borrowingLimit/lendingLimit, or put the ClusterQueue in a cohort "
                                                             "(spec.cohortName): limits bound what it borrows from or lends to one",
     ("kueue-inadmissible", "must not exceed its limits"): "lower the request named to at most its limit (or raise or drop the limit)",

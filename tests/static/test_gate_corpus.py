@@ -1058,7 +1058,8 @@ def test_an_infrastructure_layer_with_a_health_check_on_kueue_is_in_order(repo_c
 # a row of a table: the file that holds it.
 ELSEWHERE = {"file-read": "test_gate_robustness.py", "gate-config": "test_gate_fork_layout.py",
              "capacity-unknown-sku": "test_capacity.py", "terraform-federated-subject": "test_capacity.py",
-             "terraform-cluster-vars": "test_terraform.py", "terraform-flux-configuration": "test_terraform.py"}
+             "terraform-cluster-vars": "test_terraform.py", "terraform-flux-configuration": "test_terraform.py",
+             "flux-variables-applied": "test_gate_flux_forms.py"}
 
 
 def test_every_rule_has_a_broken_variant():

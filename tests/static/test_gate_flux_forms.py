@@ -215,8 +215,20 @@ def test_a_cluster_folder_without_kustomization_file_applies_its_layer_directori
     (repo_copy / PROD / "flux-system").rmdir()
     (repo_copy / PROD / ".sourceignore").write_text("samples.yaml\ncluster-vars.example.yaml\n")
     found = validate_repository(repo_copy).findings
-    assert [(f.rule, f.file) for f in found] == [("object-collision", f"{PROD}/infrastructure.yaml")], "\n".join(f.text() for f in found)
-    assert ".sourceignore" in found[0].hint and "queues/" in found[0].hint, found[0].hint
+    assert [(f.rule, f.file, f.line) for f in found] == [("object-collision", f"{PROD}/queues.yaml", 20)], "\n".join(f.text() for f in found)
+    assert "kustomization.yaml" in found[0].hint and "move the layer's directory" in found[0].hint, found[0].hint
+
+
+def test_a_cluster_folder_without_kustomization_file_applies_its_variables_stand_in(repo_copy):
+    """Flux's generator applies cluster-vars.example.yaml too when no .sourceignore leaves it out: its example values
+    overwrite the ConfigMap Terraform writes."""
+    (repo_copy / PROD / "kustomization.yaml").unlink()
+    for name in ("gotk-components.yaml", "gotk-sync.yaml", "kustomization.yaml"):
+        (repo_copy / PROD / "flux-system" / name).unlink()
+    (repo_copy / PROD / "flux-system").rmdir()
+    (repo_copy / PROD / ".sourceignore").write_text("samples.yaml\n")
+    found = [f for f in validate_repository(repo_copy).findings if f.file == f"{PROD}/cluster-vars.example.yaml"]
+    assert [(f.rule, f.severity) for f in found] == [("flux-variables-applied", "error")], "\n".join(f.text() for f in found)
 
 
 CONTROLLERS = "flux/infrastructure/controllers"

@@ -212,3 +212,34 @@ def test_a_sample_short_of_quota_names_the_lending_limit_that_caps_it(repo_copy)
     edit(repo_copy, "clusters/prod-eastus2/samples.yaml", 'NUM_WORKERS: "4"', 'NUM_WORKERS: "5"')
     found = [f for f in validate_repository(repo_copy).findings if f.rule == "sample-fits"]
     assert len(found) == 1 and "team-b-cq's lendingLimit 0" in found[0].hint, "\n".join(f.text() for f in found)
+
+
+def test_an_encrypted_object_flux_does_not_decrypt_is_at_its_sops_key(repo_copy):
+    """A SOPS-encrypted ConfigMap in a layer without spec.decryption reaches the apiserver with its `sops` key: the
+    finding is at that key, and the fix is the decryption."""
+    from harness.gate.validate import validate_repository
+    (repo_copy / "clusters/prod-eastus2/queues/cm.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: enc\n  namespace: ray\ndata:\n  token: ENC[AES256_GCM,data:abcd,iv:xx,tag:yy,type:str]\n"
+        "sops:\n  mac: ENC[AES256_GCM,data:zz,iv:xx,tag:yy,type:str]\n  version: 3.9.0\n")
+    edit(repo_copy, "clusters/prod-eastus2/queues/kustomization.yaml", "  - ../../../overlays/team-queues\n", "  - ../../../overlays/team-queues\n  - cm.yaml\n")
+    found = validate_repository(repo_copy).findings
+    assert [(f.rule, f.file, f.line) for f in found] == [("schema", "clusters/prod-eastus2/queues/cm.yaml", 8)], "\n".join(f.text() for f in found)
+    assert "spec.decryption" in found[0].hint, found[0].hint
+
+
+def test_a_health_check_expression_the_apiserver_refuses_is_its_refusal_alone(repo_copy):
+    from harness.gate.validate import validate_repository
+    edit(repo_copy, "clusters/prod-eastus2/queues.yaml", "  prune: true\n", "  prune: true\n  healthCheckExprs:\n"
+         "    - apiVersion: kueue.x-k8s.io/v1beta2\n      kind: ClusterQueue\n      failed: status.conditions.exists(c, c.type == 'Active')\n")
+    found = validate_repository(repo_copy).findings
+    assert [f.rule for f in found] == ["api-validation"], "\n".join(f.text() for f in found)
+
+
+def test_a_flux_path_through_a_symlink_says_so(repo_copy):
+    from harness.gate.validate import validate_repository
+    prod = repo_copy / "clusters/prod-eastus2"
+    (prod / "queues").rename(repo_copy / "flux/queues-prod")
+    (prod / "queues").symlink_to("../../flux/queues-prod")
+    edit(repo_copy, "flux/queues-prod/kustomization.yaml", "  - ../../../overlays/team-queues", "  - ../../overlays/team-queues")
+    found = [f for f in validate_repository(repo_copy).findings if f.rule == "flux-path"]
+    assert found and "is a symlink" in found[0].message and "replace the symlink" in found[0].hint, "\n".join(f.text() for f in found)
