@@ -244,7 +244,7 @@ def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Find
                                field=f"spec.dependsOn[{graph[cycle[0]].index(cycle[1 % len(cycle)])}].name"))
 
     # The same object applied by two Flux Kustomizations: they would fight and prune each other.
-    # One finding per set of layers, at the first object they share, naming the others.
+    # One finding per set of layers, naming what they share, at the later layer's spec.path (or the entry's line listing it).
     owners: dict[tuple, list[Build]] = defaultdict(list)
     for build in [cluster.entry, *cluster.flux]:
         for o in build.objects:
