@@ -41,7 +41,8 @@ from harness.gate import kueue_fit, node_settings, placement, podsets, quota, sk
 from harness.gate.findings import Finding
 from harness.gate.gpu_driver import gpu_driver_findings
 from harness.gate.placement import Problem
-from harness.gate.pools import Pool, cluster_pools, taint_text
+from harness.gate.matching import taint_text
+from harness.gate.pools import Pool, cluster_pools
 from harness.gate.render import ClusterRender
 from harness.gate.quota import FlavorCapacity
 from harness.gate.sku import SKU_FILE_REL

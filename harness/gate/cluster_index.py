@@ -127,3 +127,20 @@ def finding_at(ctx, root: Path, obj: dict, build: Build | None, path: list, rule
         if patched.file != f.file:
             return replace(patched, severity=severity)
     return replace(f, line=line_at(root, f.file, f.line, path) if f.line else f.line, severity=severity)
+
+
+def cohort_peers(queue_objects: list[dict], cq: dict) -> list[dict]:
+    """What `cq` shares its cohort with among `queue_objects` (Kueue objects of one cluster): the other ClusterQueues of
+    its cohortName, the Cohorts whose parent that cohort is, and the Cohort of that name when it has quota of its own
+    or a parent ([] without a cohortName)."""
+    cohort = as_map(cq.get("spec")).get("cohortName")
+    if not isinstance(cohort, str) or not cohort:
+        return []
+    out = []
+    for o in queue_objects:
+        spec, name = as_map(o.get("spec")), as_map(o.get("metadata")).get("name")
+        if (o.get("kind") == "ClusterQueue" and o is not cq and spec.get("cohortName") == cohort) or (o.get("kind") == "Cohort" and (
+                spec.get("parentName") == cohort or (name == cohort and (spec.get("parentName") or spec.get("resourceGroups"))))):
+            out.append(o)
+    return out
+

@@ -26,7 +26,7 @@ import binascii
 import json
 from pathlib import Path
 
-from harness.gate.cluster_index import ClusterIndex, finding_at, kind_key
+from harness.gate.cluster_index import ClusterIndex, cohort_peers, finding_at, kind_key
 from harness.gate.findings import Finding
 from harness.gate.origin import dotted
 from harness.gate.render import ClusterRender, is_flux_kustomization
@@ -270,16 +270,13 @@ def _global_default(ctx, root: Path, index: ClusterIndex) -> list[Finding]:
 
 def _cohort_rules(ctx, root: Path, index: ClusterIndex) -> list[Finding]:
     out = []
-    cqs, cohorts = index.of_kind("ClusterQueue"), index.of_kind("Cohort")
+    cqs = index.of_kind("ClusterQueue")
+    queue_objects = [o for _, o in cqs + index.of_kind("Cohort")]
     for build, cq in cqs:
         cohort = as_map(cq.get("spec")).get("cohortName")
         if not isinstance(cohort, str) or not cohort:
             continue
-        peers = [c for _, c in cqs if c is not cq and as_map(c.get("spec")).get("cohortName") == cohort]
-        tree = [c for _, c in cohorts if as_map(c.get("spec")).get("parentName") == cohort
-                or (as_map(c.get("metadata")).get("name") == cohort
-                    and (as_map(c.get("spec")).get("parentName") or as_map(c.get("spec")).get("resourceGroups")))]
-        if not peers and not tree:
+        if not cohort_peers(queue_objects, cq):
             out.append(finding_at(ctx, root, cq, build, ["spec", "cohortName"], "cohort-alone",
                                   f"cohortName {cohort!r} is shared by no other ClusterQueue or Cohort of the cluster: it can never borrow or lend",
                                   "use the cohortName of the queues it should share with ("

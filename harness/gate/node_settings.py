@@ -16,7 +16,8 @@ import re
 from harness.core import HarnessError
 from harness.gate.findings import Finding
 from harness.gate.helper import helper
-from harness.gate.pools import Pool, taint_dict
+from harness.gate.matching import taint_dict
+from harness.gate.pools import Pool
 from harness.gate.sources import as_list, as_map
 
 RULES = {

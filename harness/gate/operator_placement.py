@@ -29,7 +29,8 @@ from harness.gate.schema_check import KUBERNETES_VERSION
 from harness.gate.cluster_index import finding_at
 from harness.gate.findings import Finding
 from harness.gate.origin import entries, leaves, written_prefix
-from harness.gate.pools import Pool, cluster_pools, node_matches, taint_text, untolerated
+from harness.gate.matching import taint_text
+from harness.gate.pools import Pool, cluster_pools, node_matches, untolerated
 from harness.gate.sources import as_list, as_map, as_maps
 from harness.gate.terraform import TerraformConfig, TerraformError, load_tfvars
 

@@ -21,7 +21,8 @@ from harness.gate.config import GateConfig
 from harness.gate.placement import Flavor, Problem, PodView, flavor, flavors_of, groups_of, landing, pod_templates, pod_view
 from harness.gate.render import ClusterRender
 from harness.gate.schema_check import Checker
-from harness.gate.pools import Pool, node_matches, taint_text, untolerated
+from harness.gate.matching import taint_text
+from harness.gate.pools import Pool, node_matches, untolerated
 from harness.gate.sku import allocatable, sku_table
 from harness.gate.origin import compose, descend, step
 from harness.gate.sources import QUEUE_LABEL, SourceError, as_map, in_namespace_of, load_yaml, name_key, read_source, resource_id

@@ -24,7 +24,6 @@ from decimal import Decimal
 from pathlib import Path
 
 from harness.gate import matching
-from harness.gate.matching import taint_dict, taint_text  # noqa: F401 (the pools' taints as written; re-exported)
 from harness.gate.sku import Sku, allocatable, sku_table
 from harness.gate.sources import as_list, as_map
 from harness.gate.terraform import (TFVARS_DIR, Block, Body, TerraformConfig, TerraformError, Value, deciding_variable, load_tfvars,
@@ -151,7 +150,7 @@ class Pool:
         return {**allocatable(self.sku, self.max_pods), "ephemeral-storage": disk.to_integral_value()}
 
     def node_taints(self) -> list[dict]:
-        return [taint_dict(t) for t in self.taints]
+        return [matching.taint_dict(t) for t in self.taints]
 
     def node_spec(self) -> NodeSpec:
         return NodeSpec(self.name, self.vm_size, dict(self.labels), self.node_taints(),
