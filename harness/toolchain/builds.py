@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.core import HarnessError, Ticker, cache_lock, cache_root, publish_dir, releases, report_error, say, versions
-from harness.toolchain.local import STAMP, bin_dir, local_version
+from harness.toolchain.local import STAMP, bin_dir, local_version, prune_local
 
 
 
@@ -153,6 +153,8 @@ class GoTool:
             self._build_with_progress(cmd, workdir, binary, ticker)
         (staging / STAMP).write_text(self.version + "\n")
         publish_dir(staging, self.bin_dir())
+        if self.local_source:
+            prune_local(self.name)
         say("tools", f"{self.name} {self.version} ready in {ticker.elapsed():.0f}s")
         return self.bin_dir()
 
