@@ -166,8 +166,9 @@ def _hash_suffixed(index: ClusterIndex, kind: str, namespace, name) -> str | Non
 
 def _values_keys(ctx, root: Path, index: ClusterIndex, build, hr: dict, namespace) -> list[Finding]:
     """object-ref for a HelmRelease valuesFrom entry whose ConfigMap or Secret the cluster has without the key it reads
-    (valuesKey, values.yaml by default): helm-controller fails the release, `optional` or not (it excuses a missing
-    object only)."""
+    (valuesKey, values.yaml by default): helm-controller fails the release unless the entry is `optional`
+    (fluxcd/pkg/chartutil v1.27.1's ChartValuesFromReferences, which helm-controller v1.6.3 calls, skips an optional
+    entry's missing key as it skips its missing object, whatever the API's comment says)."""
     if not str(hr.get("apiVersion", "")).startswith("helm.toolkit.fluxcd.io/"):
         return []
     out = []
@@ -175,14 +176,13 @@ def _values_keys(ctx, root: Path, index: ClusterIndex, build, hr: dict, namespac
         ref = as_map(ref)
         key = str(ref.get("valuesKey", "values.yaml"))
         keys = index.keys_of(str(ref.get("kind")), namespace or "default", ref.get("name"))
-        if keys is None or key in keys:
+        if keys is None or key in keys or ref.get("optional") is True:
             continue
         out.append(finding_at(ctx, root, hr, build, ["spec", "valuesFrom", i, "valuesKey" if "valuesKey" in ref else "name"], "object-ref",
                               f"spec.valuesFrom[{i}] reads key {key!r} of {ref.get('kind')} {namespace}/{ref.get('name')}, which has only "
-                              f"{', '.join(sorted(keys)) or 'no key'}: helm-controller fails the release (optional excuses a missing "
-                              "object, not a missing key)",
+                              f"{', '.join(sorted(keys)) or 'no key'}: helm-controller fails the release",
                               f"set valuesKey to one of its keys{'' if 'valuesKey' in ref else ' (values.yaml is the default)'}, or "
-                              "rename the key where the object is written", cluster=index.cluster.name))
+                              "rename the key where the object is written (or mark the entry optional: true, if the release does not need them)", cluster=index.cluster.name))
     return out
 
 

@@ -24,6 +24,7 @@ values entry that holds the value the apiserver quotes, else the HelmRelease's `
 """
 from __future__ import annotations
 
+import base64
 import difflib
 import json
 import re
@@ -36,9 +37,10 @@ from harness.gate import operator_placement, schema_check, schemas
 from harness.gate.cluster_index import ClusterIndex, finding_at
 from harness.gate.cluster_refs import chart_health_checks
 from harness.gate.findings import Finding
-from harness.gate.origin import leaves, segments, value_at, written_prefix
+from harness.gate.origin import compose, descend, leaves, segments, value_at, written_prefix
 from harness.gate.helper import helper
-from harness.gate.sources import as_list, as_map
+from harness.gate.render import as_stored
+from harness.gate.sources import as_list, as_map, resource_id
 
 RULES = {
     "helm-values-unused": "(warning) every key a HelmRelease's values write is one its chart reads: a key the chart's values.yaml does "
@@ -83,11 +85,11 @@ def helm_rules(ctx, root: Path, clusters: list) -> list[Finding]:
                                       "a word and installs the chart with its default values", "write spec.values as a mapping of the "
                                       "chart's values (or remove it)", cluster.name))
                 continue
-            if pin not in schemas.CHART_SOURCES or as_list(spec.get("valuesFrom")) or as_list(spec.get("postRenderers")):
-                continue  # no chart offline; values from elsewhere or post-renderers the gate does not apply: not judged
+            if pin not in schemas.CHART_SOURCES or as_list(spec.get("postRenderers")):
+                continue  # no chart offline; post-renderers the gate does not apply: not judged
             name, namespace = release_of(hr)
             request = {"chart": str(schemas.chart_dir(pin, tuple(ctx.config.crd_files(root)))), "values": as_map(spec.get("values")),
-                       "release": name, "namespace": namespace}
+                       "release": name, "namespace": namespace, **_values_from(index, hr)}
             key = json.dumps(request, sort_keys=True, default=str)
             if key not in pending:
                 pending[key] = helper().submit("helm", HelmError, helm=request, kubernetes_version=schema_check.KUBERNETES_VERSION)
@@ -97,14 +99,24 @@ def helm_rules(ctx, root: Path, clusters: list) -> list[Finding]:
     checks = {key: checker.submit([r["object"] for r in a.get("objects") or []]) for key, a in answers.items() if not a.get("error")}
     problems = {key: job() for key, job in checks.items()}
     for index, build, hr, pin, key in releases:
-        values, answer = as_map(as_map(hr.get("spec")).get("values")), answers[key]
+        answer = answers[key]
 
         def at(path: list, message: str) -> Finding:
-            return finding_at(ctx, root, hr, build, ["spec", "values", *written_prefix(values, path)], "helm-values",
-                              f"the {pin} chart {answer.get('version')} with these values: {message}", HINT, cluster=index.cluster.name)
+            message = f"the {pin} chart {answer.get('version')} with these values: {message}"
+            inline = as_map(as_map(hr.get("spec")).get("values"))
+            source = None if not path or written_prefix(inline, path) == path else _source_of(ctx, root, index, hr, path)
+            if source:  # a value that only a valuesFrom object writes: where that object's values write it
+                file, line, obj = source
+                return Finding(file, line, resource_id(obj), "helm-values", f"{message} (values.{'.'.join(map(str, path))}, from "
+                               f"spec.valuesFrom of HelmRelease {as_map(hr.get('metadata')).get('name')})", HINT, f"cluster {index.cluster.name}")
+            return finding_at(ctx, root, hr, build, ["spec", "values", *written_prefix(inline, path)], "helm-values",
+                              message, HINT, cluster=index.cluster.name)
 
         if index.chart_version_of(hr) not in (None, answer.get("version")):
             continue  # another chart version than the pinned one: versions-drift is the finding, these values are for that chart
+        if answer.get("valuesError"):
+            continue  # helm-controller cannot compose the values: cluster_refs reports the reference (object-ref)
+        values = as_map(answer.get("values") or as_map(hr.get("spec")).get("values"))  # with valuesFrom, as helm-controller composes them
         if answer.get("error"):
             error = " ".join(answer["error"].split())  # Helm's template errors span lines
             out.append(at(_error_path(error), f"Helm refuses to render it, so the release fails: {error}"))
@@ -157,6 +169,77 @@ def _unused(ctx, root: Path, releases: list, answers: dict) -> list[Finding]:
     return out
 
 
+def _values_from(index: ClusterIndex, hr: dict) -> dict:
+    """The op helm request's part for spec.valuesFrom: the references, and the ConfigMaps and Secrets of the
+    HelmRelease's namespace in the cluster's set as the apiserver stores them (helm-controller reads the live ones)."""
+    refs = [as_map(r) for r in as_list(as_map(hr.get("spec")).get("valuesFrom"))]
+    if not refs:
+        return {}
+    namespace = str(as_map(hr.get("metadata")).get("namespace") or "default")
+    sources = [as_stored(found[1]) for r in refs if (found := index.named.get((str(r.get("kind")), namespace, str(r.get("name")))))]
+    return {"valuesFrom": refs, "sourceNamespace": namespace, "sources": sources}
+
+
+def _source_of(ctx, root: Path, index: ClusterIndex, hr: dict, path: list) -> tuple[str, int | None, dict] | None:
+    """(file, line, object) where the last valuesFrom object whose values write `path` writes it (helm-controller merges
+    them in order, the last winning): the line inside its values key's block, or in the file a kustomize generator made
+    the key from; None when none does."""
+    namespace = str(as_map(hr.get("metadata")).get("namespace") or "default")
+    found = None
+    for ref in (as_map(r) for r in as_list(as_map(hr.get("spec")).get("valuesFrom"))):
+        entry, key = index.named.get((str(ref.get("kind")), namespace, str(ref.get("name")))), str(ref.get("valuesKey") or "values.yaml")
+        raw = as_map(as_stored(entry[1]).get("data")).get(key) if entry else None
+        if raw is None:
+            continue
+        try:
+            text = str(raw) if entry[1].get("kind") == "ConfigMap" else base64.b64decode(str(raw)).decode()
+        except ValueError:
+            continue
+        target = [p for p in str(ref.get("targetPath") or "").split(".") if p]
+        if (target and [str(p) for p in path[:len(target)]] == target) or (not target and path and _writes(text, path)):
+            found = (entry, key, text, [] if target else path)
+    if found is None:
+        return None
+    (build, obj), key, text, inner = found
+    at = ctx.finding(obj, build, "", "", "", field=f"data[{key}]")
+    if at.line:  # the object is written in the repository: its key's line, plus the value's line in a literal block
+        lines = (root / at.file).read_text(errors="replace").splitlines()
+        block = at.line <= len(lines) and re.search(r":\s*\|[-+0-9]*\s*$", lines[at.line - 1])
+        return at.file, at.line + 1 + _line_in(text, inner) if block and inner else at.line, obj
+    generated = _generator_file(ctx, str(as_map(obj.get("metadata")).get("name")), str(obj.get("kind")), key)
+    return (generated, 1 + _line_in(text, inner), obj) if generated else (at.file, at.line, obj)
+
+
+def _writes(text: str, path: list) -> bool:
+    try:
+        return written_prefix(as_map(yaml.safe_load(text)), path) == path
+    except yaml.YAMLError:
+        return False
+
+
+def _line_in(text: str, path: list) -> int:
+    """0-based line of `path`'s key in the YAML `text` (0 when it is not there)."""
+    docs = compose(text)
+    key, _ = descend(docs[0], path) if docs and docs[0] is not None else (None, None)
+    return key.start_mark.line if key is not None and path else 0
+
+
+def _generator_file(ctx, name: str, kind: str, key: str) -> str | None:
+    """The repository file a kustomization's configMapGenerator/secretGenerator made key `key` of `name` from (the
+    generated name may carry kustomize's hash suffix)."""
+    field = "configMapGenerator" if kind == "ConfigMap" else "secretGenerator"
+    for doc in ctx.sources.docs:
+        for gen in (as_map(g) for g in as_list(as_map(doc.obj).get(field))):
+            if name != gen.get("name") and not re.fullmatch(re.escape(str(gen.get("name"))) + r"-[a-z0-9]{10}", name):
+                continue
+            for entry in (str(f) for f in as_list(gen.get("files"))):
+                written_key, _, file = entry.partition("=")
+                file = file or written_key
+                if (written_key if "=" in entry else Path(file).name) == key:
+                    return (Path(doc.file).parent / file).as_posix()
+    return None
+
+
 def _unknown_keys(values, defaults, path: list):
     """(path, the keys the chart knows there) of each key of `values` that the mapping of `defaults` at the same place
     lacks, when that mapping is not empty (an empty one, like nodeSelector: {}, takes any key)."""
@@ -176,7 +259,7 @@ def _health_checks(ctx, root: Path, releases: list, answers: dict) -> list[Findi
         charted: dict[str, set[tuple]] = {}
         judged = set()
         for i, _, hr, _, key in releases:
-            if i is not index or answers[key].get("error"):
+            if i is not index or answers[key].get("error") or answers[key].get("valuesError"):
                 continue
             judged.add(id(hr))
             namespace = release_of(hr)[1]

@@ -324,10 +324,10 @@ def _sources(cluster: ClusterRender) -> list[dict]:
     key = lambda o: (o.get("kind"), as_map(o.get("metadata")).get("namespace"), as_map(o.get("metadata")).get("name"))  # noqa: E731
     seen = {key(o) for o in cluster.variables}
     applied = [o for b in [cluster.entry, *cluster.flux] for o in b.objects if o.get("kind") in ("ConfigMap", "Secret") and key(o) not in seen]
-    return [_as_stored(o) for o in [*cluster.variables, *applied]]
+    return [as_stored(o) for o in [*cluster.variables, *applied]]
 
 
-def _as_stored(obj: dict) -> dict:
+def as_stored(obj: dict) -> dict:
     """A Secret as the apiserver stores it, which is what kustomize-controller reads: stringData folded into data (base64)."""
     if obj.get("kind") != "Secret" or not isinstance(obj.get("stringData"), dict):
         return obj

@@ -244,12 +244,45 @@ def _values_from(repo, generator_options: str, values_from: str) -> None:
 
 @pytest.mark.parametrize("values_from, line", [("    - kind: ConfigMap\n      name: kueue-values\n      valuesKey: kueue-values.yaml\n", None),
                                                 ("    - kind: ConfigMap\n      name: kueue-values\n      valuesKey: value.yaml\n", 33),
-                                                ("    - kind: ConfigMap\n      name: kueue-values\n      optional: true\n", 32)])
+                                                ("    - kind: ConfigMap\n      name: kueue-values\n      optional: true\n", None)])
 def test_a_values_from_key_the_config_map_lacks_fails_the_release(repo_copy, values_from, line):
-    """helm-controller reads valuesKey (values.yaml by default) of the object; `optional` excuses a missing object only."""
+    """helm-controller reads valuesKey (values.yaml by default) of the object; `optional` excuses a missing key as it excuses
+    a missing object (fluxcd/pkg/chartutil v1.27.1's ChartValuesFromReferences, what helm-controller v1.6.3 calls)."""
     _values_from(repo_copy, "    options: {disableNameSuffixHash: true}\n", values_from)
     found = [f for f in validate_repository(repo_copy).findings if f.is_error]
     assert [(f.rule, f.file, f.line) for f in found] == ([("object-ref", KUEUE, line)] if line else []), "\n".join(f.text() for f in found)
+
+
+def test_values_from_does_not_switch_off_the_check_of_the_inline_values(repo_copy):
+    """helm-controller merges valuesFrom first and spec.values over them: an optional reference to nothing leaves the inline
+    values what the chart renders with, and an effect the apiserver refuses is still found, at its line."""
+    edit(repo_copy, KUEUE, "  values:\n", "  valuesFrom:\n    - kind: ConfigMap\n      name: kueue-overrides\n      optional: true\n  values:\n")
+    edit(repo_copy, KUEUE, "          effect: NoSchedule\n", "          effect: NoSchedul\n")
+    found = [f for f in validate_repository(repo_copy).findings if f.is_error]
+    line = 1 + (repo_copy / KUEUE).read_text().splitlines().index("          effect: NoSchedul")
+    assert [(f.rule, f.file, f.line) for f in found] == [("helm-values", KUEUE, line)], "\n".join(f.text() for f in found)
+
+
+def test_a_refused_value_a_values_from_file_writes_is_found_at_its_line_in_that_file(repo_copy):
+    _values_from(repo_copy, "    options: {disableNameSuffixHash: true}\n",
+                 "    - kind: ConfigMap\n      name: kueue-values\n      valuesKey: kueue-values.yaml\n")
+    (repo_copy / CONTROLLERS / "kueue-values.yaml").write_text("controllerManager:\n  replicas: -1\n")
+    found = [f for f in validate_repository(repo_copy).findings if f.is_error]
+    assert [(f.rule, f.file, f.line) for f in found] == [("helm-values", f"{CONTROLLERS}/kueue-values.yaml", 2)], \
+        "\n".join(f.text() for f in found)
+    assert "values.controllerManager.replicas" in found[0].message, found[0].text()
+
+
+def test_a_refused_value_in_a_values_from_config_map_block_is_found_at_its_line(repo_copy):
+    (repo_copy / CONTROLLERS / "kueue-overrides.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kueue-overrides\n  namespace: flux-system\ndata:\n  values.yaml: |\n"
+        "    controllerManager:\n      replicas: 1\n      tolerations:\n        - {key: CriticalAddonsOnly, operator: Exists, effect: NoSchedul}\n")
+    edit(repo_copy, f"{CONTROLLERS}/kustomization.yaml", "  - kuberay-operator.yaml\n", "  - kuberay-operator.yaml\n  - kueue-overrides.yaml\n")
+    edit(repo_copy, KUEUE, "  values:\n", "  valuesFrom:\n    - kind: ConfigMap\n      name: kueue-overrides\n  values:\n")
+    edit(repo_copy, KUEUE, "      tolerations:\n        - key: CriticalAddonsOnly\n          operator: Exists\n          effect: NoSchedule\n", "")
+    found = [f for f in validate_repository(repo_copy).findings if f.is_error]
+    assert [(f.rule, f.file, f.line) for f in found] == [("helm-values", f"{CONTROLLERS}/kueue-overrides.yaml", 11)], \
+        "\n".join(f.text() for f in found)
 
 
 def test_a_values_from_a_generated_config_map_with_its_hash_suffix_says_so(repo_copy):

@@ -4,6 +4,8 @@ go 1.26.0
 
 require (
 	github.com/fluxcd/pkg/apis/kustomize v1.19.1
+	github.com/fluxcd/pkg/apis/meta v1.30.1
+	github.com/fluxcd/pkg/chartutil v1.27.1
 	github.com/fluxcd/pkg/kustomize v1.35.4
 	github.com/fluxcd/pkg/runtime v0.110.1
 	github.com/fluxcd/pkg/sourceignore v0.18.0

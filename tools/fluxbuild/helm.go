@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/fluxcd/pkg/apis/meta"
 	chartcommon "helm.sh/helm/v4/pkg/chart/common"
 	chartutil "helm.sh/helm/v4/pkg/chart/common/util"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
@@ -24,6 +25,11 @@ type helmRequest struct {
 	Values    map[string]interface{} `json:"values"`
 	Release   string                 `json:"release"`
 	Namespace string                 `json:"namespace"`
+	// The HelmRelease's spec.valuesFrom, its namespace, and the ConfigMaps and Secrets of that namespace in the
+	// cluster's rendered set (composedValues).
+	ValuesFrom      []meta.ValuesReference   `json:"valuesFrom,omitempty"`
+	SourceNamespace string                   `json:"sourceNamespace,omitempty"`
+	Sources         []map[string]interface{} `json:"sources,omitempty"`
 }
 
 // helmObject is one object of the release's manifest, with the template it came from.
@@ -38,6 +44,9 @@ type helmAnswer struct {
 	Error   string       `json:"error,omitempty"`
 	Version string       `json:"version"`
 	Objects []helmObject `json:"objects"`
+	// With valuesFrom: the values helm-controller renders with (Values), or why it cannot compose them (ValuesError).
+	Values      map[string]interface{} `json:"values,omitempty"`
+	ValuesError string                 `json:"valuesError,omitempty"`
 }
 
 var charts sync.Map // directory -> *loadedChart
@@ -77,8 +86,17 @@ func helmRender(req helmRequest, kubernetesVersion string) (out helmAnswer) {
 		out.Error = fmt.Sprintf("chart requires kubeVersion: %s which is incompatible with Kubernetes %s", ch.Metadata.KubeVersion, caps.KubeVersion.Version)
 		return out
 	}
+	given := req.Values
+	if len(req.ValuesFrom) > 0 {
+		composed, err := composedValues(req.SourceNamespace, req.Values, req.ValuesFrom, req.Sources)
+		if err != nil {
+			out.ValuesError = err.Error()
+			return out
+		}
+		given, out.Values = composed, composed
+	}
 	options := chartcommon.ReleaseOptions{Name: req.Release, Namespace: req.Namespace, Revision: 1, IsInstall: true}
-	values, err := chartutil.ToRenderValuesWithSchemaValidation(ch, req.Values, options, caps, false)
+	values, err := chartutil.ToRenderValuesWithSchemaValidation(ch, given, options, caps, false)
 	if err != nil {
 		out.Error = err.Error()
 		return out
