@@ -17,7 +17,6 @@ annotation appears on no rendered object matched nothing.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,8 +24,7 @@ from pathlib import Path
 import yaml
 
 from harness.gate.config import CONFIG_FILE
-from harness.gate.origin import compose, descend, line_at, quoted_value_line, step
-from harness.gate.artifact import artifact_finding
+from harness.gate.origin import line_at
 from harness.gate.findings import Finding
 from harness.gate.render import Build, ClusterRender, FluxBuild, run_fluxbuild
 from harness.gate.sources import (KUSTOMIZATION_FILES, SKIP_DIRS, SourceError, as_list, as_map, kustomization_dirs, kustomization_file,
@@ -43,7 +41,7 @@ PATH_ENTRIES = ("patches", "patchesJson6902", "replacements")
 PROBE = "gate-probe.invalid/p"
 
 
-def _doc(directory: Path) -> dict:
+def kustomization_doc(directory: Path) -> dict:
     try:
         doc = load_yaml(kustomization_path(directory))
     except SourceError:
@@ -53,7 +51,7 @@ def _doc(directory: Path) -> dict:
 
 def references(directory: Path) -> tuple[set[Path], set[Path]]:
     """(files, directories) a kustomization.yaml names, resolved; inline YAML and URLs are skipped."""
-    doc = _doc(directory)
+    doc = kustomization_doc(directory)
     names = [e for key in PATH_LISTS for e in as_list(doc.get(key))]
     names += [as_map(e).get("path") for key in PATH_ENTRIES for e in as_list(doc.get(key))]
     names += [as_map(doc.get("openapi")).get("path")] + [as_map(e).get("valuesFile") for e in as_list(doc.get("helmCharts"))]
@@ -70,82 +68,6 @@ def references(directory: Path) -> tuple[set[Path], set[Path]]:
         except (OSError, RuntimeError):
             continue  # the build reports it
     return files, dirs
-
-
-def build_error(root: Path, build: Build) -> Finding:
-    """A plain directory that does not build (kustomize-build): at the entry of its
-    kustomization.yaml that kustomize names first ("... from 'ENTRY'"), when it lists one."""
-    file, line = f"{build.dir}/{kustomization_path(root / build.dir).name}", None
-    named = re.search(r"from '([^']+)'", build.error)
-    doc = _doc(root / build.dir) if named else {}
-    for key in PATH_LISTS if named else ():
-        entries = as_list(doc.get(key))
-        if named.group(1) in entries:
-            line = line_at(root, file, None, [key, entries.index(named.group(1))])
-            break
-    if line is None:  # e.g. a generator's file that is missing, a helm chart's repo
-        line = quoted_value_line(root, file, build.error)
-    entry = (root / build.dir / named.group(1)) if named else None
-    inside = entry is not None and entry.resolve().is_relative_to(root.resolve())
-    if inside and entry.is_file() and ": must build at directory" in build.error and "no such file" not in build.error:
-        # A file kustomize read and refused (an object without metadata.name, a list where a mapping belongs): kustomize
-        # then tries it as a directory, and its last words are about that. The cause is in the file.
-        rel = entry.resolve().relative_to(root.resolve()).as_posix()
-        cause = build.error.split(": must build at directory")[0].strip()
-        return Finding(rel, _object_line(entry, cause), "", "kustomize-build", f"{cause} (listed at {file}:{line})" if line else cause,
-                       f"fix the objects in {rel}: each document a mapping with apiVersion, kind and metadata.name", build.id)
-    missing = artifact_finding(root, build, entry if inside else None, file, line)
-    if missing is not None:  # the checkout has it, the artifact source-controller packs (what Flux builds from) does not
-        return missing
-    recursed = re.findall(r"recursed accumulation of path '([^']+)'", build.error)
-    inner = next((d for d in (root / recursed[-1], root / build.dir / recursed[-1]) if kustomization_file(d)), None) if recursed else None
-    if inner is not None and inner.resolve().is_relative_to(root.resolve()) and inner.resolve() != (root / build.dir).resolve():
-        # A component or base the build includes fails on its own (a patch whose path its target lacks): the cause is
-        # written there, and every kustomization that includes it fails alike.
-        rel = kustomization_file(inner).resolve().relative_to(root.resolve()).as_posix()
-        return Finding(rel, _pointer_line(kustomization_file(inner), build.error), "", "kustomize-build",
-                       f"{build.error.strip()} (included by {file}{f':{line}' if line else ''})",
-                       f"fix {rel} as the message says (a JSON patch path must exist in every object its target selects); "
-                       "each kustomization that includes it fails until then", build.id)
-    return Finding(file, line, "", "kustomize-build", build.error.strip(), _build_hint(build), build.id)
-
-
-def _pointer_line(path: Path, error: str) -> int | None:
-    """The line of `path` where the longest JSON pointer (/a/b/0/c) kustomize's `error` quotes is written; None if none is."""
-    try:
-        lines = path.read_text().splitlines()
-    except (OSError, UnicodeDecodeError):
-        return None
-    for pointer in sorted(set(re.findall(r"/[\w.~-]+(?:/[\w.~-]+)+", error)), key=len, reverse=True):
-        found = next((i + 1 for i, text in enumerate(lines) if pointer in text), None)
-        if found:
-            return found
-    return None
-
-
-def _object_line(path: Path, error: str) -> int:
-    """The line of the document of `path` that kustomize's `error` names by its kind ("{{kueue.x-k8s.io/v1beta2
-    LocalQueue} ..."), the first one without a metadata.name among them; else 1."""
-    named = re.search(r"\{\{\S+ (\w+)\}", error)
-    try:
-        docs = compose(path.read_text())
-    except (OSError, UnicodeDecodeError):
-        return 1
-    kinds = [d for d in docs if named and isinstance(step(d, "kind")[1], yaml.ScalarNode) and step(d, "kind")[1].value == named.group(1)]
-    unnamed = [d for d in kinds if descend(d, ["metadata", "name"])[1] is None]
-    return (unnamed or kinds)[0].start_mark.line + 1 if (unnamed or kinds) else 1
-
-
-def _build_hint(build: Build) -> str:
-    """The fix of a build error; kustomize-controller's own limits named where the error shows one."""
-    if "--enable-helm" in build.error:
-        return ("kustomize-controller does not inflate `helmCharts`: install the chart with a Flux HelmRelease "
-                "(as flux/ does for Kueue and KubeRay) and remove the helmCharts entry")
-    if "://" in build.error and ("dial tcp" in build.error or "no such host" in build.error or "Get \"" in build.error):
-        return ("the gate renders offline and cannot fetch a remote base; kustomize-controller would fetch it on every "
-                "reconcile, unpinned unless its ref is: vendor the manifests into the repository, or reference them "
-                "through a Flux GitRepository/OCIRepository source and a Flux Kustomization")
-    return f"run `kustomize build {build.dir}` and fix the reference or patch it names"
 
 
 def reachable(start: Path, seen: set[Path] | None = None) -> set[Path]:
@@ -257,7 +179,7 @@ def probe_patches(ctx, root: Path, builds: list[Build], clusters: list[ClusterRe
     patches: list[Patch] = []
     rewritten: dict[Path, dict] = {}
     for d in sorted(local_kustomization_dirs(root)):
-        doc = _doc(d)
+        doc = kustomization_doc(d)
         rel = kustomization_path(d).relative_to(root).as_posix()
         before = len(patches)
         probed = {f: _with_probes(as_list(doc.get(f)), [f], rel, None, root, patches) for f in ("patches", "patchesJson6902")}

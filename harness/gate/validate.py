@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.gate import capacity, config, conversion, gpu_driver, node_settings, sku_component
-from harness.gate import cluster_refs, helm_values, kueue_manager, kueue_wiring, kustomize_warnings, queue_activity, sample_admission, served_apis
+from harness.gate import build_errors, cluster_refs, helm_values, kueue_manager, kueue_wiring, kustomize_warnings, queue_activity, sample_admission, served_apis
 from harness.gate import flux_rules, flux_tenancy, folding, matching, operator_placement, renames
 from harness.gate import kueue_fit, rules, sample_rules
 from harness.gate import schema_check, schema_texts
@@ -190,7 +190,7 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
         if b.error:
             # A YAML error in a file it reads, or a directory it includes that fails on its own, is the cause: reported once.
             if not ctx.cause_of(b.dir):
-                per_area["render"].append(kustomize_warnings.build_error(root, b))
+                per_area["render"].append(build_errors.build_error(root, b))
             continue
         per_area["rules"] += rules.kueue_rules(ctx, b, b.objects)
     presuming: list[tuple[Finding, tuple]] = []  # (sample-fits finding, the flavors its reasons name): folding.fold

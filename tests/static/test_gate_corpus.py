@@ -271,6 +271,10 @@ CORPUS = [
     ("component-patch-path-missing", "kustomize-build", "components/gpu-sku/standard-nc24ads-a100-v4/kustomization.yaml",  # at the op
      lambda r: edit(r, "components/gpu-sku/standard-nc24ads-a100-v4/kustomization.yaml", "resources/1/nominalQuota, value: 200Gi",
                     "resources/7/nominalQuota, value: 200Gi"), 12),
+    # A team's file copied without renaming every object in it: at the second one's name, naming the first.
+    ("object-written-twice", "kustomize-build", "overlays/team-queues/team-c.yaml",
+     lambda r: (write(r, "overlays/team-queues/team-c.yaml", (r / TEAM_B).read_text().replace("team-b-cq", "team-c-cq")),
+                edit(r, "overlays/team-queues/kustomization.yaml", "  - team-b.yaml", "  - team-b.yaml\n  - team-c.yaml")), 37),
     ("missing-resource-file", "kustomize-build", "overlays/team-queues/kustomization.yaml",
      lambda r: edit(r, "overlays/team-queues/kustomization.yaml", "  - team-b.yaml", "  - team-c.yaml")),
     # A generator's file that is not there, and helmCharts (kustomize-controller does not inflate them): the line written.
@@ -816,7 +820,7 @@ def test_helm_charts_in_a_kustomization_get_the_fix_flux_needs(repo_copy):
 
 def test_a_remote_base_the_gate_cannot_fetch_is_named_with_its_fix(repo_copy):
     """Offline, a remote base fails to build (on a runner with network it may build): the finding says why and the fix."""
-    from harness.gate.kustomize_warnings import build_error
+    from harness.gate.build_errors import build_error
     from harness.gate.render import Build
 
     url = "https://github.com/kubernetes-sigs/kueue//config/default?ref=v0.17.1"

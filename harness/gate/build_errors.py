@@ -1,0 +1,134 @@
+"""A kustomization directory that does not build (kustomize-build), reported where the cause is written: the entry of
+its kustomization.yaml that kustomize names, the file kustomize read and refused (an object without a name, one written
+twice), the component or base that fails on its own, or the file the artifact Flux builds from leaves out."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+from harness.gate.artifact import artifact_finding
+from harness.gate.findings import Finding
+from harness.gate.kustomize_warnings import PATH_LISTS, kustomization_doc, reachable, references
+from harness.gate.origin import compose, descend, line_at, quoted_value_line, step
+from harness.gate.render import Build
+from harness.gate.sources import as_list, kustomization_file, kustomization_path
+
+
+def build_error(root: Path, build: Build) -> Finding:
+    """A plain directory that does not build (kustomize-build): at the entry of its
+    kustomization.yaml that kustomize names first ("... from 'ENTRY'"), when it lists one."""
+    file, line = f"{build.dir}/{kustomization_path(root / build.dir).name}", None
+    named = re.search(r"from '([^']+)'", build.error)
+    doc = kustomization_doc(root / build.dir) if named else {}
+    for key in PATH_LISTS if named else ():
+        entries = as_list(doc.get(key))
+        if named.group(1) in entries:
+            line = line_at(root, file, None, [key, entries.index(named.group(1))])
+            break
+    if line is None:  # e.g. a generator's file that is missing, a helm chart's repo
+        line = quoted_value_line(root, file, build.error)
+    entry = (root / build.dir / named.group(1)) if named else None
+    inside = entry is not None and entry.resolve().is_relative_to(root.resolve())
+    if inside and entry.is_file() and ": must build at directory" in build.error and "no such file" not in build.error:
+        # A file kustomize read and refused (an object without metadata.name, a list where a mapping belongs): kustomize
+        # then tries it as a directory, and its last words are about that. The cause is in the file.
+        rel = entry.resolve().relative_to(root.resolve()).as_posix()
+        cause = build.error.split(": must build at directory")[0].strip()
+        twice = _registered_twice(root, build, entry, cause)
+        if twice:
+            return twice
+        return Finding(rel, _object_line(entry, cause), "", "kustomize-build", f"{cause} (listed at {file}:{line})" if line else cause,
+                       f"fix the objects in {rel}: each document a mapping with apiVersion, kind and metadata.name", build.id)
+    missing = artifact_finding(root, build, entry if inside else None, file, line)
+    if missing is not None:  # the checkout has it, the artifact source-controller packs (what Flux builds from) does not
+        return missing
+    recursed = re.findall(r"recursed accumulation of path '([^']+)'", build.error)
+    inner = next((d for d in (root / recursed[-1], root / build.dir / recursed[-1]) if kustomization_file(d)), None) if recursed else None
+    if inner is not None and inner.resolve().is_relative_to(root.resolve()) and inner.resolve() != (root / build.dir).resolve():
+        # A component or base the build includes fails on its own (a patch whose path its target lacks): the cause is
+        # written there, and every kustomization that includes it fails alike.
+        rel = kustomization_file(inner).resolve().relative_to(root.resolve()).as_posix()
+        return Finding(rel, _pointer_line(kustomization_file(inner), build.error), "", "kustomize-build",
+                       f"{build.error.strip()} (included by {file}{f':{line}' if line else ''})",
+                       f"fix {rel} as the message says (a JSON patch path must exist in every object its target selects); "
+                       "each kustomization that includes it fails until then", build.id)
+    return Finding(file, line, "", "kustomize-build", build.error.strip(), _build_hint(build), build.id)
+
+
+def _pointer_line(path: Path, error: str) -> int | None:
+    """The line of `path` where the longest JSON pointer (/a/b/0/c) kustomize's `error` quotes is written; None if none is."""
+    try:
+        lines = path.read_text().splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    for pointer in sorted(set(re.findall(r"/[\w.~-]+(?:/[\w.~-]+)+", error)), key=len, reverse=True):
+        found = next((i + 1 for i, text in enumerate(lines) if pointer in text), None)
+        if found:
+            return found
+    return None
+
+
+def _object_line(path: Path, error: str) -> int:
+    """The line of the document of `path` that kustomize's `error` names by its kind ("{{kueue.x-k8s.io/v1beta2
+    LocalQueue} ..."), the first one without a metadata.name among them; else 1."""
+    named = re.search(r"\{\{\S+ (\w+)\}", error)
+    try:
+        docs = compose(path.read_text())
+    except (OSError, UnicodeDecodeError):
+        return 1
+    kinds = [d for d in docs if named and isinstance(step(d, "kind")[1], yaml.ScalarNode) and step(d, "kind")[1].value == named.group(1)]
+    unnamed = [d for d in kinds if descend(d, ["metadata", "name"])[1] is None]
+    return (unnamed or kinds)[0].start_mark.line + 1 if (unnamed or kinds) else 1
+
+
+def _registered_twice(root: Path, build: Build, entry: Path, cause: str) -> Finding | None:
+    """kustomize refusing a second object of the same kind, name and namespace ("already registered id:
+    Kind.version.group/name.namespace"): at the metadata.name of the one in `entry`, naming where the other is written
+    among the files the build reads (a copied file left with the original's name, as in adding a team)."""
+    found = re.search(r"already registered id: ([^./\s]+)\.[^/\s]*/(\S+?)'?$", cause)
+    if not found:
+        return None
+    kind, (name, _, namespace) = found.group(1), found.group(2).rpartition(".")
+    namespace = "" if namespace == "[noNs]" else namespace
+
+    def defines(path: Path) -> int | None:
+        for d in compose(_text(path)):
+            if isinstance(step(d, "kind")[1], yaml.ScalarNode) and step(d, "kind")[1].value == kind and \
+                    getattr(descend(d, ["metadata", "name"])[1], "value", None) == name and \
+                    getattr(descend(d, ["metadata", "namespace"])[1], "value", namespace) in (namespace, None):
+                return descend(d, ["metadata", "name"])[0].start_mark.line + 1
+        return None
+
+    line = defines(entry)
+    if line is None:
+        return None
+    rel = entry.resolve().relative_to(root.resolve()).as_posix()
+    others = sorted(f"{p.resolve().relative_to(root.resolve()).as_posix()}:{at}" for p in {f for d in reachable(root / build.dir) for f in references(d)[0]}
+                    if p.resolve() != entry.resolve() and p.resolve().is_relative_to(root.resolve()) and (at := defines(p)))
+    where = f" ({', '.join(others)} defines it first)" if others else ""
+    return Finding(rel, line, f"{kind}/{namespace + '/' if namespace else ''}{name}", "kustomize-build",
+                   f"{kind} {name}{f' in namespace {namespace}' if namespace else ''} is written twice in the build of {build.dir}{where}: "
+                   "kustomize refuses the second one, so the build fails and nothing of it is applied",
+                   f"rename {kind} {name} here (a copied file keeps the original's names: rename every object in it), or remove one of them",
+                   build.id)
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text()
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def _build_hint(build: Build) -> str:
+    """The fix of a build error; kustomize-controller's own limits named where the error shows one."""
+    if "--enable-helm" in build.error:
+        return ("kustomize-controller does not inflate `helmCharts`: install the chart with a Flux HelmRelease "
+                "(as flux/ does for Kueue and KubeRay) and remove the helmCharts entry")
+    if "://" in build.error and ("dial tcp" in build.error or "no such host" in build.error or "Get \"" in build.error):
+        return ("the gate renders offline and cannot fetch a remote base; kustomize-controller would fetch it on every "
+                "reconcile, unpinned unless its ref is: vendor the manifests into the repository, or reference them "
+                "through a Flux GitRepository/OCIRepository source and a Flux Kustomization")
+    return f"run `kustomize build {build.dir}` and fix the reference or patch it names"
