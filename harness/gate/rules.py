@@ -20,6 +20,7 @@ from harness.gate.flux_rules import cycles
 from harness.gate.kustomize_warnings import reachable
 from harness.gate.render import Build, ClusterRender, is_flux_kustomization, object_key
 from harness.gate.origin import line_at
+from harness.gate.substitution import undefined_variable
 from harness.gate.sources import KUSTOMIZATION_FILES, SourceError, Sources, as_list, as_map, as_maps, load_yaml, name_key, reachable_dirs, resource_id
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
@@ -91,14 +92,14 @@ class Context:
         cluster = cluster or (build.cluster if build else None)
         clusters = self.config.clusters
         prefer = tuple(p for p in (f"{clusters}/{cluster}/" if cluster else "", (build.dir + "/") if build else "",
-                                   *(self._reached(build.dir) if build else ()),  # what the build reads, before any other overlay
+                                   *(self.reached(build.dir) if build else ()),  # what the build reads, before any other overlay
                                    *(o + "/" for o in self.config.queue_overlays), "overlays/", "base/", f"{clusters}/", "flux/") if p)
         src, line = self.sources.locate(obj, (file,) if file else prefer, field=field)
         ctx = context if context is not None else (build.id if build else (f"cluster {cluster}" if cluster else ""))
         return Finding(src, line, resource_id(obj), rule, message, hint, ctx)
 
 
-    def _reached(self, directory: str) -> tuple[str, ...]:
+    def reached(self, directory: str) -> tuple[str, ...]:
         """The directories (with a trailing /) a build of `directory` reads, memoised per run."""
         if directory not in self._reach:
             root = self.sources.root
@@ -233,9 +234,7 @@ def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Find
             if target not in names:
                 out.append(ctx.finding(ks, build, "flux-depends-on", f"dependsOn {target[0]}/{target[1]} is not a Kustomization of this cluster",
                                        "fix the name, or add the Kustomization it should wait for", field=f"spec.dependsOn[{i}].name"))
-        for msg in build.undefined:
-            out.append(ctx.finding(ks, build, "flux-variable-undefined", f"postBuild substitution: {msg}",
-                                   f"define the variable in postBuild.substitute or in the substituteFrom ConfigMap (see {ctx.config.variables_file(cluster.name)})"))
+        out += [undefined_variable(ctx, cluster, build, msg) for msg in build.undefined]
         out += _unsubstituted(ctx, cluster, build, ks)
     for cycle in cycles(graph):
         ks = next(k for k in kss if (name_key(as_map(k.get("metadata")).get("namespace", "flux-system")), name_key(k["metadata"]["name"])) == cycle[0])

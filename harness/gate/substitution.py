@@ -3,10 +3,15 @@ Kustomization with postBuild builds (kustomize-controller substitutes it; the cl
 carrying SOPS metadata (kustomize-controller decrypts it, or refuses the layer without spec.decryption)."""
 from __future__ import annotations
 
+import difflib
+import re
 from pathlib import Path
 
+from harness.gate.findings import Finding
 from harness.gate.render import ClusterRender, Build, is_flux_kustomization
-from harness.gate.sources import as_map, reachable_dirs
+from harness.gate.sources import as_map, reachable_dirs, resource_id
+
+_NOT_SET = re.compile(r'variable not set \(strict mode\): "?([A-Za-z_][A-Za-z0-9_]*)')
 
 
 def substituted_dirs(root: Path, clusters: list[ClusterRender], builds: list = ()) -> set[str]:
@@ -40,3 +45,35 @@ def as_written(build: Build, obj: dict, substituted: set[str]) -> bool:
     cluster's render checks it substituted), nor one carrying SOPS metadata (kustomize-controller decrypts it, or refuses
     the layer without spec.decryption: the cluster's render judges it, tools/fluxbuild fluxapply.go)."""
     return not (build.dir in substituted and has_variable(obj)) and not isinstance(obj.get("sops"), dict)
+
+
+def undefined_variable(ctx, cluster: ClusterRender, build: Build, message: str) -> Finding:
+    """flux-variable-undefined for one of a layer's ${VAR}s that kustomize-controller's strict substitution finds set
+    nowhere (`message`, its error): at the line that writes ${VAR} in the files the layer builds (the same for every
+    cluster that builds them, so one finding), naming the defined variable it is likely a misspelling of; else at the
+    Flux Kustomization."""
+    ks = build.flux_kustomization or {}
+    hint = f"define the variable in postBuild.substitute or in the substituteFrom ConfigMap (see {ctx.config.variables_file(cluster.name)})"
+    found = _NOT_SET.search(message)
+    if found is None:
+        return ctx.finding(ks, build, "flux-variable-undefined", f"postBuild substitution: {message}", hint)
+    name = found.group(1)
+    known = {str(k) for v in cluster.variables for k in as_map(v.get("data"))}
+    for other in cluster.kustomizations():
+        known |= {str(k) for k in as_map(as_map(as_map(other.get("spec")).get("postBuild")).get("substitute"))}
+    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.8)
+    if close:
+        hint = f"correct the spelling to ${{{close[0]}}}, which the cluster defines; or define {name} in postBuild.substitute or in " \
+               f"the substituteFrom ConfigMap (see {ctx.config.variables_file(cluster.name)})"
+    written = re.compile(r"(?<!\$)\$\{" + re.escape(name) + r"(?![A-Za-z0-9_])")
+    user = next((o for o in build.objects if written.search(repr(o))), None)
+    dirs = tuple(ctx.reached(build.dir)) if build.dir else ()
+    for doc in ctx.sources.docs:
+        if not doc.file.startswith(dirs):
+            continue
+        lines = (ctx.sources.root / doc.file).read_text(errors="replace").splitlines()
+        at = next((i + 1 for i, text in enumerate(lines) if written.search(text)), None)
+        if at is not None:
+            return Finding(doc.file, at, resource_id(user) if user else resource_id(ks), "flux-variable-undefined",
+                           f"postBuild substitution: {message}: ${{{name}}} is written here and set nowhere", hint, build.id)
+    return ctx.finding(ks, build, "flux-variable-undefined", f"postBuild substitution: {message}", hint)

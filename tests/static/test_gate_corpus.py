@@ -209,8 +209,9 @@ CORPUS = [
      lambda r: (edit(r, "flux/infrastructure/controllers/kueue.yaml", "  releaseName: kueue\n", "  releaseName: kueue\n  dependsOn:\n    - name: kuberay-operator\n"),
                 edit(r, "flux/infrastructure/controllers/kuberay-operator.yaml", "  releaseName: kuberay-operator\n",
                      "  releaseName: kuberay-operator\n  dependsOn:\n    - name: kueue\n")), 31),
-    ("undefined-variable", "flux-variable-undefined", f"{PROD}/queues.yaml",
-     lambda r: edit(r, "base/service-account.yaml", '"${AZURE_TENANT_ID}"', '"${AZURE_TENANT}"')),
+    # A ${VAR} set nowhere (a misspelling): where it is written, once for every cluster that builds it.
+    ("undefined-variable", "flux-variable-undefined", "base/service-account.yaml",
+     lambda r: edit(r, "base/service-account.yaml", '"${AZURE_TENANT_ID}"', '"${AZURE_TENANT}"'), 9),
     # A v1 List's items are objects of their own: a typo in one is at its line, once.
     ("list-item-unknown-field", "schema", "base/priority-classes.yaml",
      lambda r: write(r, "base/priority-classes.yaml", "apiVersion: v1\nkind: List\nitems:\n  - apiVersion: kueue.x-k8s.io/v1beta2\n"

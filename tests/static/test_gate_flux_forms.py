@@ -319,3 +319,11 @@ def test_a_secret_written_with_string_data_is_a_substitution_source(repo_copy):
                                                                '    literals: ["TOKEN=${RAY_TOKEN}"]\n')
     found = validate_repository(repo_copy).findings
     assert found == [], "\n".join(f.text() for f in found)
+
+
+def test_a_misspelt_variable_is_one_finding_where_it_is_written_naming_the_defined_one(repo_copy):
+    edit(repo_copy, "base/service-account.yaml", '"${AZURE_TENANT_ID}"', '"${AZURE_TENANTID}"')
+    found = [f for f in validate_repository(repo_copy).findings if f.is_error]
+    assert [(f.rule, f.file, f.line) for f in found] == [("flux-variable-undefined", "base/service-account.yaml", 9)], \
+        "\n".join(f.text() for f in found)
+    assert "${AZURE_TENANT_ID}" in found[0].hint and "dev-westus3" in found[0].context and "prod-eastus2" in found[0].context, found[0].text()
