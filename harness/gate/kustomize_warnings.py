@@ -136,21 +136,23 @@ class Patch:
     line: int | None
     what: str  # e.g. "patches[1]"
     target: dict
+    component: bool = False  # written in a kustomize Component (kind: Component)
 
 
 def _probe(target: dict, key: str) -> dict:
     return {"target": target, "patch": f'[{{"op": "add", "path": "/metadata/annotations/{key.replace("/", "~1")}", "value": "1"}}]'}
 
 
-def _with_probes(entries: list, at: list, file: str, doc_line: int | None, root: Path, patches: list[Patch]) -> list:
-    """`entries` (the patch list at path `at` of the document) with a probe in front of every
-    targeted patch; the patches are recorded."""
+def _with_probes(entries: list, at: list, file: str, doc_line: int | None, root: Path, patches: list[Patch],
+                 component: bool = False) -> list:
+    """`entries` (the patch list at path `at` of the document, a kustomize Component's when `component`) with a probe in
+    front of every targeted patch; the patches are recorded."""
     out = []
     for i, entry in enumerate(entries):
         target = as_map(entry).get("target")
         if isinstance(target, dict) and target:
             key = f"{PROBE}{len(patches)}"
-            patches.append(Patch(key, file, line_at(root, file, doc_line, [*at, i]), f"{'.'.join(at)}[{i}]", target))
+            patches.append(Patch(key, file, line_at(root, file, doc_line, [*at, i]), f"{'.'.join(at)}[{i}]", target, component))
             out.append(_probe(target, key))
         out.append(entry)
     return out
@@ -182,7 +184,8 @@ def probe_patches(ctx, root: Path, builds: list[Build], clusters: list[ClusterRe
         doc = kustomization_doc(d)
         rel = kustomization_path(d).relative_to(root).as_posix()
         before = len(patches)
-        probed = {f: _with_probes(as_list(doc.get(f)), [f], rel, None, root, patches) for f in ("patches", "patchesJson6902")}
+        probed = {f: _with_probes(as_list(doc.get(f)), [f], rel, None, root, patches, doc.get("kind") == "Component")
+                  for f in ("patches", "patchesJson6902")}
         if len(patches) > before:
             rewritten[d] = {**doc, **{f: v for f, v in probed.items() if v}}
     owners = {p.key: {d for d in rewritten if p.file == kustomization_path(d).relative_to(root).as_posix()} for p in patches}
@@ -245,10 +248,15 @@ def _judged(patches: list[Patch], owners: dict[str, set], include: dict[str, set
         if p.key in seen or not mine & judged or mine & blocked:
             continue
         target = ", ".join(f"{k}: {v}" for k, v in p.target.items())
+        hint = "fix the target (kind, name, labelSelector) to select the objects it should change, or remove the patch"
+        if p.component:
+            # A component is written to be included by several builds: a gpu-sku component sizes both layouts, and the
+            # patch for the other layout is what a switch of the cluster's layout needs.
+            hint = (f"if this component's patch sizes objects another build would have (the other queue layout, which a cluster "
+                    f"may switch to), keep it; else {hint}")
         out.append(Finding(p.file, p.line, "", "patch-unmatched",
                            f"{p.what} (target {target}) matches no object in any build that includes it; kustomize ignores it silently",
-                           "fix the target (kind, name, labelSelector) to select the objects it should change, or remove the patch",
-                           severity="warning"))
+                           hint, severity="warning"))
     return out
 
 

@@ -333,3 +333,21 @@ def test_a_disabled_finding_of_several_clusters_counts_once(repo_copy):
         "disable:\n  - rules: [kueue-idle-quota]\n    path: workloads/aurora-finetune.yaml\n    reason: sized by hand\n")
     report = validate_repository(repo_copy)
     assert [f for f in report.findings if f.rule == "kueue-idle-quota"] == [] and report.suppressed == 1, report.suppressed
+
+
+def test_a_sku_component_copied_for_one_cluster_keeps_its_other_layouts_patch(repo_copy):
+    """A fork copies the gpu-sku component for its own VM size (both layouts' patches) and includes it from the one cluster
+    that has that size: the other layout's patch matches nothing there, but a switch of that cluster's layout needs it."""
+    sku = "components/gpu-sku/standard-nd96isr-h100-v5"
+    (repo_copy / sku).mkdir()
+    (repo_copy / sku / "kustomization.yaml").write_text(
+        (repo_copy / "components/gpu-sku/standard-nd96amsr-a100-v4/kustomization.yaml").read_text().replace("ND96amsr_A100_v4", "ND96isr_H100_v5"))
+    tfvars = repo_copy / "terraform/clusters/prod-eastus2.tfvars"
+    tfvars.write_text(tfvars.read_text().replace("Standard_ND96amsr_A100_v4", "Standard_ND96isr_H100_v5"))
+    queues = repo_copy / "clusters/prod-eastus2/queues/kustomization.yaml"
+    queues.write_text(queues.read_text() + f"components:\n  - ../../../{sku}\n")
+    found = validate_repository(repo_copy).findings
+    assert not [f for f in found if f.is_error], "\n".join(f.text() for f in found)
+    unmatched = [f for f in found if f.rule == "patch-unmatched"]
+    assert [(f.file, f.line) for f in unmatched] == [(f"{sku}/kustomization.yaml", 9)], "\n".join(f.text() for f in found)
+    assert "keep it" in unmatched[0].hint and "remove the patch" in unmatched[0].hint, unmatched[0].hint
