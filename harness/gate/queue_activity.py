@@ -101,10 +101,13 @@ def _admission_check_rules(ctx, root: Path, index: ClusterIndex) -> list:
                 reason, what, severity = problem
                 if severity == "error":
                     broken.add(str(rule.get("name")))
+                hint = ("point the AdmissionCheck's spec.parameters at an existing config object of its controller "
+                        "(apiGroup kueue.x-k8s.io), or remove the check from the ClusterQueue") if controller in CONFIG_KINDS else \
+                       (f"deploy the controller {controller} to the cluster (it sets the check's Active condition), or remove the check "
+                        "from the ClusterQueue")
                 out.append(finding_at(ctx, root, cq, build, path, "clusterqueue-admission-check",
                                       f"AdmissionCheck {rule.get('name')!r} would stay inactive: {what}; " + INACTIVE.format(cq=cq_name, reason=reason),
-                                      "point the AdmissionCheck's spec.parameters at an existing config object of its controller "
-                                      "(apiGroup kueue.x-k8s.io), or remove the check from the ClusterQueue", cluster=cluster, severity=severity))
+                                      hint, cluster=cluster, severity=severity))
         multi, provisioning = by_controller.get(MULTIKUEUE, []), by_controller.get(PROVISIONING, [])
         if len(multi) > 1 or (multi and provisioning):
             reason, what = (("MultipleMultiKueueAdmissionChecks", f"names {len(multi)} MultiKueue checks ({', '.join(multi)})") if len(multi) > 1

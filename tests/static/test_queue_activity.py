@@ -158,3 +158,14 @@ def test_valid_admission_checks_topology_and_cohorts_are_clean(repo_copy):
     assert not ours, "\n".join(f.text() for f in ours)
     assert not [f for f in report.findings if f.is_error], "\n".join(f.text() for f in report.findings)
     assert "inactive-mk" in path.read_text()
+
+
+@pytest.mark.parametrize("controller, fix", [("example.com/budget", "deploy the controller example.com/budget"),
+                                             ("kueue.x-k8s.io/provisioning-request", "spec.parameters")])
+def test_the_fix_of_an_inactive_check_is_its_controllers(repo_copy, controller, fix):
+    """A check of a controller outside Kueue becomes Active when that controller runs, whatever its parameters; one of Kueue's
+    own controllers needs its config object."""
+    path = repo_copy / OVERLAY_FILE
+    path.write_text(path.read_text() + "---" + objects_text(queue(checks_=checks("ac")) + "---" + check("ac", controller), "inactive-"))
+    fired = [f for f in validate_repository(repo_copy).findings if f.rule == "clusterqueue-admission-check"]
+    assert len(fired) == 1 and fix in fired[0].hint, "\n".join(f.text() for f in fired)
