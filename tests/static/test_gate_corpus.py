@@ -747,6 +747,14 @@ CORPUS = [
                                    "    enableInTreeAutoscaling: true\n").replace("maxReplicas: 1\n", "maxReplicas: 2\n"), "ray.io/rayservice"), 13),
     ("rayservice-sample-worker-group-head", "kueue-webhook", "workloads/notebook.yaml",
      lambda r: (queued_ray_sample(r, "RayService", "1"), edit(r, "workloads/notebook.yaml", "groupName: gpu", "groupName: head")), 24),
+    ("raycluster-sample-head-on-no-pool", "capacity-pod-placement", "workloads/notebook.yaml",  # the capacity rules read its pod sets
+     lambda r: (queued_ray_sample(r, "RayCluster", "1"), edit(r, "workloads/notebook.yaml", "      spec:\n        containers:\n          - name: ray-head",
+                                                                "      spec:\n        nodeSelector: {agentpool: nope}\n        containers:\n"
+                                                                "          - name: ray-head")), 14),
+    ("rayservice-sample-head-on-no-pool", "capacity-pod-placement", "workloads/notebook.yaml",
+     lambda r: (queued_ray_sample(r, "RayService", "1"), edit(r, "workloads/notebook.yaml", "        spec:\n          containers:\n            - name: ray-head",
+                                                                "        spec:\n          nodeSelector: {agentpool: nope}\n          containers:\n"
+                                                                "            - name: ray-head")), 17),
     ("layer-rayjob-never-admitted", "sample-fits", "overlays/team-queues/nightly.yaml", layer_rayjob_of_nine_gpus, 11),
     ("layer-raycluster-never-admitted", "sample-fits", "overlays/team-queues/notebook.yaml",
      lambda r: queued_layer_object(r, "notebook.yaml", QUEUED_RAY_CLUSTER.replace("1\n      minReplicas: 1\n      maxReplicas: 1", "9\n      "
