@@ -2,7 +2,8 @@
 Kueue's own scheduler code in the gate's Go helper (tools/fluxbuild kueueadmit.go): the cluster's
 ResourceFlavors, Topologies, Cohorts and ClusterQueues in Kueue's scheduler cache (its AdmissionChecks as active: Kueue
 reserves quota before they run, and the queue-activity rules judge whether they can be), the Workload Kueue's
-Ray integration builds of the RayJob (with its namespace's LimitRange defaults, and the manager
+Ray integration for its kind builds of the RayJob, RayCluster or RayService (a sample, or a queued one a layer applies; with its
+namespace's LimitRange defaults, and the manager
 configuration's resource transformations and excluded prefixes), and Kueue's flavor assigner on the
 idle cluster. What it cannot fit there (one flavor per resource group and pod set, nominal quota plus
 what the cohort tree lends, the pods resource, TAS-only flavors) it never admits: the job pends forever.
@@ -37,8 +38,9 @@ class AdmitError(HarnessError):
 
 @dataclass
 class Candidate:
-    """One sample submitted on a cluster: its RayJob, the ClusterQueue its LocalQueue points at, its namespace's
-    LimitRanges, and where a finding about it points."""
+    """One sample submitted on a cluster, or a queued Ray object a layer applies: its RayJob (RayCluster, RayService), the
+    ClusterQueue its LocalQueue points at, its namespace's LimitRanges, and where a finding about it points (`what`: how
+    the message names it, by default "<wfile> as submitted")."""
 
     job: dict
     cq: dict
@@ -47,7 +49,8 @@ class Candidate:
     line: int | None
     wfile: str
     where: str
-    index: int = -1  # of its entry in the samples file
+    index: int = -1  # of its entry in the samples file (-1: a layer's object)
+    what: str = ""
 
 
 class Fits:
@@ -240,7 +243,7 @@ def _finding(c: Candidate, answer: dict, queue_objects: list[dict] = ()) -> Find
         if capping:
             hint = f"what it may borrow is capped by {', '.join(capping)}: raise or drop those limits, or {hint}"
     return Finding(c.samples_file, c.line, resource_id(c.job), "sample-fits",
-                   f"{c.wfile} as submitted ({sets}{defaults}) is never admitted by ClusterQueue {cq}, not even on an idle cluster: "
+                   f"{c.what or f'{c.wfile} as submitted'} ({sets}{defaults}) is never admitted by ClusterQueue {cq}, not even on an idle cluster: "
                    f"Kueue's flavor assigner says \"{reason}\"; it would pend forever", hint, c.where)
 
 

@@ -38,6 +38,9 @@ RULES = {
                              "knows; else it exits at start and no RayJob on the cluster runs",
 }
 RAYJOB_FRAMEWORK = "ray.io/rayjob"
+# The Kueue integration that manages each Ray kind (Kueue's framework names, each registered by the pinned Kueue:
+# pkg/controller/jobs/rayjob, raycluster and rayservice; test_gate_feature_gates holds them to Kueue's own registry).
+INTEGRATIONS = {"RayJob": RAYJOB_FRAMEWORK, "RayCluster": "ray.io/raycluster", "RayService": "ray.io/rayservice"}
 CONFIG_PATH = ["spec", "values", "managerConfig", "controllerManagerConfigYaml"]
 GATES_PATH = ["spec", "values", "controllerManager", "featureGates"]
 KUBERAY_CHART = "kuberay-operator"
@@ -108,6 +111,18 @@ def manager_of(index) -> dict:
     return {"config": next((t for t in texts if isinstance(t, str)), None),
             "gates": {k: v for hr in releases for k, v in values_gates(hr)[0].items()},
             "kuberay_gates": {k: v for hr in kuberay for k, v in values_gates(hr, KUBERAY_GATES_PATH)[0].items()}}
+
+
+def integration_on(manager: dict | None, kind) -> bool:
+    """Whether the manager (manager_of) runs the Kueue integration of Ray kind `kind` (INTEGRATIONS), so that Kueue builds a
+    Workload of a queued object of that kind: its configuration's integrations.frameworks (with Kueue's defaults), all of
+    them with the chart's own configuration; False for another kind, or a configuration the manager refuses (kueue-config)."""
+    text = (manager or {}).get("config")
+    if kind not in INTEGRATIONS:
+        return False
+    if text is None:
+        return True  # the chart's own frameworks list has every Ray kind
+    return INTEGRATIONS[kind] in as_list(as_map(as_map(loaded(text)).get("integrations")).get("frameworks"))
 
 
 def feature_enabled(manager: dict | None, name: str) -> bool:

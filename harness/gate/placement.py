@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from harness.gate.findings import Finding
 from harness.gate.pools import Pool, selects
-from harness.gate.sources import as_list, as_map, as_maps, name_key
+from harness.gate.sources import RAY_CLUSTER_SPEC, as_list, as_map, as_maps, name_key, ray_cluster_spec
 
 MAX_COMBINATIONS = 512  # flavor combinations tried per pod set or flavor; real queues have a handful
 
@@ -122,12 +122,7 @@ def _partner_combos(others: list[list[Flavor]]):
 
 def ray_templates(obj: dict) -> list[dict]:
     """The pod templates of a RayJob, RayCluster or RayService (KubeRay's default submitter left out)."""
-    spec = as_map(obj.get("spec"))
-    if obj.get("kind") == "RayJob":
-        return [t for t in pod_templates(obj) if isinstance(t, dict)]
-    cluster = as_map(spec.get("rayClusterConfig")) if obj.get("kind") == "RayService" else spec if obj.get("kind") == "RayCluster" else {}
-    templates = [as_map(cluster.get("headGroupSpec")).get("template")] + [g.get("template") for g in as_maps(cluster.get("workerGroupSpecs"))]
-    return [t for t in templates if isinstance(t, dict)]
+    return [t for t in pod_templates(obj) if isinstance(t, dict)] if obj.get("kind") in RAY_CLUSTER_SPEC else []
 
 
 def pod_tolerations(objects: list[dict]) -> list[tuple[frozenset[str], tuple[dict, ...]]]:
@@ -170,11 +165,12 @@ def flavor_reach(objects: list[dict], pools: list[Pool], pods: list[tuple[frozen
 
 # -- Sample pod sets --------------------------------------------------------------------------------
 def pod_templates(job: dict) -> list[dict | None]:
-    """The pod templates of a RayJob in the order of workloads.pod_sets (None: KubeRay's default submitter)."""
+    """The pod templates of a RayJob (or RayCluster, RayService) in the order of workloads.pod_sets (None: KubeRay's default
+    submitter)."""
     spec = as_map(job.get("spec"))
-    cluster = as_map(spec.get("rayClusterSpec"))
+    cluster = ray_cluster_spec(job)[1]
     out = [as_map(cluster.get("headGroupSpec")).get("template")]
     out += [g.get("template") for g in as_maps(cluster.get("workerGroupSpecs"))]
-    if spec.get("submissionMode", "K8sJobMode") == "K8sJobMode":
+    if job.get("kind", "RayJob") == "RayJob" and spec.get("submissionMode", "K8sJobMode") == "K8sJobMode":
         out.append(spec.get("submitterPodTemplate"))
     return out

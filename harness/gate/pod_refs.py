@@ -3,7 +3,7 @@ objects (ServiceAccount, ConfigMaps, Secrets, PersistentVolumeClaims, RuntimeCla
 need before they can start. harness.gate.cluster_refs checks them against a cluster's set."""
 from __future__ import annotations
 
-from harness.gate.sources import as_list, as_map, as_maps
+from harness.gate.sources import RAY_CLUSTER_SPEC, as_list, as_map, as_maps, ray_cluster_spec
 
 WORKLOAD_KINDS = {"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "ReplicationController"}
 
@@ -26,18 +26,12 @@ def pod_templates(obj: dict) -> list[tuple[list, dict]]:
             out.append(([*path, "workerGroupSpecs", i, "template", "spec"], as_map(as_map(as_map(group).get("template")).get("spec"))))
         return out
 
-    if not str(obj.get("apiVersion", "")).startswith("ray.io/"):
+    if not str(obj.get("apiVersion", "")).startswith("ray.io/") or kind not in RAY_CLUSTER_SPEC:
         return []
-    if kind == "RayCluster":
-        return ray_cluster(["spec"], spec)
-    if kind == "RayService":
-        return ray_cluster(["spec", "rayClusterConfig"], as_map(spec.get("rayClusterConfig")))
-    if kind == "RayJob":
-        out = ray_cluster(["spec", "rayClusterSpec"], as_map(spec.get("rayClusterSpec")))
-        if spec.get("submitterPodTemplate") is not None:
-            out.append((["spec", "submitterPodTemplate", "spec"], as_map(as_map(spec.get("submitterPodTemplate")).get("spec"))))
-        return out
-    return []
+    out = ray_cluster(*ray_cluster_spec(obj))
+    if kind == "RayJob" and spec.get("submitterPodTemplate") is not None:
+        out.append((["spec", "submitterPodTemplate", "spec"], as_map(as_map(spec.get("submitterPodTemplate")).get("spec"))))
+    return out
 
 
 def optional_ref(path: list, ref, default_kind: str | None = None) -> list[tuple[list, str, object]]:

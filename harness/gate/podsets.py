@@ -25,7 +25,7 @@ from harness.gate.matching import taint_text
 from harness.gate.pools import Pool, node_matches, untolerated
 from harness.gate.sku import allocatable, sku_table
 from harness.gate.origin import compose, descend, step
-from harness.gate.sources import QUEUE_LABEL, SourceError, as_map, in_namespace_of, load_yaml, name_key, read_source, resource_id
+from harness.gate.sources import QUEUE_LABEL, RAY_CLUSTER_SPEC, SourceError, as_map, in_namespace_of, load_yaml, name_key, read_source, resource_id
 
 
 
@@ -45,13 +45,15 @@ class PodSetLines:
 
 
 def workload_lines(text: str) -> list[PodSetLines]:
-    """Per pod set (workloads.pod_sets order) of a sample's raw text, where it is written; [] when
+    """Per pod set (workloads.pod_sets order) of a sample's raw text (a RayJob, RayCluster or RayService), where it is written; [] when
     the text does not compose (the schema and render rules report that)."""
     docs = compose(text)
     if not docs:
         return []
     spec_key, spec = step(docs[0], "spec")
-    cluster = _path(spec, "rayClusterSpec")
+    kind_node = _path(docs[0], "kind")
+    kind = kind_node.value if isinstance(kind_node, yaml.ScalarNode) else "RayJob"
+    cluster = _path(docs[0], *RAY_CLUSTER_SPEC.get(kind, ["spec", "rayClusterSpec"]))
 
     def keyed(parent, key: str, replicas=None):
         k, v = step(parent, key)
@@ -62,7 +64,7 @@ def workload_lines(text: str) -> list[PodSetLines]:
         if isinstance(g, yaml.MappingNode):
             sets.append(keyed(g, "template", step(g, "replicas")))
     mode = _path(spec, "submissionMode")
-    if not isinstance(mode, yaml.ScalarNode) or mode.value == "K8sJobMode":
+    if kind == "RayJob" and (not isinstance(mode, yaml.ScalarNode) or mode.value == "K8sJobMode"):
         line, template, _ = keyed(spec, "submitterPodTemplate")  # absent: KubeRay's default, charged to `spec`
         sets.append((line or (spec_key.start_mark.line + 1 if spec_key else None), template, None))
     out = []

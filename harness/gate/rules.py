@@ -53,7 +53,8 @@ RULES = {
     "sample-duplicate": "no two entries of a cluster's samples.yaml render the same object (namespace and name): the apiserver refuses the second",
     "sample-ttl-holds-nodes": "a sample's RayCluster is deleted as its job ends (ttlSecondsAfterFinished: 0), since Kueue gives its quota to the next job at once (warning)",
     "sample-fits": "Kueue's own flavor assigner (tools/fluxbuild kueueadmit.go, the pinned Kueue's scheduler cache and flavorassigner) "
-                   "admits a sample in its ClusterQueue on the idle cluster: one flavor per resource group and pod set, nominal quota "
+                   "admits a sample (a RayJob, RayCluster or RayService, with the pod sets Kueue's integration for its kind builds), "
+                   "and a queued Ray object a layer applies, in its ClusterQueue on the idle cluster: one flavor per resource group and pod set, nominal quota "
                    "plus what the cohort tree lends, the pods resource, TAS-only flavors, the manager's resource transformations and "
                    "excluded prefixes; else it pends forever",
 }

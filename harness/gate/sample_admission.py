@@ -14,7 +14,11 @@ each finding points at the sample's entry line and names the queue object's file
 - its pods name a ServiceAccount the namespace does not have or a RuntimeClass the cluster does not have (the
   apiserver refuses the pods), mount a PersistentVolumeClaim it does not have (the scheduler places none of them),
   or name a key that a ConfigMap or Secret of the cluster's set does not have (the kubelet cannot start them),
-  or name a ConfigMap or Secret the layer generates with kustomize's content-hash suffix (one finding, at the generator).
+  or name a ConfigMap or Secret the layer generates with kustomize's content-hash suffix (one finding, at the generator);
+- its label kueue.x-k8s.io/prebuilt-workload-name names a Workload its namespace does not have (Kueue builds none).
+A queued RayJob, RayCluster or RayService a layer applies (of an integration the Kueue manager runs) meets the same
+queue checks (namespaceSelector, stopPolicy, managedBy, prebuilt Workload) at its label's line, and workload-queue when
+its LocalQueue is missing; a queued Ray object of an integration the manager leaves out is kueue-integration-off.
 Per cluster: a ClusterQueue no LocalQueue points at (warning), and the Kueue HelmRelease's manager
 configuration (harness.gate.kueue_manager: the manager refuses it, or it leaves out ray.io/rayjob; harness.gate.kueue_wiring:
 it disagrees with the chart, gates the pods of other namespaces, or drops a resource the queues have quota for).
@@ -38,21 +42,23 @@ from harness.gate.sources import QUEUE_LABEL, as_list, as_map, as_maps, name_key
 from harness.gate.workloads import WORKLOADS_DIR, var_at
 
 RULES = {
-    "queue-namespace-selector": "a sample's ClusterQueue selects the namespace of its LocalQueue (namespaceSelector against the Namespace's labels)",
-    "queue-stopped": "a sample's ClusterQueue and LocalQueue are not stopped (spec.stopPolicy Hold or HoldAndDrain)",
+    "queue-namespace-selector": "a sample's (or a queued Ray object a layer applies) ClusterQueue selects the namespace of its LocalQueue (namespaceSelector against the Namespace's labels)",
+    "queue-stopped": "a sample's (or a queued Ray object a layer applies) ClusterQueue and LocalQueue are not stopped (spec.stopPolicy Hold or HoldAndDrain)",
     "sample-managed-by": "a sample's spec.managedBy is KubeRay's (or unset), unless its ClusterQueue has a MultiKueue admission check",
     "sample-priority-class": "the WorkloadPriorityClass (label kueue.x-k8s.io/priority-class) or PriorityClass a sample names exists on the cluster",
     "clusterqueue-unreachable": "(warning) every ClusterQueue is the spec.clusterQueue of some LocalQueue, or shares a cohort with "
                                 "one that is (a lender-only queue: its quota is borrowed)",
-    "workload-queue": "a RayJob a layer applies (not a sample) names, by label kueue.x-k8s.io/queue-name, a LocalQueue of its namespace",
+    "workload-queue": "a RayJob, RayCluster or RayService a layer applies (not a sample) names, by label kueue.x-k8s.io/queue-name, a LocalQueue of its namespace",
     "kueue-integration-off": "a queued Ray object (label kueue.x-k8s.io/queue-name; a sample or applied by a layer) is of a kind whose "
-                             "integration the cluster's Kueue manager enables (a RayCluster needs ray.io/raycluster in "
-                             "integrations.frameworks); else Kueue ignores the label and its pods run outside every quota",
+                             "integration the cluster's Kueue manager enables (a RayCluster needs ray.io/raycluster, a RayService "
+                             "ray.io/rayservice in integrations.frameworks); else Kueue ignores the label and its pods run outside every quota",
+    "kueue-prebuilt-workload": "a sample or a queued Ray object a layer applies with label kueue.x-k8s.io/prebuilt-workload-name names a "
+                               "Workload of its namespace that the cluster's layers apply; else Kueue's job reconciler builds none and "
+                               "waits for it (ErrPrebuiltWorkloadNotFound): the job stays suspended forever",
 }
-# The Kueue integration that manages each Ray kind (Kueue's framework names; test_gate_feature_gates holds them to Kueue's
-# own registry). RayService is none: Kueue manages it only through the RayClusters it creates.
-INTEGRATIONS = {"RayJob": "ray.io/rayjob", "RayCluster": "ray.io/raycluster"}
+INTEGRATIONS = kueue_manager.INTEGRATIONS  # the Kueue integration that manages each Ray kind (RayJob, RayCluster, RayService)
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+PREBUILT_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"  # constants.PrebuiltWorkloadLabel
 STOPPED = ("Hold", "HoldAndDrain")
 KUBERAY_CONTROLLER = "ray.io/kuberay-operator"  # utils.KubeRayController: the managedBy KubeRay's RayJob controller acts on
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
@@ -172,16 +178,42 @@ def _sample_rules(ctx, root: Path, index: ClusterIndex, samples_file: str, line:
     for rule, message, hint, _ in size_problems(job):
         finding(rule, message, hint)
 
+    prebuilt = _prebuilt(index, job, ns)
+    if prebuilt:
+        finding("kueue-prebuilt-workload", *prebuilt, field=f"metadata.labels[{PREBUILT_LABEL}]")
+    before = len(out)
+    queues = _queue_rules(ctx, root, index, job, ns, queue, finding)
+    if queues:  # these judge the sample by its queues: a queue the apiserver or Kueue's webhook refuses is the cause instead
+        out[before:] = [replace(f, presumes=tuple(resource_id(q) for q in queues)) for f in out[before:]]
+    return out
+
+
+def _prebuilt(index: ClusterIndex, job: dict, ns: str) -> tuple[str, str] | None:
+    """(message, hint) of kueue-prebuilt-workload when `job` names by PREBUILT_LABEL a Workload its namespace does not have
+    on the cluster: Kueue's job reconciler then only looks that Workload up and never builds one (jobframework
+    reconciler.go, ErrPrebuiltWorkloadNotFound), so the job is never admitted."""
+    name = as_map(as_map(job.get("metadata")).get("labels")).get(PREBUILT_LABEL)
+    if name is None or index.has("Workload", ns, name):
+        return None
+    return (f"label {PREBUILT_LABEL}={name!r} names a Workload that namespace {ns} does not have on cluster {index.cluster.name}: Kueue's "
+            "job reconciler builds no Workload for a job with this label, it waits for the one named (ErrPrebuiltWorkloadNotFound), "
+            "so the job stays suspended and is never admitted",
+            f"remove the label (Kueue then builds the job's Workload itself), or create Workload {ns}/{name} in the queue layer")
+
+
+def _queue_rules(ctx, root: Path, index: ClusterIndex, job: dict, ns: str, queue, finding) -> tuple[dict, dict] | None:
+    """What the queues of a queued Ray object (a sample, or one a layer applies) do to it: its spec.managedBy, a stopped
+    ClusterQueue or LocalQueue, a namespaceSelector that leaves its namespace out, each reported through
+    `finding(rule, message, hint)`; (its ClusterQueue, LocalQueue) when both exist, else None."""
     lq_entry = index.named.get(("LocalQueue", ns, name_key(queue)))
     if lq_entry is None:
-        return out  # sample-queue reports it
+        return None  # sample-queue (workload-queue) reports it
     lq_build, lq = lq_entry
     cq_entry = index.named.get(("ClusterQueue", None, name_key(as_map(lq.get("spec")).get("clusterQueue"))))
     if cq_entry is None:
-        return out  # localqueue-clusterqueue reports it
+        return None  # localqueue-clusterqueue reports it
     cq_build, cq = cq_entry
     cq_name = as_map(cq.get("metadata")).get("name")
-    before = len(out)
     managed_by = as_map(job.get("spec")).get("managedBy")
     if managed_by not in (None, KUBERAY_CONTROLLER) and MULTIKUEUE_CONTROLLER not in _check_controllers(index, cq):
         finding("sample-managed-by", f"spec.managedBy is {managed_by!r}: KubeRay's operator skips the RayJob, and ClusterQueue {cq_name} has "
@@ -191,7 +223,7 @@ def _sample_rules(ctx, root: Path, index: ClusterIndex, samples_file: str, line:
         policy = as_map(obj.get("spec")).get("stopPolicy")
         if policy in STOPPED:
             finding("queue-stopped", f"{what} has stopPolicy {policy} ({_where(ctx, root, build, obj, ['spec', 'stopPolicy'])}): "
-                    "it admits nothing, so the sample pends forever", f"remove spec.stopPolicy from {what} (or set it to None) once the hold is over")
+                    "it admits nothing, so the job pends forever", f"remove spec.stopPolicy from {what} (or set it to None) once the hold is over")
     selector = as_map(cq.get("spec")).get("namespaceSelector")
     labels = index.namespaces.get(ns)
     if isinstance(selector, dict) and labels is not None:
@@ -200,7 +232,7 @@ def _sample_rules(ctx, root: Path, index: ClusterIndex, samples_file: str, line:
             selects, failed = selector_verdict(selector, labels)
         except ValueError as err:
             finding("queue-namespace-selector", f"the namespaceSelector of ClusterQueue {cq_name} ({cq_at}) is invalid: {err}; "
-                    "Kueue's webhook refuses the ClusterQueue, so the sample is never admitted",
+                    "Kueue's webhook refuses the ClusterQueue, so the job is never admitted",
                     "fix the matchExpressions: operators are In, NotIn, Exists and DoesNotExist; In/NotIn need values, Exists/DoesNotExist take none")
             selects = True
         if not selects:
@@ -209,12 +241,10 @@ def _sample_rules(ctx, root: Path, index: ClusterIndex, samples_file: str, line:
             ns_at = _where(ctx, root, *ns_entry) if ns_entry else "created by Kubernetes or Flux"
             finding("queue-namespace-selector",
                     f"the namespaceSelector of ClusterQueue {cq_name} ({cq_at}) does not select namespace {ns} ({ns_at}) of LocalQueue "
-                    f"{queue} ({_where(ctx, root, lq_build, lq)}): {failed} fails on its labels {{{shown}}}; Kueue leaves the sample "
+                    f"{queue} ({_where(ctx, root, lq_build, lq)}): {failed} fails on its labels {{{shown}}}; Kueue leaves the job "
                     "pending forever", f"change the namespaceSelector of ClusterQueue {cq_name} so that it selects namespace {ns} "
                     f"(`{{}}` selects every namespace), or label Namespace {ns} to match it")
-    # These judge the sample by its queues: a queue the apiserver or Kueue's webhook refuses is the cause instead.
-    out[before:] = [replace(f, presumes=(resource_id(cq), resource_id(lq))) for f in out[before:]]
-    return out
+    return cq, lq
 
 
 def _unreachable(ctx, index: ClusterIndex) -> list[Finding]:
@@ -266,15 +296,14 @@ def admission_rules(ctx, root: Path, cluster: ClusterRender, samples: list[tuple
 def _integrations_off(ctx, root: Path, index: ClusterIndex, samples: list[tuple[str, dict, int | None]]) -> list[Finding]:
     """kueue-integration-off: queued Ray objects of a kind the manager's integrations.frameworks leaves out (judged where
     the configuration is written; the chart's own enables every Ray kind)."""
-    config = kueue_manager.loaded(kueue_manager.manager_of(index).get("config"))
-    frameworks = set(as_list(as_map(as_map(config).get("integrations")).get("frameworks"))) if config else None
-    if frameworks is None:
-        return []
+    manager = kueue_manager.manager_of(index)
+    if kueue_manager.loaded(manager.get("config")) is None:
+        return []  # the chart's configuration (every Ray integration), or one the manager refuses (kueue-config)
     queued = [(None, sample, job) for sample, job, _ in samples] + [(b, None, o) for kind in INTEGRATIONS for b, o in index.of_kind(kind)]
     out = []
     for build, sample, obj in queued:
         framework = INTEGRATIONS.get(str(obj.get("kind")))  # (RayJob's missing is the configuration's kueue-rayjob-integration)
-        if framework in frameworks or framework is None or obj.get("kind") == "RayJob" or queue_name(obj) is None:
+        if framework is None or obj.get("kind") == "RayJob" or queue_name(obj) is None or kueue_manager.integration_on(manager, obj.get("kind")):
             continue
         message = (f"{obj.get('kind')} {as_map(obj.get('metadata')).get('name')} has label {QUEUE_LABEL}, but the Kueue manager of cluster "
                    f"{index.cluster.name} leaves {framework} out of integrations.frameworks: Kueue ignores the label, never suspends "
@@ -288,18 +317,29 @@ def _integrations_off(ctx, root: Path, index: ClusterIndex, samples: list[tuple[
 
 
 def _applied_job_queues(ctx, root: Path, index: ClusterIndex) -> list[Finding]:
-    """workload-queue: a RayJob a layer applies whose queue label names no LocalQueue of its namespace; Kueue leaves its
-    Workload inadmissible for good (a missing label is Kueue's default LocalQueue, or no queue: not judged here)."""
+    """A queued RayJob, RayCluster or RayService a layer applies (of an integration the manager runs): workload-queue when
+    its queue label names no LocalQueue of its namespace (Kueue leaves its Workload inadmissible for good; a missing label
+    is Kueue's default LocalQueue, or no queue: not judged here), else what its queues do to it (_queue_rules), each at
+    its label's line; whether it fits its ClusterQueue is sample-fits (sample_rules.layer_candidates)."""
     out = []
-    for build, job in index.of_kind("RayJob"):
+    manager = kueue_manager.manager_of(index)
+    for build, job in [(b, o) for kind in INTEGRATIONS for b, o in index.of_kind(kind) if kueue_manager.integration_on(manager, kind)]:
         meta = as_map(job.get("metadata"))
         queue, ns = as_map(meta.get("labels")).get(QUEUE_LABEL), name_key(meta.get("namespace", "default"))
-        if queue is None or index.has("LocalQueue", ns, queue):
+        if queue is None:
+            continue
+
+        def finding(rule: str, message: str, hint: str, label: str = QUEUE_LABEL, job=job, build=build) -> None:
+            out.append(finding_at(ctx, root, job, build, ["metadata", "labels", label], rule, message, hint, cluster=index.cluster.name))
+        prebuilt = _prebuilt(index, job, ns)
+        if prebuilt:
+            finding("kueue-prebuilt-workload", *prebuilt, label=PREBUILT_LABEL)
+        if index.has("LocalQueue", ns, queue):
+            _queue_rules(ctx, root, index, job, ns, queue, finding)
             continue
         have = sorted(str(as_map(o.get("metadata")).get("name")) for _, o in index.of_kind("LocalQueue")
                       if name_key(as_map(o.get("metadata")).get("namespace")) == ns)
-        out.append(finding_at(ctx, root, job, build, ["metadata", "labels", QUEUE_LABEL], "workload-queue",
-                              f"label {QUEUE_LABEL}={queue!r} names no LocalQueue of namespace {ns} on cluster {index.cluster.name} "
-                              f"(have: {', '.join(have) or 'none'}): Kueue never admits the RayJob, and suspended it never runs",
-                              "name one of the namespace's LocalQueues, or add that LocalQueue to the queue layer", cluster=index.cluster.name))
+        finding("workload-queue", f"label {QUEUE_LABEL}={queue!r} names no LocalQueue of namespace {ns} on cluster {index.cluster.name} "
+                f"(have: {', '.join(have) or 'none'}): Kueue never admits the {job.get('kind')}, and suspended it never runs",
+                "name one of the namespace's LocalQueues, or add that LocalQueue to the queue layer")
     return out

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from harness.gate import kueue_fit, workloads
+from harness.gate import kueue_fit, kueue_manager, workloads
+from harness.gate.cluster_index import finding_at
 from harness.gate.findings import Finding
 from harness.gate.origin import line_at
 from harness.gate.render import ClusterRender
@@ -141,5 +142,30 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
             f"and neither {workloads.WORKLOADS_DIR}/defaults.yaml nor the entries' `vars` set it")
         out.append(Finding(samples_file, line, f"sample/{e.get('sample')}", "sample-render", message,
                            f"set {name} in {workloads.WORKLOADS_DIR}/defaults.yaml, or in the `vars` of each entry", f"cluster {cluster.name}"))
+    manager = kueue_fit.manager_ref(root, cluster)  # a kind whose integration it leaves out is kueue-integration-off instead
+    candidates = [c for c in candidates if kueue_manager.integration_on(manager, c.job.get("kind"))]
+    if complete:
+        candidates += _layer_candidates(ctx, root, cluster, objects, lqs, cqs, manager)
     fits = kueue_fit.fits(ctx.checker or Checker(tuple(ctx.config.crd_files(root))).start(), root, cluster, candidates, ctx.config)
     return out, rendered, fits
+
+
+def _layer_candidates(ctx: Context, root: Path, cluster: ClusterRender, objects: list[dict], lqs: dict, cqs: dict,
+                      manager: dict) -> list[kueue_fit.Candidate]:
+    """The queued Ray objects the cluster's layers apply (a RayJob, RayCluster or RayService of an integration the manager
+    runs, whose queue label names a LocalQueue of its namespace): Kueue's flavor assigner judges them as it judges the
+    samples (sample-fits), each at its label's line (workload-queue reports a LocalQueue that is not there)."""
+    out = []
+    for build, obj in cluster.applied():
+        kind, meta = obj.get("kind"), as_map(obj.get("metadata"))
+        if not str(obj.get("apiVersion", "")).startswith("ray.io/") or not kueue_manager.integration_on(manager, kind) or queue_name(obj) is None:
+            continue
+        ns = meta.get("namespace", "default")
+        lq = lqs.get((name_key(ns), name_key(queue_name(obj))))
+        cq = cqs.get(name_key(as_map(as_map(lq).get("spec")).get("clusterQueue")))
+        if cq is None:
+            continue  # workload-queue / localqueue-clusterqueue report it
+        at = finding_at(ctx, root, obj, build, ["metadata", "labels", QUEUE_LABEL], "sample-fits", "", "", cluster=cluster.name)
+        out.append(kueue_fit.Candidate(obj, cq, in_namespace_of(obj, objects, ("LimitRange",)), at.file, at.line, at.file, at.context,
+                                       what=f"{kind} {ns}/{meta.get('name')} as its layer applies it"))
+    return out

@@ -9,7 +9,8 @@ RULES = {
     "api-validation": "every custom resource passes the apiserver's own create validation (OpenAPI schema, x-kubernetes-validations CEL rules, "
                       "metadata), and every built-in object its create validation (metadata; the spec by the REST strategy of its kind "
                       "for the kinds tools/kubecheck knows: core, apps, batch, RBAC, scheduling, networking, policy), offline",
-    "kueue-webhook": "every Kueue object and RayJob passes Kueue's validating webhook (its own code at the pinned version), offline",
+    "kueue-webhook": "every Kueue object and RayJob, and every RayCluster and RayService of an integration the cluster's Kueue manager "
+                     "runs, passes Kueue's validating webhook (its own code at the pinned version; the Ray kinds' when queued), offline",
     "kuberay-validation": "every RayJob, RayCluster and RayService passes what the pinned KubeRay operator's controllers validate "
                           "before they act (their own functions; a RayJob after Kueue's mutating webhook suspended it), and a RayJob's "
                           "submissionMode is one its controller submits in; else it never runs",

@@ -65,6 +65,20 @@ def queue_name(obj):
     return as_map(as_map(as_map(obj).get("metadata")).get("labels")).get(QUEUE_LABEL)
 
 
+# Where each Ray kind writes its RayClusterSpec (the RayService's Go field RayClusterSpec is `rayClusterConfig`).
+RAY_CLUSTER_SPEC = {"RayJob": ["spec", "rayClusterSpec"], "RayCluster": ["spec"], "RayService": ["spec", "rayClusterConfig"]}
+
+
+def ray_cluster_spec(obj: dict) -> tuple[list, dict]:
+    """(field path, RayClusterSpec) of a RayJob, RayCluster or RayService (an object without a kind is a RayJob); ([], {})
+    for another kind."""
+    path = RAY_CLUSTER_SPEC.get(obj.get("kind") or "RayJob")
+    node = obj if path else {}
+    for key in path or []:
+        node = as_map(node.get(key))
+    return list(path or []), node
+
+
 def as_maps(value) -> list[dict]:
     """The mappings of a list (a list's other items, or a non-list, count as absent)."""
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []

@@ -14,7 +14,7 @@ import yaml
 
 from harness.core import HarnessError, parse_quantity, releases, versions
 from harness.gate import matching
-from harness.gate.sources import SourceError, load_yaml, parse_yaml, read_source
+from harness.gate.sources import SourceError, load_yaml, parse_yaml, ray_cluster_spec, read_source
 
 from harness.core import REPO_ROOT
 
@@ -118,14 +118,15 @@ def _plain_name(name: str) -> bool:
 
 
 def pod_sets(rayjob: dict, kueue_version: str | None = None, limit_ranges: list[dict] = ()) -> list[tuple[str, int, dict[str, Decimal]]]:
-    """(name, count, per-pod requests) for each group of pods Kueue will charge to the queue, as
+    """(name, count, per-pod requests) for each group of pods Kueue will charge to the queue for a RayJob (or a RayCluster,
+    RayService: head and workers, no submitter), as
     `kueue_version` (default: the one validated, versions.module("kueue")) counts them, with the defaults of
     `limit_ranges` (the LimitRanges of the job's namespace on its cluster).
     Values of the wrong type or that are no quantity count as absent: the schema check reports them."""
     spec = _dict(rayjob.get("spec"))
-    cluster = _dict(spec.get("rayClusterSpec"))
+    cluster = ray_cluster_spec(rayjob)[1]
     head = _pod_requests(_dict(cluster.get("headGroupSpec")).get("template"), limit_ranges)
-    mode = spec.get("submissionMode", "K8sJobMode")
+    mode = spec.get("submissionMode", "K8sJobMode") if rayjob.get("kind", "RayJob") == "RayJob" else None  # (a RayCluster's, RayService's: none)
     if mode == "SidecarMode" and releases.has("kueue", "sidecar-submitter-counted", kueue_version or versions.module("kueue")[1]):
         # KubeRay injects its default submitter container into the head pod (kueue#12726).
         for name, qty in SUBMITTER_DEFAULT_REQUESTS.items():

@@ -56,6 +56,80 @@ def write(root: Path, rel: str, text: str) -> None:
     (root / rel).write_text(text)
 
 
+# A queued RayCluster (head 2 CPU/8Gi, worker group gpu: 1 replica of 8 CPU/64Gi/1 GPU); QUEUED_RAY_SERVICE is the same
+# cluster as a RayService.
+QUEUED_RAY_CLUSTER = """apiVersion: ray.io/v1
+kind: RayCluster
+metadata:
+  name: notebook
+  namespace: ray
+  labels:
+    kueue.x-k8s.io/queue-name: team-a
+spec:
+  rayVersion: "2.55.1"
+  headGroupSpec:
+    rayStartParams: {}
+    template:
+      spec:
+        containers:
+          - name: ray-head
+            image: mcr.microsoft.com/aks/ai-runtime/ray:py3.12-ray2.55.1-cuda13.0
+            resources:
+              requests: {cpu: "2", memory: 8Gi}
+              limits: {cpu: "2", memory: 8Gi}
+  workerGroupSpecs:
+    - groupName: gpu
+      replicas: 1
+      minReplicas: 1
+      maxReplicas: 1
+      rayStartParams: {}
+      template:
+        spec:
+          containers:
+            - name: ray-worker
+              image: mcr.microsoft.com/aks/ai-runtime/ray:py3.12-ray2.55.1-cuda13.0
+              resources:
+                requests: {cpu: "8", memory: 64Gi, nvidia.com/gpu: "1"}
+                limits: {cpu: "8", memory: 64Gi, nvidia.com/gpu: "1"}
+"""
+QUEUED_RAY_SERVICE = ("apiVersion: ray.io/v1\nkind: RayService\nmetadata:\n  name: llm-serve\n  namespace: ray\n  labels:\n"
+                      "    kueue.x-k8s.io/queue-name: team-b\nspec:\n  serveConfigV2: |\n    applications: []\n  rayClusterConfig:\n"
+                      + "".join(f"  {line}\n" for line in QUEUED_RAY_CLUSTER.partition("spec:\n")[2].splitlines()))
+
+
+def integration(root: Path, framework: str) -> None:
+    """The Kueue manager's integrations.frameworks gets `framework` too."""
+    edit(root, KUEUE, "            - ray.io/rayjob\n", f"            - ray.io/rayjob\n            - {framework}\n")
+
+
+def queued_layer_object(root: Path, file: str, text: str, framework: str | None = None) -> None:
+    """overlays/team-queues/`file` (`text`) applied by the queues layer; with `framework`, its integration on."""
+    write(root, f"overlays/team-queues/{file}", text)
+    edit(root, "overlays/team-queues/kustomization.yaml", "  - team-b.yaml\n", f"  - team-b.yaml\n  - {file}\n")
+    if framework:
+        integration(root, framework)
+
+
+def queued_ray_sample(root: Path, kind: str, gpus: str) -> None:
+    """A prod sample (workloads/notebook.yaml, samples.yaml line 12) of the queued RayCluster or RayService whose GPU worker
+    pod asks for `gpus`, its integration on."""
+    text = QUEUED_RAY_CLUSTER if kind == "RayCluster" else QUEUED_RAY_SERVICE
+    text = re.sub(r"name: (notebook|llm-serve)", "name: ${JOB_NAME}", text).replace('nvidia.com/gpu: "1"', f'nvidia.com/gpu: "{gpus}"')
+    write(root, "workloads/notebook.yaml", re.sub(r"queue-name: team-.", "queue-name: ${QUEUE_NAME}", text))
+    append(root, f"{PROD}/samples.yaml", "- sample: notebook\n  queue: team-a\n")
+    integration(root, "ray.io/raycluster" if kind == "RayCluster" else "ray.io/rayservice")
+
+
+def layer_rayjob_of_nine_gpus(root: Path) -> None:
+    """overlays/team-queues/nightly.yaml: llm-training as a RayJob of 9 one-GPU workers (8 CPU each) on team-a."""
+    text = (root / "workloads/llm-training.yaml").read_text()
+    for var, value in (("${JOB_NAME}", "nightly"), ("${QUEUE_NAME}", "team-a"), ("${RAY_VERSION}", "2.55.1"), ("${NUM_WORKERS}", "9"),
+                       ("${RAY_IMAGE}", "mcr.microsoft.com/aks/ai-runtime/ray:py3.12-ray2.55.1-cuda13.0")):
+        text = text.replace(var, value)
+    text = text.replace('cpu: "16"', 'cpu: "8"').replace("configMap: {name: llm-training-scripts}", "configMap: {name: ray-storage}")
+    queued_layer_object(root, "nightly.yaml", text)
+
+
 JOB_WITH = """---
 apiVersion: batch/v1
 kind: Job
@@ -662,6 +736,43 @@ CORPUS = [
      lambda r: (append(r, "overlays/team-queues/kustomization.yaml", "patches:\n  - path: hold.yaml\n"),
                 write(r, "overlays/team-queues/hold.yaml", "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata:\n"
                       "  name: team-c-cq\nspec:\n  stopPolicy: Hold\n"))),
+    # Kueue's RayCluster and RayService integrations: the Workload their own PodSets make, their webhooks, the integration
+    # switch; queued Ray objects a layer applies meet the samples' admission checks (sample_rules.py, sample_admission.py).
+    ("raycluster-sample-never-admitted", "sample-fits", f"{PROD}/samples.yaml", lambda r: queued_ray_sample(r, "RayCluster", "9"), 12),
+    ("rayservice-sample-never-admitted", "sample-fits", f"{PROD}/samples.yaml", lambda r: queued_ray_sample(r, "RayService", "9"), 12),
+    ("rayservice-layer-integration-off", "kueue-integration-off", "overlays/team-queues/serve.yaml",
+     lambda r: queued_layer_object(r, "serve.yaml", QUEUED_RAY_SERVICE), 7),
+    ("raycluster-layer-autoscaling", "kueue-webhook", "overlays/team-queues/notebook.yaml",
+     lambda r: queued_layer_object(r, "notebook.yaml", QUEUED_RAY_CLUSTER.replace('  rayVersion: "2.55.1"\n', '  rayVersion: "2.55.1"\n'
+                                   "  enableInTreeAutoscaling: true\n").replace("maxReplicas: 1\n", "maxReplicas: 4\n"), "ray.io/raycluster"), 10),
+    ("raycluster-layer-worker-group-head", "kueue-webhook", "overlays/team-queues/notebook.yaml",
+     lambda r: queued_layer_object(r, "notebook.yaml", QUEUED_RAY_CLUSTER.replace("groupName: gpu", "groupName: head"), "ray.io/raycluster"), 21),
+    ("rayservice-layer-autoscaling", "kueue-webhook", "overlays/team-queues/serve.yaml",
+     lambda r: queued_layer_object(r, "serve.yaml", QUEUED_RAY_SERVICE.replace('    rayVersion: "2.55.1"\n', '    rayVersion: "2.55.1"\n'
+                                   "    enableInTreeAutoscaling: true\n").replace("maxReplicas: 1\n", "maxReplicas: 2\n"), "ray.io/rayservice"), 13),
+    ("rayservice-sample-worker-group-head", "kueue-webhook", "workloads/notebook.yaml",
+     lambda r: (queued_ray_sample(r, "RayService", "1"), edit(r, "workloads/notebook.yaml", "groupName: gpu", "groupName: head")), 24),
+    ("raycluster-sample-head-on-no-pool", "capacity-pod-placement", "workloads/notebook.yaml",  # the capacity rules read its pod sets
+     lambda r: (queued_ray_sample(r, "RayCluster", "1"), edit(r, "workloads/notebook.yaml", "      spec:\n        containers:\n          - name: ray-head",
+                                                                "      spec:\n        nodeSelector: {agentpool: nope}\n        containers:\n"
+                                                                "          - name: ray-head")), 14),
+    ("rayservice-sample-head-on-no-pool", "capacity-pod-placement", "workloads/notebook.yaml",
+     lambda r: (queued_ray_sample(r, "RayService", "1"), edit(r, "workloads/notebook.yaml", "        spec:\n          containers:\n            - name: ray-head",
+                                                                "        spec:\n          nodeSelector: {agentpool: nope}\n          containers:\n"
+                                                                "            - name: ray-head")), 17),
+    ("layer-rayjob-never-admitted", "sample-fits", "overlays/team-queues/nightly.yaml", layer_rayjob_of_nine_gpus, 11),
+    ("layer-raycluster-never-admitted", "sample-fits", "overlays/team-queues/notebook.yaml",
+     lambda r: queued_layer_object(r, "notebook.yaml", QUEUED_RAY_CLUSTER.replace("1\n      minReplicas: 1\n      maxReplicas: 1", "9\n      "
+                                   "minReplicas: 9\n      maxReplicas: 9"), "ray.io/raycluster"), 7),
+    ("layer-raycluster-namespace-not-selected", "queue-namespace-selector", "overlays/team-queues/notebook.yaml",
+     lambda r: (queued_layer_object(r, "notebook.yaml", QUEUED_RAY_CLUSTER, "ray.io/raycluster"),
+                edit(r, TEAM_A, "  namespaceSelector: {}\n", "  namespaceSelector: {matchLabels: {team: a}}\n")), 7),
+    ("sample-prebuilt-workload-missing", "kueue-prebuilt-workload", "workloads/batch-inference.yaml",
+     lambda r: edit(r, "workloads/batch-inference.yaml", "    kueue.x-k8s.io/queue-name: ${QUEUE_NAME}\n",
+                    "    kueue.x-k8s.io/queue-name: ${QUEUE_NAME}\n    kueue.x-k8s.io/prebuilt-workload-name: batch-wl\n"), 12),
+    ("layer-rayjob-prebuilt-workload-missing", "kueue-prebuilt-workload", "base/nightly.yaml",
+     lambda r: (_layer_rayjob(r, "default"), edit(r, "base/nightly.yaml", "    kueue.x-k8s.io/queue-name: default\n",
+                                                  "    kueue.x-k8s.io/queue-name: default\n    kueue.x-k8s.io/prebuilt-workload-name: nightly-wl\n")), 8),
 ]
 
 
@@ -1086,3 +1197,38 @@ def test_the_pod_security_hint_offers_a_lower_level_only_where_there_is_one(repo
          "              - name: ray-worker\n                image: ${RAY_IMAGE}\n                securityContext: {capabilities: {add: [IPC_LOCK]}}\n")
     found = [f for f in validate_repository(repo_copy).findings if f.rule == "pod-security"]
     assert found and all(("enforce: baseline" in f.hint) is lower for f in found), [f.hint for f in found]
+
+
+def test_a_queued_ray_object_of_an_integration_off_is_not_judged_for_fit(repo_copy):
+    """A RayCluster sample too large for its queue, with ray.io/raycluster left out of the manager's frameworks: Kueue
+    ignores its queue label, so it is kueue-integration-off alone (no sample-fits about a Workload Kueue never makes)."""
+    queued_ray_sample(repo_copy, "RayCluster", "9")
+    edit(repo_copy, KUEUE, "            - ray.io/raycluster\n", "")
+    found = validate_repository(repo_copy).findings
+    assert {f.rule for f in found} == {"kueue-integration-off"}, "\n".join(f.text() for f in found)
+
+
+def test_a_prebuilt_workload_the_layer_applies_is_no_finding(repo_copy):
+    """The label kueue.x-k8s.io/prebuilt-workload-name is fine when the cluster's layers apply that Workload in the job's
+    namespace: Kueue's job reconciler adopts it."""
+    dict((c[0], c[3]) for c in CORPUS)["layer-rayjob-prebuilt-workload-missing"](repo_copy)
+    write(repo_copy, "base/nightly-wl.yaml", """apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata:
+  name: nightly-wl
+  namespace: ray
+spec:
+  queueName: default
+  podSets:
+    - name: head
+      count: 1
+      template:
+        spec:
+          containers:
+            - name: ray-head
+              image: rayproject/ray:2.41.0
+              resources: {requests: {cpu: "1", memory: 2Gi}}
+""")
+    edit(repo_copy, "base/kustomization.yaml", "resources:\n", "resources:\n  - nightly-wl.yaml\n")
+    found = validate_repository(repo_copy).findings
+    assert found and "kueue-prebuilt-workload" not in {f.rule for f in found}, "\n".join(f.text() for f in found)

@@ -6,7 +6,7 @@
 //     pruning, defaulting), then the custom-resource REST strategy through rest.BeforeCreate
 //     (OpenAPI schema, embedded ObjectMeta, list-type invariants, x-kubernetes-validations CEL
 //     rules, metadata), then Kueue's validating webhooks (ClusterQueue, ResourceFlavor, Cohort,
-//     Workload, RayJob) on the defaulted object, as the apiserver calls them after its own checks,
+//     Workload, RayJob, RayCluster, RayService) on the defaulted object, as the apiserver calls them after its own checks,
 //     then what KubeRay's RayJob controller validates before it acts (kuberay.go);
 //   - built-in kinds: kubeconform's validator (strict) on the offline schemas of harness/gate/schemas.py,
 //     then what the apiserver's validation checks of them beyond the schema with apimachinery's own
@@ -107,9 +107,9 @@ func (s *schemaSet) prepare(kinds [][2]string) {
 	}()
 }
 
-func (s *schemaSet) check(objects []map[string]interface{}, related [][]map[string]interface{}) []checkResult {
+func (s *schemaSet) check(objects []map[string]interface{}, related [][]map[string]interface{}, integrations map[string]bool) []checkResult {
 	s.ready()
-	ctx := context.Background()
+	ctx := context.WithValue(context.Background(), integrationsKey{}, integrations) // the manager's (managerIntegrations)
 	results := make([]checkResult, len(objects))
 	for i, obj := range objects {
 		if crd := s.crds.lookup(obj); crd != nil {

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/go-logr/logr"
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -17,7 +18,9 @@ import (
 	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	"sigs.k8s.io/kueue/pkg/controller/jobs/raycluster"
 	"sigs.k8s.io/kueue/pkg/controller/jobs/rayjob"
+	"sigs.k8s.io/kueue/pkg/controller/jobs/rayservice"
 	"sigs.k8s.io/kueue/pkg/scheduler/flavorassigner"
 	"sigs.k8s.io/kueue/pkg/scheduler/preemption"
 	"sigs.k8s.io/kueue/pkg/scheduler/preemption/fairsharing"
@@ -25,10 +28,10 @@ import (
 	"sigs.k8s.io/kueue/pkg/workload"
 )
 
-// Op admit: could the pinned Kueue's scheduler ever admit a RayJob's Workload in its ClusterQueue? The
+// Op admit: could the pinned Kueue's scheduler ever admit a RayJob's, RayCluster's or RayService's Workload in its ClusterQueue? The
 // cluster's ResourceFlavors, Topologies, AdmissionChecks (active), Cohorts and ClusterQueues (defaulted as the
 // apiserver stores them) go into Kueue's own scheduler cache, with the cluster's Nodes for topology-aware flavors; the
-// Workload is the one Kueue's Ray integration builds (PodSets, AdjustResources with the namespace's
+// Workload is the one Kueue's Ray integration for its kind builds (the kind's PodSets, AdjustResources with the namespace's
 // LimitRanges), seen through the manager configuration's resource transformations and excluded
 // prefixes (workload.NewInfo, as cmd/kueue configures its caches). Kueue's flavor assigner then assigns
 // it on the cluster with nothing else admitted: the most it can ever get (nominal quota, borrowing
@@ -118,18 +121,18 @@ func admitOne(ctx context.Context, s *schemaSet, snap *schdcache.Snapshot, preem
 	}
 	defer func() { // Kueue's code failing on this job fails this job's answer, not the request's others
 		if r := recover(); r != nil {
-			answer = admitAnswer{Skipped: fmt.Sprintf("Kueue's scheduler fails on this RayJob: %v", r)}
+			answer = admitAnswer{Skipped: fmt.Sprintf("Kueue's scheduler fails on this job: %v", r)}
 		}
 	}()
-	job, errs := rayJobOf(&unstructured.Unstructured{Object: defaulted(s, j.Object)})
-	if job == nil || len(errs) > 0 || job.Spec.RayClusterSpec == nil {
-		return admitAnswer{Skipped: "not a RayJob Kueue builds a Workload of (the check reports why)"}
+	u := &unstructured.Unstructured{Object: defaulted(s, j.Object)}
+	podSets, handled, err := kueueJobPodSets(ctx, u)
+	if !handled {
+		return admitAnswer{Skipped: fmt.Sprintf("not a %s Kueue builds a Workload of (the check reports why)", u.GetKind())}
 	}
-	podSets, err := (*rayjob.RayJob)(job).PodSets(ctx)
 	if err != nil {
 		return admitAnswer{Skipped: fmt.Sprintf("Kueue cannot build the job's Workload: %v", err)}
 	}
-	wl := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Name: job.Name, Namespace: job.Namespace}, Spec: kueue.WorkloadSpec{PodSets: podSets}}
+	wl := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Name: u.GetName(), Namespace: u.GetNamespace()}, Spec: kueue.WorkloadSpec{PodSets: podSets}}
 	cluster, err := clusterWith(j.Related)
 	if err != nil {
 		return admitAnswer{Skipped: fmt.Sprintf("a LimitRange of the namespace does not decode: %v", err)}
@@ -162,6 +165,39 @@ func admitOne(ctx context.Context, s *schemaSet, snap *schdcache.Snapshot, preem
 		answer.PodSets = append(answer.PodSets, out)
 	}
 	return answer
+}
+
+// kueueJobPodSets: the pod sets of the Workload Kueue's integration for the object's kind builds of it (a RayJob's,
+// RayCluster's or RayService's own PodSets, as its job reconciler calls them); handled false for another kind, or an
+// object that does not decode as its kind (the check reports why), or a RayJob without rayClusterSpec (it names a
+// cluster by clusterSelector: Kueue does not manage it).
+func kueueJobPodSets(ctx context.Context, u *unstructured.Unstructured) (podSets []kueue.PodSet, handled bool, err error) {
+	if u.GroupVersionKind().GroupVersion() != rayv1.GroupVersion {
+		return nil, false, nil
+	}
+	switch u.GetKind() {
+	case "RayJob":
+		job, errs := rayJobOf(u)
+		if job == nil || len(errs) > 0 || job.Spec.RayClusterSpec == nil {
+			return nil, false, nil
+		}
+		podSets, err = (*rayjob.RayJob)(job).PodSets(ctx)
+	case "RayCluster":
+		cluster := &rayv1.RayCluster{}
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, cluster) != nil {
+			return nil, false, nil
+		}
+		podSets, err = (*raycluster.RayCluster)(cluster).PodSets(ctx)
+	case "RayService":
+		service := &rayv1.RayService{}
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, service) != nil {
+			return nil, false, nil
+		}
+		podSets, err = (*rayservice.RayService)(service).PodSets(ctx)
+	default:
+		return nil, false, nil
+	}
+	return podSets, true, err
 }
 
 func modeName(m flavorassigner.FlavorAssignmentMode) string {

@@ -175,7 +175,8 @@ func handle(req request) (resp response) {
 	case "prepare":
 		schemas(req.SchemaDir, req.KubernetesVersion).prepare(req.Kinds)
 	case "check":
-		underGates(req.KueueManager, func() { resp.Answer = schemas(req.SchemaDir, req.KubernetesVersion).check(req.Objects, req.Related) })
+		integrations := managerIntegrations(req.KueueManager)
+		underGates(req.KueueManager, func() { resp.Answer = schemas(req.SchemaDir, req.KubernetesVersion).check(req.Objects, req.Related, integrations) })
 	case "admit":
 		if req.Admit == nil {
 			failRequest("op admit without admit")

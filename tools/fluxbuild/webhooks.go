@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"strings"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -10,13 +11,17 @@ import (
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/controller/jobs/raycluster"
 	"sigs.k8s.io/kueue/pkg/controller/jobs/rayjob"
+	"sigs.k8s.io/kueue/pkg/controller/jobs/rayservice"
 	"sigs.k8s.io/kueue/pkg/webhooks"
 )
 
 // webhookErrors runs Kueue's validating webhook for the object's kind, as registered by Kueue
-// (v1beta2 for its own kinds, ray.io/v1 RayJob for the Ray integration), with Kueue's default
-// feature gates. Kinds Kueue has no validating webhook for return nil.
+// (v1beta2 for its own kinds; ray.io/v1 RayJob, and RayCluster and RayService where the manager's
+// integrations.frameworks enables them, for the Ray integrations: zero-value webhooks, so only a queued object is
+// judged, as with manageJobsWithoutQueueName off), under the manager's feature gates. Kinds Kueue has no validating
+// webhook for return nil.
 func webhookErrors(ctx context.Context, u *unstructured.Unstructured) []fieldError {
 	u, err := toStored(u) // a v1beta1 object reaches Kueue's webhook as v1beta2
 	if err != nil {
@@ -59,8 +64,52 @@ func webhookErrors(ctx context.Context, u *unstructured.Unstructured) []fieldErr
 		}
 		_, err := (&rayjob.RayJobWebhook{}).ValidateCreate(ctx, job)
 		return aggregateErrors(err)
+	case gvk.GroupVersion() == rayv1.GroupVersion && gvk.Kind == "RayCluster" && integrationEnabled(ctx, "ray.io/raycluster"):
+		cluster := &rayv1.RayCluster{}
+		if err := fromUnstructured(u, cluster); err != nil {
+			return err
+		}
+		_, err := (&raycluster.RayClusterWebhook{}).ValidateCreate(ctx, cluster)
+		return aggregateErrors(err)
+	case gvk.GroupVersion() == rayv1.GroupVersion && gvk.Kind == "RayService" && integrationEnabled(ctx, "ray.io/rayservice"):
+		service := &rayv1.RayService{}
+		if err := fromUnstructured(u, service); err != nil {
+			return err
+		}
+		_, err := (&rayservice.RayServiceWebhook{}).ValidateCreate(ctx, service)
+		errs := aggregateErrors(err)
+		for i, e := range errs { // Kueue names the Go field (RayClusterSpec); the RayService writes it as rayClusterConfig
+			errs[i].Field = strings.Replace(e.Field, "spec.rayClusterSpec", "spec.rayClusterConfig", 1)
+			errs[i].Message = strings.Replace(e.Message, "spec.rayClusterSpec", "spec.rayClusterConfig", 1)
+		}
+		return errs
 	}
 	return nil
+}
+
+type integrationsKey struct{}
+
+// managerIntegrations: the integrations.frameworks of the Kueue manager the objects meet (managerRef); nil for a
+// manager that keeps the chart's configuration, which enables every Ray integration (the chart's frameworks list).
+// Called before the request takes its gates: loading a configuration takes them too.
+func managerIntegrations(m *managerRef) map[string]bool {
+	if m == nil || m.Config == nil {
+		return nil
+	}
+	enabled := map[string]bool{}
+	if problems, cfg := kueueConfig(*m.Config, ""); len(problems) == 0 && cfg != nil && cfg.Integrations != nil {
+		for _, f := range cfg.Integrations.Frameworks { // (a configuration the manager refuses runs nothing: kueue-config)
+			enabled[f] = true
+		}
+	}
+	return enabled
+}
+
+// integrationEnabled: whether the manager runs Kueue's integration `framework`; with it off, Kueue's webhook for the
+// kind does nothing (jobframework's setup registers a no-op one).
+func integrationEnabled(ctx context.Context, framework string) bool {
+	enabled, _ := ctx.Value(integrationsKey{}).(map[string]bool)
+	return enabled == nil || enabled[framework]
 }
 
 func fromUnstructured(u *unstructured.Unstructured, into interface{}) []fieldError {
