@@ -1,12 +1,13 @@
 """Queue configurations under which a sample can never be admitted although every object is
 valid: Kueue creates the Workload and it pends forever (or is never created at all).
 
-Per sample of clusters/<name>/samples.yaml (what sample_rules.sample_rules rendered, with its entry line),
-each finding points at the sample's entry line and names the queue object's file:line:
+Per sample of clusters/<name>/samples.yaml (what sample_rules.sample_rules rendered, with its entry line), and per
+queued Ray object a layer applies; a finding about the queue is at the queue's value, once for every job queued there,
+the others at the sample's entry (or the workload line that writes the value):
 - the ClusterQueue's namespaceSelector does not select the LocalQueue's namespace (evaluated
   against the rendered Namespace's labels plus kubernetes.io/metadata.name, which the apiserver
-  adds), or is a selector Kueue refuses;
-- the ClusterQueue or LocalQueue is stopped (spec.stopPolicy Hold or HoldAndDrain);
+  adds), or is a selector Kueue refuses (at the selector);
+- the ClusterQueue or LocalQueue is stopped (spec.stopPolicy Hold or HoldAndDrain; at the stopPolicy);
 - the RayJob names a WorkloadPriorityClass (label kueue.x-k8s.io/priority-class) or its pods a
   PriorityClass that the cluster does not define (Kueue fails to create the Workload);
 - its spec.managedBy hands it to another controller than KubeRay's while its ClusterQueue has no MultiKueue
@@ -182,7 +183,7 @@ def _sample_rules(ctx, root: Path, index: ClusterIndex, samples_file: str, line:
     if prebuilt:
         finding("kueue-prebuilt-workload", *prebuilt, field=f"metadata.labels[{PREBUILT_LABEL}]")
     before = len(out)
-    queues = _queue_rules(ctx, root, index, job, ns, queue, finding)
+    queues = _queue_rules(ctx, root, index, job, ns, queue, finding, out)
     if queues:  # these judge the sample by its queues: a queue the apiserver or Kueue's webhook refuses is the cause instead
         out[before:] = [replace(f, presumes=tuple(resource_id(q) for q in queues)) for f in out[before:]]
     return out
@@ -201,10 +202,11 @@ def _prebuilt(index: ClusterIndex, job: dict, ns: str) -> tuple[str, str] | None
             f"remove the label (Kueue then builds the job's Workload itself), or create Workload {ns}/{name} in the queue layer")
 
 
-def _queue_rules(ctx, root: Path, index: ClusterIndex, job: dict, ns: str, queue, finding) -> tuple[dict, dict] | None:
-    """What the queues of a queued Ray object (a sample, or one a layer applies) do to it: its spec.managedBy, a stopped
-    ClusterQueue or LocalQueue, a namespaceSelector that leaves its namespace out, each reported through
-    `finding(rule, message, hint)`; (its ClusterQueue, LocalQueue) when both exist, else None."""
+def _queue_rules(ctx, root: Path, index: ClusterIndex, job: dict, ns: str, queue, finding, out: list) -> tuple[dict, dict] | None:
+    """What the queues of a queued Ray object (a sample, or one a layer applies) do to it: its spec.managedBy (reported
+    through `finding(rule, message, hint)`, at the job), a stopped ClusterQueue or LocalQueue, a namespaceSelector that leaves
+    its namespace out (added to `out` at the queue's value, the same finding for every job queued there, so one);
+    (its ClusterQueue, LocalQueue) when both exist, else None."""
     lq_entry = index.named.get(("LocalQueue", ns, name_key(queue)))
     if lq_entry is None:
         return None  # sample-queue (workload-queue) reports it
@@ -222,28 +224,31 @@ def _queue_rules(ctx, root: Path, index: ClusterIndex, job: dict, ns: str, queue
     for build, obj, what in ((cq_build, cq, f"ClusterQueue {cq_name}"), (lq_build, lq, f"LocalQueue {ns}/{queue}")):
         policy = as_map(obj.get("spec")).get("stopPolicy")
         if policy in STOPPED:
-            finding("queue-stopped", f"{what} has stopPolicy {policy} ({_where(ctx, root, build, obj, ['spec', 'stopPolicy'])}): "
-                    "it admits nothing, so the job pends forever", f"remove spec.stopPolicy from {what} (or set it to None) once the hold is over")
+            out.append(ctx.finding(obj, build, "queue-stopped", f"{what} has stopPolicy {policy}: it admits nothing, so every job "
+                                   "queued to it (the cluster's samples and the Ray objects its layers apply) pends forever",
+                                   f"remove spec.stopPolicy from {what} (or set it to None) once the hold is over",
+                                   cluster=index.cluster.name, field="spec.stopPolicy"))
     selector = as_map(cq.get("spec")).get("namespaceSelector")
     labels = index.namespaces.get(ns)
     if isinstance(selector, dict) and labels is not None:
-        cq_at = _where(ctx, root, cq_build, cq, ["spec", "namespaceSelector"])
         try:
             selects, failed = selector_verdict(selector, labels)
         except ValueError as err:
-            finding("queue-namespace-selector", f"the namespaceSelector of ClusterQueue {cq_name} ({cq_at}) is invalid: {err}; "
-                    "Kueue's webhook refuses the ClusterQueue, so the job is never admitted",
-                    "fix the matchExpressions: operators are In, NotIn, Exists and DoesNotExist; In/NotIn need values, Exists/DoesNotExist take none")
+            out.append(ctx.finding(cq, cq_build, "queue-namespace-selector", f"the namespaceSelector of ClusterQueue {cq_name} is invalid: "
+                                   f"{err}; Kueue's webhook refuses the ClusterQueue, so no job queued to it is ever admitted",
+                                   "fix the matchExpressions: operators are In, NotIn, Exists and DoesNotExist; In/NotIn need values, "
+                                   "Exists/DoesNotExist take none", cluster=index.cluster.name, field="spec.namespaceSelector"))
             selects = True
         if not selects:
             shown = ", ".join(f"{k}={v}" for k, v in sorted(labels.items()))
             ns_entry = index.named.get(("Namespace", None, ns))
             ns_at = _where(ctx, root, *ns_entry) if ns_entry else "created by Kubernetes or Flux"
-            finding("queue-namespace-selector",
-                    f"the namespaceSelector of ClusterQueue {cq_name} ({cq_at}) does not select namespace {ns} ({ns_at}) of LocalQueue "
-                    f"{queue} ({_where(ctx, root, lq_build, lq)}): {failed} fails on its labels {{{shown}}}; Kueue leaves the job "
-                    "pending forever", f"change the namespaceSelector of ClusterQueue {cq_name} so that it selects namespace {ns} "
-                    f"(`{{}}` selects every namespace), or label Namespace {ns} to match it")
+            out.append(ctx.finding(cq, cq_build, "queue-namespace-selector",
+                                   f"the namespaceSelector of ClusterQueue {cq_name} does not select namespace {ns} ({ns_at}) of LocalQueue "
+                                   f"{queue} ({_where(ctx, root, lq_build, lq)}): {failed} fails on its labels {{{shown}}}; Kueue leaves "
+                                   "every job queued there pending forever", f"change the namespaceSelector of ClusterQueue {cq_name} so that "
+                                   f"it selects namespace {ns} (`{{}}` selects every namespace), or label Namespace {ns} to match it",
+                                   cluster=index.cluster.name, field="spec.namespaceSelector"))
     return cq, lq
 
 
@@ -335,7 +340,7 @@ def _applied_job_queues(ctx, root: Path, index: ClusterIndex) -> list[Finding]:
         if prebuilt:
             finding("kueue-prebuilt-workload", *prebuilt, label=PREBUILT_LABEL)
         if index.has("LocalQueue", ns, queue):
-            _queue_rules(ctx, root, index, job, ns, queue, finding)
+            _queue_rules(ctx, root, index, job, ns, queue, finding, out)
             continue
         have = sorted(str(as_map(o.get("metadata")).get("name")) for _, o in index.of_kind("LocalQueue")
                       if name_key(as_map(o.get("metadata")).get("namespace")) == ns)

@@ -492,17 +492,17 @@ CORPUS = [
     ("unknown-pod-priority", "sample-priority-class", "workloads/aurora-finetune.yaml",
      lambda r: edit(r, "workloads/aurora-finetune.yaml", "          serviceAccountName: ray-workload",
                     "          serviceAccountName: ray-workload\n          priorityClassName: gpu-critical"), 50),
-    ("namespace-not-selected", "queue-namespace-selector", f"{PROD}/samples.yaml",
-     lambda r: edit(r, TEAM_A, "namespaceSelector: {}", "namespaceSelector: {matchLabels: {team: a}}"), 5),
-    ("namespace-excluded", "queue-namespace-selector", f"{DEV}/samples.yaml",
+    ("namespace-not-selected", "queue-namespace-selector", TEAM_A,  # at the selector, once for every job queued there
+     lambda r: edit(r, TEAM_A, "namespaceSelector: {}", "namespaceSelector: {matchLabels: {team: a}}"), 10),
+    ("namespace-excluded", "queue-namespace-selector", SINGLE,
      lambda r: edit(r, SINGLE, "namespaceSelector: {}", "namespaceSelector:\n    matchExpressions:\n"
-                    "      - {key: kubernetes.io/metadata.name, operator: NotIn, values: [ray]}"), 3),
+                    "      - {key: kubernetes.io/metadata.name, operator: NotIn, values: [ray]}"), 9),
     ("namespace-selector-invalid", "kueue-webhook", TEAM_B,  # the samples' queue-namespace-selector findings are folded under it
      lambda r: edit(r, TEAM_B, "namespaceSelector: {}", "namespaceSelector: {matchExpressions: [{key: team, operator: In}]}"), 10),
-    ("clusterqueue-held", "queue-stopped", f"{PROD}/samples.yaml",
-     lambda r: edit(r, TEAM_B, "  queueingStrategy: BestEffortFIFO", "  stopPolicy: Hold\n  queueingStrategy: BestEffortFIFO"), 10),
-    ("localqueue-held", "queue-stopped", f"{DEV}/samples.yaml",
-     lambda r: edit(r, SINGLE, "  clusterQueue: cluster-queue", "  clusterQueue: cluster-queue\n  stopPolicy: HoldAndDrain"), 3),
+    ("clusterqueue-held", "queue-stopped", TEAM_B,  # at the stopPolicy, once for every job queued there
+     lambda r: edit(r, TEAM_B, "  queueingStrategy: BestEffortFIFO", "  stopPolicy: Hold\n  queueingStrategy: BestEffortFIFO"), 11),
+    ("localqueue-held", "queue-stopped", SINGLE,
+     lambda r: edit(r, SINGLE, "  clusterQueue: cluster-queue", "  clusterQueue: cluster-queue\n  stopPolicy: HoldAndDrain"), 34),
     ("clusterqueue-unreachable", "clusterqueue-unreachable", TEAM_B,
      lambda r: (edit(r, TEAM_B, "clusterQueue: team-b-cq", "clusterQueue: team-a-cq"), edit(r, TEAM_B, "  cohortName: shared-cohort\n", "")),
      1, "warning"),
@@ -764,9 +764,9 @@ CORPUS = [
     ("layer-raycluster-never-admitted", "sample-fits", "overlays/team-queues/notebook.yaml",
      lambda r: queued_layer_object(r, "notebook.yaml", QUEUED_RAY_CLUSTER.replace("1\n      minReplicas: 1\n      maxReplicas: 1", "9\n      "
                                    "minReplicas: 9\n      maxReplicas: 9"), "ray.io/raycluster"), 7),
-    ("layer-raycluster-namespace-not-selected", "queue-namespace-selector", "overlays/team-queues/notebook.yaml",
+    ("layer-raycluster-namespace-not-selected", "queue-namespace-selector", TEAM_A,
      lambda r: (queued_layer_object(r, "notebook.yaml", QUEUED_RAY_CLUSTER, "ray.io/raycluster"),
-                edit(r, TEAM_A, "  namespaceSelector: {}\n", "  namespaceSelector: {matchLabels: {team: a}}\n")), 7),
+                edit(r, TEAM_A, "  namespaceSelector: {}\n", "  namespaceSelector: {matchLabels: {team: a}}\n")), 10),
     ("sample-prebuilt-workload-missing", "kueue-prebuilt-workload", "workloads/batch-inference.yaml",
      lambda r: edit(r, "workloads/batch-inference.yaml", "    kueue.x-k8s.io/queue-name: ${QUEUE_NAME}\n",
                     "    kueue.x-k8s.io/queue-name: ${QUEUE_NAME}\n    kueue.x-k8s.io/prebuilt-workload-name: batch-wl\n"), 12),

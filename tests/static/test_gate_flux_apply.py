@@ -35,7 +35,7 @@ def test_a_namespace_selector_on_labels_flux_sets_is_clean(repo_copy, selector):
 def test_a_namespace_selector_on_another_layers_owner_label_still_fails(repo_copy):
     edit(repo_copy, TEAM_B, "  namespaceSelector: {}", "  namespaceSelector: {matchLabels: {kustomize.toolkit.fluxcd.io/name: infra-controllers}}")
     found = [f for f in validate_repository(repo_copy).findings if f.rule == "queue-namespace-selector"]
-    assert [f.file for f in found] == [f"{PROD}/samples.yaml"], found
+    assert [f.file for f in found] == [TEAM_B], found
 
 
 def test_rendered_objects_carry_the_owner_labels_then_common_metadata(repo_copy):
