@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.core import HarnessError, format_quantity, parse_quantity
-from harness.gate.cluster_index import ClusterIndex, cohort_peers
+from harness.gate.cluster_index import ClusterIndex, cohort_lenders
 from harness.gate.config import GateConfig
 from harness.gate.findings import Finding
 from harness.gate.helper import helper
@@ -194,23 +194,21 @@ def _capping_limits(queue_objects: list[dict], cq: dict, reason: str) -> list[st
     """The limits that cap what `cq` may borrow of the resource and flavor Kueue found short (`reason`): its own
     borrowingLimit, the lendingLimit of the ClusterQueues and Cohorts of its cohort."""
     short = _SHORT.search(reason)
-    cohort = as_map(cq.get("spec")).get("cohortName")
     if not short:
         return []
 
     def limits(obj: dict, which: str) -> list:
         return [r[which] for rg in as_maps(as_map(obj.get("spec")).get("resourceGroups")) for fl in as_maps(rg.get("flavors"))
                 if fl.get("name") == short[2] for r in as_maps(fl.get("resources")) if r.get("name") == short[1] and which in r]
-    peers = cohort_peers(queue_objects, cq)
-    if not peers:
+    lenders = cohort_lenders(queue_objects, cq)
+    if not lenders:
         return []  # nothing to borrow from (cohort-alone says so when it has a cohort)
     maximum = re.search(r"maximum capacity \(([^)]*)\)", reason)
     nominal = limits(cq, "nominalQuota")
     out = [f"its borrowingLimit {v} ({short[1]} in {short[2]})" for v in limits(cq, "borrowingLimit")
            if maximum and nominal and _sum(nominal[0], v) == _sum(maximum[1])]  # binding: nominal + borrowingLimit is the maximum
-    for o in peers:  # (the Cohort of the cohort's own name lends to its parent, not to its members)
-        if as_map(o.get("metadata")).get("name") != cohort or o.get("kind") != "Cohort":
-            out += [f"{o.get('kind')} {as_map(o.get('metadata')).get('name')}'s lendingLimit {v}" for v in limits(o, "lendingLimit")]
+    for o in lenders:  # the cohort tree's others: what they lend up towards it
+        out += [f"{o.get('kind')} {as_map(o.get('metadata')).get('name')}'s lendingLimit {v}" for v in limits(o, "lendingLimit")]
     return out
 
 

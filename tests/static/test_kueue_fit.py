@@ -225,3 +225,30 @@ def test_an_admission_check_leaves_the_placement_judged(repo_copy):
     taint_gpu_pool(repo_copy, tolerate=False)
     found = [f for f in validate_repository(repo_copy).findings if f.rule == "capacity-pod-placement" and "cluster prod-eastus2" in f.message]
     assert found and any("aurora-finetune" in f.message for f in found), found
+
+
+def test_cohort_lenders_are_the_trees_others_but_the_ancestors():
+    """In a tree org <- {cohort-a <- team-a, cohort-b <- team-b}, what lends to team-a is team-b and cohort-b (what a
+    Cohort's lendingLimit caps is what it lends to its parent): not cohort-a or org, its ancestors."""
+    from harness.gate.cluster_index import cohort_lenders
+
+    def obj(kind, name, parent):
+        return {"kind": kind, "metadata": {"name": name}, "spec": {("cohortName" if kind == "ClusterQueue" else "parentName"): parent}}
+    team_a, team_b = obj("ClusterQueue", "team-a", "cohort-a"), obj("ClusterQueue", "team-b", "cohort-b")
+    objects = [team_a, team_b, obj("Cohort", "cohort-a", "org"), obj("Cohort", "cohort-b", "org"),
+               {"kind": "Cohort", "metadata": {"name": "org"}, "spec": {}}, obj("ClusterQueue", "elsewhere", "other")]
+    assert [o["metadata"]["name"] for o in cohort_lenders(objects, team_a)] == ["team-b", "cohort-b"]
+    assert cohort_lenders(objects, obj("ClusterQueue", "alone", None)) == []
+
+
+def test_a_parent_level_lending_limit_that_binds_is_named(repo_copy):
+    edit(repo_copy, "overlays/team-queues/team-a.yaml", "cohortName: shared-cohort", "cohortName: cohort-a")
+    edit(repo_copy, "overlays/team-queues/team-b.yaml", "cohortName: shared-cohort", "cohortName: cohort-b")
+    write(repo_copy, "overlays/team-queues/cohorts.yaml", "".join(
+        f"---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata:\n  name: cohort-{t}\nspec:\n  parentName: org\n" for t in "ab")
+        + "  resourceGroups:\n    - coveredResources: [nvidia.com/gpu]\n      flavors:\n        - name: gpu\n          resources:\n"
+          "            - {name: nvidia.com/gpu, nominalQuota: \"0\", lendingLimit: \"0\"}\n")
+    edit(repo_copy, "overlays/team-queues/kustomization.yaml", "  - team-b.yaml\n", "  - team-b.yaml\n  - cohorts.yaml\n")
+    edit(repo_copy, f"{PROD}/samples.yaml", 'vars: {NUM_WORKERS: "4"}', 'vars: {NUM_WORKERS: "5"}')
+    found = [f for f in validate_repository(repo_copy).findings if f.rule == "sample-fits"]
+    assert found and all("Cohort cohort-b's lendingLimit 0" in f.hint for f in found), "\n".join(f.text() for f in found)
