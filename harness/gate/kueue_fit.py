@@ -62,6 +62,7 @@ class Fits:
                  queue_objects: list[dict] = ()):
         self._candidates, self._pending, self._nodes, self._lenders = list(candidates), pending, nodes, lenders
         self._queue_objects = list(queue_objects)
+        self.relocate = None  # fn(finding, candidate, answer): a finding at its cause in the configuration (fit_causes)
 
     def _answers(self) -> list[dict]:
         return self._pending.result() if self._pending is not None else []
@@ -73,7 +74,8 @@ class Fits:
     def findings(self) -> list[tuple[Finding, tuple[str, ...]]]:
         """sample-fits for each candidate it cannot fit: (the finding, presuming its RayJob, its ClusterQueue and those
         that may lend to it accepted; when its every reason is where the pods may land, the flavors named)."""
-        return [(replace(found, presumes=(found.resource, resource_id(c.cq), *(self._lenders if as_map(c.cq.get("spec")).get("cohortName") else ()))),
+        return [(replace(self.relocate(found, c, answer) if self.relocate else found,
+                         presumes=(found.resource, resource_id(c.cq), *(self._lenders if as_map(c.cq.get("spec")).get("cohortName") else ()))),
                  placement_only(answer)) for c, answer, found in _judged(self._candidates, self._answers(), self._nodes, self._queue_objects)]
 
 

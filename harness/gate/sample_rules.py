@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from harness.gate import kueue_fit, kueue_manager, workloads
+from harness.gate import fit_causes, kueue_fit, kueue_manager, workloads
 from harness.gate.cluster_index import finding_at
 from harness.gate.findings import Finding
 from harness.gate.origin import line_at
@@ -147,6 +147,7 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
     if complete:
         candidates += _layer_candidates(ctx, root, cluster, objects, lqs, cqs, manager)
     fits = kueue_fit.fits(ctx.checker or Checker(tuple(ctx.config.crd_files(root))).start(), root, cluster, candidates, ctx.config)
+    fits.relocate = fit_causes.relocator(ctx, root, cluster)
     return out, rendered, fits
 
 

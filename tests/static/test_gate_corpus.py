@@ -543,10 +543,10 @@ CORPUS = [
                 edit(r, "overlays/single-queue/cluster-queue.yaml", "              nominalQuota: \"0\"     # set by components/gpu-sku\n    - coveredResources: [nvidia",
                      "              nominalQuota: \"0\"     # set by components/gpu-sku\n            - name: pods\n              nominalQuota: \"2\"\n"
                      "    - coveredResources: [nvidia")), 3),
-    # The manager's resource transformations add a resource no ClusterQueue covers to every GPU pod set.
-    ("transformation-to-an-uncovered-resource", "sample-fits", f"{PROD}/samples.yaml",
+    # The manager's resource transformations add a resource no ClusterQueue covers to every GPU pod set: at the output.
+    ("transformation-to-an-uncovered-resource", "sample-fits", KUEUE,
      lambda r: edit(r, KUEUE, "        featureGates:\n", "        resources:\n          transformations:\n            - input: nvidia.com/gpu\n"
-                    "              strategy: Retain\n              outputs:\n                example.com/gpu-memory: 80Gi\n        featureGates:\n"), 5),
+                    "              strategy: Retain\n              outputs:\n                example.com/gpu-memory: 80Gi\n        featureGates:\n"), 86),
     # Without spec.postBuild kustomize-controller substitutes nothing: the queue layer's ${VAR}s are applied as written.
     ("queue-layer-without-post-build", "flux-variable-undefined", f"{PROD}/queues.yaml",
      lambda r: edit(r, f"{PROD}/queues.yaml", "  postBuild:\n    substitute:\n      CLUSTER_NAME: prod-eastus2\n    substituteFrom:\n"

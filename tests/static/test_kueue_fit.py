@@ -138,7 +138,9 @@ def test_a_limit_range_with_only_a_max_charges_it_to_containers_without_requests
 
 def test_a_topology_only_flavor_beside_plain_ones_gets_the_hint_that_fixes_it(repo_copy):
     """Flavor gpu given a topologyName (its Topology exists): Kueue's assigner refuses the GPU pod sets, which ask for no
-    topology ("supports only TopologyAwareScheduling"); the hint names the three fixes, not a request to remove."""
+    topology ("supports only TopologyAwareScheduling"): one finding, at the flavor's topologyName, for every job of every
+    cluster it keeps out; the hint names the two fixes, not the pod-template annotation (flavor default, without a
+    topology, would then refuse the pod sets that ask for one)."""
     from harness.gate.validate import validate_repository
     from tests.static.test_gate_corpus import edit, write
 
@@ -147,7 +149,10 @@ def test_a_topology_only_flavor_beside_plain_ones_gets_the_hint_that_fixes_it(re
                                           "spec:\n  levels:\n    - nodeLabel: kubernetes.io/hostname\n")
     edit(repo_copy, "base/kustomization.yaml", "resources:\n", "resources:\n  - topology.yaml\n")
     found = [f for f in validate_repository(repo_copy).findings if f.rule == "sample-fits"]
-    assert found and all("drop topologyName from that flavor" in f.hint for f in found), [f.hint for f in found]
+    line = 1 + (repo_copy / "base/resource-flavors.yaml").read_text().splitlines().index("  topologyName: gpu-topology")
+    assert [(f.file, f.line) for f in found] == [("base/resource-flavors.yaml", line)], "\n".join(f.text() for f in found)
+    assert "drop topologyName from ResourceFlavor gpu" in found[0].hint and "does not help" in found[0].hint, found[0].hint
+    assert "dev-westus3" in found[0].context and "prod-eastus2" in found[0].context, found[0].context
 
 
 # An admission check on team-a's ClusterQueue: a ProvisioningRequest one (its config beside it) or a MultiKueue one (its
