@@ -48,10 +48,10 @@ from harness.gate.quota import FlavorCapacity
 from harness.gate.sku import SKU_FILE_REL
 from harness.gate.sources import Sources, as_map, name_key, resource_id
 from harness.gate.config import CONFIG_FILE, DEFAULTS, GateConfig
-from harness.gate.terraform import TERRAFORM_DIR, TerraformConfig, TerraformError, load_tfvars
+from harness.gate.terraform import TERRAFORM_DIR, TerraformConfig, TerraformError, load_tfvars, tfvars_cluster, tfvars_paths
 
 RULES = {
-    "capacity-terraform": "terraform/ parses, and every cluster has terraform/clusters/<name>.tfvars naming it",
+    "capacity-terraform": "terraform/ parses, and every cluster has terraform/clusters/<name>.tfvars (or .tfvars.json) naming it",
     "capacity-unknown-sku": f"every node pool's vm_size is in {SKU_FILE_REL}",
     "capacity-autoscaling": "autoscaling pools use the pinned azurerm version's attribute names and set min_count <= max_count",
     "capacity-quota": "per resource, the nominal quotas of a flavor (or of flavors sharing pools) <= the capacity of the pools their pods can land on",
@@ -91,10 +91,10 @@ def capacity_findings(root: Path, clusters: list[ClusterRender], sources: Source
     sources = sources or Sources.load(root)
     names = {c.name for c in clusters}
     tfvars_dir = root / gate_config.tfvars
-    for path in sorted(tfvars_dir.glob("*.tfvars")) if tfvars_dir.is_dir() else []:
-        if path.stem not in names:
+    for path in tfvars_paths(tfvars_dir) if tfvars_dir.is_dir() else []:
+        if tfvars_cluster(path) not in names:
             out.append(Finding(path.relative_to(root).as_posix(), None, "", "capacity-terraform",
-                               f"no cluster {gate_config.clusters}/{path.stem} for this tfvars file",
+                               f"no cluster {gate_config.clusters}/{tfvars_cluster(path)} for this tfvars file",
                                f"rename the file after its cluster, or add {gate_config.clusters}/<name>"))
     for cluster in clusters:
         out += _cluster_findings(root, cfg, sources, cluster, gate_config, (fits or {}).get(cluster.name), refused)
@@ -103,7 +103,7 @@ def capacity_findings(root: Path, clusters: list[ClusterRender], sources: Source
 
 def _cluster_findings(root: Path, cfg: TerraformConfig, sources: Sources, cluster: ClusterRender, gate_config: GateConfig,
                       fits: kueue_fit.Fits | None, refused: frozenset[str]) -> list[Finding]:
-    rel = gate_config.tfvars_file(cluster.name)
+    rel = gate_config.tfvars_file(cluster.name, root)
     ctx = f"cluster {cluster.name}"
     path = root / rel
     if not path.exists():
@@ -113,7 +113,7 @@ def _cluster_findings(root: Path, cfg: TerraformConfig, sources: Sources, cluste
     try:
         tfvars = load_tfvars(path, root)
         if tfvars.get("cluster_name") != cluster.name:
-            return [Finding(rel, None, f"cluster/{cluster.name}", "capacity-terraform",
+            return [Finding(rel, tfvars.lines.get("cluster_name"), f"cluster/{cluster.name}", "capacity-terraform",
                             f"cluster_name is {tfvars.get('cluster_name')!r}, not {cluster.name!r}: Flux would reconcile another folder",
                             f"set cluster_name = \"{cluster.name}\"", ctx)]
         pools = cluster_pools(cfg, tfvars, rel)

@@ -26,6 +26,7 @@ from pathlib import Path
 from harness.gate import origin
 from harness.gate.findings import Finding
 from harness.gate.sources import SourceError, load_yaml, load_yaml_all, read_source
+from harness.gate.terraform import tfvars_rel
 
 CONFIG_FILE = ".ray-kueue-gate.yaml"
 RULES = {
@@ -85,8 +86,9 @@ class GateConfig:
     def variables_file(self, cluster: str) -> str:
         return self.cluster_file(cluster, self.cluster_variables)
 
-    def tfvars_file(self, cluster: str) -> str:
-        return f"{self.tfvars}/{cluster}.tfvars"
+    def tfvars_file(self, cluster: str, root: Path | None = None) -> str:
+        """The cluster's values file: <cluster>.tfvars, or (`root` given) <cluster>.tfvars.json when only that exists."""
+        return tfvars_rel(root, cluster, self.tfvars)
 
     def crd_files(self, root: Path) -> list[Path]:
         """The extra CRD files: each file named, and the *.yaml/*.yml files under each directory named."""

@@ -26,8 +26,8 @@ from pathlib import Path
 from harness.gate import matching
 from harness.gate.sku import Sku, allocatable, sku_table
 from harness.gate.sources import as_list, as_map
-from harness.gate.terraform import (TFVARS_DIR, Block, Body, TerraformConfig, TerraformError, Value, deciding_variable, load_tfvars,
-                                    provider_version, setting_origin, variable_origin)
+from harness.gate.terraform import (Block, Body, TerraformConfig, TerraformError, Value, deciding_variable, load_tfvars,
+                                    provider_version, setting_origin, tfvars_rel, variable_origin)
 
 SYSTEM_TAINT = "CriticalAddonsOnly=true:NoSchedule"
 SPOT_LABEL = "kubernetes.azure.com/scalesetpriority"
@@ -358,9 +358,9 @@ def cluster_pools(cfg: TerraformConfig, tfvars: dict, tfvars_rel: str | None = N
 
 
 def node_pools(root: Path, cluster: str) -> list[Pool]:
-    """The pools terraform/ creates for `cluster` (terraform/clusters/<cluster>.tfvars over the
+    """The pools terraform/ creates for `cluster` (terraform/clusters/<cluster>.tfvars or .tfvars.json over the
     variable defaults); TerraformError when either cannot be read."""
-    rel = f"{TFVARS_DIR}/{cluster}.tfvars"
+    rel = tfvars_rel(Path(root), cluster)
     return cluster_pools(TerraformConfig.load(Path(root)), load_tfvars(Path(root) / rel, Path(root)), rel)
 
 
