@@ -32,7 +32,7 @@ from harness.gate.terraform import (Block, Body, TerraformConfig, TerraformError
 SYSTEM_TAINT = "CriticalAddonsOnly=true:NoSchedule"
 SPOT_LABEL = "kubernetes.azure.com/scalesetpriority"
 SPOT_TAINT = f"{SPOT_LABEL}=spot:NoSchedule"
-SETTINGS = ("priority", "gpu_instance_profile", "max_pods")  # where written: for node_settings and podsets' findings
+SETTINGS = ("priority", "gpu_instance_profile", "max_pods", "eviction_policy", "spot_max_price")  # where written: for node_settings and podsets' findings
 AUTOSCALING_KEYS = {"auto_scaling_enabled": 4, "enable_auto_scaling": 3}  # attribute -> azurerm major version that spells it so
 
 
