@@ -33,6 +33,7 @@ Decisions (see RULES):
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 
@@ -96,13 +97,33 @@ def capacity_findings(root: Path, clusters: list[ClusterRender], sources: Source
             out.append(Finding(path.relative_to(root).as_posix(), None, "", "capacity-terraform",
                                f"no cluster {gate_config.clusters}/{tfvars_cluster(path)} for this tfvars file",
                                f"rename the file after its cluster, or add {gate_config.clusters}/<name>"))
+    shared: dict[Finding, tuple[str, str, str]] = {}  # an empty pool's finding -> (cluster, the pool's part, what depends on it)
     for cluster in clusters:
-        out += _cluster_findings(root, cfg, sources, cluster, gate_config, (fits or {}).get(cluster.name), refused)
+        out += _cluster_findings(root, cfg, sources, cluster, gate_config, (fits or {}).get(cluster.name), refused, shared)
+    return _one_per_line(out, shared)
+
+
+def _one_per_line(found: list[Finding], shared: dict[Finding, tuple[str, str, str]]) -> list[Finding]:
+    """An empty pool whose node count several clusters take from the same line (a variable's default) is one finding there,
+    naming each cluster and what depends on the pool on it."""
+    groups: dict[tuple, list[Finding]] = {}
+    for f in found:
+        if f in shared:
+            groups.setdefault((f.file, f.line, f.resource, f.hint, shared[f][1]), []).append(f)
+    out = [f for f in found if f not in shared]
+    for same in groups.values():
+        if len(same) == 1:
+            out += same
+            continue
+        names = [shared[f][0] for f in same]
+        out.append(replace(same[0], message=f"clusters {', '.join(names)}: {shared[same[0]][1]}, but the queues rely on it: "
+                           + "; ".join(f"on {shared[f][0]}, {shared[f][2]}" for f in same) + "; Kueue would admit workloads whose pods can "
+                           "never run", context="; ".join(f.context for f in same)))
     return out
 
 
 def _cluster_findings(root: Path, cfg: TerraformConfig, sources: Sources, cluster: ClusterRender, gate_config: GateConfig,
-                      fits: kueue_fit.Fits | None, refused: frozenset[str]) -> list[Finding]:
+                      fits: kueue_fit.Fits | None, refused: frozenset[str], shared: dict | None = None) -> list[Finding]:
     rel = gate_config.tfvars_file(cluster.name, root)
     ctx = f"cluster {cluster.name}"
     path = root / rel
@@ -133,7 +154,9 @@ def _cluster_findings(root: Path, cfg: TerraformConfig, sources: Sources, cluste
                                f"add {p.vm_size} (vCPU, memory, GPUs, allocatable) to {SKU_FILE_REL}, citing the Azure size page", ctx))
     if any(p.sku is None for p in pools) or not pools:
         return out  # the unknown size is the root cause: every capacity below would be a guess
-    return out + _Check(root, cluster, sources, pools, rel, ctx, gate_config, fits, refused).findings()
+    check = _Check(root, cluster, sources, pools, rel, ctx, gate_config, fits, refused)
+    check.shared = shared if shared is not None else {}
+    return out + check.findings()
 
 
 class _Check:
@@ -143,6 +166,7 @@ class _Check:
                  gate_config: GateConfig = DEFAULTS, fits: kueue_fit.Fits | None = None, refused: frozenset[str] = frozenset()):
         self.root, self.cluster, self.sources, self.pools, self.rel, self.ctx = root, cluster, sources, pools, rel, ctx
         self.config, self.fits = gate_config, fits
+        self.shared: dict[Finding, tuple[str, str, str]] = {}  # capacity_findings' `shared`: empty-pool findings it may fold across clusters
         self.objects = [o for _, o in cluster.applied() if resource_id(o) not in refused]
         self.flavors = {name_key(as_map(o.get("metadata")).get("name")): o for o in self.objects if o.get("kind") == "ResourceFlavor"}
         self.cqs = [o for o in self.objects if o.get("kind") == "ClusterQueue"]
@@ -270,11 +294,13 @@ class _Check:
         origin = pool.count_origin
         file, line = (origin.file, origin.line) if origin else (pool.file, pool.line)
         said = f"{origin.text} at {origin.where()}" if origin else "count 0"
-        return Finding(file, line, pool.address, "capacity-empty-pool",
-                       f"cluster {self.cluster.name}: {pool.where()} has no nodes ({said}), but the queues rely on it: "
-                       + "; ".join(_follow_ons(covered)) + "; Kueue would admit workloads whose pods can never run",
-                       f"set {origin.name if origin else 'the node count'} to 1 or more in {file} (or autoscale the pool with max_count >= 1); "
-                       "to retire the pool, also remove the quotas and samples listed here", self.ctx)
+        head, tail = f"{pool.where()} has no nodes ({said})", "; ".join(_follow_ons(covered))
+        found = Finding(file, line, pool.address, "capacity-empty-pool",
+                        f"cluster {self.cluster.name}: {head}, but the queues rely on it: {tail}; Kueue would admit workloads whose pods can never run",
+                        f"set {origin.name if origin else 'the node count'} to 1 or more in {file} (or autoscale the pool with max_count >= 1); "
+                        "to retire the pool, also remove the quotas and samples listed here", self.ctx)
+        self.shared[found] = (self.cluster.name, head, tail)
+        return found
 
     def _scale_finding(self, key: tuple[str, str], covered: list[Problem]) -> Finding:
         pool = self._pool(key[1])
