@@ -28,7 +28,7 @@ from harness.gate import flux_rules, flux_tenancy, folding, matching, operator_p
 from harness.gate import kueue_fit, rules, sample_rules
 from harness.gate import schema_check, schema_texts
 from harness.gate import subnets, substitution, terraform, terraform_checks, terraform_flux
-from harness.gate import formats, kubernetes_version, version_rules
+from harness.gate import entry, formats, kubernetes_version, version_rules
 from harness.gate.findings import Finding, distinct, keep_once, one_line
 from harness.gate import render
 from harness.gate.render import FluxBuild, render_repository
@@ -333,7 +333,7 @@ def select_versions(**chosen: str | None) -> None:
 
 def main(argv: list[str] | None = None, ahead: render.Ahead | None = None) -> int:
     parser = argparse.ArgumentParser(prog="validate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("repo", nargs="?", default=".", help="the GitOps repository to check: this one, or one laid out as its .ray-kueue-gate.yaml says (default: .)")
+    parser.add_argument("repo", nargs="?", help="the GitOps repository to check: this one, or one laid out as its .ray-kueue-gate.yaml says (default: the one the working directory is in, found upward as git does)")
     parser.add_argument("--format", dest="outputs", action="append", type=_output, default=[], metavar="FORMAT[=DEST]",
                         help=f"a report: {'|'.join(formats.FORMATS)}, to DEST (a file, or - for stdout: the default); repeatable")
     parser.add_argument("--json", dest="outputs", action="append", type=lambda p: formats.Output("json", p), metavar="FILE",
@@ -360,12 +360,12 @@ def main(argv: list[str] | None = None, ahead: render.Ahead | None = None) -> in
         outputs = formats.plan_outputs(args.outputs)
     except formats.FormatError as err:
         parser.error(str(err))
-    root = Path(args.repo)
+    root = Path(args.repo) if args.repo else (entry.repository_root(Path.cwd()) or Path("."))
     if not root.is_dir():
         print(f"validate: {root}: no such directory", file=sys.stderr)
         return 2
-    if not any((root / p).exists() for p in ("clusters", "overlays", config.CONFIG_FILE)):
-        print(f"validate: {root} does not look like a checkout of a GitOps repository (no clusters/, overlays/ or {config.CONFIG_FILE})", file=sys.stderr)
+    if not entry.looks_like_checkout(root):
+        print(f"validate: {root.resolve()} does not look like a checkout of a GitOps repository (no clusters/, overlays/ or {config.CONFIG_FILE}{', here or above' * (args.repo is None)})", file=sys.stderr)
         return 2
     try:
         report = validate_repository(root, ahead)
