@@ -53,7 +53,7 @@ from harness.gate.terraform import TERRAFORM_DIR, TerraformConfig, TerraformErro
 
 RULES = {
     "capacity-terraform": "terraform/ parses, and every cluster has terraform/clusters/<name>.tfvars (or .tfvars.json) naming it",
-    "capacity-unknown-sku": f"every node pool's vm_size is in {SKU_FILE_REL}",
+    "capacity-unknown-sku": f"every node pool's vm_size is in {SKU_FILE_REL} or under `skus:` of the gate configuration ({CONFIG_FILE})",
     "capacity-autoscaling": "autoscaling pools use the pinned azurerm version's attribute names and set min_count <= max_count",
     "capacity-quota": "per resource, the nominal quotas of a flavor (or of flavors sharing pools) <= the capacity of the pools their pods can land on",
     "capacity-scale-up": "warning: quotas and sample pod sets fit the autoscaling pools at min_count (else admitted jobs wait for scale-up)",
@@ -150,8 +150,11 @@ def _cluster_findings(root: Path, cfg: TerraformConfig, sources: Sources, cluste
         if p.sku is None:
             at = p.vm_size_origin
             out.append(Finding(at.file if at else rel, at.line if at else None, f"cluster/{cluster.name}", "capacity-unknown-sku",
-                               f"{p.where()}: vm_size {p.vm_size} is not in {SKU_FILE_REL}, so its capacity is unknown",
-                               f"add {p.vm_size} (vCPU, memory, GPUs, allocatable) to {SKU_FILE_REL}, citing the Azure size page", ctx))
+                               f"{p.where()}: vm_size {p.vm_size} is neither in the gate's table {SKU_FILE_REL} nor under `skus:` of "
+                               f"{CONFIG_FILE}, so its capacity is unknown",
+                               f"add it to `skus:` of {CONFIG_FILE} at the repository's root, as the Azure size page gives it: "
+                               f"`{p.vm_size}: {{vcpu: N, memory_gib: N, gpus: N}}` (the shape of {SKU_FILE_REL}'s entries; "
+                               "arch: arm64 for an Arm size)", ctx))
     if any(p.sku is None for p in pools) or not pools:
         return out  # the unknown size is the root cause: every capacity below would be a guess
     check = _Check(root, cluster, sources, pools, rel, ctx, gate_config, fits, refused)

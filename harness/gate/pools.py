@@ -24,7 +24,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from harness.gate import matching
-from harness.gate.sku import Sku, allocatable, sku_table
+from harness.gate.sku import Sku, allocatable, repository_skus, sku_table
 from harness.gate.sources import as_list, as_map
 from harness.gate.terraform import (Block, Body, TerraformConfig, TerraformError, Value, deciding_variable, load_tfvars,
                                     provider_version, setting_origin, tfvars_rel, variable_origin)
@@ -213,7 +213,7 @@ class _Builder:
     def __init__(self, cfg: TerraformConfig, tfvars: dict, tfvars_rel: str | None):
         self.cfg, self.tfvars_rel = cfg, tfvars_rel
         self.ev = cfg.evaluate(tfvars)
-        self.skus, self.reservation = sku_table()
+        self.skus, self.reservation = repository_skus(cfg.root), sku_table()[1]
         self.provider = provider_version(cfg)
         self.major = _major(self.provider)
         self.switch = next((k for k, m in AUTOSCALING_KEYS.items() if m == self.major), "auto_scaling_enabled")  # the pinned spelling

@@ -151,10 +151,26 @@ def test_cluster_without_tfvars(repo_copy: Path):
 
 
 def test_unknown_vm_size(repo_copy: Path):
-    edit(repo_copy, PROD_TFVARS, '"Standard_ND96amsr_A100_v4"', '"Standard_NC8as_T4_v3"')
+    edit(repo_copy, PROD_TFVARS, '"Standard_ND96amsr_A100_v4"', '"Standard_NC6s_v3"')
     hits = only(findings(repo_copy), "capacity-unknown-sku")
-    assert "Standard_NC8as_T4_v3" in hits[0].message and "harness/gate/sku.yaml" in hits[0].message
+    assert "Standard_NC6s_v3" in hits[0].message and ".ray-kueue-gate.yaml" in hits[0].hint and "skus:" in hits[0].hint
     assert (hits[0].file, hits[0].line) == (PROD_TFVARS, 11), hits[0]  # where the vm_size is written
+    # The checked repository's gate configuration adds the size (a pre-commit hook's user cannot edit the installed
+    # table): the capacity rules and the harness's simulated nodes size the pool from it.
+    write(repo_copy, ".ray-kueue-gate.yaml", "skus:\n  Standard_NC6s_v3: {vcpu: 6, memory_gib: 112, gpus: 1}\n")
+    found = findings(repo_copy)
+    assert not [f for f in found if f.rule == "capacity-unknown-sku"], [f.text() for f in found]
+    assert any(f.rule in ("capacity-quota", "capacity-sku-component") for f in found)  # 8 GPUs of quota on one GPU: sized now
+    gpu = [n for n in cluster_nodes(repo_copy, "prod-eastus2") if n.vm_size == "Standard_NC6s_v3"]
+    assert gpu and gpu[0].capacity["nvidia.com/gpu"] == 1 and gpu[0].capacity["cpu"] == 6
+
+
+def test_gate_config_skus_of_a_wrong_shape_are_a_gate_config_finding(repo_copy: Path):
+    from harness.gate import config
+
+    write(repo_copy, ".ray-kueue-gate.yaml", "skus:\n  Standard_NC6s_v3: {vcpus: 6, memory_gib: 112}\n")
+    cfg = config.load(repo_copy)
+    assert cfg.findings and {(f.rule, f.line) for f in cfg.findings} == {("gate-config", 2)} and not cfg.skus
 
 
 def test_cpu_pool_counts_for_the_default_flavor(repo_copy: Path):
