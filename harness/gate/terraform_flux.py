@@ -100,11 +100,11 @@ def flux_findings(root: Path, cfg: TerraformConfig, scopes: list[tuple[str, Eval
                 elif k is entry[0] and path != want:
                     whose = "another cluster's folder" if path.startswith(f"{clusters}/") and (root / path).is_dir() else \
                         "no directory of the repository" if not (root / path).is_dir() else "no cluster folder"
-                    where.setdefault((*at, fc.address, f"kustomization {kname!r} path is {path!r} ({whose}), not {clusters}/<cluster_name>: "
-                                      f"the Flux extension on {{whom}} would reconcile it instead of the cluster's own folder, so the cluster "
-                                      "gets another cluster's layers and queues, and never its own",
+                    where.setdefault((*at, fc.address, f"kustomization {kname!r} path is not {clusters}/<cluster_name> for {{whom}}: the "
+                                      "Flux extension would reconcile that instead of the cluster's own folder, so the cluster gets another "
+                                      "cluster's layers and queues, or none, and never its own",
                                       f'set path = "./{clusters}/${{var.cluster_name}}", which each cluster\'s tfvars resolves to its own folder'),
-                                     []).append(f"cluster {cluster} ({label})")
+                                     []).append(f"cluster {cluster} ({label}: {path!r}, {whose})")
                 elif k is not entry[0] and not (root / path).is_dir():  # (a directory without a kustomization file: Flux's generator builds it)
                     where.setdefault((*at, fc.address, f"kustomization {kname!r} path {path!r} ({{whom}}) is no directory of the repository: "
                                       f"the extension's Flux Kustomization {fc.body.value('name', '?')}-{kname} fails to build",

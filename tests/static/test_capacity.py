@@ -388,6 +388,10 @@ WORKERS_APART = """affinity:
 CASES = [
     ("cpu-only-pod-too-big-for-cpu-pool", "capacity-pod-fits-node", "workloads/batch-inference.yaml", ('requests: {cpu: "4", memory: 16Gi}', 0),
      lambda r: (tainted_pattern(r), edit(r, PROD_TFVARS, '"Standard_D16ds_v5"', '"Standard_D4ds_v5"'))),
+    ("eviction-policy-on-a-regular-pool", "capacity-node-settings", "terraform/node_pools.tf", ('eviction_policy = "Delete"', 0),
+     lambda r: edit(r, "terraform/node_pools.tf", "  node_taints = []\n", '  node_taints = []\n  priority    = "Regular"\n  eviction_policy = "Delete"\n')),
+    ("spot-max-price-on-an-unset-priority-pool", "capacity-node-settings", "terraform/node_pools.tf", ("spot_max_price = 0.5", 0),
+     lambda r: edit(r, "terraform/node_pools.tf", "  node_taints = []\n", "  node_taints = []\n  spot_max_price = 0.5\n")),
     ("gpu-node-count-zero", "capacity-empty-pool", PROD_TFVARS, ("gpu_node_count = 0", 0),
      lambda r: edit(r, PROD_TFVARS, "gpu_node_count = 1", "gpu_node_count = 0")),
     ("cpu-pool-sized-to-zero", "capacity-empty-pool", "terraform/variables.tf", ("default     = 0", 0),
@@ -547,3 +551,36 @@ def test_a_flavor_staged_at_zero_quota_for_a_pool_not_there_yet_is_clean(repo_co
          f'            - name: nvidia.com/gpu\n              nominalQuota: "{quota}"\n---')
     found = [f for f in validate_repository(repo_copy).findings if f.rule.startswith("capacity")]
     assert [f.rule for f in found] == (["capacity-flavor-labels"] if flagged else []), [f.text() for f in found]
+
+
+def test_a_tfvars_json_file_is_read_as_its_tfvars(repo_copy: Path):
+    """terraform/clusters/<name>.tfvars.json (Terraform reads it with -var-file as JSON): the cluster's pools come from it,
+    and a finding names its line."""
+    import json
+
+    (repo_copy / PROD_TFVARS).unlink()
+    values = {"cluster_name": "prod-eastus2", "location": "eastus2", "gpu_vm_size": "Standard_ND96amsr_A100_v4",
+              "gpu_node_count": 1, "gpu_sku_label": "a100", "tags": {"environment": "prod"}}
+    json_rel = PROD_TFVARS + ".json"
+    (repo_copy / json_rel).write_text(json.dumps(values, indent=2) + "\n")
+    found = findings(repo_copy)
+    assert not found, [f.text() for f in found]
+    (repo_copy / json_rel).write_text(json.dumps({**values, "gpu_node_count": 0}, indent=2) + "\n")
+    hits = only(findings(repo_copy), "capacity-empty-pool")
+    assert [(f.file, f.line) for f in hits] == [(json_rel, line_of(repo_copy, json_rel, '"gpu_node_count"'))], [f.text() for f in hits]
+
+
+def test_an_empty_pool_whose_count_all_clusters_share_is_one_finding(repo_copy: Path):
+    """The CPU pool's default node count (terraform/variables.tf) is each cluster's: one finding there, naming both."""
+    edit(repo_copy, "base/resource-flavors.yaml", "metadata:\n  name: default\nspec: {}", "metadata:\n  name: default\nspec:\n  nodeLabels: {agentpool: cpupool}")
+    hits = only(findings(repo_copy), "capacity-empty-pool")
+    assert [(f.file, f.line) for f in hits] == [("terraform/variables.tf", line_of(repo_copy, "terraform/variables.tf", "default     = 0"))], \
+        [f.text() for f in hits]
+    assert "dev-westus3" in hits[0].message and "prod-eastus2" in hits[0].message
+
+
+def test_gpu_driver_none_on_a_zonal_pool_is_one_finding(repo_copy: Path):
+    tfvars = repo_copy / PROD_TFVARS
+    tfvars.write_text(tfvars.read_text().replace("gpu_node_count = 1", "gpu_node_count = 2") + 'gpu_driver = "None"\ngpu_zones = ["1", "2"]\n')
+    hits = only(findings(repo_copy), "capacity-gpu-driver")
+    assert [(f.file, f.line) for f in hits] == [(PROD_TFVARS, line_of(repo_copy, PROD_TFVARS, "gpu_driver"))], [f.text() for f in hits]
