@@ -388,10 +388,6 @@ WORKERS_APART = """affinity:
 CASES = [
     ("cpu-only-pod-too-big-for-cpu-pool", "capacity-pod-fits-node", "workloads/batch-inference.yaml", ('requests: {cpu: "4", memory: 16Gi}', 0),
      lambda r: (tainted_pattern(r), edit(r, PROD_TFVARS, '"Standard_D16ds_v5"', '"Standard_D4ds_v5"'))),
-    ("eviction-policy-on-a-regular-pool", "capacity-node-settings", "terraform/node_pools.tf", ('eviction_policy = "Delete"', 0),
-     lambda r: edit(r, "terraform/node_pools.tf", "  node_taints = []\n", '  node_taints = []\n  priority    = "Regular"\n  eviction_policy = "Delete"\n')),
-    ("spot-max-price-on-an-unset-priority-pool", "capacity-node-settings", "terraform/node_pools.tf", ("spot_max_price = 0.5", 0),
-     lambda r: edit(r, "terraform/node_pools.tf", "  node_taints = []\n", "  node_taints = []\n  spot_max_price = 0.5\n")),
     ("gpu-node-count-zero", "capacity-empty-pool", PROD_TFVARS, ("gpu_node_count = 0", 0),
      lambda r: edit(r, PROD_TFVARS, "gpu_node_count = 1", "gpu_node_count = 0")),
     ("cpu-pool-sized-to-zero", "capacity-empty-pool", "terraform/variables.tf", ("default     = 0", 0),
@@ -449,7 +445,16 @@ def append(root: Path, rel: str, text: str) -> None:
     path.write_text(path.read_text() + text)
 
 
-@pytest.mark.parametrize("case,rule,file,marker,mutate", CASES, ids=[c[0] for c in CASES])
+# node_settings.py's rules (the Spot-only settings azurerm refuses on a Regular pool), checked by the same test.
+NODE_SETTING_CASES = [
+    ("eviction-policy-on-a-regular-pool", "capacity-node-settings", "terraform/node_pools.tf", ('eviction_policy = "Delete"', 0),
+     lambda r: edit(r, "terraform/node_pools.tf", "  node_taints = []\n", '  node_taints = []\n  priority    = "Regular"\n  eviction_policy = "Delete"\n')),
+    ("spot-max-price-on-an-unset-priority-pool", "capacity-node-settings", "terraform/node_pools.tf", ("spot_max_price = 0.5", 0),
+     lambda r: edit(r, "terraform/node_pools.tf", "  node_taints = []\n", "  node_taints = []\n  spot_max_price = 0.5\n")),
+]
+
+
+@pytest.mark.parametrize("case,rule,file,marker,mutate", CASES + NODE_SETTING_CASES, ids=[c[0] for c in CASES + NODE_SETTING_CASES])
 def test_broken_capacity_fails_with_its_rule(repo_copy, case, rule, file, marker, mutate):
     mutate(repo_copy)
     report = validate_repository(repo_copy)
