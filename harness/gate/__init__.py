@@ -29,7 +29,7 @@ _EXPORTS = {
     "CRD_SOURCES": ("schemas", "CRD_SOURCES"), "schema_dir": ("schemas", "schema_dir"),
     "kustomization_dirs": ("sources", "kustomization_dirs"), "parse_yaml": ("sources", "parse_yaml"),
     "parse_yaml_all": ("sources", "parse_yaml_all"),
-    "TFVARS_DIR": ("terraform", "TFVARS_DIR"), "TerraformError": ("terraform", "TerraformError"),
+    "TFVARS_DIR": ("terraform", "TFVARS_DIR"), "TerraformError": ("terraform", "TerraformError"), "tfvars_rel": ("terraform", "tfvars_rel"),
     "RULE_IDS": ("validate", "RULE_IDS"), "validate_repository": ("validate", "validate_repository"),
     "KUEUE_GATES_PATH": ("kueue_manager", "GATES_PATH"), "KUBERAY_GATES_PATH": ("kueue_manager", "KUBERAY_GATES_PATH"),
     "flags_of": ("kueue_manager", "flags_of"), "values_gates": ("kueue_manager", "values_gates"),

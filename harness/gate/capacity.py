@@ -33,6 +33,7 @@ Decisions (see RULES):
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 
@@ -48,11 +49,11 @@ from harness.gate.quota import FlavorCapacity
 from harness.gate.sku import SKU_FILE_REL
 from harness.gate.sources import Sources, as_map, name_key, resource_id
 from harness.gate.config import CONFIG_FILE, DEFAULTS, GateConfig
-from harness.gate.terraform import TERRAFORM_DIR, TerraformConfig, TerraformError, load_tfvars
+from harness.gate.terraform import TERRAFORM_DIR, TerraformConfig, TerraformError, load_tfvars, tfvars_cluster, tfvars_paths
 
 RULES = {
-    "capacity-terraform": "terraform/ parses, and every cluster has terraform/clusters/<name>.tfvars naming it",
-    "capacity-unknown-sku": f"every node pool's vm_size is in {SKU_FILE_REL}",
+    "capacity-terraform": "terraform/ parses, and every cluster has terraform/clusters/<name>.tfvars (or .tfvars.json) naming it",
+    "capacity-unknown-sku": f"every node pool's vm_size is in {SKU_FILE_REL} or under `skus:` of the gate configuration ({CONFIG_FILE})",
     "capacity-autoscaling": "autoscaling pools use the pinned azurerm version's attribute names and set min_count <= max_count",
     "capacity-quota": "per resource, the nominal quotas of a flavor (or of flavors sharing pools) <= the capacity of the pools their pods can land on",
     "capacity-scale-up": "warning: quotas and sample pod sets fit the autoscaling pools at min_count (else admitted jobs wait for scale-up)",
@@ -91,19 +92,39 @@ def capacity_findings(root: Path, clusters: list[ClusterRender], sources: Source
     sources = sources or Sources.load(root)
     names = {c.name for c in clusters}
     tfvars_dir = root / gate_config.tfvars
-    for path in sorted(tfvars_dir.glob("*.tfvars")) if tfvars_dir.is_dir() else []:
-        if path.stem not in names:
+    for path in tfvars_paths(tfvars_dir) if tfvars_dir.is_dir() else []:
+        if tfvars_cluster(path) not in names:
             out.append(Finding(path.relative_to(root).as_posix(), None, "", "capacity-terraform",
-                               f"no cluster {gate_config.clusters}/{path.stem} for this tfvars file",
+                               f"no cluster {gate_config.clusters}/{tfvars_cluster(path)} for this tfvars file",
                                f"rename the file after its cluster, or add {gate_config.clusters}/<name>"))
+    shared: dict[Finding, tuple[str, str, str]] = {}  # an empty pool's finding -> (cluster, the pool's part, what depends on it)
     for cluster in clusters:
-        out += _cluster_findings(root, cfg, sources, cluster, gate_config, (fits or {}).get(cluster.name), refused)
+        out += _cluster_findings(root, cfg, sources, cluster, gate_config, (fits or {}).get(cluster.name), refused, shared)
+    return _one_per_line(out, shared)
+
+
+def _one_per_line(found: list[Finding], shared: dict[Finding, tuple[str, str, str]]) -> list[Finding]:
+    """An empty pool whose node count several clusters take from the same line (a variable's default) is one finding there,
+    naming each cluster and what depends on the pool on it."""
+    groups: dict[tuple, list[Finding]] = {}
+    for f in found:
+        if f in shared:
+            groups.setdefault((f.file, f.line, f.resource, f.hint, shared[f][1]), []).append(f)
+    out = [f for f in found if f not in shared]
+    for same in groups.values():
+        if len(same) == 1:
+            out += same
+            continue
+        names = [shared[f][0] for f in same]
+        out.append(replace(same[0], message=f"clusters {', '.join(names)}: {shared[same[0]][1]}, but the queues rely on it: "
+                           + "; ".join(f"on {shared[f][0]}, {shared[f][2]}" for f in same) + "; Kueue would admit workloads whose pods can "
+                           "never run", context="; ".join(f.context for f in same)))
     return out
 
 
 def _cluster_findings(root: Path, cfg: TerraformConfig, sources: Sources, cluster: ClusterRender, gate_config: GateConfig,
-                      fits: kueue_fit.Fits | None, refused: frozenset[str]) -> list[Finding]:
-    rel = gate_config.tfvars_file(cluster.name)
+                      fits: kueue_fit.Fits | None, refused: frozenset[str], shared: dict | None = None) -> list[Finding]:
+    rel = gate_config.tfvars_file(cluster.name, root)
     ctx = f"cluster {cluster.name}"
     path = root / rel
     if not path.exists():
@@ -113,7 +134,7 @@ def _cluster_findings(root: Path, cfg: TerraformConfig, sources: Sources, cluste
     try:
         tfvars = load_tfvars(path, root)
         if tfvars.get("cluster_name") != cluster.name:
-            return [Finding(rel, None, f"cluster/{cluster.name}", "capacity-terraform",
+            return [Finding(rel, tfvars.lines.get("cluster_name"), f"cluster/{cluster.name}", "capacity-terraform",
                             f"cluster_name is {tfvars.get('cluster_name')!r}, not {cluster.name!r}: Flux would reconcile another folder",
                             f"set cluster_name = \"{cluster.name}\"", ctx)]
         pools = cluster_pools(cfg, tfvars, rel)
@@ -129,11 +150,16 @@ def _cluster_findings(root: Path, cfg: TerraformConfig, sources: Sources, cluste
         if p.sku is None:
             at = p.vm_size_origin
             out.append(Finding(at.file if at else rel, at.line if at else None, f"cluster/{cluster.name}", "capacity-unknown-sku",
-                               f"{p.where()}: vm_size {p.vm_size} is not in {SKU_FILE_REL}, so its capacity is unknown",
-                               f"add {p.vm_size} (vCPU, memory, GPUs, allocatable) to {SKU_FILE_REL}, citing the Azure size page", ctx))
+                               f"{p.where()}: vm_size {p.vm_size} is neither in the gate's table {SKU_FILE_REL} nor under `skus:` of "
+                               f"{CONFIG_FILE}, so its capacity is unknown",
+                               f"add it to `skus:` of {CONFIG_FILE} at the repository's root, as the Azure size page gives it: "
+                               f"`{p.vm_size}: {{vcpu: N, memory_gib: N, gpus: N}}` (the shape of {SKU_FILE_REL}'s entries; "
+                               "arch: arm64 for an Arm size)", ctx))
     if any(p.sku is None for p in pools) or not pools:
         return out  # the unknown size is the root cause: every capacity below would be a guess
-    return out + _Check(root, cluster, sources, pools, rel, ctx, gate_config, fits, refused).findings()
+    check = _Check(root, cluster, sources, pools, rel, ctx, gate_config, fits, refused)
+    check.shared = shared if shared is not None else {}
+    return out + check.findings()
 
 
 class _Check:
@@ -143,6 +169,7 @@ class _Check:
                  gate_config: GateConfig = DEFAULTS, fits: kueue_fit.Fits | None = None, refused: frozenset[str] = frozenset()):
         self.root, self.cluster, self.sources, self.pools, self.rel, self.ctx = root, cluster, sources, pools, rel, ctx
         self.config, self.fits = gate_config, fits
+        self.shared: dict[Finding, tuple[str, str, str]] = {}  # capacity_findings' `shared`: empty-pool findings it may fold across clusters
         self.objects = [o for _, o in cluster.applied() if resource_id(o) not in refused]
         self.flavors = {name_key(as_map(o.get("metadata")).get("name")): o for o in self.objects if o.get("kind") == "ResourceFlavor"}
         self.cqs = [o for o in self.objects if o.get("kind") == "ClusterQueue"]
@@ -270,11 +297,13 @@ class _Check:
         origin = pool.count_origin
         file, line = (origin.file, origin.line) if origin else (pool.file, pool.line)
         said = f"{origin.text} at {origin.where()}" if origin else "count 0"
-        return Finding(file, line, pool.address, "capacity-empty-pool",
-                       f"cluster {self.cluster.name}: {pool.where()} has no nodes ({said}), but the queues rely on it: "
-                       + "; ".join(_follow_ons(covered)) + "; Kueue would admit workloads whose pods can never run",
-                       f"set {origin.name if origin else 'the node count'} to 1 or more in {file} (or autoscale the pool with max_count >= 1); "
-                       "to retire the pool, also remove the quotas and samples listed here", self.ctx)
+        head, tail = f"{pool.where()} has no nodes ({said})", "; ".join(_follow_ons(covered))
+        found = Finding(file, line, pool.address, "capacity-empty-pool",
+                        f"cluster {self.cluster.name}: {head}, but the queues rely on it: {tail}; Kueue would admit workloads whose pods can never run",
+                        f"set {origin.name if origin else 'the node count'} to 1 or more in {file} (or autoscale the pool with max_count >= 1); "
+                        "to retire the pool, also remove the quotas and samples listed here", self.ctx)
+        self.shared[found] = (self.cluster.name, head, tail)
+        return found
 
     def _scale_finding(self, key: tuple[str, str], covered: list[Problem]) -> Finding:
         pool = self._pool(key[1])

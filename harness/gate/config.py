@@ -9,6 +9,8 @@ of the checked repository (optional; every key left out keeps this repository's 
     cluster_variables: cluster-vars.example.yaml  # per cluster directory: the substituteFrom stand-in
     terraform: {tfvars: terraform/clusters}       # or null: no Terraform (capacity and Terraform rules off)
     crds: [crds/]                       # extra CRD YAML files or directories (e.g. ServiceMonitor)
+    skus:                               # VM sizes beyond harness/gate/sku.yaml, in the shape of its entries
+      Standard_NC8as_T4_v3: {vcpu: 8, memory_gib: 56, gpus: 1}
     disable:                            # rules off under a path; the reason is required and printed
       - {rules: [sample-fits], path: clusters/lab/, reason: "lab quotas are set by hand"}
 
@@ -26,6 +28,7 @@ from pathlib import Path
 from harness.gate import origin
 from harness.gate.findings import Finding
 from harness.gate.sources import SourceError, load_yaml, load_yaml_all, read_source
+from harness.gate.terraform import tfvars_rel
 
 CONFIG_FILE = ".ray-kueue-gate.yaml"
 RULES = {
@@ -71,6 +74,7 @@ class GateConfig:
     terraform: bool = True
     tfvars: str = "terraform/clusters"
     crds: tuple[str, ...] = ()
+    skus: dict[str, dict] = field(default_factory=dict)  # VM sizes added to harness/gate/sku.yaml (harness.gate.sku.repository_skus)
     disable: tuple[Disable, ...] = ()
     file: str | None = None  # the configuration file read, None for the defaults
     findings: tuple[Finding, ...] = ()  # what is wrong with it
@@ -85,8 +89,9 @@ class GateConfig:
     def variables_file(self, cluster: str) -> str:
         return self.cluster_file(cluster, self.cluster_variables)
 
-    def tfvars_file(self, cluster: str) -> str:
-        return f"{self.tfvars}/{cluster}.tfvars"
+    def tfvars_file(self, cluster: str, root: Path | None = None) -> str:
+        """The cluster's values file: <cluster>.tfvars, or (`root` given) <cluster>.tfvars.json when only that exists."""
+        return tfvars_rel(root, cluster, self.tfvars)
 
     def crd_files(self, root: Path) -> list[Path]:
         """The extra CRD files: each file named, and the *.yaml/*.yml files under each directory named."""
@@ -218,6 +223,7 @@ def load(root: Path, known_rules: set[str] | frozenset[str] = frozenset()) -> Ga
         terraform=terraform is not None,
         tfvars=(terraform or {}).get("tfvars", DEFAULTS.tfvars).rstrip("/"),
         crds=tuple(crds),
+        skus=dict(doc.get("skus") or {}),
         disable=tuple(disables),
         file=CONFIG_FILE,
         findings=tuple(found),

@@ -26,7 +26,27 @@ def cli() -> None:
 
 def _repository(args: list[str]) -> Path:
     """The repository the command line most likely names, for the helper to start building before the gate has parsed
-    it: the first argument that is an existing directory (report paths are files), else the default, the working
-    directory. A wrong guess costs a build nobody asks for, never a result: the helper answers only a request for the
-    same repository."""
-    return next((Path(a).resolve() for a in args if not a.startswith("-") and Path(a).is_dir()), Path(".").resolve())
+    it: the first argument that is an existing directory (report paths are files), else the default, the repository
+    the working directory is in (`repository_root`). A wrong guess costs a build nobody asks for, never a result: the
+    helper answers only a request for the same repository."""
+    named = next((Path(a).resolve() for a in args if not a.startswith("-") and Path(a).is_dir()), None)
+    return named or repository_root(Path(".").resolve()) or Path(".").resolve()
+
+
+CHECKOUT_MARKERS = ("clusters", "overlays", ".ray-kueue-gate.yaml")  # what a checked repository holds (config.CONFIG_FILE last)
+
+
+def looks_like_checkout(path: Path) -> bool:
+    return any((path / m).exists() for m in CHECKOUT_MARKERS)
+
+
+def repository_root(start: Path) -> Path | None:
+    """The repository to check when none is named, from the working directory `start`: as git finds its work tree, upward.
+    The top of the git work tree holding `start` when it looks like a checkout (clusters/, overlays/ or the gate's
+    configuration), else the outermost directory between it (or, outside git, the file system root) and `start` that
+    does: so terraform/, whose clusters/ holds tfvars files, or clusters/ itself, is never taken for the repository.
+    None when no such directory is there."""
+    start = Path(start).resolve()
+    chain = [start, *start.parents]
+    top = next((i for i, d in enumerate(chain) if (d / ".git").exists()), len(chain) - 1)
+    return next((d for d in reversed(chain[:top + 1]) if looks_like_checkout(d)), None)

@@ -69,7 +69,7 @@ def _refs(obj: dict) -> list[tuple[list, dict]]:
 def tenancy_rules(ctx, root: Path, cluster: ClusterRender, locked: tuple[str, str] | None) -> list[Finding]:
     """flux-multi-tenancy for one cluster's set (`locked`: lockdown() of the repository), when terraform/ provisions that
     cluster (it has a tfvars file; a `flux bootstrap` or local cluster runs Flux without the extension's lockdown)."""
-    if locked is None or not (root / ctx.config.tfvars_file(cluster.name)).is_file():
+    if locked is None or not (root / ctx.config.tfvars_file(cluster.name, root)).is_file():
         return []
     where, home = locked
     out = []

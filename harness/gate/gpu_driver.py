@@ -3,7 +3,7 @@
 With `gpu_driver = "None"` on an azurerm node pool, AKS installs neither the NVIDIA driver nor
 its device plugin on the pool's nodes ("bring your own", e.g. the NVIDIA GPU Operator); until
 something installs them the kubelet reports no nvidia.com/gpu, so every GPU pod stays Pending
-while Kueue keeps admitting workloads against the GPU quota. Reported once per pool and cluster,
+while Kueue keeps admitting workloads against the GPU quota. Reported once per pool (all its zones) and cluster,
 at the line where gpu_driver gets its value, when the cluster's queues cover nvidia.com/gpu and
 its rendered set installs no GPU Operator or NVIDIA device plugin.
 """
@@ -39,7 +39,7 @@ def _installs_device_plugin(index: ClusterIndex) -> bool:
 
 def gpu_driver_findings(root: Path, cluster: ClusterRender, pools: list[Pool], ctx: str) -> list[Finding]:
     """`pools`: the cluster's node pools (harness.gate.pools.cluster_pools)."""
-    bare = [p for p in pools if p.gpu_driver == "None" and p.count > 0 and p.sku and p.sku.gpus > 0 and p.gpu_driver_origin]
+    bare = list({p.address: p for p in pools if p.gpu_driver == "None" and p.count > 0 and p.sku and p.sku.gpus > 0 and p.gpu_driver_origin}.values())
     if not bare:
         return []
     index = ClusterIndex.build(root, cluster)
@@ -48,7 +48,8 @@ def gpu_driver_findings(root: Path, cluster: ClusterRender, pools: list[Pool], c
     if not index.complete or not queues or _installs_device_plugin(index):
         return []
     return [Finding(p.gpu_driver_origin.file, p.gpu_driver_origin.line, p.address, "capacity-gpu-driver",
-                    f"cluster {cluster.name}: {p.gpu_driver_origin.text} on {p.where()}: AKS installs no NVIDIA driver or device plugin "
+                    f"cluster {cluster.name}: {p.gpu_driver_origin.text} on {p.file}:{p.line} {p.address} (pool {p.name}"
+                    f"{', zones ' + ', '.join(p.zones) if len(p.zones) > 1 else ''}): AKS installs no NVIDIA driver or device plugin "
                     f"there, and the cluster installs no GPU Operator or NVIDIA device plugin, so its nodes advertise no {GPU}: "
                     f"Kueue admits workloads on the GPU quota of {', '.join(queues)} and their GPU pods stay Pending",
                     "set gpu_driver = \"Install\" for the cluster, or add the NVIDIA GPU Operator (HelmRelease) to its infrastructure layer",

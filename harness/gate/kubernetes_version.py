@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from harness.gate.findings import Finding
-from harness.gate.terraform import Evaluation, TerraformConfig, TerraformError, setting_origin
+from harness.gate.terraform import Evaluation, TerraformConfig, TerraformError, setting_origin, tfvars_cluster
 
 RULES = {
     "terraform-kubernetes-version": "each cluster's AKS kubernetes_version (and a node pool's orchestrator_version) is the Kubernetes minor "
@@ -38,7 +38,7 @@ def version_findings(cfg: TerraformConfig, scopes: list[tuple[str, Evaluation]],
                 minor = re.match(r"^(\d+\.\d+)(\.\d+)?$", str(value)) if value is not None else None
                 if value is None or (minor and minor.group(1) == production):
                     continue
-                file, line = setting_origin(cfg, v, label if label.endswith(".tfvars") else None)
+                file, line = setting_origin(cfg, v, label if tfvars_cluster(label) else None)
                 if (file, line, str(value)) in seen:
                     continue
                 seen.add((file, line, str(value)))

@@ -130,7 +130,7 @@ def _tas_nodes(root: Path, cluster: ClusterRender, gate_config: GateConfig) -> l
     holds; None when the pools cannot be read (the capacity rules say why)."""
     if not gate_config.terraform:
         return None
-    rel = gate_config.tfvars_file(cluster.name)
+    rel = gate_config.tfvars_file(cluster.name, root)
     try:
         pools = cluster_pools(TerraformConfig.load(root), load_tfvars(root / rel, root), rel)
         return node_objects([p.node_spec() for p in pools if p.count > 0])

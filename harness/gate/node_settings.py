@@ -6,7 +6,8 @@ node-role.kubernetes.io/*), a label or taint whose syntax the apiserver's Node v
 effect that is not NoSchedule, PreferNoSchedule or NoExecute: the pool's nodes never join (AKS refuses the pool).
 tools/kubecheck (op node-pools) runs k8s.io/kubelet's label rule and the pinned apiserver's ValidateNode.
 Beside them, pool settings AKS refuses or that change what the nodes offer: a Spot pool in System mode (AKS's system
-pools cannot use Spot VMs: the apply fails) and a gpu_instance_profile (MIG: the nodes advertise GPU instances, not the
+pools cannot use Spot VMs: the apply fails), a Spot-only setting (eviction_policy, spot_max_price) on a Regular pool
+(azurerm's node pool create refuses it) and a gpu_instance_profile (MIG: the nodes advertise GPU instances, not the
 whole GPUs the capacity checks count).
 """
 from __future__ import annotations
@@ -23,7 +24,8 @@ from harness.gate.sources import as_list, as_map
 RULES = {
     "capacity-node-settings": "every node pool's node_labels and node_taints are ones its nodes can register with: the kubelet's rule for "
                               "--node-labels (no kubernetes.io / k8s.io label outside its allowed set) and the apiserver's Node validation "
-                              "(label syntax; taints key=value:Effect with NoSchedule, PreferNoSchedule or NoExecute)",
+                              "(label syntax; taints key=value:Effect with NoSchedule, PreferNoSchedule or NoExecute); no Spot-only setting "
+                              "(eviction_policy, spot_max_price other than -1) on a pool whose priority is Regular (azurerm refuses it at apply)",
     "capacity-spot-system-pool": "no node pool in mode System has priority = \"Spot\" (AKS refuses Spot system pools: the apply fails)",
     "capacity-gpu-mig": "warning: a GPU pool with gpu_instance_profile (MIG) is named: its nodes advertise MIG instances (how many and under "
                         "which resource name depends on the device plugin's MIG strategy), the capacity checks count whole GPUs",
@@ -35,7 +37,7 @@ class NodeSettingsError(HarnessError, RuntimeError):
 
 
 def pool_setting_findings(pools: list[Pool], context: str) -> list[Finding]:
-    """capacity-spot-system-pool and capacity-gpu-mig for the pools of one cluster (each pool once, not once per zone)."""
+    """capacity-spot-system-pool, the Spot-only settings of capacity-node-settings and capacity-gpu-mig for the pools of one cluster (each pool once, not once per zone)."""
     out = []
     for pool in {p.address: p for p in pools}.values():
         priority, at = pool.settings.get("priority", (None, None))
@@ -44,6 +46,14 @@ def pool_setting_findings(pools: list[Pool], context: str) -> list[Finding]:
                                f"{pool.address} (pool {pool.name}) is a System pool with priority = \"Spot\" ({at.text} at {at.where()}): AKS "
                                "refuses Spot VMs for system pools, so `terraform apply` fails", "set mode = \"User\" on the Spot pool (Spot "
                                "pools are user pools; keep a Regular-priority pool in System mode), or remove priority = \"Spot\"", context))
+        for attr in ("eviction_policy", "spot_max_price"):
+            value, where = pool.settings.get(attr, (None, None))
+            if priority != "Spot" and value not in (None, "") and not (attr == "spot_max_price" and value == -1):
+                out.append(Finding(where.file, where.line, pool.address, "capacity-node-settings",
+                                   f"{pool.address} (pool {pool.name}) sets {attr} ({where.text} at {where.where()}) while its priority is "
+                                   f"{priority or 'Regular (the default)'}: azurerm refuses it (\"`{attr}` can only be set when `priority` is set "
+                                   "to `Spot`\"), so `terraform apply` fails", f"remove {attr} (or set it to null), or set priority = \"Spot\" "
+                                   "if the pool is meant to run on Spot VMs", context))
         profile, at = pool.settings.get("gpu_instance_profile", (None, None))
         if profile:
             gpus = pool.sku.gpus if pool.sku else "its"

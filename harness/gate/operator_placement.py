@@ -73,7 +73,7 @@ def placement_findings(ctx, root: Path, releases: list, answers: dict, problems:
         answers_ = scheduling.unplaced(pools, [w[-1] for w in workloads], [{} for _ in workloads], [o for _, o in index.objects])
         for (build, hr, pin, version, request, template, obj), found in zip(workloads, answers_):
             for s in found or []:
-                path, hint = _cause(request, obj, s, pools, index.cluster.name, ctx.config.tfvars_file(index.cluster.name))
+                path, hint = _cause(request, obj, s, pools, index.cluster.name, ctx.config.tfvars_file(index.cluster.name, root))
                 what = f"{obj['kind']} {obj['metadata'].get('name')} of the {pin} chart {version} ({template})"
                 message = (f"{what}: kube-scheduler's own plugins place {s['pods']} of its {s['of']} pod(s) on no node of cluster "
                            f"{index.cluster.name}'s node pools ({', '.join(p.where() for p in pools if p.count > 0)}): \"{s['message']}\"; "
@@ -86,7 +86,7 @@ def placement_findings(ctx, root: Path, releases: list, answers: dict, problems:
 
 def _pools(ctx, root: Path, cluster: str) -> list[Pool]:
     """The cluster's node pools as capacity.py reads them; [] when they are unknown (its rules say why)."""
-    rel = ctx.config.tfvars_file(cluster)
+    rel = ctx.config.tfvars_file(cluster, root)
     if not ctx.config.terraform or not (root / rel).is_file():
         return []
     try:

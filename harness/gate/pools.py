@@ -24,15 +24,15 @@ from decimal import Decimal
 from pathlib import Path
 
 from harness.gate import matching
-from harness.gate.sku import Sku, allocatable, sku_table
+from harness.gate.sku import Sku, allocatable, repository_skus, sku_table
 from harness.gate.sources import as_list, as_map
-from harness.gate.terraform import (TFVARS_DIR, Block, Body, TerraformConfig, TerraformError, Value, deciding_variable, load_tfvars,
-                                    provider_version, setting_origin, variable_origin)
+from harness.gate.terraform import (Block, Body, TerraformConfig, TerraformError, Value, deciding_variable, load_tfvars,
+                                    provider_version, setting_origin, tfvars_rel, variable_origin)
 
 SYSTEM_TAINT = "CriticalAddonsOnly=true:NoSchedule"
 SPOT_LABEL = "kubernetes.azure.com/scalesetpriority"
 SPOT_TAINT = f"{SPOT_LABEL}=spot:NoSchedule"
-SETTINGS = ("priority", "gpu_instance_profile", "max_pods")  # where written: for node_settings and podsets' findings
+SETTINGS = ("priority", "gpu_instance_profile", "max_pods", "eviction_policy", "spot_max_price")  # where written: for node_settings and podsets' findings
 AUTOSCALING_KEYS = {"auto_scaling_enabled": 4, "enable_auto_scaling": 3}  # attribute -> azurerm major version that spells it so
 
 
@@ -213,7 +213,7 @@ class _Builder:
     def __init__(self, cfg: TerraformConfig, tfvars: dict, tfvars_rel: str | None):
         self.cfg, self.tfvars_rel = cfg, tfvars_rel
         self.ev = cfg.evaluate(tfvars)
-        self.skus, self.reservation = sku_table()
+        self.skus, self.reservation = repository_skus(cfg.root), sku_table()[1]
         self.provider = provider_version(cfg)
         self.major = _major(self.provider)
         self.switch = next((k for k, m in AUTOSCALING_KEYS.items() if m == self.major), "auto_scaling_enabled")  # the pinned spelling
@@ -358,9 +358,9 @@ def cluster_pools(cfg: TerraformConfig, tfvars: dict, tfvars_rel: str | None = N
 
 
 def node_pools(root: Path, cluster: str) -> list[Pool]:
-    """The pools terraform/ creates for `cluster` (terraform/clusters/<cluster>.tfvars over the
+    """The pools terraform/ creates for `cluster` (terraform/clusters/<cluster>.tfvars or .tfvars.json over the
     variable defaults); TerraformError when either cannot be read."""
-    rel = f"{TFVARS_DIR}/{cluster}.tfvars"
+    rel = tfvars_rel(Path(root), cluster)
     return cluster_pools(TerraformConfig.load(Path(root)), load_tfvars(Path(root) / rel, Path(root)), rel)
 
 

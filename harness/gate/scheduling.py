@@ -32,7 +32,7 @@ def node_objects(specs: list[NodeSpec]) -> list[dict]:
     nodes = []
     for spec in specs:
         if not spec.allocatable:
-            raise ValueError(f"pool {spec.pool}: VM size {spec.vm_size} is not in sku.yaml, so its nodes cannot be sized")
+            raise ValueError(f"pool {spec.pool}: VM size {spec.vm_size} is neither in sku.yaml nor under skus: of the gate configuration, so its nodes cannot be sized")
         pods = str(spec.max_pods)
         # A node without GPUs has no nvidia.com/gpu at all (the device plugin registers it).
         capacity = {**{k: _quantity(k, v) for k, v in spec.capacity.items() if v}, "pods": pods}

@@ -1,5 +1,7 @@
 """The VM size table (harness/gate/sku.yaml): each size's vCPU, memory and GPUs, and a node's
-allocatable after the AKS reservation."""
+allocatable after the AKS reservation. A checked repository adds sizes under `skus:` of its gate
+configuration (.ray-kueue-gate.yaml, harness.gate.config), in the shape of the table's entries:
+`repository_skus(root)`, which every reader of a repository's node pools uses."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -26,12 +28,23 @@ class Sku:
         return {"cpu": Decimal(self.vcpu), "memory": Decimal(self.memory_gib) * 2**30, "nvidia.com/gpu": Decimal(self.gpus)}
 
 
+def sku_of(name: str, entry: dict) -> Sku:
+    """A size from an entry of sku.yaml's `skus` (or of the gate configuration's, which has their shape)."""
+    return Sku(name, int(entry["vcpu"]), int(entry["memory_gib"]), int(entry.get("gpus", 0)), str(entry.get("arch", "amd64")))
+
+
 @lru_cache(maxsize=None)
 def sku_table(path: Path = SKU_FILE) -> tuple[dict[str, Sku], dict]:
     doc = parse_yaml(path.read_text())
-    skus = {name: Sku(name, int(v["vcpu"]), int(v["memory_gib"]), int(v.get("gpus", 0)), str(v.get("arch", "amd64")))
-            for name, v in doc["skus"].items()}
-    return skus, doc["aks_reservation"]
+    return {name: sku_of(name, v) for name, v in doc["skus"].items()}, doc["aks_reservation"]
+
+
+def repository_skus(root: Path) -> dict[str, Sku]:
+    """The sizes a node pool of the repository at `root` may have: the table, with the `skus` of its gate configuration
+    (.ray-kueue-gate.yaml) added over it."""
+    from harness.gate.config import load  # the configuration reads the sources; the table alone needs neither
+
+    return {**sku_table()[0], **{name: sku_of(name, v) for name, v in load(Path(root)).skus.items()}}
 
 
 def allocatable(sku: Sku, max_pods: int, reservation: dict | None = None) -> dict[str, Decimal]:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from harness.gate.findings import Finding
 from harness.gate.pools import cluster_pools
-from harness.gate.terraform import Block, Evaluation, TerraformConfig, TerraformError, Value, load_tfvars, setting_origin, variable_origin
+from harness.gate.terraform import Block, Evaluation, TerraformConfig, TerraformError, Value, load_tfvars, setting_origin, tfvars_cluster, variable_origin
 
 RULES = {
     "terraform-node-subnet": "each cluster's node subnet lies inside its virtual network and holds an address for every node its pools "
@@ -32,7 +32,7 @@ def subnet_findings(root: Path, cfg: TerraformConfig, scopes: list[tuple[str, Ev
     """terraform-node-subnet for every cluster's tfvars scope (`scopes`: terraform_checks._scopes)."""
     out = []
     for label, ev in scopes:
-        if not label.endswith(".tfvars"):
+        if tfvars_cluster(label) is None:
             continue  # the variable defaults alone are no cluster
         try:
             pools = cluster_pools(cfg, load_tfvars(root / label, root), label)
@@ -91,7 +91,7 @@ def _cluster(cfg: TerraformConfig, ev: Evaluation, pools, label: str) -> list[Fi
     subnets: dict[str, Block] = {b.address: b for b in ev.of_type("azurerm_subnet") if not b.absent}
     vnets: dict[str, Block] = {b.address: b for b in ev.of_type("azurerm_virtual_network") if not b.absent}
     bodies, flat, out = _pool_bodies(ev), _flat_cni(ev), []
-    cluster = label.rsplit("/", 1)[-1].removesuffix(".tfvars")
+    cluster = tfvars_cluster(label)
     for address, subnet in subnets.items():
         prefixes = subnet.body.get("address_prefixes")
         ranges = _networks(prefixes)

@@ -24,6 +24,25 @@ from harness.core import HarnessError
 TERRAFORM_DIR = "terraform"
 TFVARS_DIR = f"{TERRAFORM_DIR}/clusters"
 LOCK_FILE = f"{TERRAFORM_DIR}/.terraform.lock.hcl"
+TFVARS_SUFFIXES = (".tfvars", ".tfvars.json")  # a cluster's values file: HCL, or JSON (Terraform reads both with -var-file)
+
+
+def tfvars_paths(directory: Path) -> list[Path]:
+    """The values files of `directory` (<name>.tfvars and <name>.tfvars.json), by name."""
+    return sorted(p for p in Path(directory).glob("*.tfvars*") if p.name.endswith(TFVARS_SUFFIXES) and p.is_file())
+
+
+def tfvars_rel(root: Path | None, cluster: str, directory: str = TFVARS_DIR) -> str:
+    """The cluster's values file, repository-relative: <cluster>.tfvars, or (`root` given) <cluster>.tfvars.json when only that exists."""
+    rel = f"{directory}/{cluster}{TFVARS_SUFFIXES[0]}"
+    json_rel = f"{directory}/{cluster}{TFVARS_SUFFIXES[1]}"
+    return json_rel if root is not None and not (Path(root) / rel).exists() and (Path(root) / json_rel).is_file() else rel
+
+
+def tfvars_cluster(path: str | Path) -> str | None:
+    """The cluster a values file is named after (<name>.tfvars or <name>.tfvars.json); None for another file."""
+    name = Path(path).name
+    return next((name.removesuffix(s) for s in TFVARS_SUFFIXES[::-1] if name.endswith(s)), None)
 
 
 class TerraformError(HarnessError, ValueError):
@@ -149,6 +168,10 @@ class Evaluation:
 
     def of_type(self, rtype: str) -> list[Block]:
         return [b for b in self.resources if b.type == rtype]
+
+    def instance(self, address: str) -> Block | None:
+        """The resource instance at `address` in this evaluation."""
+        return next((b for b in self.resources if b.address == address), None)
 
     def errors(self) -> list[Diagnostic]:
         return [d for d in self.diagnostics if d.severity == "error"]

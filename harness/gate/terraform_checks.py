@@ -6,7 +6,7 @@ Two kinds of checks:
   Every expression evaluates (terraform-expression); the federated credential trusts exactly the
   ServiceAccount of base/service-account.yaml; ConfigMap cluster-vars carries exactly the keys of
   clusters/<name>/cluster-vars.example.yaml; the Flux configuration reconciles
-  clusters/<cluster_name> from a GitRepository named flux-system.
+  clusters/<cluster_name> from a GitRepository named flux-system (harness.gate.terraform_flux).
 - Tool runs for tests/static/test_terraform.py: `terraform fmt -check`, `terraform validate`
   (needs the providers; skipped with the reason when `terraform init` cannot install them)
   and checkov over terraform/ and over the manifests each cluster's Flux applies. checkov is
@@ -27,13 +27,13 @@ from pathlib import Path
 
 import yaml
 
-from harness.gate import kubernetes_version, subnets, version_rules
+from harness.gate import kubernetes_version, subnets, terraform_flux, version_rules
 from harness.gate.config import DEFAULTS, GateConfig
-from harness.gate.terraform import TERRAFORM_DIR, TFVARS_DIR, Block, Evaluation, TerraformConfig, TerraformError, load_tfvars
+from harness.gate.terraform import TERRAFORM_DIR, TFVARS_DIR, Block, Evaluation, TerraformConfig, TerraformError, load_tfvars, tfvars_paths
 from harness.gate.findings import Finding
 from harness.gate.origin import compose
 from harness.gate.sources import SourceError, as_map, load_yaml_all
-from harness.gate.render import ClusterRender, flux_path
+from harness.gate.render import ClusterRender
 from harness.core import cache_lock, cache_root, versions
 
 CHECKOV_VERSION = str(versions.pins()["checkov"]["version"])
@@ -52,7 +52,8 @@ RULES = {
     "terraform-workload-identity": "the AKS cluster sets oidc_issuer_enabled and workload_identity_enabled, which the federated credential "
                                    f"(its issuer) and the workload pods' token injection need, when {SERVICE_ACCOUNT_FILE} has the workload ServiceAccount",
     "terraform-cluster-vars": "Terraform writes ConfigMap flux-system/cluster-vars with exactly the keys of clusters/<name>/cluster-vars.example.yaml",
-    "terraform-flux-configuration": "the Flux configuration is named flux-system and reconciles clusters/<cluster_name>, which exists",
+    "terraform-flux-configuration": "the Flux configuration is named flux-system and its entry kustomization's path evaluates, with each cluster's "
+                                    "tfvars, to clusters/<that cluster_name>; every other kustomization's path is a directory (terraform_flux.py)",
 }
 
 
@@ -75,7 +76,7 @@ def _workload_service_account(root: Path) -> tuple[str, str] | None:
 def _scopes(root: Path, cfg: TerraformConfig, tfvars_dir: str = TFVARS_DIR) -> list[tuple[str, Evaluation]]:
     """The variable defaults, then each cluster's tfvars over them."""
     scopes = [("variable defaults", cfg.defaults)]
-    for path in sorted((root / tfvars_dir).glob("*.tfvars")):
+    for path in tfvars_paths(root / tfvars_dir):
         try:
             scopes.append((path.relative_to(root).as_posix(), cfg.evaluate(load_tfvars(path, root))))
         except TerraformError:
@@ -94,7 +95,7 @@ def wiring_findings(root: Path, gate_config: GateConfig = DEFAULTS) -> list[Find
     scopes = _scopes(root, cfg, gate_config.tfvars)
     production = str(as_map(as_map(version_rules.pins(root)).get("kubernetes")).get("production") or "") or None
     return (_expression_findings(scopes) + _undeclared_findings(scopes) + _identity_findings(root, cfg, scopes) + _cluster_vars_findings(root, cfg, gate_config)
-            + _flux_findings(root, cfg, scopes, gate_config.clusters) + kubernetes_version.version_findings(cfg, scopes, production) + subnets.subnet_findings(root, cfg, scopes))
+            + terraform_flux.flux_findings(root, cfg, scopes, gate_config.clusters) + kubernetes_version.version_findings(cfg, scopes, production) + subnets.subnet_findings(root, cfg, scopes))
 
 
 def _expression_findings(scopes: list[tuple[str, Evaluation]]) -> list[Finding]:
@@ -124,10 +125,6 @@ def _undeclared_findings(scopes: list[tuple[str, Evaluation]]) -> list[Finding]:
                                f"spell it as {TERRAFORM_DIR}/variables.tf declares it ({near[0]})" if near else
                                f"declare it in {TERRAFORM_DIR}/variables.tf, or remove it", severity="error" if near else "warning"))
     return out
-
-
-def _same(ev: Evaluation, block: Block) -> Block | None:
-    return next((b for b in ev.resources if b.address == block.address), None)
 
 
 def _identity_findings(root: Path, cfg: TerraformConfig, scopes: list[tuple[str, Evaluation]]) -> list[Finding]:
@@ -167,7 +164,7 @@ def _identity_findings(root: Path, cfg: TerraformConfig, scopes: list[tuple[str,
                                f"{where} audience is {audience.text if audience else None!r}, not [{TOKEN_AUDIENCE!r}]: the workload identity webhook's tokens would be refused",
                                f'set audience = ["{TOKEN_AUDIENCE}"]'))
         for label, ev in scopes:
-            block = _same(ev, cred)
+            block = ev.instance(cred.address)
             subject = block.body.get("subject") if block else None
             if subject is None or subject.error:
                 continue  # terraform-expression reports it
@@ -233,40 +230,6 @@ def _cluster_vars_findings(root: Path, cfg: TerraformConfig, gate_config: GateCo
             out.append(Finding(block.file, block.line, block.address, "terraform-cluster-vars",
                                f"ConfigMap cluster-vars keys differ from {rel}: missing {missing or 'none'}, extra {extra or 'none'}",
                                f"make local.cluster_vars in {TERRAFORM_DIR}/main.tf carry exactly the keys of {rel}"))
-    return out
-
-
-def _flux_findings(root: Path, cfg: TerraformConfig, scopes: list[tuple[str, Evaluation]], clusters: str = "clusters") -> list[Finding]:
-    out = []
-    configs = cfg.of_type("azurerm_kubernetes_flux_configuration")
-    if not configs:
-        return [Finding(f"{TERRAFORM_DIR}/flux.tf", None, "", "terraform-flux-configuration", "no azurerm_kubernetes_flux_configuration: nothing bootstraps Flux",
-                        "add the microsoft.flux extension and a Flux configuration for clusters/<cluster_name>")]
-    for fc in configs:
-        name = fc.body.get("name")
-        if name is None or name.value != "flux-system":
-            out.append(Finding(name.file if name else fc.file, name.line if name else fc.line, fc.address, "terraform-flux-configuration",
-                               f"{fc.address} is named {name.value if name else None!r}; the GitRepository it creates must be flux-system, the sourceRef of clusters/*/*.yaml",
-                               'set name = "flux-system"'))
-        for label, ev in scopes[1:]:
-            block = _same(ev, fc)
-            for k in block.body.nested("kustomizations") if block else []:
-                v = k.get("path")
-                if v is not None and v.error:
-                    continue  # terraform-expression reports it
-                try:
-                    path = flux_path(v.get("kustomization path") if v is not None else "")
-                except TerraformError as err:
-                    out.append(Finding(v.file, v.line, fc.address, "terraform-flux-configuration", f"{err} ({label})",
-                                       'use path = "./clusters/${var.cluster_name}"'))
-                    continue
-                if path == f"{clusters.rstrip('/')}/{Path(label).stem}":
-                    continue  # a tfvars file of no cluster folder: capacity-terraform reports it, at the file
-                if not (root / path).is_dir():  # (a directory without a kustomization file: Flux's generator builds it)
-                    kname = k.get("name").value if k.get("name") else None
-                    out.append(Finding(fc.file, fc.line, fc.address, "terraform-flux-configuration",
-                                       f"kustomization {kname!r} path {path!r} ({label}) is no directory of the repository",
-                                       "point it at clusters/<cluster_name>, the cluster's Flux entry point"))
     return out
 
 

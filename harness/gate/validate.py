@@ -27,8 +27,8 @@ from harness.gate import build_errors, cluster_refs, helm_values, kueue_manager,
 from harness.gate import flux_rules, flux_tenancy, folding, matching, operator_placement, renames
 from harness.gate import kueue_fit, rules, sample_rules
 from harness.gate import schema_check, schema_texts
-from harness.gate import subnets, substitution, terraform, terraform_checks
-from harness.gate import formats, kubernetes_version, version_rules
+from harness.gate import subnets, substitution, terraform, terraform_checks, terraform_flux
+from harness.gate import entry, formats, kubernetes_version, version_rules
 from harness.gate.findings import Finding, distinct, keep_once, one_line
 from harness.gate import render
 from harness.gate.render import FluxBuild, render_repository
@@ -58,7 +58,7 @@ RULE_SOURCES = {
     "harness/gate/sku_component.py (the gpu-sku component vs the pools' vm_size)": sku_component.RULES,
     "harness/gate/gpu_driver.py (GPU pools without the NVIDIA device plugin)": gpu_driver.RULES,
     "harness/gate/node_settings.py (the labels, taints and settings node pools create their nodes with)": node_settings.RULES,
-    "harness/gate/terraform_checks.py (Terraform wiring)": terraform_checks.RULES,
+    "harness/gate/terraform_checks.py, terraform_flux.py (Terraform wiring)": terraform_checks.RULES,
     "harness/gate/kubernetes_version.py (the AKS Kubernetes version against the pinned one)": kubernetes_version.RULES,
     "harness/gate/subnets.py (the node subnets against the nodes in them)": subnets.RULES,
 }
@@ -199,7 +199,7 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
     per_area["rules"] += version_rules.pins_findings(root)
     locked = flux_tenancy.lockdown(root, gate_config)
     for c in clusters:
-        c.provided += flux_tenancy.provided(locked) if (root / gate_config.tfvars_file(c.name)).is_file() else []
+        c.provided += flux_tenancy.provided(locked) if (root / gate_config.tfvars_file(c.name, root)).is_file() else []
     installed = served_apis.installed_somewhere(root, clusters, pinned)
     for c in clusters:
         per_area["rules"] += rules.cluster_rules(ctx, root, c)
@@ -212,7 +212,7 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
         per_area["rules"] += queue_activity.queue_activity_rules(ctx, root, c) + served_apis.served_api_rules(ctx, root, c, samples, pinned, installed)
         validated += [(f"cluster {c.name}: {gate_config.samples}", s, f"{WORKLOADS_DIR}/{name}.yaml", manager_for(c.entry)) for name, s, _ in samples]
         validated += [(gate_config.variables_file(c.name), s, gate_config.variables_file(c.name), None) for s in c.variables]
-    per_area["rules"] += ctx.renames.findings()  # after every reference rule has asked it
+    per_area["rules"] += ctx.renames.findings() + terraform_flux.collision_findings(root, clusters, builds, gate_config)  # renames: once all asked
     timed("rules", t)
     # A LimitRange or ResourceQuota the apiserver refuses never exists on the cluster: the samples meet none.
     rendered_found = checked()
@@ -333,7 +333,7 @@ def select_versions(**chosen: str | None) -> None:
 
 def main(argv: list[str] | None = None, ahead: render.Ahead | None = None) -> int:
     parser = argparse.ArgumentParser(prog="validate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("repo", nargs="?", default=".", help="the GitOps repository to check: this one, or one laid out as its .ray-kueue-gate.yaml says (default: .)")
+    parser.add_argument("repo", nargs="?", help="the GitOps repository to check: this one, or one laid out as its .ray-kueue-gate.yaml says (default: the one the working directory is in, found upward as git does)")
     parser.add_argument("--format", dest="outputs", action="append", type=_output, default=[], metavar="FORMAT[=DEST]",
                         help=f"a report: {'|'.join(formats.FORMATS)}, to DEST (a file, or - for stdout: the default); repeatable")
     parser.add_argument("--json", dest="outputs", action="append", type=lambda p: formats.Output("json", p), metavar="FILE",
@@ -360,12 +360,12 @@ def main(argv: list[str] | None = None, ahead: render.Ahead | None = None) -> in
         outputs = formats.plan_outputs(args.outputs)
     except formats.FormatError as err:
         parser.error(str(err))
-    root = Path(args.repo)
+    root = Path(args.repo) if args.repo else (entry.repository_root(Path.cwd()) or Path("."))
     if not root.is_dir():
         print(f"validate: {root}: no such directory", file=sys.stderr)
         return 2
-    if not any((root / p).exists() for p in ("clusters", "overlays", config.CONFIG_FILE)):
-        print(f"validate: {root} does not look like a checkout of a GitOps repository (no clusters/, overlays/ or {config.CONFIG_FILE})", file=sys.stderr)
+    if not entry.looks_like_checkout(root):
+        print(f"validate: {root.resolve()} does not look like a checkout of a GitOps repository (no clusters/, overlays/ or {config.CONFIG_FILE}{', here or above' * (args.repo is None)})", file=sys.stderr)
         return 2
     try:
         report = validate_repository(root, ahead)

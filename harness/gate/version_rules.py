@@ -6,12 +6,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness.core import versions
 from harness.gate.cluster_index import ClusterIndex
 from harness.gate.findings import Finding
+from harness.gate.origin import line_at
 from harness.gate.render import ClusterRender
 from harness.gate.sources import SourceError, as_map, load_yaml
 
-RULES = {"versions-drift": "each cluster's Kueue and KubeRay charts and images are the versions.yaml production pins"}
+RULES = {"versions-drift": "each cluster's Kueue and KubeRay charts and images are the versions.yaml production pins",
+         "versions-pins": "(warning) versions.yaml's production Kueue and KubeRay are the versions whose own code the gate runs (its "
+                          "versions.yaml's module versions), and each production pin differs from its module version only with a "
+                          "`skew` saying why (the pin file's contract)"}
 COMPONENTS = ("kueue", "kuberay")
 IMAGE_TAG = {"kueue": ("controllerManager", "manager", "image", "tag"), "kuberay": ("image", "tag")}
 
@@ -28,10 +33,12 @@ def pins(root: Path) -> dict | None:
 
 def pins_findings(root: Path) -> list[Finding]:
     """A versions.yaml that parses but holds no pins the drift rule can read (a list, no kueue or kuberay entry): said,
-    not skipped in silence."""
+    not skipped in silence; then versions-pins."""
     path = root / "versions.yaml"
-    if not path.is_file() or pins(root) is not None:
+    if not path.is_file():
         return []
+    if pins(root) is not None:
+        return _pin_findings(root, pins(root))
     try:
         doc = load_yaml(path, root)
     except SourceError:
@@ -117,3 +124,28 @@ def _chart_ref_drift(ref: dict, production: str) -> tuple[str, str | None] | Non
     if str(ref["tag"]) != production:
         return f"chart tag {ref['tag']!r}", "spec.ref.tag"
     return None
+
+
+def _pin_findings(root: Path, pinned: dict) -> list[Finding]:
+    """versions-pins at each component's `production` line: the production version whose own code the gate does not run
+    (its validation, webhooks and flavor assigner are its versions.yaml's module version), and a production pin that
+    differs from the module version without a `skew`. A production version the gate's own versions.yaml pins too is
+    the gate's own skew, recorded there: not repeated."""
+    out = []
+    for component in COMPONENTS:
+        pin, own = as_map(pinned.get(component)), as_map(versions.pins().get(component))
+        production, module = str(pin.get("production", "")), str(pin.get("version", "")).removeprefix("v")
+        runs = str(own.get("version", "")).removeprefix("v")
+        said, fixes = [], []
+        if production and runs and production not in (runs, str(own.get("production", ""))):
+            said.append(f"this gate runs {component} {runs}'s own code (validation, webhooks, admission), so its verdicts are "
+                        f"{runs}'s, not {production}'s")
+            fixes.append(f"check with a gate release whose versions.yaml builds {component} {production}, or keep production at {runs}")
+        if production and module and production != module and not pin.get("skew"):
+            said.append(f"the module version the harness builds is v{module}, and no `skew` says why they differ (versions.yaml: "
+                        "never change one without the other)")
+            fixes.append(f"set {component}.version to v{production} together with production, or record the reason under {component}.skew")
+        if said:
+            out.append(Finding("versions.yaml", line_at(root, "versions.yaml", None, [component, "production"]), "", "versions-pins",
+                               f"{component}.production is {production}: " + "; ".join(said), "; ".join(fixes), severity="warning"))
+    return out

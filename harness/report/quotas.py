@@ -12,7 +12,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from harness.core import parse_quantity
-from harness.gate import (TFVARS_DIR, ClusterRender, RenderError, TerraformError, flavor_capacities, node_pools, parse_yaml,
+from harness.gate import (ClusterRender, RenderError, TerraformError, flavor_capacities, node_pools, parse_yaml, tfvars_rel,
                           render_repository)
 from harness.report import ReportInputError
 
@@ -165,8 +165,9 @@ def _headroom(root: Path, name: str, objects: list[dict]) -> tuple[dict[tuple, H
         return {(fc.flavor, fc.resource): Headroom(fc.flavor, fc.resource, None, fc.nominal_total, "")
                 for fc in flavor_capacities(objects, [])}, note
 
-    if not (root / TFVARS_DIR / f"{name}.tfvars").exists():
-        return unknown(f"no {TFVARS_DIR}/{name}.tfvars: node pools unknown")
+    rel = tfvars_rel(root, name)
+    if not (root / rel).exists():
+        return unknown(f"no {rel}: node pools unknown")
     try:
         pools = node_pools(root, name)
     except TerraformError as err:
@@ -175,7 +176,7 @@ def _headroom(root: Path, name: str, objects: list[dict]) -> tuple[dict[tuple, H
     for fc in flavor_capacities(objects, pools):
         pools_text = ", ".join(f"{p.name} {p.count} x {p.vm_size}" for p in fc.pools) or "no pool selected"
         out[(fc.flavor, fc.resource)] = Headroom(fc.flavor, fc.resource, fc.capacity, fc.nominal_total, pools_text)
-    return out, f"pools from {TFVARS_DIR}/{name}.tfvars"
+    return out, f"pools from {rel}"
 
 
 # -- two trees ------------------------------------------------------------------------------------

@@ -151,10 +151,26 @@ def test_cluster_without_tfvars(repo_copy: Path):
 
 
 def test_unknown_vm_size(repo_copy: Path):
-    edit(repo_copy, PROD_TFVARS, '"Standard_ND96amsr_A100_v4"', '"Standard_NC8as_T4_v3"')
+    edit(repo_copy, PROD_TFVARS, '"Standard_ND96amsr_A100_v4"', '"Standard_NC6s_v3"')
     hits = only(findings(repo_copy), "capacity-unknown-sku")
-    assert "Standard_NC8as_T4_v3" in hits[0].message and "harness/gate/sku.yaml" in hits[0].message
+    assert "Standard_NC6s_v3" in hits[0].message and ".ray-kueue-gate.yaml" in hits[0].hint and "skus:" in hits[0].hint
     assert (hits[0].file, hits[0].line) == (PROD_TFVARS, 11), hits[0]  # where the vm_size is written
+    # The checked repository's gate configuration adds the size (a pre-commit hook's user cannot edit the installed
+    # table): the capacity rules and the harness's simulated nodes size the pool from it.
+    write(repo_copy, ".ray-kueue-gate.yaml", "skus:\n  Standard_NC6s_v3: {vcpu: 6, memory_gib: 112, gpus: 1}\n")
+    found = findings(repo_copy)
+    assert not [f for f in found if f.rule == "capacity-unknown-sku"], [f.text() for f in found]
+    assert any(f.rule in ("capacity-quota", "capacity-sku-component") for f in found)  # 8 GPUs of quota on one GPU: sized now
+    gpu = [n for n in cluster_nodes(repo_copy, "prod-eastus2") if n.vm_size == "Standard_NC6s_v3"]
+    assert gpu and gpu[0].capacity["nvidia.com/gpu"] == 1 and gpu[0].capacity["cpu"] == 6
+
+
+def test_gate_config_skus_of_a_wrong_shape_are_a_gate_config_finding(repo_copy: Path):
+    from harness.gate import config
+
+    write(repo_copy, ".ray-kueue-gate.yaml", "skus:\n  Standard_NC6s_v3: {vcpus: 6, memory_gib: 112}\n")
+    cfg = config.load(repo_copy)
+    assert cfg.findings and {(f.rule, f.line) for f in cfg.findings} == {("gate-config", 2)} and not cfg.skus
 
 
 def test_cpu_pool_counts_for_the_default_flavor(repo_copy: Path):
@@ -429,7 +445,16 @@ def append(root: Path, rel: str, text: str) -> None:
     path.write_text(path.read_text() + text)
 
 
-@pytest.mark.parametrize("case,rule,file,marker,mutate", CASES, ids=[c[0] for c in CASES])
+# node_settings.py's rules (the Spot-only settings azurerm refuses on a Regular pool), checked by the same test.
+NODE_SETTING_CASES = [
+    ("eviction-policy-on-a-regular-pool", "capacity-node-settings", "terraform/node_pools.tf", ('eviction_policy = "Delete"', 0),
+     lambda r: edit(r, "terraform/node_pools.tf", "  node_taints = []\n", '  node_taints = []\n  priority    = "Regular"\n  eviction_policy = "Delete"\n')),
+    ("spot-max-price-on-an-unset-priority-pool", "capacity-node-settings", "terraform/node_pools.tf", ("spot_max_price = 0.5", 0),
+     lambda r: edit(r, "terraform/node_pools.tf", "  node_taints = []\n", "  node_taints = []\n  spot_max_price = 0.5\n")),
+]
+
+
+@pytest.mark.parametrize("case,rule,file,marker,mutate", CASES + NODE_SETTING_CASES, ids=[c[0] for c in CASES + NODE_SETTING_CASES])
 def test_broken_capacity_fails_with_its_rule(repo_copy, case, rule, file, marker, mutate):
     mutate(repo_copy)
     report = validate_repository(repo_copy)
@@ -531,3 +556,36 @@ def test_a_flavor_staged_at_zero_quota_for_a_pool_not_there_yet_is_clean(repo_co
          f'            - name: nvidia.com/gpu\n              nominalQuota: "{quota}"\n---')
     found = [f for f in validate_repository(repo_copy).findings if f.rule.startswith("capacity")]
     assert [f.rule for f in found] == (["capacity-flavor-labels"] if flagged else []), [f.text() for f in found]
+
+
+def test_a_tfvars_json_file_is_read_as_its_tfvars(repo_copy: Path):
+    """terraform/clusters/<name>.tfvars.json (Terraform reads it with -var-file as JSON): the cluster's pools come from it,
+    and a finding names its line."""
+    import json
+
+    (repo_copy / PROD_TFVARS).unlink()
+    values = {"cluster_name": "prod-eastus2", "location": "eastus2", "gpu_vm_size": "Standard_ND96amsr_A100_v4",
+              "gpu_node_count": 1, "gpu_sku_label": "a100", "tags": {"environment": "prod"}}
+    json_rel = PROD_TFVARS + ".json"
+    (repo_copy / json_rel).write_text(json.dumps(values, indent=2) + "\n")
+    found = findings(repo_copy)
+    assert not found, [f.text() for f in found]
+    (repo_copy / json_rel).write_text(json.dumps({**values, "gpu_node_count": 0}, indent=2) + "\n")
+    hits = only(findings(repo_copy), "capacity-empty-pool")
+    assert [(f.file, f.line) for f in hits] == [(json_rel, line_of(repo_copy, json_rel, '"gpu_node_count"'))], [f.text() for f in hits]
+
+
+def test_an_empty_pool_whose_count_all_clusters_share_is_one_finding(repo_copy: Path):
+    """The CPU pool's default node count (terraform/variables.tf) is each cluster's: one finding there, naming both."""
+    edit(repo_copy, "base/resource-flavors.yaml", "metadata:\n  name: default\nspec: {}", "metadata:\n  name: default\nspec:\n  nodeLabels: {agentpool: cpupool}")
+    hits = only(findings(repo_copy), "capacity-empty-pool")
+    assert [(f.file, f.line) for f in hits] == [("terraform/variables.tf", line_of(repo_copy, "terraform/variables.tf", "default     = 0"))], \
+        [f.text() for f in hits]
+    assert "dev-westus3" in hits[0].message and "prod-eastus2" in hits[0].message
+
+
+def test_gpu_driver_none_on_a_zonal_pool_is_one_finding(repo_copy: Path):
+    tfvars = repo_copy / PROD_TFVARS
+    tfvars.write_text(tfvars.read_text().replace("gpu_node_count = 1", "gpu_node_count = 2") + 'gpu_driver = "None"\ngpu_zones = ["1", "2"]\n')
+    hits = only(findings(repo_copy), "capacity-gpu-driver")
+    assert [(f.file, f.line) for f in hits] == [(PROD_TFVARS, line_of(repo_copy, PROD_TFVARS, "gpu_driver"))], [f.text() for f in hits]

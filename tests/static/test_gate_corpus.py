@@ -251,6 +251,11 @@ def health_check(root: Path, field: str, expression: str) -> None:
 # is given, a finding of the rule must name that file:line; its severity must be the one given
 # ("error" unless said otherwise).
 CORPUS = [
+    # versions.yaml pins a production Kueue the gate does not run, and another module version without a skew.
+    ("kueue-production-bump", "versions-pins", "versions.yaml",
+     lambda r: edit(r, "versions.yaml", "  production: 0.17.1\n", "  production: 0.17.3\n"), 35, "warning"),
+    ("kueue-module-without-skew", "versions-pins", "versions.yaml",
+     lambda r: edit(r, "versions.yaml", "  version: v0.17.1 ", "  version: v0.17.0 "), 35, "warning"),
     ("yaml-syntax", "yaml-syntax", TEAM_A, lambda r: append(r, TEAM_A, "  broken: [unclosed\n")),
     ("wrong-apiversion", "schema-unknown-kind", TEAM_A, lambda r: edit(r, TEAM_A, "apiVersion: kueue.x-k8s.io/v1beta2", "apiVersion: kueue.x-k8s.io/v1")),
     ("old-kueue-api", "kueue-api-version", "base/resource-flavors.yaml",

@@ -70,10 +70,92 @@ def test_cluster_vars_key_missing(repo_copy: Path):
 
 
 def test_flux_path_of_unknown_cluster(repo_copy: Path):
+    """cluster_name naming no cluster: one cause, reported by capacity-terraform at the tfvars line that sets it (the
+    Flux configuration's path follows cluster_name, so it is no second finding)."""
+    from harness.gate import capacity, render_repository
+
     path = repo_copy / "terraform/clusters/dev-westus3.tfvars"
     path.write_text(path.read_text().replace('cluster_name          = "dev-westus3"', 'cluster_name          = "dev-westus9"'))
-    found = [f for f in terraform_checks.wiring_findings(repo_copy) if f.rule == "terraform-flux-configuration"]
-    assert found and "clusters/dev-westus9" in found[0].message
+    assert not [f for f in terraform_checks.wiring_findings(repo_copy) if f.rule == "terraform-flux-configuration"]
+    found = [f for f in capacity.capacity_findings(repo_copy, render_repository(repo_copy)[1]) if f.rule == "capacity-terraform"]
+    line = next(i for i, t in enumerate(path.read_text().splitlines(), 1) if t.startswith("cluster_name"))
+    assert [(f.file, f.line) for f in found] == [("terraform/clusters/dev-westus3.tfvars", line)] and "dev-westus9" in found[0].message, found
+
+
+def _flux(repo: Path):
+    return [f for f in terraform_checks.wiring_findings(repo) if f.rule == "terraform-flux-configuration"]
+
+
+def test_a_hard_coded_flux_path_is_named_for_each_other_cluster_at_the_path_line(repo_copy: Path):
+    """path = "./clusters/prod-eastus2" sends dev's Flux extension to prod's folder: one finding at the path line,
+    naming dev-westus3 (prod's own path is right)."""
+    flux = repo_copy / "terraform/flux.tf"
+    flux.write_text(flux.read_text().replace('"./clusters/${var.cluster_name}"', '"./clusters/prod-eastus2"'))
+    found = _flux(repo_copy)
+    line = next(i for i, t in enumerate(flux.read_text().splitlines(), 1) if '"./clusters/prod-eastus2"' in t)
+    assert [(f.file, f.line) for f in found] == [("terraform/flux.tf", line)], [f.text() for f in found]
+    assert "dev-westus3" in found[0].message and "prod-eastus2.tfvars" not in found[0].message
+    assert "${var.cluster_name}" in found[0].hint
+
+
+EXTRA = """
+  kustomizations {
+    name = "infra"
+    path = "./flux/infrastructure/PATH"
+  }
+"""
+
+
+def _extra(repo: Path, path: str) -> int:
+    flux = repo / "terraform/flux.tf"
+    text = flux.read_text()
+    anchor = "  # cluster-vars must exist before the queues layer first renders."
+    flux.write_text(text.replace(anchor, EXTRA.replace("PATH", path) + "\n" + anchor))
+    return next(i for i, t in enumerate(flux.read_text().splitlines(), 1) if f'"./flux/infrastructure/{path}"' in t)
+
+
+def test_an_extra_kustomization_path_typo_is_one_finding_at_its_path_line(repo_copy: Path):
+    line = _extra(repo_copy, "controller")
+    found = _flux(repo_copy)
+    assert [(f.file, f.line) for f in found] == [("terraform/flux.tf", line)], [f.text() for f in found]
+    assert "dev-westus3.tfvars" in found[0].message and "prod-eastus2.tfvars" in found[0].message
+    assert "clusters/<cluster_name>" not in found[0].hint and "flux/infrastructure/controllers" in found[0].hint
+
+
+def test_an_entry_path_typo_is_one_finding_at_its_path_line(repo_copy: Path):
+    flux = repo_copy / "terraform/flux.tf"
+    flux.write_text(flux.read_text().replace('"./clusters/${var.cluster_name}"', '"./cluster/${var.cluster_name}"'))
+    found = _flux(repo_copy)
+    line = next(i for i, t in enumerate(flux.read_text().splitlines(), 1) if '"./cluster/${var.cluster_name}"' in t)
+    assert [(f.file, f.line) for f in found] == [("terraform/flux.tf", line)], [f.text() for f in found]
+    assert "dev-westus3" in found[0].message and "prod-eastus2" in found[0].message
+
+
+def test_an_extra_kustomization_applying_a_layer_of_the_entry_point_is_an_object_collision(repo_copy: Path):
+    """The extension's Flux Kustomization flux-system-infra would apply what infra-controllers applies: one
+    object-collision at the block's path line, for both clusters."""
+    from harness.gate import terraform_flux
+    from harness.gate.render import render_repository
+
+    line = _extra(repo_copy, "controllers")
+    assert not _flux(repo_copy)
+    builds, clusters = render_repository(repo_copy)
+    found = terraform_flux.collision_findings(repo_copy, clusters, builds)
+    assert [(f.rule, f.file, f.line, f.severity) for f in found] == [("object-collision", "terraform/flux.tf", line, "error")], found
+    assert "infra-controllers" in found[0].message and "HelmRelease/kueue" in found[0].message
+    assert "dev-westus3" in found[0].message and "prod-eastus2" in found[0].message
+
+
+def test_an_extra_kustomization_of_its_own_directory_is_clean(repo_copy: Path):
+    from harness.gate import terraform_flux
+    from harness.gate.render import render_repository
+
+    (repo_copy / "flux/extra").mkdir()
+    (repo_copy / "flux/extra/cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n  namespace: default\n")
+    flux = repo_copy / "terraform/flux.tf"
+    flux.write_text(flux.read_text().replace("  # cluster-vars must exist", '  kustomizations {\n    name = "extra"\n    path = "./flux/extra"\n  }\n\n  # cluster-vars must exist'))
+    builds, clusters = render_repository(repo_copy)
+    assert not _flux(repo_copy) and not terraform_flux.collision_findings(repo_copy, clusters, builds)
 
 
 def test_a_cluster_vars_example_written_as_a_list_is_named_as_the_cause(repo_copy):

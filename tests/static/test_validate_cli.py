@@ -50,6 +50,23 @@ def test_not_a_checkout_exits_two(tmp_path):
     assert "does not look like a checkout" in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.parametrize("below", ["terraform", "clusters", "terraform/clusters"])
+def test_without_an_argument_the_repository_above_the_working_directory_is_checked(repo_copy, below):
+    """From terraform/ (whose clusters/ holds tfvars files) or clusters/, the gate checks the repository they are in, as
+    git finds its work tree; outside any repository it exits 2 with the reason."""
+    from harness.gate.entry import repository_root
+
+    assert repository_root(repo_copy / below) == repo_copy.resolve()
+    proc = subprocess.run([str(VALIDATE), "--quiet"], capture_output=True, text=True, timeout=300, cwd=repo_copy / below)
+    assert proc.returncode == 0 and "validate: clean" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_without_an_argument_outside_a_repository_exits_two(tmp_path):
+    (tmp_path / "terraform").mkdir()
+    proc = subprocess.run([str(VALIDATE)], capture_output=True, text=True, timeout=300, cwd=tmp_path / "terraform")
+    assert proc.returncode == 2 and "does not look like a checkout" in proc.stderr and "here or above" in proc.stderr
+
+
 def test_readme_rule_table_is_generated_from_the_code():
     from harness.core import REPO_ROOT
     from harness.gate.validate import RULE_IDS, RULE_SOURCES, rule_table

@@ -46,7 +46,11 @@ type fileValue struct {
 }
 
 func readValues(path string) (map[string]*fileValue, hcl.Diagnostics) {
-	f, diags := hclparse.NewParser().ParseHCLFile(path)
+	parse := hclparse.NewParser().ParseHCLFile
+	if strings.HasSuffix(path, ".json") { // a .tfvars.json file: JSON syntax, as Terraform's values loader reads it
+		parse = hclparse.NewParser().ParseJSONFile
+	}
+	f, diags := parse(path)
 	out := map[string]*fileValue{}
 	if diags.HasErrors() || f == nil {
 		return out, diags
