@@ -27,8 +27,9 @@ from pathlib import Path
 
 from harness.gate import origin
 from harness.gate.findings import Finding
-from harness.gate.sources import SourceError, load_yaml, load_yaml_all, read_source
+from harness.gate.sources import SourceError, kustomization_file, load_yaml, load_yaml_all, read_source
 from harness.gate.terraform import tfvars_rel
+from harness.gate.workloads import WORKLOADS_DIR
 
 CONFIG_FILE = ".ray-kueue-gate.yaml"
 RULES = {
@@ -100,6 +101,19 @@ class GateConfig:
             path = Path(root) / rel
             out += sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()) if path.is_dir() else [path]
         return out
+
+    def reads(self, root: Path, rel: str) -> bool:
+        """Whether kustomize, Flux or the gate reads the YAML file `rel`: one in or below a directory with a kustomization
+        file (a build reads it, or kustomize-unlisted says one should), below the clusters directory (Flux's generator
+        reads a cluster folder without one), a workload, versions.yaml, this configuration or a CRD file; never a Helm
+        chart's template (text Helm renders, not YAML). Another YAML file of a fork (docs, CI, a chart) is none of the gate's."""
+        parts = Path(rel).parts
+        if "templates" in parts and any((root / Path(*parts[:i]) / "Chart.yaml").is_file() for i in range(parts.index("templates"))):
+            return False
+        if rel in ("versions.yaml", CONFIG_FILE) or parts[0] in (self.clusters, WORKLOADS_DIR) or rel in self.crds \
+                or any(rel.startswith(c.rstrip("/") + "/") for c in self.crds):
+            return True
+        return any(kustomization_file(root / Path(*parts[:i])) is not None for i in range(len(parts)))
 
     def apply(self, findings: list[Finding]) -> tuple[list[Finding], list[str]]:
         """(the findings no `disable` entry covers, one summary line per entry)."""

@@ -27,7 +27,9 @@ KUEUE_API = "kueue.x-k8s.io/v1beta2"
 
 RULES = {
     "file-read": "every configuration file can be read (no dangling symlink, no directory named *.yaml)",
-    "yaml-syntax": "every YAML file is UTF-8 and parses",
+    "yaml-syntax": "every YAML file kustomize, Flux or the gate reads is UTF-8 and parses (one in or below a kustomization's "
+                   "directory or the clusters directory, a workload, versions.yaml, the gate configuration, a CRD file; not a Helm "
+                   "chart's templates, nor a fork's docs or CI files)",
     "kustomize-build": "every kustomization directory builds",
     "schema": "every object validates strictly against Kubernetes 1.35 / pinned CRD schemas",
     "schema-unknown-kind": "every apiVersion/kind is one the cluster serves",

@@ -191,3 +191,20 @@ def test_a_local_queue_name_that_is_a_number_is_a_finding(repo_copy):
     team_a.write_text(text.replace("kind: LocalQueue\nmetadata:\n  name: team-a\n", "kind: LocalQueue\nmetadata:\n  name: 1.5\n", 1))
     rules = {f.rule for f in validate_repository(repo_copy).findings}
     assert {"schema", "sample-queue"} <= rules or {"api-validation", "sample-queue"} <= rules, rules
+
+
+def test_yaml_nothing_reads_is_none_of_the_gates(repo_copy):
+    """A fork's Helm chart templates (text Helm renders) and docs YAML with Python tags (mkdocs) are not Kubernetes
+    configuration, and nothing the gate checks reads them; a YAML error in an overlay, a workload or versions.yaml is."""
+    (repo_copy / "charts/x/templates").mkdir(parents=True)
+    (repo_copy / "charts/x/Chart.yaml").write_text("apiVersion: v2\nname: x\nversion: 0.1.0\n")
+    (repo_copy / "charts/x/templates/deployment.yaml").write_text('metadata:\n  labels:\n    {{- include "x.labels" . | nindent 4 }}\n')
+    (repo_copy / "docs/site").mkdir(parents=True)
+    (repo_copy / "docs/site/mkdocs.yml").write_text("markdown_extensions:\n  - pymdownx.superfences:\n"
+                                                   "      format: !!python/name:pymdownx.superfences.fence_code_format\n")
+    assert not validate_repository(repo_copy).findings
+    for rel in ("overlays/team-queues/notes.yaml", "workloads/extra.yaml", "components/gpu-sku/standard-nc24ads-a100-v4/notes.yaml"):
+        (repo_copy / rel).write_text("a: [\n")
+    found = validate_repository(repo_copy).findings
+    assert sorted(f.file for f in found if f.rule == "yaml-syntax") == ["components/gpu-sku/standard-nc24ads-a100-v4/notes.yaml", "overlays/team-queues/notes.yaml",
+                                                                        "workloads/extra.yaml"], "\n".join(f.text() for f in found)
