@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from harness.cluster import __main__ as cluster_main
+import harness.cluster.__main__ as cluster_main
 from harness.core import REPO_ROOT, timeouts
 
 pytestmark = pytest.mark.static
