@@ -8,11 +8,14 @@ KubeRay), creates the cluster's nodes from its Terraform pools (terraform/cluste
 applies its queue layer as Flux renders it (the objects of its Flux Kustomizations that this plane
 serves; the Flux and Helm objects themselves are left out: no Flux controllers run here), and
 prints `KUBECONFIG=<path>` once ready. SIGINT, SIGTERM and SIGHUP stop every process in order and
-keep the logs; exit 1 when a component dies, 2 when the start fails (a HarnessError, printed without a traceback).
+keep the logs; the etcd data (~70 MB a run) is removed once every process has stopped. Exit 1 when a
+component dies, 2 when the start fails (a HarnessError, printed without a traceback), also for a
+name that is no cluster of clusters/, which is checked before anything is built or started.
 """
 from __future__ import annotations
 
 import argparse
+import shutil
 import signal
 import sys
 import tempfile
@@ -24,7 +27,7 @@ from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
 from harness.cluster.local_cluster import ClusterError, LocalCluster
 from harness.cluster.nodes import add_nodes
-from harness.gate import cluster_dirs, is_flux_kustomization, render_cluster
+from harness.gate import cluster_dirs, is_flux_kustomization, render_repository
 from harness.k8s import Kube, apply_order
 from harness.core import REPO_ROOT, HarnessError, say
 
@@ -32,13 +35,20 @@ ALIVE_CHECK = 1.0  # seconds between checks that every component still runs
 DEFAULT_CLUSTER = "prod-eastus2"
 
 
+def check_name(name: str, root: Path = REPO_ROOT) -> None:
+    """ClusterError unless `name` is a cluster of clusters/ as the gate finds them (a kustomization file under any
+    name kustomize reads, or a cluster that Flux's generator builds)."""
+    have = [d.name for d in cluster_dirs(root)]
+    if name not in have:
+        raise ClusterError(f"no cluster {name!r} in clusters/ (have: {', '.join(have) or 'none'})")
+
+
 def replicate(cluster: LocalCluster, name: str) -> None:
     """The nodes and the queue layer of clusters/<name> on the started local cluster."""
-    if not (REPO_ROOT / "clusters" / name / "kustomization.yaml").is_file():
-        raise ClusterError(f"no cluster {name!r} in clusters/ (have: {', '.join(d.name for d in cluster_dirs(REPO_ROOT))})")
+    check_name(name)
     kube = Kube(cluster.api_client())
     add_nodes(kube, REPO_ROOT, name)
-    rendered = render_cluster(REPO_ROOT, name, f"clusters/{name}")
+    rendered = next(c for c in render_repository(REPO_ROOT)[1] if c.name == name)  # rendered as the gate renders it
     failed = [b.id for b in rendered.flux if b.error]
     if rendered.entry.error or failed:
         raise ClusterError(f"clusters/{name} does not render ({rendered.entry.error or ', '.join(failed)}): run `make validate`")
@@ -65,6 +75,11 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"which clusters/<name> to replicate: its node pools and queue layer (default: {DEFAULT_CLUSTER}, "
                              "the team-queues production cluster)")
     args = parser.parse_args(argv)
+    try:
+        check_name(args.cluster)
+    except ClusterError as err:
+        say("cluster", f"failed: {err}")
+        return 2
     if args.workdir:
         workdir = args.workdir
     else:
@@ -79,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     requested: list[str] = []
 
     def interrupt(signum, _frame):
+        if not requested:
+            say("cluster", "stopping")  # before a start in progress stops what it started
         requested.append(signal.Signals(signum).name)
         raise KeyboardInterrupt(requested[-1])
 
@@ -105,7 +122,6 @@ def main(argv: list[str] | None = None) -> int:
                 say("cluster", dead[0].describe_failure("exited unexpectedly; stopping the cluster"))
                 return 1
     except KeyboardInterrupt:
-        say("cluster", "stopping")
         return 0
     except (HarnessError, ApiException, OSError) as err:  # ProcessError, ClusterError, WaitTimeout, a workdir it cannot write
         say("cluster", f"failed: {err}")
@@ -115,6 +131,17 @@ def main(argv: list[str] | None = None) -> int:
             cluster.stop()
         except ClusterError as err:  # reported; the exit code already says how the run ended
             say("cluster", str(err))
+        else:
+            drop_etcd_data(cluster)
+        if cluster.log_dir.is_dir():
+            say("cluster", f"logs kept in {cluster.log_dir}")
+
+
+def drop_etcd_data(cluster: LocalCluster) -> None:
+    """Removes the stopped cluster's etcd data directory (~70 MB; nothing reads it again) once no process of the
+    cluster is alive, keeping its logs, certificates and kubeconfig."""
+    if not any(p.group_alive() for p in cluster.all_processes()):
+        shutil.rmtree(cluster.workdir / "etcd", ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -228,7 +228,8 @@ class LocalCluster(Startable):
 
     # -- stop ---------------------------------------------------------------------------------
     def stop(self) -> None:
-        """Stops Kueue, KubeRay, then the control plane (reverse start order). Idempotent; logs stay in log_dir."""
+        """Stops Kueue, KubeRay, then the control plane (reverse start order). Idempotent; logs stay in log_dir (the caller
+        says where, or removes them)."""
         errors = stop_in_reverse(self.processes)
         try:
             self.control_plane.stop()
@@ -239,7 +240,7 @@ class LocalCluster(Startable):
             self._api = None
         if not self._stopped:
             self._stopped = True
-            say("cluster", f"stopped; logs kept in {self.log_dir}")
+            say("cluster", "stopped")
         if errors:
             raise ClusterError("teardown failed: " + "; ".join(errors))
 

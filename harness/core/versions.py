@@ -119,12 +119,19 @@ def parse_selection(text: str) -> dict[str, str]:
         name, version = name.strip(), version.strip()
         if not sep or name not in SELECTABLE:
             raise VersionSelectionError(f"${SELECT_ENV}: {item!r} is not COMPONENT=VERSION with COMPONENT one of {', '.join(SELECTABLE)}")
-        allowed = [pinned(name), *(c["version"] for c in candidates(name))]
-        if version not in allowed:
-            raise VersionSelectionError(f"${SELECT_ENV}: {name} {version} is neither the pin nor a candidate in versions.yaml "
-                                        f"(allowed: {', '.join(allowed)})")
-        out[name] = version
+        out[name] = listed_version(name, version, f"${SELECT_ENV}")
     return out
+
+
+def listed_version(name: str, version: str, source: str) -> str:
+    """`version` of component `name` as versions.yaml spells it (the pin or a candidate; "1.6.2" is its "v1.6.2");
+    VersionSelectionError naming `source` (where the user wrote it: "$RAY_KUEUE_VERSIONS", "KUEUE=") otherwise."""
+    allowed = [pinned(name), *(c["version"] for c in candidates(name))]
+    found = next((a for a in allowed if a == version or a.removeprefix("v") == version.removeprefix("v")), None)
+    if found is None:
+        raise VersionSelectionError(f"{source}: {name} {version} is neither the pin nor a candidate in versions.yaml "
+                                    f"(allowed: {', '.join(allowed)})")
+    return found
 
 
 def selection(env: dict[str, str] | None = None) -> dict[str, str]:

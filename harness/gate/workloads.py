@@ -175,6 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dry-run", action="store_true", help="print the RayJob instead of creating it")
     args = parser.parse_args(argv)
     try:
+        bad = [item for item in args.set if "=" not in item]
+        if bad:
+            raise WorkloadError(f"--set {bad[0]}: give VAR=value (e.g. --set NUM_WORKERS=2)")
         values = dict(item.split("=", 1) for item in args.set)
         job = render(args.sample, args.queue, values)
         job["metadata"]["namespace"] = args.namespace
@@ -184,14 +187,28 @@ def main(argv: list[str] | None = None) -> int:
     if args.dry_run:
         print(yaml.safe_dump(job, sort_keys=False), end="")
         return 0
-    from kubernetes import client, config
+    import os
 
-    config.load_kube_config()
+    from kubernetes import client, config
+    from urllib3.exceptions import HTTPError
+
+    where = f"KUBECONFIG={os.environ['KUBECONFIG']}" if os.environ.get("KUBECONFIG") else "~/.kube/config (KUBECONFIG is not set)"
+    hint = "export the KUBECONFIG=<path> line that `make cluster` prints (and keep that cluster running)"
+    try:
+        config.load_kube_config()
+    except (config.ConfigException, OSError, ValueError, TypeError) as err:
+        print(f"submit-workload: no cluster to submit to: {where}: {str(err).splitlines()[0] if str(err) else type(err).__name__}; {hint}",
+              file=sys.stderr)
+        return 2
     try:
         created = client.CustomObjectsApi().create_namespaced_custom_object("ray.io", "v1", job["metadata"]["namespace"], "rayjobs", job)
     except client.ApiException as err:
         print(f"submit-workload: the cluster refused RayJob {job['metadata']['name']}: {err.status} {err.reason}: {err.body}", file=sys.stderr)
         return 1
+    except (HTTPError, OSError) as err:  # MaxRetryError (connection refused: the cluster is stopped), TLS, DNS
+        reason = getattr(err, "reason", None) or err
+        print(f"submit-workload: cannot reach the cluster of {where}: {reason}; {hint}", file=sys.stderr)
+        return 2
     print(f"rayjob.ray.io/{created['metadata']['name']} created in {created['metadata']['namespace']} on LocalQueue {args.queue}")
     return 0
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
@@ -31,6 +31,7 @@ class StepResult:
     admitted: list[str]  # jobs admitted during the step
     preempted: list[tuple[str, str]]  # (job, reason) preempted or evicted during the step
     usage: dict[str, tuple[Decimal, Decimal]]  # ClusterQueue -> (GPUs held, GPUs borrowed) when settled
+    not_finished: list[tuple[str, str]] = field(default_factory=list)  # (job, why) a finish step found not running
 
     def outcome(self) -> list[str]:
         """What is compared between refs (no names of interchangeable jobs)."""
@@ -46,6 +47,8 @@ class StepResult:
             lines.append(f"{n} preempted on {queue} ({reason})")
         for cq, (total, borrowed) in sorted(self.usage.items()):
             lines.append(f"{cq} holds {total:f} GPU" + (f" ({borrowed:f} borrowed)" if borrowed else ""))
+        for job, why in self.not_finished:
+            lines.append(f"{job} not finished: {why}")
         return lines
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
+from pathlib import Path
 
 from harness.cluster import Names
 from harness.core import REPO_ROOT, timeouts
@@ -43,9 +44,10 @@ def _set_resources(template: dict, cpu: str, memory: str, gpu: int | None) -> No
 
 
 def rayjob(sample: str, name: str, queue: str, size: Size | None = None, priority: str | None = None,
-           namespace: str = "ray", **values: str) -> dict:
-    """The sample RayJob, renamed and optionally re-sized, ready to submit to `queue`."""
-    job = render_sample(sample, queue, {"JOB_NAME": name, **values})
+           namespace: str = "ray", root: Path = REPO_ROOT, **values: str) -> dict:
+    """The sample RayJob of the tree at `root` (its workloads/ and workloads/defaults.yaml), renamed
+    and optionally re-sized, ready to submit to `queue`."""
+    job = render_sample(sample, queue, {"JOB_NAME": name, **values}, root)
     job["metadata"]["namespace"] = namespace
     if size:
         spec = job["spec"]["rayClusterSpec"]

@@ -26,7 +26,7 @@ SINGLE_QUEUE = Scenario(
     "train-1 is admitted, train-2 waits for quota; when train-1 is done, train-2 is admitted",
     # The sample llm-training as it ships: head 4 CPU + 4 workers x (16 CPU, 128Gi, 1 GPU) = 68 CPU,
     # 528Gi, 4 GPU. Two of them need 136 CPU against the queue's 96.
-    [Step("first", "submit train-1 (sample llm-training: 68 CPU, 4 GPU)", [Submit("llm-training", "train-1", "default")],
+    [Step("first", "submit train-1 (the sample llm-training as the ref ships it)", [Submit("llm-training", "train-1", "default")],
           expect=[Admitted("train-1")],
           details=[SuspendedOnSubmit("train-1"), RayClusters(("train-1",), 1, workers=4)]),  # KubeRay creates it
      Step("second", "submit train-2 (the same)", [Submit("llm-training", "train-2", "default")],
@@ -69,7 +69,7 @@ TEAM_QUEUES = Scenario(
 SAMPLE_CPU_FIRST = Scenario(
     "sample-cpu-first", "team-queues with the sample's own llm-training: CPU runs out first", "overlays/team-queues", TEAMS,
     "llm-1 is admitted with 20 CPU borrowed; llm-2 waits for CPU in flavor default, not for GPUs",
-    [Step("first", "team A submits llm-1 (sample llm-training: 68 CPU, 4 GPU)", [Submit("llm-training", "llm-1", "team-a")],
+    [Step("first", "team A submits llm-1 (the sample llm-training as it ships)", [Submit("llm-training", "llm-1", "team-a")],
           expect=[Admitted("llm-1")]),  # 68 CPU: 48 guaranteed + 20 borrowed
      Step("second", "team A submits llm-2 (the same)", [Submit("llm-training", "llm-2", "team-a")],
           expect=[Pending("llm-2", "insufficient unused quota for cpu in flavor {default}", should="wait for CPU")],

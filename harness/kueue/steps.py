@@ -20,10 +20,13 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 from kubernetes import client
 
+from harness.core import REPO_ROOT
+from harness.k8s import WORKLOAD, condition, owned_by
 from harness.kueue.expectations import Expectation, StepResult, judged
 from harness.kueue.queues import Queues, Size, rayjob
 from harness.kueue.results import finish_rayjob
@@ -46,7 +49,7 @@ class Submit:
     refused: bool = False
 
     def do(self, run: ScenarioRun) -> None:
-        job = rayjob(self.sample, self.name, self.queue, self.size, self.priority)
+        job = rayjob(self.sample, self.name, self.queue, self.size, self.priority, root=run.root)
         job["spec"].update(copy.deepcopy(self.spec))
         try:
             run.created[self.name] = run.queues.submit(job)
@@ -61,13 +64,34 @@ class Submit:
 @dataclass(frozen=True)
 class Finish:
     """A job is done, as on AKS: its result is reported as Ray would report it (harness.kueue.
-    finish_rayjob); KubeRay ends the RayJob, Kueue marks its Workload Finished and frees the quota."""
+    finish_rayjob); KubeRay ends the RayJob, Kueue marks its Workload Finished and frees the quota.
+    A RayJob that is suspended (Kueue never admitted it, or preempted it) runs nothing in KubeRay
+    (no RayCluster, no submitted job) and so cannot finish: it is left as it is and recorded in
+    run.not_finished with why, for the step's outcome to say so."""
     job: str  # a name or a bound role
 
     def do(self, run: ScenarioRun) -> None:
         name = run.name(self.job)
+        why = not_running(run.queues, name)
+        if why:
+            run.not_finished.append((run.step.name if run.step else "", self.job, why))
+            return
         finish_rayjob(run.queues.kube, name, run.queues.namespace)
         run.finished.add(name)
+
+
+def not_running(queues: Queues, name: str) -> str:
+    """Why RayJob `name` cannot finish ("" when it runs): it is gone, or suspended, never admitted or preempted."""
+    job = queues.job(name)
+    if job is None:
+        return "its RayJob is gone"
+    if not (job.get("spec") or {}).get("suspend"):
+        return ""
+    uid = job["metadata"]["uid"]
+    workloads = owned_by(queues.kube.list(*WORKLOAD, namespace=queues.namespace), uid)
+    if any(condition(w, c) for w in workloads for c in ("Evicted", "Preempted")):
+        return "it is suspended after its eviction, so it does not run"
+    return "Kueue never admitted it, so it never ran"
 
 
 # -- scenarios and their runs ---------------------------------------------------------------------
@@ -127,8 +151,10 @@ class Hook:
 class ScenarioRun:
     """One run of a scenario: what its steps did so far, and a StepRun per step done."""
 
-    def __init__(self, queues: Queues, scenario: Scenario):
+    def __init__(self, queues: Queues, scenario: Scenario, root: Path = REPO_ROOT):
         self.queues, self.scenario = queues, scenario
+        self.root = root  # the tree whose samples (workloads/) the jobs are rendered from
+        self.not_finished: list[tuple[str, str, str]] = []  # (step, job or role, why) a Finish found the job not running
         self.queue_of: dict[str, str] = {}  # every job submitted (and not refused) -> its LocalQueue
         self.finished: set[str] = set()
         self.created: dict[str, dict] = {}
@@ -160,10 +186,10 @@ class ScenarioRun:
 
 
 def run_scenario(queues: Queues, scenario: Scenario, hooks: list[Hook] = (), *, expect: bool = True,
-                 until: str | None = None) -> ScenarioRun:
+                 until: str | None = None, root: Path = REPO_ROOT) -> ScenarioRun:
     """Runs the steps in order on `queues` (its layout applied by the caller), up to and including
-    step `until`. expect=True: every expectation awaited, in order (`expect`, then `details`);
-    expect=False: actions and hooks only."""
+    step `until`, with the samples of the tree at `root`. expect=True: every expectation awaited, in
+    order (`expect`, then `details`); expect=False: actions and hooks only."""
     for h in hooks:
         if h.when not in (BEFORE, ACTED, AFTER):
             raise ValueError(f"hook at {h.when!r}: use BEFORE, ACTED or AFTER")
@@ -171,7 +197,7 @@ def run_scenario(queues: Queues, scenario: Scenario, hooks: list[Hook] = (), *, 
             scenario.step(h.step)
     if until is not None:
         scenario.step(until)
-    run = ScenarioRun(queues, scenario)
+    run = ScenarioRun(queues, scenario, root)
 
     def call(when: str) -> None:
         for h in hooks:

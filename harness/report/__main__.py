@@ -111,9 +111,9 @@ def build(args: argparse.Namespace) -> Path:
         trees = {"base": base_root, "head": repo}
         say("report", "rendering both trees (Flux rendering, as the static gate)")
         q = {side: quotas.load_tree(root, f"{side} ({args.base if side == 'base' else head_label})") for side, root in trees.items()}
-        for side, root in trees.items():  # every layout a scenario needs renders, before any cluster work
-            for sc in selected:
-                scenarios.render_layout(root, side, sc.layout)
+        # Every queue layer a scenario needs renders, before any cluster work: the scenario's cluster's own where it
+        # runs the scenario's layout, else the bare overlay.
+        layers = {(sc.name, side): scenarios.queue_layer(root, side, sc, q[side].renders) for side, root in trees.items() for sc in selected}
         gate = {}
         if not args.no_gate:
             say("report", "static gate on both trees")
@@ -121,7 +121,7 @@ def build(args: argparse.Namespace) -> Path:
                 gate[side] = validate_repository(root).findings
 
         api = _api_client(Path(args.kubeconfig)) if args.kubeconfig else None
-        results = scenarios.run_all([(sc, root, side) for side, root in trees.items() for sc in selected],  # one ref at a time
+        results = scenarios.run_all([(sc, root, side, layers[(sc.name, side)]) for side, root in trees.items() for sc in selected],  # one ref at a time
                                     tmp / "cluster", api, Names(args.namespace, args.prefix), args.timeout)
 
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -129,7 +129,8 @@ def build(args: argparse.Namespace) -> Path:
         staging.chmod(0o755)
         try:
             data = markdown.ReportData(str(repo), args.base, base_sha, head_label, head_sha,
-                                       quotas.diff(q["base"], q["head"]), selected, results, gate=gate)
+                                       quotas.diff(q["base"], q["head"]), selected, results, gate=gate,
+                                       plane=f"the cluster of --kubeconfig {args.kubeconfig}" if args.kubeconfig else markdown.EMBEDDED)
             _plot(plots, data, staging)
             data.seconds = time.monotonic() - started
             (staging / "report.md").write_text(markdown.render(data))
@@ -167,6 +168,7 @@ def _json(data) -> dict:
         "base": {"ref": data.base_ref, "sha": data.base_sha}, "head": {"label": data.head_label, "sha": data.head_sha},
         "changed_scenarios": [s.name for s in data.changed_scenarios()],
         "scenarios": [{"scenario": r.scenario, "ref": r.ref, "verdict": r.verdict(), "failures": r.failures, "error": r.error,
+                       "ran_on": r.ran_on, "asks": r.asks,
                        "steps": [{"title": s.title, "outcome": s.outcome(), "jobs": s.jobs} for s in r.steps],
                        "events": [asdict(e) for e in (r.recording.events if r.recording else [])],
                        "gpus_per_node": [{"t": round(t, 3), "nodes": {n: float(g) for n, g in per_node.items()}}

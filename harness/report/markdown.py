@@ -12,6 +12,7 @@ from harness.report.quotas import LIMIT_TITLES, LIMITS, ClusterDiff, Headroom, s
 from harness.report.scenarios import Scenario, ScenarioResult
 
 MARKER = "<!-- aks-ray-kueue-report -->"  # lets the PR workflow find and update its one comment
+EMBEDDED = "the embedded control plane"
 
 
 @dataclass
@@ -27,6 +28,7 @@ class ReportData:
     images: dict[tuple[str, str], str] = field(default_factory=dict)  # (scenario, side) -> file name in OUT
     gate: dict[str, list[Finding]] = field(default_factory=dict)  # side -> static gate findings
     seconds: float = 0.0
+    plane: str = EMBEDDED  # where the scenarios ran
 
     def changed_scenarios(self) -> list[Scenario]:
         out = []
@@ -67,7 +69,7 @@ def quota_section(c: ClusterDiff) -> list[str]:
     comps = ", ".join(f"`{x}`" for x in ca) or "none"
     if cb != ca:
         comps = f"**{comps}** (was {', '.join(f'`{x}`' for x in cb) or 'none'})"
-    lines += [f"Runs {overlay}; quota components (in the order they apply, the last wins): {comps}.", ""]
+    lines += [f"Runs {overlay}; quota components and the cluster's own patches (in the order they apply, the last wins): {comps}.", ""]
     lines += ["| ClusterQueue | cohort | flavor | resource | " + " | ".join(LIMIT_TITLES[k] for k in LIMITS) + " |",
               "|---|---|---|---|" + "---|" * len(LIMITS)]
     for r in c.rows:
@@ -113,9 +115,18 @@ def _verdict(r: ScenarioResult | None) -> str:
 
 def _scenario_section(data: ReportData, sc: Scenario, images: bool) -> list[str]:
     b, h = data.results.get((sc.name, "base")), data.results.get((sc.name, "head"))
-    lines = [f"### {sc.title} (`{sc.layout}`)", "", f"Expected: {sc.expectation}.", "",
-             f"| | base `{data.base_ref}` | head ({data.head_label}) |", "|---|---|---|",
-             f"| **expectation** | {_verdict(b)} | {_verdict(h)} |"]
+    lines = [f"### {sc.title} (`{sc.layout}`)", "", f"Expected: {sc.expectation}.", ""]
+    for side, r in (("base", b), ("head", h)):
+        if r and r.ran_on:
+            sizes: dict[str, list[str]] = {}
+            for job, text in r.asks.items():
+                sizes.setdefault(text, []).append(job)
+            lines.append(f"- {side}: ran on {_esc(r.ran_on)}" + (
+                "; the jobs ask for " + "; ".join(f"{', '.join(jobs)}: {text}" for text, jobs in sizes.items()) if sizes else "") + ".")
+    if (b and b.ran_on) or (h and h.ran_on):
+        lines.append("")
+    lines += [f"| | base `{data.base_ref}` | head ({data.head_label}) |", "|---|---|---|",
+              f"| **expectation** | {_verdict(b)} | {_verdict(h)} |"]
     steps = max(len(b.steps) if b else 0, len(h.steps) if h else 0, len(sc.steps))
     for i in range(steps):
         title = sc.steps[i].title if i < len(sc.steps) else f"step {i + 1}"
@@ -166,7 +177,7 @@ def render(data: ReportData, images: bool = True, note: str = "") -> str:
     quota_changes = [c for c in data.clusters if c.changed]
     lines = [MARKER, "# What this change does to who gets GPUs", "",
              f"Head: {data.head_label} (`{data.head_sha[:12]}`) of `{data.repo}`; base: `{data.base_ref}` (`{data.base_sha[:12]}`). "
-             f"Scenarios ran for real on the embedded control plane (Kueue, KubeRay operator) against each ref's queue layout"
+             f"Scenarios ran for real on {data.plane} (Kueue, KubeRay operator) against each ref's queue layer, with each ref's samples"
              f"{f' in {data.seconds:.0f} s' if data.seconds else ''}.", ""]
     if note:
         lines += [note, ""]

@@ -12,8 +12,8 @@ from decimal import Decimal
 from pathlib import Path
 
 from harness.core import parse_quantity
-from harness.gate import (ClusterRender, RenderError, TerraformError, flavor_capacities, node_pools, parse_yaml, tfvars_rel,
-                          render_repository)
+from harness.gate import (Build, ClusterRender, RenderError, TerraformError, flavor_capacities, kustomization_file, node_pools,
+                          parse_yaml, render_repository, tfvars_rel)
 from harness.report import ReportInputError
 
 LIMITS = ("nominalQuota", "borrowingLimit", "lendingLimit")
@@ -52,7 +52,7 @@ class Headroom:
 class ClusterQuotas:
     name: str
     overlays: list[str]
-    components: list[str]  # in the order they apply; a later one overrides an earlier one
+    components: list[str]  # components and the cluster's own patches, in the order they apply; a later one overrides an earlier one
     rows: dict[tuple, Row]
     local_queues: dict[str, str]  # namespace/name -> ClusterQueue
     headroom: dict[tuple, Headroom]
@@ -68,6 +68,7 @@ class TreeQuotas:
     label: str
     root: Path
     clusters: dict[str, ClusterQuotas]
+    renders: dict[str, ClusterRender] = field(default_factory=dict)  # each cluster as its Flux renders it
 
 
 def quantity(value) -> Decimal | None:
@@ -107,7 +108,7 @@ def load_tree(root: Path, label: str) -> TreeQuotas:
                     f"{label}: {build.dir}/kustomization.yaml does not render (cluster {cluster.name}, {build.id}, "
                     f"rule kustomize-build): {build.error.strip()}")
         out[cluster.name] = cluster_quotas(root, cluster)
-    return TreeQuotas(label, root, out)
+    return TreeQuotas(label, root, out, {c.name: c for c in clusters})
 
 
 def cluster_quotas(root: Path, cluster: ClusterRender) -> ClusterQuotas:
@@ -123,29 +124,35 @@ def cluster_quotas(root: Path, cluster: ClusterRender) -> ClusterQuotas:
                     rows[row.key] = row
     lqs = {f"{(o.get('metadata') or {}).get('namespace', 'default')}/{o['metadata']['name']}": (o.get("spec") or {}).get("clusterQueue")
            for o in objects if o.get("kind") == "LocalQueue"}
-    overlays, components = _layout_of(root, cluster)
+    overlays, components = layout_of(root, cluster.flux)
     headroom, note = _headroom(root, cluster.name, objects)
     return ClusterQuotas(cluster.name, overlays, components, rows, lqs, headroom, note)
 
 
-def _layout_of(root: Path, cluster: ClusterRender) -> tuple[list[str], list[str]]:
-    """The overlays/ and components/ directories the cluster's Flux Kustomizations build on,
-    read from their kustomization.yaml (resources and components entries)."""
-    overlays, components = [], []
-    todo = [b.dir for b in cluster.flux]
+PATCH_FIELDS = ("patches", "patchesStrategicMerge", "patchesJson6902", "replacements")  # what rewrites objects in place
+
+
+def layout_of(root: Path, builds: list[Build]) -> tuple[list[str], list[str]]:
+    """The overlays/ directories the Flux builds build on, and what rewrites their quotas in the order
+    it applies: the components/ directories (a kustomization file's components, then its Flux
+    Kustomization's spec.components) and the cluster's own patches (a kustomization file's patches,
+    then a Flux Kustomization's spec.patches). Kustomization files are read under any name kustomize reads."""
+    overlays, blocks = [], []  # blocks: per directory what it applies, outermost first
+    todo: list[tuple[str, dict]] = [(b.dir, b.flux_kustomization or {}) for b in builds]
     seen = set()
-    while todo:  # the cluster's directories, then the overlays they include (for their components)
-        directory = todo.pop(0)
+    while todo:  # the builds' directories, then the overlays they include (for their components)
+        directory, ks = todo.pop(0)
         if directory in seen:
             continue
         seen.add(directory)
         if directory.startswith("overlays/") and directory not in overlays:
             overlays.append(directory)
-        kfile = root / directory / "kustomization.yaml"
-        doc = parse_yaml(kfile.read_text()) if kfile.exists() else None
-        if not isinstance(doc, dict):
-            continue
-        for entry in [*(doc.get("resources") or []), *(doc.get("components") or [])]:
+        kfile = kustomization_file(root / directory)
+        doc = parse_yaml(kfile.read_text()) if kfile else None
+        doc = doc if isinstance(doc, dict) else {}
+        spec = ks.get("spec") if isinstance(ks.get("spec"), dict) else {}
+        block = []
+        for entry in [*(doc.get("resources") or []), *(doc.get("components") or []), *(spec.get("components") or [])]:
             try:
                 rel = (root / directory / str(entry)).resolve().relative_to(root).as_posix()
             except ValueError:
@@ -153,11 +160,20 @@ def _layout_of(root: Path, cluster: ClusterRender) -> tuple[list[str], list[str]
             if not (root / rel).is_dir():
                 continue  # a manifest file, not a kustomization
             if rel.startswith("overlays/"):
-                todo.append(rel)
-            elif rel.startswith("components/") and rel not in components:
-                components.append(rel)
+                todo.append((rel, {}))
+            elif rel.startswith("components/"):
+                block.append(rel)
+        if not directory.startswith(("overlays/", "components/", "base")) and any(doc.get(k) for k in PATCH_FIELDS):
+            block.append(f"{kfile.relative_to(root).as_posix()} patches")  # after its resources and components
+        if spec.get("patches"):
+            block.append(f"Flux Kustomization {(ks.get('metadata') or {}).get('name')} spec.patches")
+        blocks.append(block)
     # Included directories build first, so their components apply before the cluster's own.
-    return overlays, components[::-1]
+    out: list[str] = []
+    for item in (x for block in reversed(blocks) for x in block):
+        if item not in out:
+            out.append(item)
+    return overlays, out
 
 
 def _headroom(root: Path, name: str, objects: list[dict]) -> tuple[dict[tuple, Headroom], str]:

@@ -296,8 +296,10 @@ def main(argv: list[str] | None = None) -> int:
         unknown = [s for s in suites if s not in SUITES]
         if unknown:
             raise RehearsalError(f"unknown suite(s) {unknown}; known: {', '.join(SUITES)}")
-        cand = {"kueue": args.kueue or newest_candidate("kueue"), "kuberay": args.kuberay or newest_candidate("kuberay")}
-        versions.parse_selection(versions.selection_text(cand))  # a version versions.yaml does not list is refused here
+        # A version versions.yaml does not list is refused here, named as the user typed it (make rehearse KUEUE=...).
+        cand = {c: versions.listed_version(c, typed, f"{c.upper()}={typed} (--{c})") if typed else newest_candidate(c)
+                for c, typed in (("kueue", args.kueue), ("kuberay", args.kuberay))}
+        versions.parse_selection(versions.selection_text(cand))
         base = {c: versions.pinned(c) for c in cand}
         t = time.monotonic()
         sides = run_sides({"candidate": cand, "baseline": base}, suites, args.out, fresh=args.fresh, jobs=args.jobs)

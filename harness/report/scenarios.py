@@ -1,6 +1,12 @@
 """The behavioural scenarios of the report: single-queue and team-queues as harness.kueue defines
-them (the integration tests run the same), run on the real Kueue against each ref's queue layout
-(the overlay rendered from that ref).
+them (the integration tests run the same), run on the real Kueue against each ref's queue layer,
+with that ref's samples (workloads/).
+
+A scenario names a layout (an overlay) and a cluster (prod-eastus2). On a ref where that cluster's
+queue layer runs the scenario's overlay, the scenario runs on the layer as the cluster's Flux
+renders it (its components and its own patches applied, as `make cluster` applies it); on a ref
+where the cluster runs another overlay (it switched layouts), that other scenario runs on the
+cluster's layer and this one on its bare overlay, and the result says so (ScenarioResult.ran_on).
 
 After each step's actions the run waits until Kueue has settled (harness.report.recorder) and
 records every job's state: a StepResult, judged by the scenario's expectations. The outcome of a
@@ -19,15 +25,17 @@ from pathlib import Path
 from kubernetes import client
 
 from harness.cluster import Names, PoolNodes
-from harness.core import parse_quantity, say, timeouts
-from harness.gate import RenderError, build_directory
+from harness.core import format_quantity, parse_quantity, say, timeouts
+from harness.gate import (ClusterRender, RenderError, build_directory, is_flux_kustomization, kustomization_file, pod_sets,
+                          render_repository)
 from harness.k8s import Kube, WaitTimeout
 from harness.kueue import AFTER, BEFORE, Hook, Queues, Scenario, ScenarioRun, StepResult, run_scenario, scenarios, short_reason
 from harness.report import ReportInputError
+from harness.report.quotas import layout_of
 from harness.report.recorder import Recorder, Recording
 
-__all__ = ["SCENARIOS", "Scenario", "ScenarioResult", "ScenarioRunner", "StepResult", "by_name", "render_layout", "run_all",
-           "short_reason"]
+__all__ = ["SCENARIOS", "Layer", "Scenario", "ScenarioResult", "ScenarioRunner", "StepResult", "by_name", "queue_layer", "render_layout",
+           "run_all", "short_reason"]
 
 GPU = "nvidia.com/gpu"
 SCENARIOS = [scenarios.SINGLE_QUEUE, scenarios.TEAM_QUEUES]  # the report's, in the report's order
@@ -45,6 +53,8 @@ class ScenarioResult:
     recording: Recording | None = None
     cluster_queues: list[str] = field(default_factory=list)  # repository names, in layout order
     nominal_gpus: dict[str, float] = field(default_factory=dict)  # ClusterQueue -> GPU nominal quota
+    ran_on: str = ""  # the queue layer it ran on, in words
+    asks: dict[str, str] = field(default_factory=dict)  # job -> what it requests, as this ref's sample renders it
 
     @property
     def passed(self) -> bool:
@@ -72,14 +82,59 @@ def by_name(names: list[str] | None) -> list[Scenario]:
 
 
 # -- running --------------------------------------------------------------------------------------
+@dataclass
+class Layer:
+    """The queue objects a scenario runs on for one ref, and which they are in words."""
+    objects: list[dict] | None  # None: the ref has no such layout
+    ran_on: str
+
+
 def render_layout(root: Path, ref: str, layout: str) -> list[dict] | None:
     """The layout's objects as rendered from `ref`'s tree; None when that ref has no such overlay."""
-    if not (root / layout / "kustomization.yaml").exists():
+    kfile = kustomization_file(root / layout)
+    if kfile is None:
         return None
     try:
         return build_directory(root, layout)
     except RenderError as err:
-        raise ReportInputError(f"{ref}: {layout}/kustomization.yaml does not render (rule kustomize-build): {err}") from None
+        raise ReportInputError(f"{ref}: {layout}/{kfile.name} does not render (rule kustomize-build): {err}") from None
+
+
+QUEUE_GROUPS = ("", "kueue.x-k8s.io")  # of a cluster's queue layer, what a scenario applies (core and Kueue objects)
+
+
+def queue_layer(root: Path, ref: str, scenario: Scenario, clusters: dict[str, ClusterRender] | None = None) -> Layer:
+    """What `scenario` runs on in `ref`'s tree: the queue layer of its cluster as that cluster's Flux renders it
+    when that layer runs the scenario's overlay, else the bare overlay. `clusters`: the tree's rendered
+    clusters (quotas.load_tree has them); rendered here when not given."""
+    note = ""
+    if scenario.cluster:
+        if clusters is None:
+            clusters = {c.name: c for c in render_repository(root)[1]}
+        cluster = clusters.get(scenario.cluster)
+        layers = [b for b in cluster.flux if any(o.get("kind") == "ClusterQueue" for o in b.objects)] if cluster else []
+        overlays, rewrites = layout_of(root, layers)
+        if layers and overlays == [scenario.layout]:
+            objs = [o for b in layers for o in b.objects if not is_flux_kustomization(o)
+                    and str(o.get("apiVersion", "")).rpartition("/")[0] in QUEUE_GROUPS]
+            own = [r for r in rewrites if not r.startswith("components/")]
+            return Layer(objs, f"{scenario.cluster}'s queue layer ({', '.join(f'`{b.dir}`' for b in layers)}: `{scenario.layout}`"
+                               + "".join(f", `{r}`" for r in rewrites) + ")"
+                               + ("" if own else ", which has no patches of its own"))
+        note = (f" ({scenario.cluster} has no queue layer on this ref)" if not layers else
+                f" ({scenario.cluster} runs {', '.join(f'`{o}`' for o in overlays) or 'no overlay'} on this ref)") if cluster else \
+            f" (no cluster {scenario.cluster} on this ref)"
+    return Layer(render_layout(root, ref, scenario.layout), f"the bare `{scenario.layout}`{note}")
+
+
+def asks(job: dict) -> str:
+    """What a RayJob requests in all, as Kueue counts it: "68 CPU, 528Gi memory, 4 GPU"."""
+    total: dict[str, Decimal] = {}
+    for _, count, requests in pod_sets(job):
+        for name, qty in requests.items():
+            total[name] = total.get(name, Decimal(0)) + count * qty
+    words = {"cpu": "CPU", "memory": "memory", GPU: "GPU"}
+    return ", ".join(f"{format_quantity(r, total[r])} {words[r]}" for r in words if total.get(r))
 
 
 class ScenarioRunner:
@@ -93,13 +148,15 @@ class ScenarioRunner:
         self.queues = Queues(self.kube, self.names, timeout=timeout)
         self.timeout, self.quiet = timeout, quiet
 
-    def run(self, scenario: Scenario, root: Path, ref: str) -> ScenarioResult:
-        result = ScenarioResult(scenario.name, ref, scenario.layout)
-        objs = render_layout(root, ref, scenario.layout)
+    def run(self, scenario: Scenario, root: Path, ref: str, layer: Layer | None = None) -> ScenarioResult:
+        """Runs `scenario` with the samples of the tree at `root` on `layer` (default: queue_layer of that tree)."""
+        layer = layer or queue_layer(root, ref, scenario)
+        result = ScenarioResult(scenario.name, ref, scenario.layout, ran_on=layer.ran_on)
+        objs = layer.objects
         if objs is None:
             result.missing_layout = True
             return result
-        say("report", f"{ref}: scenario {scenario.name} on {scenario.layout}")
+        say("report", f"{ref}: scenario {scenario.name} on {layer.ran_on.replace('`', '')}")
         self.queues.remove_jobs()
         for cq in (o for o in objs if o["kind"] == "ClusterQueue"):
             name = cq["metadata"]["name"]
@@ -115,7 +172,7 @@ class ScenarioRunner:
             self.queues.apply_objects(objs)
             recorder.start(self.timeout)
             try:
-                run_scenario(self.queues, scenario, self._recording_hooks(recorder, result), expect=False)
+                run_scenario(self.queues, scenario, self._recording_hooks(recorder, result), expect=False, root=root)
             except WaitTimeout as err:
                 result.error = str(err).splitlines()[0]
             result.recording = recorder.stop()
@@ -140,6 +197,7 @@ class ScenarioRunner:
         def settle(run: ScenarioRun) -> None:
             recorder.wait_settled(run.live, sorted(run.finished), self.quiet, self.timeout)
             result.steps.append(self._step_result(run, recorder, start["t"], start["events"]))
+            result.asks.update({job: asks(obj) for job, obj in run.created.items() if job not in result.asks})
 
         return [Hook(BEFORE, mark), Hook(AFTER, settle)]
 
@@ -159,12 +217,12 @@ class ScenarioRunner:
             run.step.title, t_start, recorder.now(), jobs, dict(run.queue_of),
             [e.job for e in events if e.kind == "admitted"],
             [(e.job, e.reason) for e in events if e.kind in ("preempted", "evicted")],
-            usage)
+            usage, [(job, why) for step, job, why in run.not_finished if step == run.step.name])
 
 
-def run_all(runs: list[tuple[Scenario, Path, str]], workdir: Path, api_client: client.ApiClient | None = None,
+def run_all(runs: list[tuple[Scenario, Path, str, Layer | None]], workdir: Path, api_client: client.ApiClient | None = None,
             names: Names | None = None, timeout: float = timeouts.SETTLE) -> dict[tuple[str, str], ScenarioResult]:
-    """Runs each (scenario, tree, ref) in order, one ref's runs after the other, on `api_client`'s
+    """Runs each (scenario, tree, ref, layer) in order, one ref's runs after the other, on `api_client`'s
     cluster, or on an embedded cluster started in `workdir` when there is none. That cluster's
     component logs are kept (and where is said) when a run did not finish. Keyed (scenario, ref)."""
     results: dict[tuple[str, str], ScenarioResult] = {}
@@ -178,8 +236,8 @@ def run_all(runs: list[tuple[Scenario, Path, str]], workdir: Path, api_client: c
             cluster.start()
             api_client = cluster.api_client()
         runner = ScenarioRunner(api_client, names, timeout=timeout)
-        for scenario, root, ref in runs:
-            results[(scenario.name, ref)] = runner.run(scenario, root, ref)
+        for scenario, root, ref, layer in runs:
+            results[(scenario.name, ref)] = runner.run(scenario, root, ref, layer)
     finally:
         if cluster:
             cluster.stop()

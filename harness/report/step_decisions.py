@@ -27,7 +27,7 @@ def run(root: Path, label: str) -> list[dict]:
     from harness.report.scenarios import SCENARIOS, run_all
 
     with tempfile.TemporaryDirectory(prefix="step-decisions-") as tmp:
-        results = run_all([(scenario, root, label) for scenario in SCENARIOS], Path(tmp) / "cluster", timeout=timeouts.SETTLE)
+        results = run_all([(scenario, root, label, None) for scenario in SCENARIOS], Path(tmp) / "cluster", timeout=timeouts.SETTLE)
     return [{"scenario": r.scenario, "layout": r.layout, "verdict": r.verdict(), "failures": r.failures,
              "error": r.error, "steps": [{"title": s.title, "outcome": s.outcome()} for s in r.steps]} for r in results.values()]
 

@@ -40,6 +40,11 @@ def test_make_cluster_interrupted_leaves_nothing(spawn, tmp_path, sig):
     child.signal(sig)
     assert child.wait(STOP) == 0, child.output[-3000:]
     assert not leftovers(procs, ports), child.output[-3000:]
+    # The etcd data (~70 MB) goes once every process has stopped; the logs stay, and where is said last.
+    run = tmp_path / "run"
+    assert not (run / "etcd").exists() and (run / "logs" / "etcd.log").is_file(), sorted(p.name for p in run.iterdir())
+    tail = child.output[child.output.index("[cluster] stopping"):]
+    assert tail.index("stopped") < tail.index(f"logs kept in {run / 'logs'}"), tail
 
 
 def test_interrupted_while_starting_leaves_nothing(spawn, tmp_path):
@@ -54,6 +59,7 @@ def test_interrupted_while_starting_leaves_nothing(spawn, tmp_path):
     child.wait(STOP)
     assert not leftovers(child.descendants() + procs, ports), child.output[-3000:]
     assert "ready in" not in child.output
+    assert child.output.index("[cluster] stopping") < child.output.index("[cluster] stopped"), child.output[-3000:]
 
 
 def test_harness_sigkilled_leaves_nothing(spawn, tmp_path):

@@ -1,6 +1,9 @@
 """`make report` end to end: a branch of a clone of this repository rebalances the team GPU
-quotas (team A 6, team B 2 instead of 4 each); the report, run against the session's cluster,
-shows the changed cells and the scenario whose outcome the real Kueue changes."""
+quotas of cluster prod-eastus2 in its own queue layer (team A 6, team B 2 instead of 4 each: a
+patch in clusters/prod-eastus2/queues, which the bare overlay does not have) and shrinks the
+sample llm-training to 2 workers (workloads/defaults.yaml); the report, run against the session's
+cluster, shows the changed cells and the scenarios whose outcome the real Kueue changes: each ref
+runs its own samples on its own cluster's queue layer."""
 from __future__ import annotations
 
 import json
@@ -16,8 +19,9 @@ from harness.k8s import CLUSTER_QUEUE, RAYJOB
 
 pytestmark = pytest.mark.integration
 
-SKU = "components/gpu-sku/standard-nd96amsr-a100-v4/kustomization.yaml"
+PROD_QUEUES = "clusters/prod-eastus2/queues/kustomization.yaml"
 REBALANCE = """\
+patches:
   # Team A runs the larger training jobs: 6 of the node's 8 GPUs are its own, 2 are team B's.
   - target:
       kind: ClusterQueue
@@ -43,9 +47,13 @@ def rebalanced_clone(tmp_path) -> Path:
     subprocess.run(["git", "clone", "-q", str(REPO_ROOT), str(clone)], check=True)
     git(clone, "checkout", "-q", "-B", "main")  # the clone's main is this repository's HEAD
     git(clone, "checkout", "-q", "-b", "rebalance-gpus")
-    sku = clone / SKU
-    sku.write_text(sku.read_text() + REBALANCE)
-    git(clone, "commit", "-qam", "Rebalance GPUs: team A 6, team B 2")
+    queues = clone / PROD_QUEUES
+    queues.write_text(queues.read_text() + REBALANCE)
+    defaults = clone / "workloads/defaults.yaml"
+    text = defaults.read_text()
+    assert 'NUM_WORKERS: "4"' in text, "the sample defaults changed shape; update this test"
+    defaults.write_text(text.replace('NUM_WORKERS: "4"', 'NUM_WORKERS: "2"'))
+    git(clone, "commit", "-qam", "Rebalance prod's GPUs: team A 6, team B 2; llm-training on 2 workers")
     return clone
 
 
@@ -54,7 +62,7 @@ def test_report_shows_changed_quota_and_changed_outcome(rebalanced_clone, backen
     proc = subprocess.run(
         [sys.executable, "-m", "harness.report", "--repo", str(rebalanced_clone), "--base", "main", "--out", str(out),
          "--kubeconfig", str(backend.kubeconfig), "--namespace", names.namespace, "--prefix", names.prefix,
-         "--scenario", "team-queues", "--no-gate", "--timeout", str(timeouts.LONG_DECISION)],
+         "--scenario", "single-queue", "--scenario", "team-queues", "--no-gate", "--timeout", str(timeouts.LONG_DECISION)],
         capture_output=True, text=True, timeout=timeouts.REPORT_RUN)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
@@ -62,6 +70,9 @@ def test_report_shows_changed_quota_and_changed_outcome(rebalanced_clone, backen
     assert "| team-a-cq | shared-cohort | gpu | nvidia.com/gpu | **`6`** (was `4`) | `4` | — |" in md, md
     assert "| team-b-cq | shared-cohort | gpu | nvidia.com/gpu | **`2`** (was `4`) | `4` | — |" in md, md
     assert "| team-a-cq | shared-cohort | default | cpu | `48` | `48` | — |" in md
+    assert ("quota components and the cluster's own patches (in the order they apply, the last wins): "
+            "**`components/gpu-sku/standard-nd96amsr-a100-v4`, `clusters/prod-eastus2/queues/kustomization.yaml patches`**") in md, md
+    assert f"Scenarios ran for real on the cluster of --kubeconfig {backend.kubeconfig}" in md
 
     # Kueue's own decisions: on main B reclaims its 4 GPUs by preempting one of A's jobs; with a
     # guarantee of 2, B's 4-GPU job needs to borrow, reclaim does not apply, and it waits.
@@ -69,11 +80,28 @@ def test_report_shows_changed_quota_and_changed_outcome(rebalanced_clone, backen
     runs = {r["ref"]: r for r in data["scenarios"] if r["scenario"] == "team-queues"}
     assert runs["base"]["verdict"] == "holds", runs["base"]
     assert runs["head"]["verdict"] == "does not hold", runs["head"]
-    assert data["changed_scenarios"] == ["team-queues"]
+    assert data["changed_scenarios"] == ["single-queue", "team-queues"]
+    for side in ("base", "head"):  # the cluster's own layer, not the bare overlay
+        assert runs[side]["ran_on"].startswith("prod-eastus2's queue layer (`clusters/prod-eastus2/queues`"), runs[side]["ran_on"]
+    assert "`clusters/prod-eastus2/queues/kustomization.yaml patches`" in runs["head"]["ran_on"]
     base_kinds = [(e["kind"], e["job"], e["reason"]) for e in runs["base"]["events"]]
     assert any(k == "preempted" and r == "InCohortReclamation" for k, _, r in base_kinds), base_kinds
     assert not any(e["kind"] == "preempted" for e in runs["head"]["events"]), runs["head"]["events"]
     assert runs["head"]["steps"][1]["jobs"]["b-1"][0] == "pending"
+    # b-1 never ran, so "b-1 finishes" finishes nothing: it stays pending and is not drawn as finished.
+    assert runs["head"]["steps"][2]["jobs"]["b-1"][0] == "pending", runs["head"]["steps"][2]
+    assert "b-1 not finished: Kueue never admitted it, so it never ran" in runs["head"]["steps"][2]["outcome"]
+    assert not any(e["kind"] == "finished" and e["job"] == "b-1" for e in runs["head"]["events"]), runs["head"]["events"]
+    assert any(e["kind"] == "finished" and e["job"] == "b-1" for e in runs["base"]["events"]), runs["base"]["events"]
+
+    # Each ref submits its own sample: on base llm-training has 4 workers and train-2 waits for quota;
+    # on head 2 workers, and both fit.
+    single = {r["ref"]: r for r in data["scenarios"] if r["scenario"] == "single-queue"}
+    assert single["base"]["asks"]["train-1"] == "68 CPU, 528Gi memory, 4 GPU", single["base"]["asks"]
+    assert single["head"]["asks"]["train-1"] == "36 CPU, 272Gi memory, 2 GPU", single["head"]["asks"]
+    assert (single["base"]["verdict"], single["head"]["verdict"]) == ("holds", "does not hold"), single
+    assert single["head"]["steps"][1]["jobs"]["train-2"][0] == "admitted"
+    assert single["base"]["ran_on"].startswith("the bare `overlays/single-queue` (prod-eastus2 runs `overlays/team-queues`")
     assert md.index("## Scenario outcomes that changed") < md.index("**team-queues borrow and reclaim**") < md.index("## Quotas per cluster")
 
     for side in ("base", "head"):

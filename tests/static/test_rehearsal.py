@@ -179,3 +179,18 @@ def test_both_sides_run_at_once_and_a_saved_side_is_reused(monkeypatch, tmp_path
     monkeypatch.setattr(rehearsal, "rehearse_side", lambda label, *_: alone.wait())
     with pytest.raises(threading.BrokenBarrierError):  # one at a time: the first side waits alone
         rehearsal.run_sides(choices, ["integration"], tmp_path, jobs=1)
+
+
+def test_rehearse_names_the_version_as_the_user_typed_it(capsys, monkeypatch):
+    """`make rehearse KUEUE=v9.9.9` is refused naming KUEUE=, not $RAY_KUEUE_VERSIONS (which the user never set);
+    a version without its leading v is the listed one."""
+    from harness.core import versions
+    from harness.report.rehearsal import main
+
+    monkeypatch.delenv(versions.SELECT_ENV, raising=False)
+    assert main(["--kueue", "v9.9.9", "--out", "/nonexistent/rehearsal"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rehearse: KUEUE=v9.9.9 (--kueue): kueue v9.9.9 is neither the pin nor a candidate") and "$RAY" not in err, err
+    candidate = newest_candidate("kuberay")
+    assert versions.listed_version("kuberay", candidate.removeprefix("v"), "KUBERAY=") == candidate
+    assert versions.parse_selection(f"kuberay={candidate.removeprefix('v')}") == {"kuberay": candidate}

@@ -2,6 +2,7 @@
 Markdown, and bad input (unknown ref, configuration that does not render) exiting 2 cleanly."""
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from decimal import Decimal
@@ -200,3 +201,79 @@ def test_gpus_per_node_follow_the_recorded_pod_events(tmp_path):
     from PIL import Image  # matplotlib's own dependency
 
     assert Image.open(with_nodes).height > Image.open(without).height  # the second panel is there
+
+
+PROD_PATCH = """\
+patches:
+  - target: {kind: ClusterQueue, name: team-a-cq}
+    patch: |-
+      - {op: replace, path: /spec/resourceGroups/1/flavors/0/resources/0/nominalQuota, value: "6"}
+"""
+
+
+def _gpus(objs: list[dict], cq: str) -> str:
+    spec = next(o for o in objs if o["kind"] == "ClusterQueue" and o["metadata"]["name"] == cq)["spec"]
+    return next(r["nominalQuota"] for g in spec["resourceGroups"] for f in g["flavors"] for r in f["resources"] if r["name"] == "nvidia.com/gpu")
+
+
+def test_scenarios_run_on_the_cluster_queue_layer_with_its_own_patches(base_tree, repo_copy):
+    """A quota the cluster sets in its own queues/ is what the scenario runs on, and what the layout line names."""
+    from harness.report.scenarios import queue_layer
+
+    k = repo_copy / "clusters/prod-eastus2/queues/kustomization.yaml"
+    k.write_text(k.read_text() + PROD_PATCH)
+    head = quotas.load_tree(repo_copy, "head")
+    team = next(s for s in SCENARIOS if s.name == "team-queues")
+    layer = queue_layer(repo_copy, "head", team, head.renders)
+    assert _gpus(layer.objects, "team-a-cq") == "6" and _gpus(layer.objects, "team-b-cq") == "4"
+    assert layer.ran_on == ("prod-eastus2's queue layer (`clusters/prod-eastus2/queues`: `overlays/team-queues`, "
+                            "`components/gpu-sku/standard-nd96amsr-a100-v4`, `clusters/prod-eastus2/queues/kustomization.yaml patches`)")
+    assert _gpus(queue_layer(REPO_ROOT, "base", team, base_tree.renders).objects, "team-a-cq") == "4"
+    prod = next(d for d in quotas.diff(base_tree, head) if d.name == "prod-eastus2")
+    assert prod.changed
+    md = "\n".join(markdown.quota_section(prod))
+    assert ("quota components and the cluster's own patches (in the order they apply, the last wins): "
+            "**`components/gpu-sku/standard-nd96amsr-a100-v4`, `clusters/prod-eastus2/queues/kustomization.yaml patches`** "
+            "(was `components/gpu-sku/standard-nd96amsr-a100-v4`)") in md, md
+
+
+def test_a_cluster_that_switched_layout_runs_the_other_scenario_on_its_layer(repo_copy):
+    from harness.report.scenarios import queue_layer
+
+    k = repo_copy / "clusters/prod-eastus2/queues/kustomization.yaml"
+    k.write_text(k.read_text().replace("../../../overlays/team-queues", "../../../overlays/single-queue"))
+    renders = quotas.load_tree(repo_copy, "head").renders
+    single, team = (next(s for s in SCENARIOS if s.name == n) for n in ("single-queue", "team-queues"))
+    assert queue_layer(repo_copy, "head", single, renders).ran_on.startswith("prod-eastus2's queue layer (`clusters/prod-eastus2/queues`: "
+                                                                            "`overlays/single-queue`")
+    bare = queue_layer(repo_copy, "head", team, renders)
+    assert bare.ran_on == "the bare `overlays/team-queues` (prod-eastus2 runs `overlays/single-queue` on this ref)"
+    assert {o["metadata"]["name"] for o in bare.objects if o["kind"] == "ClusterQueue"} == {"team-a-cq", "team-b-cq"}
+
+
+def test_each_ref_submits_its_own_samples(repo_copy):
+    from harness.kueue.queues import rayjob
+    from harness.report.scenarios import asks
+
+    d = repo_copy / "workloads/defaults.yaml"
+    d.write_text(d.read_text().replace('NUM_WORKERS: "4"', 'NUM_WORKERS: "2"'))
+    assert asks(rayjob("llm-training", "train-1", "default", root=REPO_ROOT)) == "68 CPU, 528Gi memory, 4 GPU"
+    assert asks(rayjob("llm-training", "train-1", "default", root=repo_copy)) == "36 CPU, 272Gi memory, 2 GPU"
+    assert not any(re.search(r"\d+ [CG]PU", step.title) for sc in SCENARIOS for step in sc.steps if "sample" in step.title), \
+        "a step title states a sample's size; each ref's sample has its own (ScenarioResult.asks)"
+
+
+def test_a_job_that_never_ran_is_not_finished_and_the_header_says_where_it_ran(base_tree):
+    sc = next(s for s in SCENARIOS if s.name == "team-queues")
+    q = {"a-1": "team-a", "a-2": "team-a", "b-1": "team-b"}
+    pending = ("pending", "couldn't assign flavors: insufficient unused quota for nvidia.com/gpu in flavor gpu, 4 more needed")
+    step = StepResult("3", 0.0, 1.0, {"a-1": ("admitted", ""), "a-2": ("admitted", ""), "b-1": pending}, q, [], [], {},
+                      [("b-1", "Kueue never admitted it, so it never ran")])
+    assert "b-1 not finished: Kueue never admitted it, so it never ran" in step.outcome()
+    head = ScenarioResult("team-queues", "head", sc.layout, steps=[step], ran_on="the bare `overlays/team-queues`",
+                          asks={"a-1": "34 CPU, 264Gi memory, 4 GPU"})
+    data = markdown.ReportData("repo", "main", "a" * 40, "working tree", "b" * 40, quotas.diff(base_tree, base_tree), [sc],
+                               {("team-queues", "head"): head}, plane="the cluster of --kubeconfig /k")
+    md = markdown.render(data)
+    assert "Scenarios ran for real on the cluster of --kubeconfig /k" in md and "embedded" not in md
+    assert "- head: ran on the bare `overlays/team-queues`; the jobs ask for a-1: 34 CPU, 264Gi memory, 4 GPU." in md

@@ -140,3 +140,26 @@ def test_rehearsal_runs_on_pull_requests_that_change_versions_read_only():
     assert "harness.report.rehearsal_plan --base" in plan and "harness.report.rehearsal_plan --kueue" in plan, plan
     checkout = doc["jobs"]["rehearse"]["steps"][0]
     assert _action(checkout) == "actions/checkout" and "matrix.ref == 'base'" in checkout["with"]["ref"], checkout
+
+
+def test_the_gpu_comment_describes_every_push():
+    """A push whose gate or tests fail still gets its report (the Report step runs unless the run is cancelled or the
+    set-up failed), and a push without one replaces the sticky comment with a note: the previous push's report
+    never stays on the pull request as if it were this one's."""
+    pr, results = _load("pull-request.yml"), _load("pull-request-results.yml")
+    steps = pr["jobs"]["gate"]["steps"]
+    report = next(s for s in steps if s.get("run", "").startswith("make report"))
+    condition = str(report.get("if", ""))
+    assert "!cancelled()" in condition or "always()" in condition, f"the Report step is skipped after a failed step: if: {condition!r}"
+    ran = re.findall(r"steps\.(\w+)\.outcome", condition)
+    ids = [s.get("id") for s in steps]
+    assert ran and all(i in ids[:ids.index(report.get("id"))] for i in ran), (condition, ids)
+    assert not any(i in ran for i in ("test",)), "the report must not wait for the tests to pass"
+    upload = next(s for s in steps if s.get("with", {}).get("name") == "gpu-report")
+    assert f"steps.{report['id']}.outcome == 'success'" in str(upload.get("if")), upload.get("if")
+    posts = [s for s in results["jobs"]["comment"]["steps"] if _action(s) == "marocchino/sticky-pull-request-comment"]
+    conditions = {str(s.get("if")).replace(" ", ""): s for s in posts}
+    present, absent = "hashFiles('artefacts/gpu-report/comment.md')!=''", "hashFiles('artefacts/gpu-report/comment.md')==''"
+    assert set(conditions) == {present, absent}, list(conditions)
+    note = conditions[absent]["with"]
+    assert note["header"] == conditions[present]["with"]["header"] and "github.event.workflow_run.head_sha" in note["message"], note
