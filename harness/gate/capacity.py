@@ -37,7 +37,9 @@ from decimal import Decimal
 from pathlib import Path
 
 from harness.core import format_quantity
-from harness.gate import kueue_fit, node_settings, placement, podsets, quota, sku_component
+from harness.gate import kueue_fit, node_settings, placement, podsets, quota, sku_component, substitution
+from harness.gate.origin import node_at, segments
+from harness.gate.writers import Writers, Written
 from harness.gate.findings import Finding
 from harness.gate.gpu_driver import gpu_driver_findings
 from harness.gate.placement import Problem
@@ -73,9 +75,10 @@ RULES = {
 # -- Rules -------------------------------------------------------------------------------------------------
 def capacity_findings(root: Path, clusters: list[ClusterRender], sources: Sources | None = None,
                       gate_config: GateConfig = DEFAULTS, fits: dict[str, kueue_fit.Fits] | None = None,
-                      refused: frozenset[str] = frozenset()) -> list[Finding]:
+                      refused: frozenset[str] = frozenset(), writers: Writers | None = None) -> list[Finding]:
     """`fits`: per cluster name, Kueue's flavor assigner's answers for its samples (sample_rules), else asked here;
-    `refused`: resource ids of the objects the apiserver or Kueue's webhook refuses (they never exist: no quota)."""
+    `refused`: resource ids of the objects the apiserver or Kueue's webhook refuses (they never exist: no quota);
+    `writers`: the patch probe's answers (which patch writes the quota a queue ends up with)."""
     root = Path(root).resolve()
     out: list[Finding] = []
     if not gate_config.terraform:
@@ -97,12 +100,12 @@ def capacity_findings(root: Path, clusters: list[ClusterRender], sources: Source
                                f"no cluster {gate_config.clusters}/{path.stem} for this tfvars file",
                                f"rename the file after its cluster, or add {gate_config.clusters}/<name>"))
     for cluster in clusters:
-        out += _cluster_findings(root, cfg, sources, cluster, gate_config, (fits or {}).get(cluster.name), refused)
+        out += _cluster_findings(root, cfg, sources, cluster, gate_config, (fits or {}).get(cluster.name), refused, writers or Writers())
     return out
 
 
 def _cluster_findings(root: Path, cfg: TerraformConfig, sources: Sources, cluster: ClusterRender, gate_config: GateConfig,
-                      fits: kueue_fit.Fits | None, refused: frozenset[str]) -> list[Finding]:
+                      fits: kueue_fit.Fits | None, refused: frozenset[str], writers: Writers) -> list[Finding]:
     rel = gate_config.tfvars_file(cluster.name)
     ctx = f"cluster {cluster.name}"
     path = root / rel
@@ -133,16 +136,18 @@ def _cluster_findings(root: Path, cfg: TerraformConfig, sources: Sources, cluste
                                f"add {p.vm_size} (vCPU, memory, GPUs, allocatable) to {SKU_FILE_REL}, citing the Azure size page", ctx))
     if any(p.sku is None for p in pools) or not pools:
         return out  # the unknown size is the root cause: every capacity below would be a guess
-    return out + _Check(root, cluster, sources, pools, rel, ctx, gate_config, fits, refused).findings()
+    return out + _Check(root, cluster, sources, pools, rel, ctx, gate_config, fits, refused, writers).findings()
 
 
 class _Check:
     """The quota, flavor and sample checks of one cluster, folded under their root causes."""
 
     def __init__(self, root: Path, cluster: ClusterRender, sources: Sources, pools: list[Pool], rel: str, ctx: str,
-                 gate_config: GateConfig = DEFAULTS, fits: kueue_fit.Fits | None = None, refused: frozenset[str] = frozenset()):
+                 gate_config: GateConfig = DEFAULTS, fits: kueue_fit.Fits | None = None, refused: frozenset[str] = frozenset(),
+                 writers: Writers | None = None):
         self.root, self.cluster, self.sources, self.pools, self.rel, self.ctx = root, cluster, sources, pools, rel, ctx
-        self.config, self.fits = gate_config, fits
+        self.config, self.fits, self.writers = gate_config, fits, writers or Writers()
+        self.owner = {id(o): b for b, o in cluster.applied()}  # the layer that applies each object
         self.objects = [o for _, o in cluster.applied() if resource_id(o) not in refused]
         self.flavors = {name_key(as_map(o.get("metadata")).get("name")): o for o in self.objects if o.get("kind") == "ResourceFlavor"}
         self.cqs = [o for o in self.objects if o.get("kind") == "ClusterQueue"]
@@ -153,9 +158,30 @@ class _Check:
         self.bare = placement.flavor_reach(self.objects, pools) if self.pods else self.reach
         self.capacities = quota.capacities(self.objects, pools, self.reach)
 
+    def _prefer(self) -> tuple[str, ...]:
+        return (f"{self.config.clusters}/{self.cluster.name}/", *(o + "/" for o in self.config.queue_overlays), "overlays/", "base/", "components/")
+
     def locate(self, obj: dict, field: str | None = None) -> tuple[str, int | None]:
-        return self.sources.locate(obj, (f"{self.config.clusters}/{self.cluster.name}/", *(o + "/" for o in self.config.queue_overlays),
-                                         "overlays/", "base/", "components/"), field=field)
+        return self.sources.locate(obj, self._prefer(), field=field)
+
+    def value_at(self, obj: dict, field: str | None) -> tuple[str, int | None, str | None, str]:
+        """Where the value at `field` of `obj` that the cluster ends up with is set: the last patch selecting it that writes
+        the field (harness.gate.writers), else its document; for a ${VAR}, where Flux takes the variable from for the layer
+        that applies it. With the variable's name (None when no ${VAR}), and where its ${VAR} is written when Flux sets it elsewhere ("")."""
+        build = self.owner.get(id(obj))
+        written = self.writers.at(build, obj, segments(field)) if field else None
+        file, line = self.sources.locate(obj, self._prefer(), field=field, written=written)
+        text = written.value if isinstance(written, Written) else None
+        if text is None and field:
+            doc = self.sources.locate(obj, self._prefer())
+            node = node_at(self.root, doc[0], doc[1], segments(field))[1] if doc[1] else None
+            text = node.value if node is not None and isinstance(node.value, str) else None
+        found = substitution.variable_origin(self.root, self.cluster, build, text, self.sources.locate,
+                                             (self.config.variables_file(self.cluster.name), f"{self.config.clusters}/{self.cluster.name}/")) \
+            if build is not None and text and "${" in text else None
+        if found and found[0]:
+            return found[0], found[1], found[2], f"{file}:{line}"
+        return file, line, found[2] if found else None, ""
 
     def findings(self) -> list[Finding]:
         funded = {fc.flavor for fc in self.capacities if fc.nominal_total > 0}
@@ -196,9 +222,11 @@ class _Check:
                 cap = sum((p.capacity()[res] for p in pools), Decimal(0))
                 if total > cap:
                     failed.append(names)
-                    # An empty pool is the cause when nothing else backs the quota, or when one node of it would.
+                    # An empty pool is the cause when nothing else backs the quota, or when one node of it would and a
+                    # flavor singles it out (the queues rely on it); else the quota written is (an optional pool left at 0).
                     empty = {p.address: p for fc in subset for p in fc.empty}.values()
-                    causes = {("pool", p.address) for p in empty if not pools or cap + p.node_capacity()[res] >= total}
+                    causes = {("pool", p.address) for p in empty
+                              if not pools or (cap + p.node_capacity()[res] >= total and self._singled_out(p, subset))}
                     causes |= {("flavor", n) for n in names & unreachable}
                     errors.append(self._quota_problem(subset, res, total, cap, pools, frozenset(causes)))
                 elif total > sum((p.min_capacity()[res] for p in pools), Decimal(0)) and not any(w <= names for w in warned):
@@ -208,6 +236,14 @@ class _Check:
                                             f"{_flavors(names)} {res} quota {format_quantity(res, total)} needs more than the "
                                             f"{format_quantity(res, mincap)} at min_count (up to {format_quantity(res, cap)})"))
         return errors, warnings
+
+    def _singled_out(self, pool: Pool, subset: list[FlavorCapacity]) -> bool:
+        """Whether a flavor of `subset` is meant for `pool`: its pods reach the pool through a taint it carries, or the
+        flavor's nodeLabels leave some pool out (a flavor without labels, such as `default`, takes any untainted pool)."""
+        flavors = placement.flavors_of(list(self.flavors.values()))
+        return bool(pool.taints) or any(
+            fl.labels and any(any(p.labels.get(k) != v for k, v in fl.labels.items()) for p in self.pools)
+            for fl in (flavors.get(fc.flavor) for fc in subset if pool.address in fc.via) if fl)
 
     def _quota_problem(self, subset: list[FlavorCapacity], res: str, total: Decimal, cap: Decimal, pools: list[Pool], causes: frozenset) -> Problem:
         quotas = [(cq, q) for fc in subset for cq, q in fc.quotas]
@@ -221,23 +257,32 @@ class _Check:
         scaled = " at max_count" if any(p.autoscaled for p in pools) else ""
         who = f"flavor {subset[0].flavor}" if len(subset) == 1 else f"flavors {', '.join(sorted(fc.flavor for fc in subset))}"
         whose = "the pools the flavor's pods can land on" if len(subset) == 1 else "the pools these flavors share"
-        at: dict[tuple[str, int | None], list[dict]] = {}  # where each quota is written -> the ClusterQueues it sizes
+        at: dict[tuple[str, int | None], list[dict]] = {}  # where each quota is set -> the ClusterQueues it sizes
+        variables: dict[tuple[str, int | None], tuple[str | None, str]] = {}  # -> (the ${VAR} Flux sets there, where it is written)
         for cq in {id(cq): cq for cq, _ in quotas}.values():
-            at.setdefault(self.locate(cq, quota.quota_field(cq, subset, res)), []).append(cq)
+            file, line, var, written = self.value_at(cq, quota.quota_field(cq, subset, res))
+            at.setdefault((file, line), []).append(cq)
+            variables[(file, line)] = (var, written)
         findings = [Finding(file, line, resource_id(cqs[0]), "capacity-quota",
                             f"cluster {self.cluster.name}: {' and '.join(kinds := sorted({c['kind'] for c in cqs}))}{'s' * (len(cqs) > len(kinds) == 1)} "
                             f"{', '.join(cq['metadata']['name'] for cq in cqs)} {who} {res}: declared nominal quota "
                             f"{format_quantity(res, total)} in total ({per_queue}) exceeds the real capacity{scaled} "
                             f"{format_quantity(res, cap)} of {whose} ({pools_text}; tfvars {self.rel}); admitted workloads would pend forever",
-                            self._quota_hint(res, cap), self.ctx) for (file, line), cqs in at.items()]
+                            self._quota_hint(res, cap, *variables[(file, line)]), self.ctx) for (file, line), cqs in at.items()]
         wrong = sku_component.wrong_component(self.root, [f.file for f in findings], pools)
         causes |= {("component", *wrong)} if wrong else set()
         backing = "no capacity" if cap == 0 else f"only {format_quantity(res, cap)}" + ("" if wrong else " on the other pools")
         return Problem(findings, causes, f"the {res} quota {format_quantity(res, total)} of {_flavors(fc.flavor for fc in subset)} ({per_queue}) has {backing} behind it")
 
-    def _quota_hint(self, res: str, cap: Decimal) -> str:
-        return (f"lower the {res} nominalQuota values written here so that they total at most {format_quantity(res, cap)}, "
-                f"or grow the pool (its node count or max_count in {self.rel})")
+    def _quota_hint(self, res: str, cap: Decimal, var: str | None = None, written: str = "") -> str:
+        pool = f"or grow the pool (its node count or max_count in {self.rel})"
+        total = f"so that the {res} quotas total at most {format_quantity(res, cap)}"
+        if var and written:
+            return f"lower {var} here (Flux substitutes it for the ${{{var}}} of the {res} nominalQuota at {written}) {total}, {pool}"
+        if var:
+            return (f"lower the default of ${{{var}}} written here, which this cluster's layer does not set (or set {var} in its "
+                    f"spec.postBuild.substitute), {total}, {pool}")
+        return f"lower the {res} nominalQuota values written here so that they total at most {format_quantity(res, cap)}, {pool}"
 
     # -- root causes -------------------------------------------------------------------------------------
     def _fold(self, problems: list[Problem], roots: dict, make) -> list[Finding]:
@@ -273,7 +318,9 @@ class _Check:
         return Finding(file, line, pool.address, "capacity-empty-pool",
                        f"cluster {self.cluster.name}: {pool.where()} has no nodes ({said}), but the queues rely on it: "
                        + "; ".join(_follow_ons(covered)) + "; Kueue would admit workloads whose pods can never run",
-                       f"set {origin.name if origin else 'the node count'} to 1 or more in {file} (or autoscale the pool with max_count >= 1); "
+                       (f"set {origin.name} = 1 (or more) in {self.rel} for this cluster (the default at {origin.where()} is every "
+                        "cluster's)" if origin and origin.default else f"set {origin.name if origin else 'the node count'} to 1 or more in {file}")
+                       + " (or autoscale the pool with max_count >= 1); "
                        "to retire the pool, also remove the quotas and samples listed here", self.ctx)
 
     def _scale_finding(self, key: tuple[str, str], covered: list[Problem]) -> Finding:
