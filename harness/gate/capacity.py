@@ -23,7 +23,8 @@ Decisions (see RULES):
   jobs wait for scale-up (warning, capacity-scale-up). Pods are compared with one node's
   allocatable (after the AKS reservation), because that is what the scheduler sees.
 - Root causes are reported once: a pool with 0 nodes (capacity-empty-pool, at the line that
-  sets the count), a flavor that selects no pool (capacity-flavor-labels) or quotas from the
+  sets the count; the cause of a quota only when nothing else backs it, or when one node of it would and a flavor
+  singles it out by its labels or taints: an optional pool left at 0 is no cause of a quota written too high), a flavor that selects no pool (capacity-flavor-labels) or quotas from the
   gpu-sku component of another VM size (capacity-sku-component, harness.gate.sku_component)
   lists the quotas, flavors and sample pods that depend on it instead of one finding each (a flavor of zero quota in
   every queue, staged for later, admits nothing: none). A VM size missing from sku.yaml gives only capacity-unknown-sku.

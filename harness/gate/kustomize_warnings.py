@@ -299,6 +299,7 @@ def probe_patches(ctx, root: Path, builds: list[Build], clusters: list[ClusterRe
             flux_trees.add((root / b.dir).resolve())
             job_dirs |= reachable(root / b.dir) | components
     if not jobs:
+        ctx.writers = Writers(root=root)
         return list
     # The helper builds the jobs in a scratch tree of these files of its copy, with the rewritten
     # kustomizations over them. A build the probe breaks comes back as that job's error (judged
@@ -310,7 +311,7 @@ def probe_patches(ctx, root: Path, builds: list[Build], clusters: list[ClusterRe
     else:
         results = run_fluxbuild(root, jobs, probe)
         pending = lambda: results  # noqa: E731
-    ctx.writers = Writers({p.key: p.ops for p in patches}, pending)
+    ctx.writers = Writers({p.key: p.ops for p in patches}, pending, root)
     return lambda: _judged(patches, owners, include, blocked, jobs, pending())
 
 
