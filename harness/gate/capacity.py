@@ -23,7 +23,8 @@ Decisions (see RULES):
   jobs wait for scale-up (warning, capacity-scale-up). Pods are compared with one node's
   allocatable (after the AKS reservation), because that is what the scheduler sees.
 - Root causes are reported once: a pool with 0 nodes (capacity-empty-pool, at the line that
-  sets the count), a flavor that selects no pool (capacity-flavor-labels) or quotas from the
+  sets the count; the cause of a quota only when nothing else backs it, or when one node of it would and a flavor
+  singles it out by its labels or taints: an optional pool left at 0 is no cause of a quota written too high), a flavor that selects no pool (capacity-flavor-labels) or quotas from the
   gpu-sku component of another VM size (capacity-sku-component, harness.gate.sku_component)
   lists the quotas, flavors and sample pods that depend on it instead of one finding each (a flavor of zero quota in
   every queue, staged for later, admits nothing: none). A VM size missing from sku.yaml gives only capacity-unknown-sku.
@@ -33,15 +34,16 @@ Decisions (see RULES):
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 
 from harness.core import format_quantity
-from harness.gate import kueue_fit, node_settings, placement, podsets, quota, sku_component
+from harness.gate import kueue_fit, node_settings, placement, podsets, quota, sku_component, substitution
+from harness.gate.origin import node_at, segments
+from harness.gate.writers import Writers, Written
 from harness.gate.findings import Finding
 from harness.gate.gpu_driver import gpu_driver_findings
-from harness.gate.placement import Problem
+from harness.gate.placement import Problem, flavors_named, follow_ons, one_per_line
 from harness.gate.matching import taint_text
 from harness.gate.pools import Pool, cluster_pools
 from harness.gate.render import ClusterRender
@@ -74,9 +76,10 @@ RULES = {
 # -- Rules -------------------------------------------------------------------------------------------------
 def capacity_findings(root: Path, clusters: list[ClusterRender], sources: Sources | None = None,
                       gate_config: GateConfig = DEFAULTS, fits: dict[str, kueue_fit.Fits] | None = None,
-                      refused: frozenset[str] = frozenset()) -> list[Finding]:
+                      refused: frozenset[str] = frozenset(), writers: Writers | None = None) -> list[Finding]:
     """`fits`: per cluster name, Kueue's flavor assigner's answers for its samples (sample_rules), else asked here;
-    `refused`: resource ids of the objects the apiserver or Kueue's webhook refuses (they never exist: no quota)."""
+    `refused`: resource ids of the objects the apiserver or Kueue's webhook refuses (they never exist: no quota);
+    `writers`: the patch probe's answers (which patch writes the quota a queue ends up with)."""
     root = Path(root).resolve()
     out: list[Finding] = []
     if not gate_config.terraform:
@@ -99,31 +102,12 @@ def capacity_findings(root: Path, clusters: list[ClusterRender], sources: Source
                                f"rename the file after its cluster, or add {gate_config.clusters}/<name>"))
     shared: dict[Finding, tuple[str, str, str]] = {}  # an empty pool's finding -> (cluster, the pool's part, what depends on it)
     for cluster in clusters:
-        out += _cluster_findings(root, cfg, sources, cluster, gate_config, (fits or {}).get(cluster.name), refused, shared)
-    return _one_per_line(out, shared)
-
-
-def _one_per_line(found: list[Finding], shared: dict[Finding, tuple[str, str, str]]) -> list[Finding]:
-    """An empty pool whose node count several clusters take from the same line (a variable's default) is one finding there,
-    naming each cluster and what depends on the pool on it."""
-    groups: dict[tuple, list[Finding]] = {}
-    for f in found:
-        if f in shared:
-            groups.setdefault((f.file, f.line, f.resource, f.hint, shared[f][1]), []).append(f)
-    out = [f for f in found if f not in shared]
-    for same in groups.values():
-        if len(same) == 1:
-            out += same
-            continue
-        names = [shared[f][0] for f in same]
-        out.append(replace(same[0], message=f"clusters {', '.join(names)}: {shared[same[0]][1]}, but the queues rely on it: "
-                           + "; ".join(f"on {shared[f][0]}, {shared[f][2]}" for f in same) + "; Kueue would admit workloads whose pods can "
-                           "never run", context="; ".join(f.context for f in same)))
-    return out
+        out += _cluster_findings(root, cfg, sources, cluster, gate_config, (fits or {}).get(cluster.name), refused, writers or Writers(), shared)
+    return one_per_line(out, shared)
 
 
 def _cluster_findings(root: Path, cfg: TerraformConfig, sources: Sources, cluster: ClusterRender, gate_config: GateConfig,
-                      fits: kueue_fit.Fits | None, refused: frozenset[str], shared: dict | None = None) -> list[Finding]:
+                      fits: kueue_fit.Fits | None, refused: frozenset[str], writers: Writers, shared: dict | None = None) -> list[Finding]:
     rel = gate_config.tfvars_file(cluster.name, root)
     ctx = f"cluster {cluster.name}"
     path = root / rel
@@ -157,7 +141,7 @@ def _cluster_findings(root: Path, cfg: TerraformConfig, sources: Sources, cluste
                                "arch: arm64 for an Arm size)", ctx))
     if any(p.sku is None for p in pools) or not pools:
         return out  # the unknown size is the root cause: every capacity below would be a guess
-    check = _Check(root, cluster, sources, pools, rel, ctx, gate_config, fits, refused)
+    check = _Check(root, cluster, sources, pools, rel, ctx, gate_config, fits, refused, writers)
     check.shared = shared if shared is not None else {}
     return out + check.findings()
 
@@ -166,10 +150,12 @@ class _Check:
     """The quota, flavor and sample checks of one cluster, folded under their root causes."""
 
     def __init__(self, root: Path, cluster: ClusterRender, sources: Sources, pools: list[Pool], rel: str, ctx: str,
-                 gate_config: GateConfig = DEFAULTS, fits: kueue_fit.Fits | None = None, refused: frozenset[str] = frozenset()):
+                 gate_config: GateConfig = DEFAULTS, fits: kueue_fit.Fits | None = None, refused: frozenset[str] = frozenset(),
+                 writers: Writers | None = None):
         self.root, self.cluster, self.sources, self.pools, self.rel, self.ctx = root, cluster, sources, pools, rel, ctx
-        self.config, self.fits = gate_config, fits
-        self.shared: dict[Finding, tuple[str, str, str]] = {}  # capacity_findings' `shared`: empty-pool findings it may fold across clusters
+        self.config, self.fits, self.writers = gate_config, fits, writers or Writers()
+        self.owner = {id(o): b for b, o in cluster.applied()}  # the layer that applies each object
+        self.shared: dict[Finding, tuple] = {}  # capacity_findings' `shared`: empty-pool findings it may fold across clusters
         self.objects = [o for _, o in cluster.applied() if resource_id(o) not in refused]
         self.flavors = {name_key(as_map(o.get("metadata")).get("name")): o for o in self.objects if o.get("kind") == "ResourceFlavor"}
         self.cqs = [o for o in self.objects if o.get("kind") == "ClusterQueue"]
@@ -180,9 +166,30 @@ class _Check:
         self.bare = placement.flavor_reach(self.objects, pools) if self.pods else self.reach
         self.capacities = quota.capacities(self.objects, pools, self.reach)
 
+    def _prefer(self) -> tuple[str, ...]:
+        return (f"{self.config.clusters}/{self.cluster.name}/", *(o + "/" for o in self.config.queue_overlays), "overlays/", "base/", "components/")
+
     def locate(self, obj: dict, field: str | None = None) -> tuple[str, int | None]:
-        return self.sources.locate(obj, (f"{self.config.clusters}/{self.cluster.name}/", *(o + "/" for o in self.config.queue_overlays),
-                                         "overlays/", "base/", "components/"), field=field)
+        return self.sources.locate(obj, self._prefer(), field=field)
+
+    def value_at(self, obj: dict, field: str | None) -> tuple[str, int | None, str | None, str]:
+        """Where the value at `field` of `obj` that the cluster ends up with is set: the last patch selecting it that writes
+        the field (harness.gate.writers), else its document; for a ${VAR}, where Flux takes the variable from for the layer
+        that applies it. With the variable's name (None when no ${VAR}), and where its ${VAR} is written when Flux sets it elsewhere ("")."""
+        build = self.owner.get(id(obj))
+        written = self.writers.at(build, obj, segments(field)) if field else None
+        file, line = self.sources.locate(obj, self._prefer(), field=field, written=written)
+        text = written.value if isinstance(written, Written) else None
+        if text is None and field:
+            doc = self.sources.locate(obj, self._prefer())
+            node = node_at(self.root, doc[0], doc[1], segments(field))[1] if doc[1] else None
+            text = node.value if node is not None and isinstance(node.value, str) else None
+        found = substitution.variable_origin(self.root, self.cluster, build, text, self.sources.locate,
+                                             (self.config.variables_file(self.cluster.name), f"{self.config.clusters}/{self.cluster.name}/")) \
+            if build is not None and text and "${" in text else None
+        if found and found[0]:
+            return found[0], found[1], found[2], f"{file}:{line}"
+        return file, line, found[2] if found else None, ""
 
     def findings(self) -> list[Finding]:
         funded = {fc.flavor for fc in self.capacities if fc.nominal_total > 0}
@@ -223,18 +230,28 @@ class _Check:
                 cap = sum((p.capacity()[res] for p in pools), Decimal(0))
                 if total > cap:
                     failed.append(names)
-                    # An empty pool is the cause when nothing else backs the quota, or when one node of it would.
+                    # An empty pool is the cause when nothing else backs the quota, or when one node of it would and a
+                    # flavor singles it out (the queues rely on it); else the quota written is (an optional pool left at 0).
                     empty = {p.address: p for fc in subset for p in fc.empty}.values()
-                    causes = {("pool", p.address) for p in empty if not pools or cap + p.node_capacity()[res] >= total}
+                    causes = {("pool", p.address) for p in empty
+                              if not pools or (cap + p.node_capacity()[res] >= total and self._singled_out(p, subset))}
                     causes |= {("flavor", n) for n in names & unreachable}
                     errors.append(self._quota_problem(subset, res, total, cap, pools, frozenset(causes)))
                 elif total > sum((p.min_capacity()[res] for p in pools), Decimal(0)) and not any(w <= names for w in warned):
                     warned.append(names)
                     mincap = sum((p.min_capacity()[res] for p in pools), Decimal(0))
                     warnings.append(Problem([], frozenset(("scale", p.address) for p in pools if p.min_nodes < p.count),
-                                            f"{_flavors(names)} {res} quota {format_quantity(res, total)} needs more than the "
+                                            f"{flavors_named(names)} {res} quota {format_quantity(res, total)} needs more than the "
                                             f"{format_quantity(res, mincap)} at min_count (up to {format_quantity(res, cap)})"))
         return errors, warnings
+
+    def _singled_out(self, pool: Pool, subset: list[FlavorCapacity]) -> bool:
+        """Whether a flavor of `subset` is meant for `pool`: its pods reach the pool through a taint it carries, or the
+        flavor's nodeLabels leave some pool out (a flavor without labels, such as `default`, takes any untainted pool)."""
+        flavors = placement.flavors_of(list(self.flavors.values()))
+        return bool(pool.taints) or any(
+            fl.labels and any(any(p.labels.get(k) != v for k, v in fl.labels.items()) for p in self.pools)
+            for fl in (flavors.get(fc.flavor) for fc in subset if pool.address in fc.via) if fl)
 
     def _quota_problem(self, subset: list[FlavorCapacity], res: str, total: Decimal, cap: Decimal, pools: list[Pool], causes: frozenset) -> Problem:
         quotas = [(cq, q) for fc in subset for cq, q in fc.quotas]
@@ -248,23 +265,32 @@ class _Check:
         scaled = " at max_count" if any(p.autoscaled for p in pools) else ""
         who = f"flavor {subset[0].flavor}" if len(subset) == 1 else f"flavors {', '.join(sorted(fc.flavor for fc in subset))}"
         whose = "the pools the flavor's pods can land on" if len(subset) == 1 else "the pools these flavors share"
-        at: dict[tuple[str, int | None], list[dict]] = {}  # where each quota is written -> the ClusterQueues it sizes
+        at: dict[tuple[str, int | None], list[dict]] = {}  # where each quota is set -> the ClusterQueues it sizes
+        variables: dict[tuple[str, int | None], tuple[str | None, str]] = {}  # -> (the ${VAR} Flux sets there, where it is written)
         for cq in {id(cq): cq for cq, _ in quotas}.values():
-            at.setdefault(self.locate(cq, quota.quota_field(cq, subset, res)), []).append(cq)
+            file, line, var, written = self.value_at(cq, quota.quota_field(cq, subset, res))
+            at.setdefault((file, line), []).append(cq)
+            variables[(file, line)] = (var, written)
         findings = [Finding(file, line, resource_id(cqs[0]), "capacity-quota",
                             f"cluster {self.cluster.name}: {' and '.join(kinds := sorted({c['kind'] for c in cqs}))}{'s' * (len(cqs) > len(kinds) == 1)} "
                             f"{', '.join(cq['metadata']['name'] for cq in cqs)} {who} {res}: declared nominal quota "
                             f"{format_quantity(res, total)} in total ({per_queue}) exceeds the real capacity{scaled} "
                             f"{format_quantity(res, cap)} of {whose} ({pools_text}; tfvars {self.rel}); admitted workloads would pend forever",
-                            self._quota_hint(res, cap), self.ctx) for (file, line), cqs in at.items()]
+                            self._quota_hint(res, cap, *variables[(file, line)]), self.ctx) for (file, line), cqs in at.items()]
         wrong = sku_component.wrong_component(self.root, [f.file for f in findings], pools)
         causes |= {("component", *wrong)} if wrong else set()
         backing = "no capacity" if cap == 0 else f"only {format_quantity(res, cap)}" + ("" if wrong else " on the other pools")
-        return Problem(findings, causes, f"the {res} quota {format_quantity(res, total)} of {_flavors(fc.flavor for fc in subset)} ({per_queue}) has {backing} behind it")
+        return Problem(findings, causes, f"the {res} quota {format_quantity(res, total)} of {flavors_named(fc.flavor for fc in subset)} ({per_queue}) has {backing} behind it")
 
-    def _quota_hint(self, res: str, cap: Decimal) -> str:
-        return (f"lower the {res} nominalQuota values written here so that they total at most {format_quantity(res, cap)}, "
-                f"or grow the pool (its node count or max_count in {self.rel})")
+    def _quota_hint(self, res: str, cap: Decimal, var: str | None = None, written: str = "") -> str:
+        pool = f"or grow the pool (its node count or max_count in {self.rel})"
+        total = f"so that the {res} quotas total at most {format_quantity(res, cap)}"
+        if var and written:
+            return f"lower {var} here (Flux substitutes it for the ${{{var}}} of the {res} nominalQuota at {written}) {total}, {pool}"
+        if var:
+            return (f"lower the default of ${{{var}}} written here, which this cluster's layer does not set (or set {var} in its "
+                    f"spec.postBuild.substitute), {total}, {pool}")
+        return f"lower the {res} nominalQuota values written here so that they total at most {format_quantity(res, cap)}, {pool}"
 
     # -- root causes -------------------------------------------------------------------------------------
     def _fold(self, problems: list[Problem], roots: dict, make) -> list[Finding]:
@@ -289,20 +315,24 @@ class _Check:
 
     def _root_finding(self, key: tuple[str, str], covered: list[Problem]) -> Finding:
         if key[0] == "flavor":
-            return self._flavor_finding(key[1], _follow_ons(covered))
+            return self._flavor_finding(key[1], follow_ons(covered))
         if key[0] == "component":
             dirs = [self.cluster.entry.dir, *(b.dir for b in self.cluster.flux), *self.config.queue_overlays]
-            return sku_component.root_finding(self.root, self.cluster, dirs, *key[1:3], self.pools, _follow_ons(covered), self.ctx, self.sources.locate)
+            return sku_component.root_finding(self.root, self.cluster, dirs, *key[1:3], self.pools, follow_ons(covered), self.ctx, self.sources.locate)
         pool = self._pool(key[1])
         origin = pool.count_origin
         file, line = (origin.file, origin.line) if origin else (pool.file, pool.line)
         said = f"{origin.text} at {origin.where()}" if origin else "count 0"
-        head, tail = f"{pool.where()} has no nodes ({said})", "; ".join(_follow_ons(covered))
+        head, tail = f"{pool.where()} has no nodes ({said})", "; ".join(follow_ons(covered))
+        more = " (or autoscale the pool with max_count >= 1); to retire the pool, also remove the quotas and samples listed here"
+        default = origin is not None and origin.default
         found = Finding(file, line, pool.address, "capacity-empty-pool",
                         f"cluster {self.cluster.name}: {head}, but the queues rely on it: {tail}; Kueue would admit workloads whose pods can never run",
-                        f"set {origin.name if origin else 'the node count'} to 1 or more in {file} (or autoscale the pool with max_count >= 1); "
-                        "to retire the pool, also remove the quotas and samples listed here", self.ctx)
-        self.shared[found] = (self.cluster.name, head, tail)
+                        (f"set {origin.name} = 1 (or more) in {self.rel} for this cluster (the default at {origin.where()} is every "
+                         "cluster's)" if default else f"set {origin.name if origin else 'the node count'} to 1 or more in {file}") + more, self.ctx)
+        self.shared[found] = (self.cluster.name, head, tail,
+                              (f"set {origin.name} = 1 (or more) in the tfvars of each cluster named ({self.config.tfvars}/<cluster>.tfvars; "
+                               f"the default at {origin.where()} is every cluster's)" if default else found.hint.removesuffix(more)) + more)
         return found
 
     def _scale_finding(self, key: tuple[str, str], covered: list[Problem]) -> Finding:
@@ -311,7 +341,7 @@ class _Check:
         file, line = (origin.file, origin.line) if origin else (pool.file, pool.line)
         return Finding(file, line, pool.address, "capacity-scale-up",
                        f"cluster {self.cluster.name}: {pool.where()} keeps {pool.min_nodes} node(s) when idle"
-                       + (f" ({origin.text})" if origin else "") + ": " + "; ".join(_follow_ons(covered, "need more nodes than that"))
+                       + (f" ({origin.text})" if origin else "") + ": " + "; ".join(follow_ons(covered, "need more nodes than that"))
                        + "; admitted jobs wait for the autoscaler to add nodes",
                        f"raise {origin.name if origin else 'min_count'} in {file} if admitted jobs must start at once; otherwise none needed",
                        self.ctx, severity="warning")
@@ -354,17 +384,3 @@ class _Check:
                        "or add node_labels to the pool in terraform/node_pools.tf; tolerate the taints of the pool it should use"
                        + ("; a zone is <region>-<n> of a zone listed in the pool's `zones` (\"0\" without zones)"
                           if "topology.kubernetes.io/zone" in fl.labels else ""), self.ctx)
-
-
-def _follow_ons(covered: list[Problem], pods_then: str = "would stay Pending") -> list[str]:
-    """What a root cause brings about, sample pods in one item."""
-    flavors, pods = [p.flavor for p in covered if p.flavor], [p.pod for p in covered if p.pod]
-    return (([f"{_flavors(flavors)} select{'s' if len(flavors) == 1 else ''} no other pool"] if flavors else [])
-            + [p.summary for p in covered if p.summary] + ([f"sample pods {', '.join(pods)} {pods_then}"] if pods else []))
-
-
-def _flavors(names) -> str:
-    names = sorted(names)
-    return f"flavor {names[0]}" if len(names) == 1 else f"flavors {', '.join(names)}"
-
-

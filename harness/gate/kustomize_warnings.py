@@ -16,6 +16,7 @@ annotation appears on no rendered object matched nothing.
 """
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,9 +25,10 @@ from pathlib import Path
 import yaml
 
 from harness.gate.config import CONFIG_FILE
-from harness.gate.origin import line_at
+from harness.gate.origin import entry_ops, line_at
 from harness.gate.findings import Finding
 from harness.gate.render import Build, ClusterRender, FluxBuild, run_fluxbuild
+from harness.gate.writers import Writers, writer_ops
 from harness.gate.sources import (KUSTOMIZATION_FILES, SKIP_DIRS, SourceError, as_list, as_map, kustomization_dirs, kustomization_file,
                                   kustomization_path, load_yaml, resource_id)
 
@@ -136,11 +138,13 @@ class Patch:
     line: int | None
     what: str  # e.g. "patches[1]"
     target: dict
+    ops: list  # its JSON6902 operations (origin.entry_ops), whose writer the probe records (harness.gate.writers)
     component: bool = False  # written in a kustomize Component (kind: Component)
 
 
-def _probe(target: dict, key: str) -> dict:
-    return {"target": target, "patch": f'[{{"op": "add", "path": "/metadata/annotations/{key.replace("/", "~1")}", "value": "1"}}]'}
+def _probe(target: dict, key: str, ops: list) -> dict:
+    mark = {"op": "add", "path": f"/metadata/annotations/{key.replace('/', '~1')}", "value": "1"}
+    return {"target": target, "patch": json.dumps([mark, *writer_ops(ops, key)])}
 
 
 def _with_probes(entries: list, at: list, file: str, doc_line: int | None, root: Path, patches: list[Patch],
@@ -152,8 +156,9 @@ def _with_probes(entries: list, at: list, file: str, doc_line: int | None, root:
         target = as_map(entry).get("target")
         if isinstance(target, dict) and target:
             key = f"{PROBE}{len(patches)}"
-            patches.append(Patch(key, file, line_at(root, file, doc_line, [*at, i]), f"{'.'.join(at)}[{i}]", target, component))
-            out.append(_probe(target, key))
+            ops = entry_ops(root, file, doc_line, [*at, i])
+            patches.append(Patch(key, file, line_at(root, file, doc_line, [*at, i]), f"{'.'.join(at)}[{i}]", target, ops, component))
+            out.append(_probe(target, key, ops))
         out.append(entry)
     return out
 
@@ -206,16 +211,20 @@ def probe_patches(ctx, root: Path, builds: list[Build], clusters: list[ClusterRe
             before = len(patches)
             file = ctx.finding(ks, None, "", "", "", cluster=c.name)
             entries = _with_probes(as_list(spec.get("patches")), ["spec", "patches"], file.file, file.line, root, patches)
-            if len(patches) == before:
+            # its spec.components apply after the kustomization's own patches: a probed one is rendered in this layer too
+            components = {d for e in as_list(spec.get("components")) if isinstance(e, str) and "\0" not in e
+                          for d in reachable(root / b.dir / e)}
+            if len(patches) == before and not components & set(rewritten):
                 continue
             for p in patches[before:]:
                 owners[p.key] = {b.id}
-            jobs.append({"id": b.id, "kustomization": {**ks, "spec": {**spec, "patches": entries}},
+            jobs.append({"id": b.id, "kustomization": {**ks, "spec": {**spec, "patches": entries}} if entries else ks,
                          "sources": c.variables})
-            include[b.id] = {b.id} | reachable(root / b.dir)
+            include[b.id] = {b.id} | reachable(root / b.dir) | components
             flux_trees.add((root / b.dir).resolve())
-            job_dirs |= reachable(root / b.dir)
+            job_dirs |= reachable(root / b.dir) | components
     if not jobs:
+        ctx.writers = Writers(root=root)
         return list
     # The helper builds the jobs in a scratch tree of these files of its copy, with the rewritten
     # kustomizations over them. A build the probe breaks comes back as that job's error (judged
@@ -227,6 +236,7 @@ def probe_patches(ctx, root: Path, builds: list[Build], clusters: list[ClusterRe
     else:
         results = run_fluxbuild(root, jobs, probe)
         pending = lambda: results  # noqa: E731
+    ctx.writers = Writers({p.key: p.ops for p in patches}, pending, root)
     return lambda: _judged(patches, owners, include, blocked, jobs, pending())
 
 

@@ -27,6 +27,11 @@ def segments(field: str) -> list[str | int]:
     return out
 
 
+def pointer(path: list[str | int]) -> str:
+    """The JSON pointer of a field path: ["spec", "resourceGroups", 0] -> "/spec/resourceGroups/0"."""
+    return "/" + "/".join(str(s).replace("~", "~0").replace("/", "~1") for s in path)
+
+
 def dotted(path: list[str | int]) -> str:
     """The inverse of segments: ["spec", "volumes", 0, "configMap"] -> "spec.volumes[0].configMap"."""
     return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
@@ -215,12 +220,27 @@ def _ops_of(root: Path, stamp: tuple) -> tuple:
     return tuple(out)
 
 
+def entry_ops(root: Path, file: str, doc_line: int | None, at: list) -> list[tuple[str, str | None, str, int]]:
+    """The JSON6902 operations (pointer, value as written, file, line) of the patches entry at path `at` of the document
+    of `file` starting at `doc_line`: written inline (`patch:`) or in the file its `path:` names."""
+    _, node = node_at(root, file, doc_line, at)
+    out: list = []
+    _, path = step(node, "path")
+    if isinstance(path, yaml.ScalarNode) and path.value:
+        target = (root / file).parent / path.value
+        rel = target.resolve().relative_to(root.resolve()).as_posix() if target.resolve().is_relative_to(root.resolve()) else None
+        for doc in _compose(root / rel) if rel else ():
+            _ops(doc, 0, rel, out)
+    elif node is not None:
+        _ops(node, 0, file, out)
+    return out
+
+
 def patch_line(root: Path, path: list[str | int], rendered) -> tuple[str, int] | None:
     """The file and line of a JSON6902 operation that writes `rendered` at `path`, or else of one writing a ${VAR}
     there that Flux substitutes."""
-    pointer = "/" + "/".join(str(s).replace("~", "~0").replace("/", "~1") for s in path)
     value = _scalar(rendered)
-    ops = [(val, file, line) for ptr, val, file, line in _patch_ops(root.resolve()) if ptr == pointer]
+    ops = [(val, file, line) for ptr, val, file, line in _patch_ops(root.resolve()) if ptr == pointer(path)]
     found = next(((file, line) for val, file, line in ops if val is None or val == value), None)
     return found or next(((file, line) for val, file, line in ops if "${" in val), None)
 

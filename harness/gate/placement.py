@@ -21,7 +21,7 @@ its group: a pool tainted for pods that tolerate it in their templates, not thro
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from harness.gate.findings import Finding
 from harness.gate.pools import Pool, selects
@@ -174,3 +174,34 @@ def pod_templates(job: dict) -> list[dict | None]:
     if job.get("kind", "RayJob") == "RayJob" and spec.get("submissionMode", "K8sJobMode") == "K8sJobMode":
         out.append(spec.get("submitterPodTemplate"))
     return out
+
+
+def one_per_line(found: list[Finding], shared: dict[Finding, tuple[str, str, str, str]]) -> list[Finding]:
+    """An empty pool whose node count several clusters take from the same line (a variable's default) is one finding there,
+    naming each cluster and what depends on the pool on it."""
+    groups: dict[tuple, list[Finding]] = {}
+    for f in found:
+        if f in shared:
+            groups.setdefault((f.file, f.line, f.resource, shared[f][1]), []).append(f)
+    out = [f for f in found if f not in shared]
+    for same in groups.values():
+        if len(same) == 1:
+            out += same
+            continue
+        names = [shared[f][0] for f in same]
+        out.append(replace(same[0], message=f"clusters {', '.join(names)}: {shared[same[0]][1]}, but the queues rely on it: "
+                           + "; ".join(f"on {shared[f][0]}, {shared[f][2]}" for f in same) + "; Kueue would admit workloads whose pods can "
+                           "never run", hint=shared[same[0]][3], context="; ".join(f.context for f in same)))
+    return out
+
+
+def follow_ons(covered: list[Problem], pods_then: str = "would stay Pending") -> list[str]:
+    """What a root cause brings about, sample pods in one item."""
+    flavors, pods = [p.flavor for p in covered if p.flavor], [p.pod for p in covered if p.pod]
+    return (([f"{flavors_named(flavors)} select{'s' if len(flavors) == 1 else ''} no other pool"] if flavors else [])
+            + [p.summary for p in covered if p.summary] + ([f"sample pods {', '.join(pods)} {pods_then}"] if pods else []))
+
+
+def flavors_named(names) -> str:
+    names = sorted(names)
+    return f"flavor {names[0]}" if len(names) == 1 else f"flavors {', '.join(names)}"

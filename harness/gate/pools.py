@@ -54,6 +54,7 @@ class Origin:
     file: str
     line: int | None
     text: str  # e.g. "gpu_node_count = 0"
+    default: bool = False  # the declared default of a variable (a cluster's tfvars may set it for that cluster alone)
 
     def where(self) -> str:
         return f"{self.file}:{self.line}" if self.line else self.file
@@ -258,8 +259,8 @@ class _Builder:
     def origin(self, block: Block, attr: str, v: Value | None, default=None) -> Origin:
         name = deciding_variable(v, attr in ("count", "for_each"))
         if name:
-            file, line, _ = variable_origin(self.cfg, name, self.tfvars_rel)
-            return Origin(file, line, f"{name} = {self.ev.variable(name)}")
+            file, line, in_tfvars = variable_origin(self.cfg, name, self.tfvars_rel)
+            return Origin(file, line, f"{name} = {self.ev.variable(name)}", default=not in_tfvars and line is not None)
         return Origin(v.file if v else block.file, v.line if v else None, f"{attr} = {v.text if v else default}")
 
     def build(self, block: Block, system: bool, instances: int = 1, body: Body | None = None) -> Pool:

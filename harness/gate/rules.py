@@ -19,8 +19,9 @@ from harness.gate.findings import Finding
 from harness.gate.flux_rules import cycles
 from harness.gate.kustomize_warnings import reachable
 from harness.gate.render import Build, ClusterRender, is_flux_kustomization, object_key
-from harness.gate.origin import line_at
+from harness.gate.origin import line_at, segments
 from harness.gate.substitution import undefined_variable
+from harness.gate.writers import Writers
 from harness.gate.sources import KUSTOMIZATION_FILES, SourceError, Sources, as_list, as_map, as_maps, load_yaml, name_key, reachable_dirs, resource_id
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
@@ -76,6 +77,7 @@ class Context:
         self.pod_security: list[tuple[dict, dict, Finding]] = []  # (object, error, finding) of each pod template a namespace's level forbids
         self.checker = None  # the run's schema_check.Checker (set by the gate; rules that ask its helper make one when it is not)
         self._reach: dict[str, tuple[str, ...]] = {}  # build directory -> the directories it reads (_reached)
+        self.writers = Writers()  # the patch probe's answers: which patch writes a field (set by kustomize_warnings.probe_patches)
 
     def renamed(self, kind: str, name, present, reference: str) -> bool:
         """Whether a kustomization renamed the missing `kind` `name` to one in `present` (its
@@ -97,7 +99,8 @@ class Context:
         prefer = tuple(p for p in (f"{clusters}/{cluster}/" if cluster else "", (build.dir + "/") if build else "",
                                    *(self.reached(build.dir) if build else ()),  # what the build reads, before any other overlay
                                    *(o + "/" for o in self.config.queue_overlays), "overlays/", "base/", f"{clusters}/", "flux/") if p)
-        src, line = self.sources.locate(obj, (file,) if file else prefer, field=field)
+        written = self.writers.at(build, obj, segments(field)) if field and not file else None
+        src, line = self.sources.locate(obj, (file,) if file else prefer, field=field, written=written)
         ctx = context if context is not None else (build.id if build else (f"cluster {cluster}" if cluster else ""))
         return Finding(src, line, resource_id(obj), rule, message, hint, ctx)
 

@@ -159,10 +159,14 @@ class Sources:
     def broken_files(self) -> set[str]:
         return {f.file for f in self.errors}
 
-    def locate(self, obj: dict, prefer: tuple[str, ...] = (), field: str | None = None) -> tuple[str, int | None]:
+    def locate(self, obj: dict, prefer: tuple[str, ...] = (), field: str | None = None, written=None) -> tuple[str, int | None]:
         """Source file and line of the document that defines `obj` (same kind and name); with
         `field` (an apiserver field path), the line where that field's value is written: in the
-        document, or in the patch that wrote it (harness.gate.origin)."""
+        document, or in the patch that wrote it (harness.gate.origin). `written`: what the patch probe
+        says writes the field (harness.gate.writers.Writers.at): that patch's line, or the document's
+        when no patch writes it."""
+        if written is not None and not isinstance(written, str):
+            return written.file, written.line
         file, line = self._locate_doc(obj, prefer)
         if field and line:
             from harness.gate import origin  # imports this module
@@ -170,7 +174,7 @@ class Sources:
             steps = origin.segments(field)
             rendered = origin.value_at(obj, steps)
             found = origin.field_line(self.root, file, line, steps, rendered)
-            if found and found[1]:
+            if found and (found[1] or written is not None):
                 return file, found[0]
             patched = origin.patch_line(self.root, steps, rendered) if rendered is not None else None
             if patched:

@@ -8,10 +8,12 @@ import re
 from pathlib import Path
 
 from harness.gate.findings import Finding
+from harness.gate.origin import line_at
 from harness.gate.render import ClusterRender, Build, is_flux_kustomization
-from harness.gate.sources import as_map, reachable_dirs, resource_id
+from harness.gate.sources import as_map, as_maps, name_key, reachable_dirs, resource_id
 
 _NOT_SET = re.compile(r'variable not set \(strict mode\): "?([A-Za-z_][A-Za-z0-9_]*)')
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)")  # the name of a ${VAR}, ${VAR:=default}, ${VAR:-default}
 
 
 def substituted_dirs(root: Path, clusters: list[ClusterRender], builds: list = ()) -> set[str]:
@@ -77,3 +79,33 @@ def undefined_variable(ctx, cluster: ClusterRender, build: Build, message: str) 
             return Finding(doc.file, at, resource_id(user) if user else resource_id(ks), "flux-variable-undefined",
                            f"postBuild substitution: {message}: ${{{name}}} is written here and set nowhere", hint, build.id)
     return ctx.finding(ks, build, "flux-variable-undefined", f"postBuild substitution: {message}", hint)
+
+
+def variable_origin(root: Path, cluster: ClusterRender, build: Build, text: str | None, locate,
+                    prefer: tuple[str, ...]) -> tuple[str | None, int | None, str] | None:
+    """Where Flux takes the value of the first ${VAR} of `text` from for the layer `build` renders on `cluster`: (file,
+    line, VAR) of its spec.postBuild.substitute entry (which overrides the sources), else of the key in the last
+    substituteFrom ConfigMap or Secret that holds it (the cluster's stand-in or one a layer applies); (None, None, VAR)
+    when neither sets it (a ${VAR:=default} then takes the default, where it is written); None without a ${VAR} or a
+    postBuild. `locate`: Sources.locate; `prefer`: the cluster's own files first (Flux objects of every cluster share names)."""
+    found = _VARIABLE.search(text or "")
+    ks = build.flux_kustomization
+    post = as_map(as_map(as_map(ks).get("spec")).get("postBuild"))
+    if not found or not post:
+        return None
+    var = found.group(1)
+    if var in as_map(post.get("substitute")):
+        file, doc_line = locate(ks, prefer)
+        return file, line_at(root, file, doc_line, ["spec", "postBuild", "substitute", var]), var
+    namespace = as_map(ks.get("metadata")).get("namespace", "flux-system")
+    applied = [o for b in [cluster.entry, *cluster.flux] for o in b.objects if o.get("kind") in ("ConfigMap", "Secret")]
+    for ref in reversed(as_maps(post.get("substituteFrom"))):
+        for source in [*cluster.variables, *applied]:
+            meta = as_map(source.get("metadata"))
+            if (source.get("kind"), name_key(meta.get("name")), meta.get("namespace", namespace)) != (ref.get("kind"), name_key(ref.get("name")), namespace):
+                continue
+            key = next((k for k in ("data", "stringData") if var in as_map(source.get(k))), None)
+            if key:
+                file, doc_line = locate(source, prefer)
+                return file, line_at(root, file, doc_line, [key, var]), var
+    return None, None, var

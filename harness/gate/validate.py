@@ -221,7 +221,7 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
     schema = beside("schema", lambda: rendered_found + schema_check.findings(ctx, checker, [v[:3] for v in validated], [v[3] for v in validated]))
     t_cap = time.monotonic()
     per_area["capacity"] += capacity.capacity_findings(root, clusters, sources, gate_config, pending_fits, frozenset(
-        f.resource for f in rendered_found if f.rule in ("schema", "api-validation", "kueue-webhook")))
+        f.resource for f in rendered_found if f.rule in ("schema", "api-validation", "kueue-webhook")), ctx.writers)
     timed("capacity", t_cap)
     per_area["rules"] += joined(warnings) + joined(helm)
     presuming += [found for fits in pending_fits.values() for found in fits.findings()]
