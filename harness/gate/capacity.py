@@ -15,7 +15,8 @@ Decisions (see RULES):
   objects' pod templates write (a pool reached only with the latter: a warning at the flavor). With the GPU pool tainted and flavor `gpu`
   tolerating it, `default`'s cpu/memory quota is backed by the CPU pool (CPU-only pods) and by the
   GPU pool (GPU pods, which carry flavor gpu's toleration): both pools count, each once.
-- Quota sums per resource are compared with the pools' hardware (vCPU, memory, GPUs x nodes),
+- Quota sums per resource are compared with what the pools' nodes give pods (node allocatable x nodes: vCPU and memory less
+  AKS's kube-reserved and eviction threshold, GPUs), what kube-scheduler fits pods against,
   for every flavor and for every set of flavors that share pools (a pool is counted once for
   the set, so two flavors cannot both claim it in full); only the smallest failing set is reported.
   Above that, the quota cannot be met whatever runs on the nodes.
@@ -57,7 +58,7 @@ RULES = {
     "capacity-terraform": "terraform/ parses, and every cluster has terraform/clusters/<name>.tfvars (or .tfvars.json) naming it",
     "capacity-unknown-sku": f"every node pool's vm_size is in {SKU_FILE_REL} or under `skus:` of the gate configuration ({CONFIG_FILE})",
     "capacity-autoscaling": "autoscaling pools use the pinned azurerm version's attribute names and set min_count <= max_count",
-    "capacity-quota": "per resource, the nominal quotas of a flavor (or of flavors sharing pools) <= the capacity of the pools their pods can land on",
+    "capacity-quota": "per resource, the nominal quotas of a flavor (or of flavors sharing pools) <= the allocatable (what kube-scheduler fits pods against: vCPU and memory less AKS's reservation, GPUs) of the pools their pods can land on",
     "capacity-scale-up": "warning: quotas and sample pod sets fit the autoscaling pools at min_count (else admitted jobs wait for scale-up)",
     "capacity-empty-pool": "no pool the queues or samples rely on has 0 nodes (reported once, at the node count, with what depends on it)",
     "capacity-flavor-labels": "every flavor a ClusterQueue uses selects at least one node pool (nodeLabels, nodeTaints, tolerations; a warning "
@@ -227,7 +228,7 @@ class _Check:
                     continue
                 pools = list({p.address: p for fc in subset for p in fc.pools}.values())
                 total = sum((fc.nominal_total for fc in subset), Decimal(0))
-                cap = sum((p.capacity()[res] for p in pools), Decimal(0))
+                cap = sum((p.allocatable()[res] for p in pools), Decimal(0))
                 if total > cap:
                     failed.append(names)
                     # An empty pool is the cause when nothing else backs the quota, or when one node of it would and a
@@ -237,9 +238,9 @@ class _Check:
                               if not pools or (cap + p.node_capacity()[res] >= total and self._singled_out(p, subset))}
                     causes |= {("flavor", n) for n in names & unreachable}
                     errors.append(self._quota_problem(subset, res, total, cap, pools, frozenset(causes)))
-                elif total > sum((p.min_capacity()[res] for p in pools), Decimal(0)) and not any(w <= names for w in warned):
+                elif total > sum((p.allocatable(p.min_nodes)[res] for p in pools), Decimal(0)) and not any(w <= names for w in warned):
                     warned.append(names)
-                    mincap = sum((p.min_capacity()[res] for p in pools), Decimal(0))
+                    mincap = sum((p.allocatable(p.min_nodes)[res] for p in pools), Decimal(0))
                     warnings.append(Problem([], frozenset(("scale", p.address) for p in pools if p.min_nodes < p.count),
                                             f"{flavors_named(names)} {res} quota {format_quantity(res, total)} needs more than the "
                                             f"{format_quantity(res, mincap)} at min_count (up to {format_quantity(res, cap)})"))
@@ -261,7 +262,7 @@ class _Check:
         def with_(p: Pool) -> str:
             partners = sorted(v for v in via.get(p.address, ()) if v != "alone")
             return f" (pods with {' or '.join(partners)})" if partners and "alone" not in via.get(p.address, ()) else ""
-        pools_text = "; ".join(f"{p.where()}: {format_quantity(res, p.capacity()[res])}{with_(p)}" for p in pools) or f"no pool in {self.rel} matches"
+        pools_text = "; ".join(f"{p.where()}: {format_quantity(res, p.allocatable()[res])} allocatable{with_(p)}" for p in pools) or f"no pool in {self.rel} matches"
         scaled = " at max_count" if any(p.autoscaled for p in pools) else ""
         who = f"flavor {subset[0].flavor}" if len(subset) == 1 else f"flavors {', '.join(sorted(fc.flavor for fc in subset))}"
         whose = "the pools the flavor's pods can land on" if len(subset) == 1 else "the pools these flavors share"
@@ -274,7 +275,7 @@ class _Check:
         findings = [Finding(file, line, resource_id(cqs[0]), "capacity-quota",
                             f"cluster {self.cluster.name}: {' and '.join(kinds := sorted({c['kind'] for c in cqs}))}{'s' * (len(cqs) > len(kinds) == 1)} "
                             f"{', '.join(cq['metadata']['name'] for cq in cqs)} {who} {res}: declared nominal quota "
-                            f"{format_quantity(res, total)} in total ({per_queue}) exceeds the real capacity{scaled} "
+                            f"{format_quantity(res, total)} in total ({per_queue}) exceeds the allocatable{scaled} "
                             f"{format_quantity(res, cap)} of {whose} ({pools_text}; tfvars {self.rel}); admitted workloads would pend forever",
                             self._quota_hint(res, cap, *variables[(file, line)]), self.ctx) for (file, line), cqs in at.items()]
         wrong = sku_component.wrong_component(self.root, [f.file for f in findings], pools)

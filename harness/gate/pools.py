@@ -140,8 +140,11 @@ class Pool:
         n = self.count if nodes is None else nodes
         return {k: v * n for k, v in self.node_capacity().items()}
 
-    def min_capacity(self) -> dict[str, Decimal]:
-        return self.capacity(self.min_nodes)
+    def allocatable(self, nodes: int | None = None) -> dict[str, Decimal]:
+        """What pods get of `nodes` nodes (default: all, at max_count for an autoscaling pool): what kube-scheduler fits them
+        against, node allocatable (capacity less AKS's kube-reserved and eviction threshold), per node."""
+        n = self.count if nodes is None else nodes
+        return {k: v * n for k, v in self.node_allocatable().items()}
 
     def node_allocatable(self) -> dict[str, Decimal]:
         if not self.sku:

@@ -33,11 +33,11 @@ class FlavorCapacity:
 
     @property
     def capacity(self) -> Decimal:
-        return sum((p.capacity()[self.resource] for p in self.pools), Decimal(0))
+        return sum((p.allocatable()[self.resource] for p in self.pools), Decimal(0))
 
     @property
     def min_capacity(self) -> Decimal:
-        return sum((p.min_capacity()[self.resource] for p in self.pools), Decimal(0))
+        return sum((p.allocatable(p.min_nodes)[self.resource] for p in self.pools), Decimal(0))
 
     @property
     def headroom(self) -> Decimal:

@@ -31,7 +31,7 @@ class Size:
 
 
 # The scenario size of the team-queues tests: 34 CPU, 264Gi, 4 GPU, so that two fit the cohort's
-# 96 CPU (the sample's llm-training, 68 CPU for 4 GPUs, runs out of CPU first).
+# 94 CPU (the sample's llm-training, 68 CPU for 4 GPUs, runs out of CPU first).
 FOUR_GPUS = Size(workers=4, worker_cpu="8", worker_memory="64Gi", head_cpu="2", head_memory="8Gi")
 
 

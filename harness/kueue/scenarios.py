@@ -25,7 +25,7 @@ SINGLE_QUEUE = Scenario(
     "single-queue", "single-queue back-pressure: one job runs, the next waits", "overlays/single-queue", ["cluster-queue"],
     "train-1 is admitted, train-2 waits for quota; when train-1 is done, train-2 is admitted",
     # The sample llm-training as it ships: head 4 CPU + 4 workers x (16 CPU, 128Gi, 1 GPU) = 68 CPU,
-    # 528Gi, 4 GPU. Two of them need 136 CPU against the queue's 96.
+    # 528Gi, 4 GPU. Two of them need 136 CPU against the queue's 94.
     [Step("first", "submit train-1 (the sample llm-training as the ref ships it)", [Submit("llm-training", "train-1", "default")],
           expect=[Admitted("train-1")],
           details=[SuspendedOnSubmit("train-1"), RayClusters(("train-1",), 1, workers=4)]),  # KubeRay creates it
@@ -68,12 +68,12 @@ TEAM_QUEUES = Scenario(
 
 SAMPLE_CPU_FIRST = Scenario(
     "sample-cpu-first", "team-queues with the sample's own llm-training: CPU runs out first", "overlays/team-queues", TEAMS,
-    "llm-1 is admitted with 20 CPU borrowed; llm-2 waits for CPU in flavor default, not for GPUs",
+    "llm-1 is admitted with 21 CPU borrowed; llm-2 waits for CPU in flavor default, not for GPUs",
     [Step("first", "team A submits llm-1 (the sample llm-training as it ships)", [Submit("llm-training", "llm-1", "team-a")],
-          expect=[Admitted("llm-1")]),  # 68 CPU: 48 guaranteed + 20 borrowed
+          expect=[Admitted("llm-1")]),  # 68 CPU: 47 guaranteed + 21 borrowed
      Step("second", "team A submits llm-2 (the same)", [Submit("llm-training", "llm-2", "team-a")],
           expect=[Pending("llm-2", "insufficient unused quota for cpu in flavor {default}", should="wait for CPU")],
-          details=[Usage("team-a-cq", cpu_borrowed="20", gpus="4", borrowed="0")])],
+          details=[Usage("team-a-cq", cpu_borrowed="21", gpus="4", borrowed="0")])],
     cluster=PRODUCTION)
 
 # Team B uses its whole share, so team A has nothing to borrow and must choose within itself.

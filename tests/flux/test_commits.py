@@ -29,7 +29,7 @@ def _counts(cq: dict) -> tuple[int, int]:
 
 
 def test_quota_commit_reaches_kueue_within_the_interval(run, queues, repo_copy):
-    """Two llm-training jobs (68 CPU, 528Gi each) do not fit the 96 CPU / 768Gi pool: one waits.
+    """Two llm-training jobs (68 CPU, 528Gi each) do not fit the 94 CPU / 768Gi pool: one waits.
     The pool grows in Terraform first (gpu_node_count = 2: the second Standard_ND96amsr_A100_v4
     node `terraform apply` would add), then a commit that raises the queue's quota is picked up
     by source-controller, applied by kustomize-controller, and Kueue admits the waiting job, all

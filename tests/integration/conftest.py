@@ -104,7 +104,7 @@ def two_gpu_worker(repo_copy):
     admitted by quota (a sum over nodes), placeable on no node."""
     nc24 = "components/gpu-sku/standard-nc24ads-a100-v4/kustomization.yaml"
     edit(repo_copy, "terraform/clusters/dev-westus3.tfvars", "gpu_node_count = 1", "gpu_node_count = 2")
-    edit(repo_copy, nc24, 'resources/0/nominalQuota, value: "24"}', 'resources/0/nominalQuota, value: "48"}')
+    edit(repo_copy, nc24, 'resources/0/nominalQuota, value: "23"}', 'resources/0/nominalQuota, value: "46"}')
     edit(repo_copy, nc24, "resources/1/nominalQuota, value: 200Gi}", "resources/1/nominalQuota, value: 400Gi}")
     edit(repo_copy, nc24, '/spec/resourceGroups/1/flavors/0/resources/0/nominalQuota, value: "1"}',
          '/spec/resourceGroups/1/flavors/0/resources/0/nominalQuota, value: "2"}')

@@ -14,7 +14,7 @@ def test_one_runs_the_next_waits_then_runs(scenario):
     first = result["first"].state
     assert first["train-1"]["admitted"] and first["train-1"]["rayclusters"] == 1, first
 
-    # Two of the sample's llm-training need 136 CPU against the queue's 96: the second waits.
+    # Two of the sample's llm-training need 136 CPU against the queue's 94: the second waits.
     second = result["second"].state
     assert second["train-1"]["admitted"], second
     train_2 = second["train-2"]

@@ -1,7 +1,7 @@
 """Capacity checks (harness/gate/capacity.py, pools.py, sku.py, terraform.py) and the identity wiring
 (harness/gate/terraform_checks.py):
 the repository passes, and each broken variant fails with a message that names the cluster,
-ClusterQueue, resource, declared quota, real capacity, Terraform file and pool."""
+ClusterQueue, resource, declared quota, allocatable capacity, Terraform file and pool."""
 from __future__ import annotations
 
 from decimal import Decimal
@@ -19,7 +19,7 @@ from harness.gate.sku import SKU_FILE, allocatable, sku_table
 from harness.gate.terraform import TerraformConfig, load_tfvars
 from harness.gate.render import render_repository
 from harness.core.versions import REPO_ROOT
-from tests.static.test_gate_corpus import edit, write
+from tests.static.test_gate_corpus import edit, two_dev_gpu_nodes, write
 
 pytestmark = pytest.mark.static
 
@@ -79,7 +79,7 @@ def test_quota_above_capacity(repo_copy: Path):
     hits = only(findings(repo_copy), "capacity-quota")
     msg = hits[0].message
     assert "declared nominal quota 10" in msg and "ClusterQueue team-a-cq 5, ClusterQueue team-b-cq 5" in msg
-    assert "real capacity 8" in msg and "pool gpupool, 1 x Standard_ND96amsr_A100_v4" in msg
+    assert "allocatable 8" in msg and "pool gpupool, 1 x Standard_ND96amsr_A100_v4" in msg
     # One finding at the component patch line that writes the GPU quota of both team ClusterQueues.
     assert [(f.file, f.line) for f in hits] == [(ND96, 24)], "\n".join(f.text() for f in hits)
     assert "ClusterQueues team-a-cq, team-b-cq flavor gpu" in msg
@@ -101,8 +101,9 @@ def test_flavor_label_mismatch(repo_copy: Path):
 
 
 def test_pod_larger_than_any_node(repo_copy: Path):
-    # On dev (one NC24ads node, quota 24 CPUs) a 23.8-CPU worker and a 100m head fit the quota (Kueue admits the job)
-    # but not the node's 23.66 allocatable CPUs.
+    # On dev with two NC24ads nodes and quota for both (46 CPUs) a 23.8-CPU worker and a 100m head fit the quota (Kueue
+    # admits the job) but not one node's 23.66 allocatable CPUs.
+    two_dev_gpu_nodes(repo_copy)
     edit(repo_copy, "workloads/aurora-finetune.yaml", 'requests: {cpu: "2", memory: 8Gi}', 'requests: {cpu: 100m, memory: 8Gi}')
     edit(repo_copy, "workloads/aurora-finetune.yaml", 'limits: {cpu: "2", memory: 8Gi}', 'limits: {cpu: 100m, memory: 8Gi}')
     edit(repo_copy, "workloads/aurora-finetune.yaml", 'requests: {cpu: "18", memory: 160Gi, nvidia.com/gpu: "1"}',
@@ -274,7 +275,8 @@ def test_tainted_pool_capacity_counts_each_pool_once_for_the_pods_that_reach_it(
     pools = node_pools(repo_copy, "prod-eastus2")
     by_key = {(fc.flavor, fc.resource): fc for fc in flavor_capacities(objects, pools)}
     cpu = by_key[("default", "cpu")]
-    assert [p.name for p in cpu.pools] == ["gpupool", "cpupool"] and cpu.capacity == 96 + 32
+    assert [p.name for p in cpu.pools] == ["gpupool", "cpupool"]
+    assert cpu.capacity == sum(p.allocatable()["cpu"] for p in cpu.pools) == Decimal("126.42")  # allocatable: 94.94 + 2 x 15.74
     assert cpu.via["azurerm_kubernetes_cluster_node_pool.gpu"] == {"flavor gpu"}  # only GPU pods reach the tainted pool
     assert cpu.via["azurerm_kubernetes_cluster_node_pool.cpu"] == {"alone"}
     assert [p.name for p in by_key[("gpu", "nvidia.com/gpu")].pools] == ["gpupool"]
@@ -300,7 +302,7 @@ def test_gpu_node_count_zero_is_one_root_cause(repo_copy: Path):
     f = report.findings[0]
     assert (f.rule, f.file, f.line) == ("capacity-empty-pool", PROD_TFVARS, line_of(repo_copy, PROD_TFVARS, "gpu_node_count = 0"))
     for part in ("cluster prod-eastus2", "pool gpupool", "gpu_node_count = 0", "flavors default, gpu select no other pool",
-                 "cpu quota 96 of flavor default", "nvidia.com/gpu quota 8 of flavor gpu", "sample pods aurora-finetune/head"):
+                 "cpu quota 94 of flavor default", "nvidia.com/gpu quota 8 of flavor gpu", "sample pods aurora-finetune/head"):
         assert part in f.message, f"{part!r} not in: {f.message}"
     assert "gpu_node_count to 1 or more in " + PROD_TFVARS in f.hint
 
@@ -309,7 +311,7 @@ def test_autoscaling_pool_counts_at_max_count(repo_copy: Path):
     autoscale_gpu_pool(repo_copy, 1, 3)
     gpu = next(p for p in node_pools(repo_copy, "prod-eastus2") if p.name == "gpupool")
     assert (gpu.autoscaled, gpu.min_count, gpu.count) == (True, 1, 3)
-    assert gpu.capacity()["nvidia.com/gpu"] == 24 and gpu.min_capacity()["nvidia.com/gpu"] == 8
+    assert gpu.capacity()["nvidia.com/gpu"] == 24 and gpu.allocatable(gpu.min_nodes)["nvidia.com/gpu"] == 8
     assert gpu.count_origin.where() == f"terraform/node_pools.tf:{line_of(repo_copy, 'terraform/node_pools.tf', 'max_count')}"
     assert "1-3 x Standard_ND96amsr_A100_v4, autoscaling" in gpu.where()
     assert not findings(repo_copy)  # quota 8 GPUs is backed by min_count 1 already
@@ -414,7 +416,7 @@ CASES = [
     ("two-flavors-claim-one-pool", "capacity-quota", ND96, ('value: "60"}', 0),
      lambda r: (append(r, "base/resource-flavors.yaml", "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: default-b\nspec: {}\n"),
                 edit(r, "overlays/team-queues/team-b.yaml", "        - name: default\n", "        - name: default-b\n"),
-                edit(r, ND96, 'flavors/0/resources/0/nominalQuota, value: "48"}', 'flavors/0/resources/0/nominalQuota, value: "60"}'))),
+                edit(r, ND96, 'flavors/0/resources/0/nominalQuota, value: "47"}', 'flavors/0/resources/0/nominalQuota, value: "60"}'))),
     # Each pod set alone fits; kube-scheduler's own plugins place the job's pods together: 4 workers that must not share a
     # node, on prod-eastus2's one GPU node, leave 3 Pending (the real scheduler agrees: tests/integration/test_samples_on_nodes.py).
     ("workers-anti-affine-on-one-gpu-node", "capacity-pods-scheduled", "workloads/llm-training.yaml", ("        template:", 0),
@@ -425,7 +427,7 @@ CASES = [
      lambda r: (write(r, "base/limit-range.yaml", "apiVersion: v1\nkind: LimitRange\nmetadata: {name: defaults, namespace: ray}\n"
                       "spec:\n  limits:\n    - {type: Container, defaultRequest: {cpu: \"30\"}, default: {cpu: \"30\"}}\n"),
                 edit(r, "base/kustomization.yaml", "resources:\n", "resources:\n  - limit-range.yaml\n"),
-                edit(r, NC24, 'resources/0/nominalQuota, value: "24"}', 'resources/0/nominalQuota, value: "96"}'))),
+                edit(r, NC24, 'resources/0/nominalQuota, value: "23"}', 'resources/0/nominalQuota, value: "96"}'))),
     # A Windows pool beside the Linux ones: AKS labels it kubernetes.io/os=windows and taints nothing, so the heads may go there.
     ("windows-pool-beside-linux-pods", "capacity-pod-os", "workloads/batch-inference.yaml", ("  template:", 0),
      lambda r: append(r, "terraform/node_pools.tf", '\nresource "azurerm_kubernetes_cluster_node_pool" "win" {\n  name = "win"\n'
@@ -435,7 +437,7 @@ CASES = [
     ("pod-set-more-pods-than-nodes", "capacity-pod-set-nodes", "clusters/dev-westus3/samples.yaml", ('NUM_WORKERS: "2"', 0),
      lambda r: (edit(r, "clusters/dev-westus3/samples.yaml", 'NUM_WORKERS: "1"', 'NUM_WORKERS: "2"'),
                 [edit(r, NC24, f"{path}, value: {old}}}", f"{path}, value: {new}}}") for path, old, new in (
-                    ("resources/0/nominalQuota", '"24"', '"48"'), ("resources/1/nominalQuota", "200Gi", "400Gi"),
+                    ("resources/0/nominalQuota", '"23"', '"46"'), ("resources/1/nominalQuota", "200Gi", "400Gi"),
                     ("/spec/resourceGroups/1/flavors/0/resources/0/nominalQuota", '"1"', '"2"'))])),
 ]
 

@@ -24,7 +24,7 @@ CASES = [
                     '              borrowingLimit: "0"\n              lendingLimit: "60"\n            - name: memory')),
     # The value is written by the gpu-sku component's patch, not by the ClusterQueue's file.
     ("negative-quota-in-component", "kueue-webhook", ND96, 20, "nominalQuota",
-     lambda r: edit(r, ND96, 'resources/0/nominalQuota, value: "48"}', 'resources/0/nominalQuota, value: "-48"}')),
+     lambda r: edit(r, ND96, 'resources/0/nominalQuota, value: "47"}', 'resources/0/nominalQuota, value: "-47"}')),
     ("cel-preemption", "api-validation", TEAM_A, 12, "reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never",
      lambda r: edit(r, TEAM_A, "    reclaimWithinCohort: Any\n",
                     "    reclaimWithinCohort: Never\n    borrowWithinCohort:\n      policy: LowerPriority\n")),

@@ -233,6 +233,15 @@ sops:
 """
 
 
+def two_dev_gpu_nodes(root: Path) -> None:
+    """dev-westus3 with two Standard_NC24ads_A100_v4 nodes and its single queue's quota for both (46 CPU, 400Gi, 2 GPUs)."""
+    nc24 = "components/gpu-sku/standard-nc24ads-a100-v4/kustomization.yaml"
+    edit(root, "terraform/clusters/dev-westus3.tfvars", "gpu_node_count = 1", "gpu_node_count = 2")
+    for path, old, new in (("resources/0/nominalQuota", '"23"', '"46"'), ("resources/1/nominalQuota", "200Gi", "400Gi"),
+                           ("/spec/resourceGroups/1/flavors/0/resources/0/nominalQuota", '"1"', '"2"')):
+        edit(root, nc24, f"{path}, value: {old}}}", f"{path}, value: {new}}}")
+
+
 def sops_secret(root: Path) -> None:
     """prod-eastus2's queues layer applies SOPS_SECRET."""
     write(root, f"{PROD}/queues/storage-secret.yaml", SOPS_SECRET)
@@ -262,7 +271,7 @@ CORPUS = [
      lambda r: edit(r, "base/resource-flavors.yaml", "apiVersion: kueue.x-k8s.io/v1beta2", "apiVersion: kueue.x-k8s.io/v1beta1"), None, "warning"),
     ("typo-field", "schema", TEAM_B, lambda r: edit(r, TEAM_B, "queueingStrategy:", "queueingStrategyy:")),
     # Checked by the apiserver's own validation (tools/fluxbuild), at the component's patch line that wrote it.
-    ("bad-quantity", "api-validation", ND96, lambda r: edit(r, ND96, 'nominalQuota, value: "96"}', 'nominalQuota, value: "96 cores"}'), 13),
+    ("bad-quantity", "api-validation", ND96, lambda r: edit(r, ND96, 'nominalQuota, value: "94"}', 'nominalQuota, value: "94 cores"}'), 13),
     ("dangling-localqueue", "localqueue-clusterqueue", TEAM_B, lambda r: edit(r, TEAM_B, "clusterQueue: team-b-cq", "clusterQueue: team-c-cq")),
     ("missing-flavor", "clusterqueue-flavor", SINGLE, lambda r: edit(r, SINGLE, "- name: gpu\n", "- name: gpu-h100\n")),
     ("covered-resources", "api-validation", SINGLE, lambda r: edit(r, SINGLE, "coveredResources: [cpu, memory]", "coveredResources: [cpu]"), 12),
@@ -558,11 +567,14 @@ CORPUS = [
                     "      - kind: ConfigMap\n        name: cluster-vars\n", ""), 9),
     # SidecarMode: KubeRay adds its default submitter container (500m, 200Mi) to the head pod; Kueue 0.17 does not charge it,
     # so the job is admitted (23.4 of 24 cpu) and its pods need 23.9 cpu of the GPU node's 23.66 allocatable.
+    # (dev-westus3 with two NC24ads nodes and quota for both: Kueue 0.17 charges the head without its sidecar, 23.5 CPU of a
+    # node's 23.66 allocatable, and the sidecar does not fit beside it.)
     ("sidecar-submitter-on-the-head", "capacity-pods-scheduled", "workloads/aurora-finetune.yaml",
      lambda r: (edit(r, "workloads/aurora-finetune.yaml", "  submitterPodTemplate:\n    spec:\n      restartPolicy: Never\n      containers:\n"
                      "        - name: ray-job-submitter\n          image: ${RAY_IMAGE}\n", "  submissionMode: SidecarMode\n"),
-                edit(r, "workloads/aurora-finetune.yaml", 'cpu: "18", memory: 160Gi', 'cpu: "21.4", memory: 160Gi'),
-                edit(r, "workloads/aurora-finetune.yaml", 'cpu: "18", memory: 160Gi', 'cpu: "21.4", memory: 160Gi')), 69),
+                two_dev_gpu_nodes(r),
+                edit(r, "workloads/aurora-finetune.yaml", 'requests: {cpu: "2", memory: 8Gi}', 'requests: {cpu: "23.5", memory: 8Gi}'),
+                edit(r, "workloads/aurora-finetune.yaml", 'limits: {cpu: "2", memory: 8Gi}', 'limits: {cpu: "23.5", memory: 8Gi}')), 39),
     # A scheduler AKS does not run: nothing binds the pods, which hold the job's quota.
     ("scheduler-the-cluster-lacks", "capacity-pods-scheduled", "workloads/batch-inference.yaml",
      lambda r: edit(r, "workloads/batch-inference.yaml", "            containers:", "            schedulerName: volcano\n            containers:"), 72),

@@ -49,7 +49,7 @@ def test_pod_sets_may_take_different_flavors(repo_copy):
     edit(repo_copy, "overlays/single-queue/cluster-queue.yaml", "    - coveredResources: [nvidia.com/gpu]",
          "        - name: default-b\n          resources:\n            - name: cpu\n              nominalQuota: \"12\"\n"
          "            - name: memory\n              nominalQuota: 100Gi\n    - coveredResources: [nvidia.com/gpu]")
-    edit(repo_copy, "components/gpu-sku/standard-nc24ads-a100-v4/kustomization.yaml", 'value: "24"}', 'value: "12"}')
+    edit(repo_copy, "components/gpu-sku/standard-nc24ads-a100-v4/kustomization.yaml", 'value: "23"}', 'value: "12"}')
     edit(repo_copy, "components/gpu-sku/standard-nc24ads-a100-v4/kustomization.yaml", "value: 200Gi}", "value: 100Gi}")
     (repo_copy / DEV / "samples.yaml").write_text("- sample: batch-inference\n  queue: default\n")
     assert _fits(repo_copy) == []

@@ -38,7 +38,7 @@ def test_the_team_patch_not_the_whole_pool_patch_of_the_same_value(repo_copy: Pa
     """The whole-pool patch writes 768Gi too, but selects no team queue: memory is the team patch's line."""
     add_team_c(repo_copy)
     found = quota_findings(repo_copy)
-    assert at(found, "capacity-quota") == {(ND96, line_of(repo_copy, ND96, "resources/0/nominalQuota, value: \"48\"}")),
+    assert at(found, "capacity-quota") == {(ND96, line_of(repo_copy, ND96, "resources/0/nominalQuota, value: \"47\"}")),
                                            (ND96, line_of(repo_copy, ND96, "resources/1/nominalQuota, value: 768Gi}", 1)),
                                            (ND96, line_of(repo_copy, ND96, TEAM_GPUS))}, "\n".join(f.text() for f in found)
 
@@ -84,7 +84,7 @@ def test_a_substituted_default_is_where_the_default_is_written(repo_copy: Path):
 
 def test_a_value_written_in_the_overlay_and_replaced_by_the_component(repo_copy: Path):
     edit(repo_copy, "overlays/team-queues/team-b.yaml", 'nominalQuota: "0"     # set by components/gpu-sku', 'nominalQuota: "50"')
-    edit(repo_copy, ND96, 'resources/0/nominalQuota, value: "48"}', 'resources/0/nominalQuota, value: "50"}')
+    edit(repo_copy, ND96, 'resources/0/nominalQuota, value: "47"}', 'resources/0/nominalQuota, value: "50"}')
     found = quota_findings(repo_copy)
     assert at(found, "capacity-quota") == {(ND96, line_of(repo_copy, ND96, 'resources/0/nominalQuota, value: "50"}'))}, \
         "\n".join(f.text() for f in found)
@@ -96,7 +96,7 @@ def test_a_patch_in_a_file_and_a_replacement(repo_copy: Path):
     ops = [line.strip() for line in team.splitlines() if line.strip().startswith("- {op")]
     write(repo_copy, ND96, head + "  - target:\n      kind: ClusterQueue\n      labelSelector: ray-on-aks/quota-share=team\n    path: team.yaml\n")
     team_file = ND96.replace("kustomization.yaml", "team.yaml")
-    write(repo_copy, team_file, "\n".join(ops).replace('nominalQuota, value: "48"}', 'nominalQuota, value: "50"}', 1) + "\n")
+    write(repo_copy, team_file, "\n".join(ops).replace('nominalQuota, value: "47"}', 'nominalQuota, value: "50"}', 1) + "\n")
     found = quota_findings(repo_copy)
     assert at(found, "capacity-quota") == {(team_file, 1)}, "\n".join(f.text() for f in found)
     write(repo_copy, team_file, "\n".join(ops) + "\n")
@@ -111,7 +111,7 @@ def test_a_patch_in_a_file_and_a_replacement(repo_copy: Path):
 
 def test_a_quota_one_optional_node_would_cover_is_the_quota(repo_copy: Path):
     """The CPU pool is optional and off by default: a cpu quota above the GPU node is the quota's, however small the overshoot."""
-    edit(repo_copy, ND96, 'resources/0/nominalQuota, value: "48"}', 'resources/0/nominalQuota, value: "50"}')
+    edit(repo_copy, ND96, 'resources/0/nominalQuota, value: "47"}', 'resources/0/nominalQuota, value: "50"}')
     found = quota_findings(repo_copy)
     assert at(found, "capacity-quota") == {(ND96, line_of(repo_copy, ND96, 'resources/0/nominalQuota, value: "50"}'))}, \
         "\n".join(f.text() for f in found)

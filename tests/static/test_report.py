@@ -63,7 +63,7 @@ def test_changed_gpu_quota_is_marked_with_the_old_value(base_tree, repo_copy):
     md = markdown.render(markdown.ReportData(str(repo_copy), "main", "a" * 40, "working tree", "b" * 40, list(diffs.values()), [], {}))
     assert "| team-a-cq | shared-cohort | gpu | nvidia.com/gpu | **`3`** (was `4`) | `4` | — |" in md
     assert "| team-b-cq | shared-cohort | gpu | nvidia.com/gpu | **`3`** (was `4`) | `4` | — |" in md
-    assert "| team-a-cq | shared-cohort | default | cpu | `48` | `48` | — |" in md  # unchanged cells stay plain
+    assert "| team-a-cq | shared-cohort | default | cpu | `47` | `47` | — |" in md  # unchanged cells stay plain
     assert "| gpu | nvidia.com/gpu | gpupool 1 x Standard_ND96amsr_A100_v4 | `8` | **`6`** (was `8`) | **`2`** (was `0`) |" in md
     assert md.index("### Cluster `prod-eastus2`") < md.index("### Cluster `dev-westus3`"), "changed clusters come first"
     assert "1 of 2 cluster(s) change: `prod-eastus2`." in md
@@ -92,7 +92,7 @@ def test_added_queue_and_switched_overlay(base_tree, repo_copy):
     assert set(dev_diff.queues_removed) == {"cluster-queue"} and "team-a-cq" in dev_diff.queues_added
     md = "\n".join(markdown.quota_section(dev_diff))
     assert "Runs **`overlays/team-queues`** (was `overlays/single-queue`)" in md
-    assert "~~`24`~~ (removed)" in md and "ClusterQueues added: `team-a-cq`, `team-b-cq`, `team-c-cq`; removed: `cluster-queue`." in md
+    assert "~~`23`~~ (removed)" in md and "ClusterQueues added: `team-a-cq`, `team-b-cq`, `team-c-cq`; removed: `cluster-queue`." in md
 
 
 def _step(title, jobs, queue_of, preempted=(), usage=None):

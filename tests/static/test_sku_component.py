@@ -49,7 +49,7 @@ def test_vm_size_changed_without_the_component_is_one_root_cause(repo_copy: Path
     for part in ("cluster prod-eastus2", "components/gpu-sku/standard-nd96amsr-a100-v4", "through clusters/prod-eastus2/queues",
                  "gpu_vm_size = Standard_NC24ads_A100_v4 at terraform/clusters/prod-eastus2.tfvars:", NC24,
                  "the nvidia.com/gpu quota 8 of flavor gpu (ClusterQueue team-a-cq 4, ClusterQueue team-b-cq 4) has only 1 behind it",
-                 "the cpu quota 96 of flavor default"):
+                 "the cpu quota 94 of flavor default"):
         assert part in root.message, f"{part!r} not in: {root.message}"
     assert not [f for f in found if f.rule == "capacity-quota"], "the quota findings are folded under the root cause"
     # The NC24 component sizes only the single queue (its patches select ray-on-aks/quota-share=whole-pool): kustomize says so.
