@@ -75,6 +75,7 @@ class GateConfig:
     terraform: bool = True
     tfvars: str = "terraform/clusters"
     crds: tuple[str, ...] = ()
+    crd_entries: tuple[str, ...] = ()  # `crds:` as written (a file there that does not parse is still one the gate reads)
     skus: dict[str, dict] = field(default_factory=dict)  # VM sizes added to harness/gate/sku.yaml (harness.gate.sku.repository_skus)
     disable: tuple[Disable, ...] = ()
     file: str | None = None  # the configuration file read, None for the defaults
@@ -102,16 +103,17 @@ class GateConfig:
             out += sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()) if path.is_dir() else [path]
         return out
 
-    def reads(self, root: Path, rel: str) -> bool:
+    def reads(self, root: Path, rel: str, applied: set[str] = frozenset()) -> bool:
         """Whether kustomize, Flux or the gate reads the YAML file `rel`: one in or below a directory with a kustomization
         file (a build reads it, or kustomize-unlisted says one should), below the clusters directory (Flux's generator
-        reads a cluster folder without one), a workload, versions.yaml, this configuration or a CRD file; never a Helm
+        reads a cluster folder without one, and any directory of `applied`, the paths the clusters' Flux Kustomizations
+        apply), a workload, versions.yaml, this configuration or a CRD file; never a Helm
         chart's template (text Helm renders, not YAML). Another YAML file of a fork (docs, CI, a chart) is none of the gate's."""
         parts = Path(rel).parts
         if "templates" in parts and any((root / Path(*parts[:i]) / "Chart.yaml").is_file() for i in range(parts.index("templates"))):
             return False
-        if rel in ("versions.yaml", CONFIG_FILE) or parts[0] in (self.clusters, WORKLOADS_DIR) or rel in self.crds \
-                or any(rel.startswith(c.rstrip("/") + "/") for c in self.crds):
+        if rel in ("versions.yaml", CONFIG_FILE) or rel in (*self.crds, *self.crd_entries) \
+                or any(rel.startswith(d.rstrip("/") + "/") for d in (self.clusters, WORKLOADS_DIR, *self.crd_entries, *applied)):
             return True
         return any(kustomization_file(root / Path(*parts[:i])) is not None for i in range(len(parts)))
 
@@ -237,6 +239,7 @@ def load(root: Path, known_rules: set[str] | frozenset[str] = frozenset()) -> Ga
         terraform=terraform is not None,
         tfvars=(terraform or {}).get("tfvars", DEFAULTS.tfvars).rstrip("/"),
         crds=tuple(crds),
+        crd_entries=tuple(str(c).rstrip("/") for c in doc.get("crds") or []),
         skus=dict(doc.get("skus") or {}),
         disable=tuple(disables),
         file=CONFIG_FILE,

@@ -153,7 +153,7 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
     t_parse = time.monotonic()
     sources = Sources.load(root)
     checker.expect({(str(d.obj.get("apiVersion")), str(d.obj.get("kind"))) for d in sources.docs})
-    per_area["yaml"] += [e for e in sources.errors if gate_config.reads(root, e.file)] + list(gate_config.findings)
+    per_area["yaml"] += list(gate_config.findings)
     ctx = rules.Context(sources, gate_config)
     ctx.checker = checker
     timings["parse"] = time.monotonic() - t0
@@ -165,6 +165,7 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
     timed("terraform", t_tf)
     builds, clusters = joined(rendering)
     timings["render"] = time.monotonic() - t
+    per_area["yaml"] += [e for e in sources.errors if gate_config.reads(root, e.file, {b.dir for c in clusters for b in c.flux if b.dir})]
     helm = beside("rules", helm_values.helm_rules, ctx, root, clusters)  # it waits on the helpers: beside the rules below
 
     t = time.monotonic()

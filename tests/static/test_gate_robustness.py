@@ -208,3 +208,24 @@ def test_yaml_nothing_reads_is_none_of_the_gates(repo_copy):
     found = validate_repository(repo_copy).findings
     assert sorted(f.file for f in found if f.rule == "yaml-syntax") == ["components/gpu-sku/standard-nc24ads-a100-v4/notes.yaml", "overlays/team-queues/notes.yaml",
                                                                         "workloads/extra.yaml"], "\n".join(f.text() for f in found)
+
+
+def test_yaml_a_flux_path_without_kustomization_file_or_a_crd_entry_holds_is_read(repo_copy):
+    """Flux's generator decodes every YAML file of a spec.path without a kustomization file (it fails the Kustomization on
+    one it cannot); a file under the gate configuration's `crds:` is loaded as a CRD."""
+    (repo_copy / "apps/notebooks").mkdir(parents=True)
+    (repo_copy / "apps/notebooks/queue.yaml").write_text("apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata:\n"
+                                                         "  name: notebooks\n  namespace: ray\nspec:\n  clusterQueue: team-a-cq\n  stopPolicy: [Hold\n")
+    (repo_copy / "clusters/prod-eastus2/apps.yaml").write_text(
+        "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: apps\n  namespace: flux-system\nspec:\n"
+        "  dependsOn:\n    - name: queues\n  interval: 10m\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n"
+        "  path: ./apps/notebooks\n")
+    kustomization = repo_copy / "clusters/prod-eastus2/kustomization.yaml"
+    kustomization.write_text(kustomization.read_text().replace("  - queues.yaml\n", "  - queues.yaml\n  - apps.yaml\n"))
+    (repo_copy / ".sourceignore").write_text((repo_copy / ".sourceignore").read_text() + "!/apps/\n")
+    (repo_copy / "crds").mkdir()
+    (repo_copy / "crds/x.yaml").write_text("apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: x\n")
+    (repo_copy / ".ray-kueue-gate.yaml").write_text("crds:\n  - crds\n")
+    found = validate_repository(repo_copy).findings
+    assert sorted((f.file, f.line) for f in found if f.rule == "yaml-syntax") == [("apps/notebooks/queue.yaml", 9), ("crds/x.yaml", 4)], \
+        "\n".join(f.text() for f in found)
