@@ -25,6 +25,7 @@ values entry that holds the value the apiserver quotes, else the HelmRelease's `
 from __future__ import annotations
 
 import base64
+from dataclasses import replace
 import difflib
 import json
 import re
@@ -114,8 +115,11 @@ def helm_rules(ctx, root: Path, clusters: list) -> list[Finding]:
 
         if index.chart_version_of(hr) not in (None, answer.get("version")):
             continue  # another chart version than the pinned one: versions-drift is the finding, these values are for that chart
-        if answer.get("valuesError"):
-            continue  # helm-controller cannot compose the values: cluster_refs reports the reference (object-ref)
+        if answer.get("valuesError"):  # helm-controller cannot compose the values: it fails the release (ValuesError)
+            ref = as_map(answer.get("valuesRef"))
+            if ref:  # the referenced object's data (a missing object or key is cluster_refs' object-ref)
+                out.append(_values_data_error(ctx, root, index, hr, ref, answer["valuesError"]))
+            continue
         values = as_map(answer.get("values") or as_map(hr.get("spec")).get("values"))  # with valuesFrom, as helm-controller composes them
         if answer.get("error"):
             error = " ".join(answer["error"].split())  # Helm's template errors span lines
@@ -208,6 +212,21 @@ def _source_of(ctx, root: Path, index: ClusterIndex, hr: dict, path: list) -> tu
         return at.file, at.line + 1 + _line_in(text, inner) if block and inner else at.line, obj
     generated = _generator_file(ctx, str(as_map(obj.get("metadata")).get("name")), str(obj.get("kind")), key)
     return (generated, 1 + _line_in(text, inner), obj) if generated else (at.file, at.line, obj)
+
+
+def _values_data_error(ctx, root: Path, index: ClusterIndex, hr: dict, ref: dict, error: str) -> Finding:
+    """helm-values at the key of the valuesFrom object whose data helm-controller cannot use (values that are no YAML, a
+    targetPath value that does not merge)."""
+    namespace = str(as_map(hr.get("metadata")).get("namespace") or "default")
+    build, obj = index.named.get((str(ref.get("kind")), namespace, str(ref.get("name"))), (None, None))
+    message = (f"helm-controller cannot compose the values of HelmRelease {as_map(hr.get('metadata')).get('name')} from spec.valuesFrom, "
+               f"so the release fails (ValuesError): {error}")
+    hint = f"fix the values under key {ref.get('key')} of {ref.get('kind')} {ref.get('name')} (a YAML mapping of the chart's values)"
+    if obj is None:
+        return finding_at(ctx, root, hr, None, ["spec", "valuesFrom"], "helm-values", message, hint, cluster=index.cluster.name)
+    at = ctx.finding(obj, build, "helm-values", message, hint, field=f"data[{ref.get('key')}]")
+    generated = None if at.line else _generator_file(ctx, str(ref.get("name")), str(ref.get("kind")), str(ref.get("key")))
+    return replace(at, file=generated, line=1) if generated else at
 
 
 def _writes(text: str, path: list) -> bool:

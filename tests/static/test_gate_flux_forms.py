@@ -327,3 +327,17 @@ def test_a_misspelt_variable_is_one_finding_where_it_is_written_naming_the_defin
     assert [(f.rule, f.file, f.line) for f in found] == [("flux-variable-undefined", "base/service-account.yaml", 9)], \
         "\n".join(f.text() for f in found)
     assert "${AZURE_TENANT_ID}" in found[0].hint and "dev-westus3" in found[0].context and "prod-eastus2" in found[0].context, found[0].text()
+
+
+def test_values_from_data_that_is_no_yaml_fails_the_release_at_its_key(repo_copy):
+    """fluxcd/pkg/chartutil's ChartValuesFromReferences refuses values that do not parse (ErrValuesDataRead): helm-controller
+    fails the release with ValuesError."""
+    (repo_copy / CONTROLLERS / "kueue-overrides.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kueue-overrides\n  namespace: flux-system\ndata:\n  values.yaml: |\n"
+        "    controllerManager:\n      manager: [unclosed\n")
+    edit(repo_copy, f"{CONTROLLERS}/kustomization.yaml", "  - kuberay-operator.yaml\n", "  - kuberay-operator.yaml\n  - kueue-overrides.yaml\n")
+    edit(repo_copy, KUEUE, "  values:\n", "  valuesFrom:\n    - kind: ConfigMap\n      name: kueue-overrides\n  values:\n")
+    found = [f for f in validate_repository(repo_copy).findings if f.is_error]
+    assert [(f.rule, f.file, f.line) for f in found] == [("helm-values", f"{CONTROLLERS}/kueue-overrides.yaml", 7)], \
+        "\n".join(f.text() for f in found)
+    assert "ValuesError" in found[0].message, found[0].text()

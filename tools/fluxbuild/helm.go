@@ -47,6 +47,9 @@ type helmAnswer struct {
 	// With valuesFrom: the values helm-controller renders with (Values), or why it cannot compose them (ValuesError).
 	Values      map[string]interface{} `json:"values,omitempty"`
 	ValuesError string                 `json:"valuesError,omitempty"`
+	// For a ValuesError of a reference's data (not a missing object or key, which the gate's object-ref reports):
+	// the reference's kind, name and key.
+	ValuesRef *valuesRef `json:"valuesRef,omitempty"`
 }
 
 var charts sync.Map // directory -> *loadedChart
@@ -90,7 +93,7 @@ func helmRender(req helmRequest, kubernetesVersion string) (out helmAnswer) {
 	if len(req.ValuesFrom) > 0 {
 		composed, err := composedValues(req.SourceNamespace, req.Values, req.ValuesFrom, req.Sources)
 		if err != nil {
-			out.ValuesError = err.Error()
+			out.ValuesError, out.ValuesRef = err.Error(), dataError(err)
 			return out
 		}
 		given, out.Values = composed, composed

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/fluxcd/pkg/apis/meta"
@@ -50,4 +51,21 @@ func composedValues(namespace string, values map[string]interface{}, refs []meta
 		return nil, err
 	}
 	return composed, nil
+}
+
+// valuesRef names the valuesFrom entry whose data helm-controller cannot use.
+type valuesRef struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	Key  string `json:"key"`
+}
+
+// dataError is the reference of a ValuesError about a referenced object's data (its values do not parse, a targetPath
+// value does not merge), nil for a missing object or key.
+func dataError(err error) *valuesRef {
+	var ref *fluxchartutil.ErrValuesReference
+	if !errors.As(err, &ref) || errors.Is(ref.Reason, fluxchartutil.ErrResourceNotFound) || errors.Is(ref.Reason, fluxchartutil.ErrKeyNotFound) {
+		return nil
+	}
+	return &valuesRef{Kind: ref.Kind, Name: ref.Name.Name, Key: ref.Key}
 }

@@ -176,7 +176,9 @@ func handle(req request) (resp response) {
 		schemas(req.SchemaDir, req.KubernetesVersion).prepare(req.Kinds)
 	case "check":
 		integrations := managerIntegrations(req.KueueManager)
-		underGates(req.KueueManager, func() { resp.Answer = schemas(req.SchemaDir, req.KubernetesVersion).check(req.Objects, req.Related, integrations) })
+		underGates(req.KueueManager, func() {
+			resp.Answer = schemas(req.SchemaDir, req.KubernetesVersion).check(req.Objects, req.Related, integrations)
+		})
 	case "admit":
 		if req.Admit == nil {
 			failRequest("op admit without admit")
