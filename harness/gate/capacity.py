@@ -35,6 +35,7 @@ Decisions (see RULES):
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 
@@ -279,6 +280,11 @@ class _Check:
                             f"{format_quantity(res, cap)} of {whose} ({pools_text}; tfvars {self.rel}); admitted workloads would pend forever",
                             self._quota_hint(res, cap, *variables[(file, line)]), self.ctx) for (file, line), cqs in at.items()]
         wrong = sku_component.wrong_component(self.root, [f.file for f in findings], pools)
+        if len(findings) > 1:  # one total, written in several places: one finding where most of it is, naming the others
+            share = {loc: sum((q for holder, q in quotas if any(holder is c for c in cqs)), Decimal(0)) for loc, cqs in at.items()}
+            findings.sort(key=lambda f: -share[(f.file, f.line)])
+            others = ", ".join(f"{f.location()} ({f.resource})" for f in findings[1:])
+            findings = [replace(findings[0], message=f"{findings[0].message}; the other quotas of this total are written at {others}")]
         causes |= {("component", *wrong)} if wrong else set()
         backing = "no capacity" if cap == 0 else f"only {format_quantity(res, cap)}" + ("" if wrong else " on the other pools")
         return Problem(findings, causes, f"the {res} quota {format_quantity(res, total)} of {flavors_named(fc.flavor for fc in subset)} ({per_queue}) has {backing} behind it")

@@ -105,7 +105,8 @@ def test_a_patch_in_a_file_and_a_replacement(repo_copy: Path):
            "    targets:\n      - select: {kind: ClusterQueue, name: team-b-cq}\n"
            "        fieldPaths: [spec.resourceGroups.0.flavors.0.resources.0.nominalQuota]\n")
     found = quota_findings(repo_copy)
-    assert (TEAMS, line_of(repo_copy, TEAMS, "- source:")) in at(found, "capacity-quota"), "\n".join(f.text() for f in found)
+    where = f"{TEAMS}:{line_of(repo_copy, TEAMS, '- source:')}"  # the finding's place, or named as another place of the total
+    assert any(where in f.location() + f.message for f in found if f.rule == "capacity-quota"), "\n".join(f.text() for f in found)
     assert not any(f.file == "overlays/team-queues/team-b.yaml" for f in found), "\n".join(f.text() for f in found)
 
 
@@ -124,3 +125,16 @@ def test_an_empty_pool_a_flavor_singles_out_is_set_in_the_cluster_tfvars(repo_co
     # Both clusters take the count from the same default: one finding there, whose fix is each cluster's own tfvars.
     assert len(found) == 1 and found[0].hint.startswith("set cpu_node_count = 1 (or more) in the tfvars of each cluster named "
                                                         "(terraform/clusters/<cluster>.tfvars"), "\n".join(f.text() for f in found)
+
+
+def test_one_total_written_in_several_places_is_one_finding(repo_copy: Path):
+    """A Cohort's own GPU quota on top of the teams' 4 + 4 on the 8-GPU node: one capacity-quota finding for the total,
+    naming where the other part is written."""
+    write(repo_copy, "overlays/team-queues/cohorts.yaml",
+          "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata:\n  name: shared-cohort\nspec:\n  resourceGroups:\n"
+          "    - coveredResources: [nvidia.com/gpu]\n      flavors:\n        - name: gpu\n          resources:\n"
+          "            - name: nvidia.com/gpu\n              nominalQuota: \"2\"\n")
+    edit(repo_copy, "overlays/team-queues/kustomization.yaml", "  - team-b.yaml\n", "  - team-b.yaml\n  - cohorts.yaml\n")
+    found = [f for f in quota_findings(repo_copy) if f.rule == "capacity-quota"]
+    assert len(found) == 1 and "overlays/team-queues/cohorts.yaml:12" in (found[0].location() + found[0].message), \
+        "\n".join(f.text() for f in found)
