@@ -185,6 +185,8 @@ def _order_rules(ctx, root: Path, index: ClusterIndex, pinned: dict | None) -> l
             earlier = before(_ks_key(ks))
             if any(p in earlier and _waits_for(layers[p], o) for p, o in providers):
                 continue
+            if any(k not in layers for k in earlier):
+                continue  # a dependsOn that names no Kustomization of the cluster: flux-depends-on is the cause (a typo)
             installer = next((p for p, _ in providers if p in earlier), None)
             what = ", ".join(f"{o.get('kind')}/{as_map(o.get('metadata')).get('name')}" for o in used[:3]) + (" and more" if len(used) > 3 else "")
             why = (f"dependsOn {installer[1]}, which is Ready as soon as it has applied the {component} HelmRelease (no wait: true, no "

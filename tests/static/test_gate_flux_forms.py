@@ -341,3 +341,11 @@ def test_values_from_data_that_is_no_yaml_fails_the_release_at_its_key(repo_copy
     assert [(f.rule, f.file, f.line) for f in found] == [("helm-values", f"{CONTROLLERS}/kueue-overrides.yaml", 7)], \
         "\n".join(f.text() for f in found)
     assert "ValuesError" in found[0].message, found[0].text()
+
+
+def test_a_depends_on_typo_is_one_finding(repo_copy):
+    """The queue layer's dependsOn naming no Kustomization: flux-depends-on alone, not also flux-layer-order's warning that
+    the layer does not wait for the one installing Kueue (the typo is why)."""
+    edit(repo_copy, f"{PROD}/queues.yaml", "- name: infra-controllers", "- name: infra-controller")
+    found = validate_repository(repo_copy).findings
+    assert [(f.rule, f.file) for f in found] == [("flux-depends-on", f"{PROD}/queues.yaml")], "\n".join(f.text() for f in found)
