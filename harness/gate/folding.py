@@ -26,6 +26,11 @@ def fold(per_area: dict[str, list[Finding]], presuming: list[tuple[Finding, tupl
     capacity-pod-placement finding names (the same sample, or one of those flavors), the rest added to the rules."""
     schema = per_area["schema"]
     rejected = {f.resource for f in schema if f.rule in ("schema", "api-validation", "kueue-webhook", "kueue-inadmissible")}
+    # A ${VAR} set nowhere fails the Flux Kustomization's build (strict substitution): nothing of it reaches the apiserver, so a
+    # refusal of the value the gate substituted for it ("") at the same line is no finding of its own (what presumes the
+    # object still folds under it, above).
+    unset_at = {(f.file, f.line) for f in per_area["rules"] if f.rule == "flux-variable-undefined"}
+    per_area["schema"] = schema = [f for f in schema if not (f.rule in ("schema", "api-validation", "kueue-webhook") and (f.file, f.line) in unset_at)]
     # Kueue placing a sample on no flavor (taints, affinity) is reported where the pods or flavors say so, at their line.
     # (At the pod, or at the flavor for every pod that fails alike: a sample-fits whose reasons are that flavor's folds.)
     placed = {_on(f) for f in per_area["capacity"] if f.rule == "capacity-pod-placement"}

@@ -349,3 +349,15 @@ def test_a_depends_on_typo_is_one_finding(repo_copy):
     edit(repo_copy, f"{PROD}/queues.yaml", "- name: infra-controllers", "- name: infra-controller")
     found = validate_repository(repo_copy).findings
     assert [(f.rule, f.file) for f in found] == [("flux-depends-on", f"{PROD}/queues.yaml")], "\n".join(f.text() for f in found)
+
+
+def test_a_variable_set_nowhere_in_a_quota_is_one_finding(repo_copy):
+    """Strict substitution fails the layer's build: the apiserver never sees the ClusterQueue, so its quota the gate
+    substituted empty is no api-validation finding of its own, and the samples it would have judged fold under it."""
+    nc24 = "components/gpu-sku/standard-nc24ads-a100-v4/kustomization.yaml"
+    edit(repo_copy, nc24, '/spec/resourceGroups/1/flavors/0/resources/0/nominalQuota, value: "1"}',
+         '/spec/resourceGroups/1/flavors/0/resources/0/nominalQuota, value: "${GPU_COUNT}"}')
+    edit(repo_copy, "clusters/dev-westus3/queues.yaml", "    substitute:\n", '    substitute:\n      GPU_CUONT: "1"\n')
+    found = validate_repository(repo_copy).findings
+    assert [(f.rule, f.file) for f in found] == [("flux-variable-undefined", nc24)], "\n".join(f.text() for f in found)
+    assert "${GPU_CUONT}" in found[0].hint, found[0].hint
