@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from harness.gate import kueue_manager
@@ -51,8 +52,30 @@ def relocator(ctx, root: Path, cluster: ClusterRender) -> Callable:
                            f"{source} {short[1]} instead, and admits none of them; they pend forever",
                            f"add {short[1]} to a resource group of each ClusterQueue (with the quota the transformation needs), or "
                            "change or remove the transformation", located.context)
-        return found
+        return _quota_hint(ctx, index, found, candidate, reason)
     return relocate
+
+
+_SHORT = re.compile(r"insufficient quota for (\S+) in flavor ([^,\s]+)")
+
+
+def _quota_hint(ctx, index: ClusterIndex, found: Finding, candidate, reason: str) -> Finding:
+    """A quota the job outgrows: the hint names the line that writes the ClusterQueue's nominalQuota of that resource and
+    flavor (the gpu-sku component's patch, or wherever else it is written)."""
+    short = _SHORT.search(reason)
+    cq_name = as_map(candidate.cq.get("metadata")).get("name")
+    entry = index.named.get(("ClusterQueue", None, cq_name)) if short else None
+    if entry is None or "through the cluster's gpu-sku component" not in found.hint:
+        return found
+    path = next((f"spec.resourceGroups[{gi}].flavors[{fi}].resources[{ri}].nominalQuota"
+                 for gi, g in enumerate(as_maps(as_map(entry[1].get("spec")).get("resourceGroups")))
+                 for fi, f in enumerate(as_maps(g.get("flavors"))) if f.get("name") == short[2]
+                 for ri, r in enumerate(as_maps(f.get("resources"))) if r.get("name") == short[1]), None)
+    if path is None:
+        return found
+    at = ctx.finding(entry[1], entry[0], "", "", "", field=path).location()
+    return replace(found, hint=found.hint.replace("through the cluster's gpu-sku component",
+                                                  f"of ClusterQueue {cq_name} ({short[1]} in flavor {short[2]}, written at {at})"))
 
 
 def _transformation(index: ClusterIndex, resource: str):

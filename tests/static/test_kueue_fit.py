@@ -257,3 +257,15 @@ def test_a_parent_level_lending_limit_that_binds_is_named(repo_copy):
     edit(repo_copy, f"{PROD}/samples.yaml", 'vars: {NUM_WORKERS: "4"}', 'vars: {NUM_WORKERS: "5"}')
     found = [f for f in validate_repository(repo_copy).findings if f.rule == "sample-fits"]
     assert found and all("Cohort cohort-b's lendingLimit 0" in f.hint for f in found), "\n".join(f.text() for f in found)
+
+
+def test_the_fit_hint_names_where_the_short_quota_is_written(repo_copy):
+    """A pods quota written in the overlay itself (no gpu-sku component writes it): the hint names that line."""
+    single = "overlays/single-queue/cluster-queue.yaml"
+    edit(repo_copy, single, "    - coveredResources: [cpu, memory]\n", "    - coveredResources: [cpu, memory, pods]\n")
+    edit(repo_copy, single, '            - name: memory\n              nominalQuota: "0"     # set by components/gpu-sku\n',
+         '            - name: memory\n              nominalQuota: "0"     # set by components/gpu-sku\n'
+         '            - name: pods\n              nominalQuota: "2"\n')
+    found = [f for f in validate_repository(repo_copy).findings if f.rule == "sample-fits"]
+    line = 1 + (repo_copy / single).read_text().splitlines().index('              nominalQuota: "2"')
+    assert found and all(f"written at {single}:{line}" in f.hint for f in found), "\n".join(f.text() for f in found)
