@@ -50,6 +50,11 @@ def build_error(root: Path, build: Build) -> Finding:
         # A component or base the build includes fails on its own (a patch whose path its target lacks): the cause is
         # written there, and every kustomization that includes it fails alike.
         rel = kustomization_file(inner).resolve().relative_to(root.resolve()).as_posix()
+        own = (inner / named.group(1)) if named else None  # a file of the component or base kustomize read and refused
+        twice = _registered_twice(root, build, own, build.error.split(": must build at directory")[0].strip()) \
+            if own is not None and own.is_file() else None
+        if twice:
+            return twice
         return Finding(rel, _pointer_line(kustomization_file(inner), build.error), "", "kustomize-build",
                        f"{build.error.strip()} (included by {file}{f':{line}' if line else ''})",
                        f"fix {rel} as the message says (a JSON patch path must exist in every object its target selects); "

@@ -364,6 +364,13 @@ CORPUS = [
     ("object-written-twice", "kustomize-build", "overlays/team-queues/team-c.yaml",
      lambda r: (write(r, "overlays/team-queues/team-c.yaml", (r / TEAM_B).read_text().replace("team-b-cq", "team-c-cq")),
                 edit(r, "overlays/team-queues/kustomization.yaml", "  - team-b.yaml", "  - team-b.yaml\n  - team-c.yaml")), 37),
+    # ... and in a component the overlay includes: at the component's file.
+    ("object-written-twice-in-a-component", "kustomize-build", "components/extra/b.yaml",
+     lambda r: (write(r, "components/extra/kustomization.yaml", "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n"
+                      "resources: [a.yaml, b.yaml]\n"),
+                [write(r, f"components/extra/{n}.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n  namespace: ray\n")
+                 for n in "ab"],
+                append(r, "overlays/team-queues/kustomization.yaml", "  - ../../components/extra\n")), 4),
     ("missing-resource-file", "kustomize-build", "overlays/team-queues/kustomization.yaml",
      lambda r: edit(r, "overlays/team-queues/kustomization.yaml", "  - team-b.yaml", "  - team-c.yaml")),
     # A generator's file that is not there, and helmCharts (kustomize-controller does not inflate them): the line written.
