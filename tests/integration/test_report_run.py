@@ -69,7 +69,7 @@ def test_report_shows_changed_quota_and_changed_outcome(rebalanced_clone, backen
     md = (out / "report.md").read_text()
     assert "| team-a-cq | shared-cohort | gpu | nvidia.com/gpu | **`6`** (was `4`) | `4` | — |" in md, md
     assert "| team-b-cq | shared-cohort | gpu | nvidia.com/gpu | **`2`** (was `4`) | `4` | — |" in md, md
-    assert "| team-a-cq | shared-cohort | default | cpu | `48` | `48` | — |" in md
+    assert "| team-a-cq | shared-cohort | default | cpu | `47` | `47` | — |" in md
     assert ("quota components and the cluster's own patches (in the order they apply, the last wins): "
             "**`components/gpu-sku/standard-nd96amsr-a100-v4`, `clusters/prod-eastus2/queues/kustomization.yaml patches`**") in md, md
     assert f"Scenarios ran for real on the cluster of --kubeconfig {backend.kubeconfig}" in md

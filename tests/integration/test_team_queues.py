@@ -48,4 +48,4 @@ def test_sample_workloads_run_out_of_cpu_first(scenario, queues):
     state = result["second"].state
     assert state["llm-1"]["admitted"] and not state["llm-2"]["admitted"] and state["llm-2"]["suspended"], state
     assert state["team-a-cq"]["gpu"] == "4" and state["team-a-cq"]["borrowed"] == "0", state
-    assert queues.usage(queues.cluster_queue("team-a-cq"), "default", "cpu", "borrowed") == "20"
+    assert queues.usage(queues.cluster_queue("team-a-cq"), "default", "cpu", "borrowed") == "21"  # 68 CPU: 47 guaranteed + 21 borrowed
