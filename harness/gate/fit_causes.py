@@ -13,6 +13,7 @@ from pathlib import Path
 from harness.gate import kueue_manager
 from harness.gate.cluster_index import ClusterIndex
 from harness.gate.findings import Finding
+from harness.gate.kueue_fit import SHORT_QUOTA
 from harness.gate.render import ClusterRender
 from harness.gate.sources import as_map, as_maps
 
@@ -56,13 +57,11 @@ def relocator(ctx, root: Path, cluster: ClusterRender) -> Callable:
     return relocate
 
 
-_SHORT = re.compile(r"insufficient quota for (\S+) in flavor ([^,\s]+)")
-
 
 def _quota_hint(ctx, index: ClusterIndex, found: Finding, candidate, reason: str) -> Finding:
     """A quota the job outgrows: the hint names the line that writes the ClusterQueue's nominalQuota of that resource and
     flavor (the gpu-sku component's patch, or wherever else it is written)."""
-    short = _SHORT.search(reason)
+    short = SHORT_QUOTA.search(reason)
     cq_name = as_map(candidate.cq.get("metadata")).get("name")
     entry = index.named.get(("ClusterQueue", None, cq_name)) if short else None
     if entry is None or "through the cluster's gpu-sku component" not in found.hint:

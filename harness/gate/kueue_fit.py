@@ -189,13 +189,13 @@ def placement_only(answer: dict) -> tuple[str, ...]:
     return tuple(dict.fromkeys(fl for reasons in failed for _, fl in reasons)) if failed and all(failed) else ()
 
 
-_SHORT = re.compile(r"insufficient quota for (\S+) in flavor ([^,\s]+)")
+SHORT_QUOTA = re.compile(r"insufficient quota for (\S+) in flavor ([^,\s]+)")  # Kueue's reason: (resource, flavor)
 
 
 def _capping_limits(queue_objects: list[dict], cq: dict, reason: str) -> list[str]:
     """The limits that cap what `cq` may borrow of the resource and flavor Kueue found short (`reason`): its own
     borrowingLimit, the lendingLimit of the ClusterQueues and Cohorts of its cohort."""
-    short = _SHORT.search(reason)
+    short = SHORT_QUOTA.search(reason)
     if not short:
         return []
 
