@@ -37,10 +37,25 @@ def test_quota_a_parent_cohort_lends_is_counted(repo_copy):
 
 
 def test_more_than_the_cohort_tree_holds_pends(repo_copy):
+    """Only GPUs are short (7 workers, 6 GPUs in the tree): smaller workers keep cpu and memory within the queue, so the
+    reason is the GPU whichever order Kueue's assigner walks the resources in."""
     _parent_cohort(repo_copy, "7")
+    for _ in range(2):  # requests and limits
+        edit(repo_copy, "workloads/llm-training.yaml", '{cpu: "16", memory: 128Gi, nvidia.com/gpu: "1"}',
+             '{cpu: "8", memory: 64Gi, nvidia.com/gpu: "1"}')
     found = _fits(repo_copy)
     assert [(f.file, f.line) for f in found] == [(f"{PROD}/samples.yaml", 7)], found
-    assert "couldn't assign flavors to pod set gpu-workers" in found[0].message and "nvidia.com/gpu" not in found[0].hint
+    assert "insufficient quota for nvidia.com/gpu in flavor gpu" in found[0].message, found[0].message
+    assert "borrowingLimit" not in found[0].hint and f"nvidia.com/gpu in flavor gpu, written at {SKU_TEAM}:24" in found[0].hint
+
+
+def test_a_job_short_of_two_resources_gets_one_reason_every_run(repo_copy):
+    """Kueue's assigner walks resources in Go map order; the gate names the first short one in the ClusterQueue's own
+    order (cpu's resource group is written before the GPU's), the same on every run."""
+    _parent_cohort(repo_copy, "7")  # 7 workers of 16 cpu: cpu (116 > 94) and GPUs (7 > 6) both short
+    messages = {_fits(repo_copy)[0].message for _ in range(6)}
+    assert len(messages) == 1, messages
+    assert "insufficient quota for cpu in flavor default" in messages.pop()
 
 
 def test_pod_sets_may_take_different_flavors(repo_copy):

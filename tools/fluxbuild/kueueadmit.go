@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilsets "k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/controller/jobs/raycluster"
 	"sigs.k8s.io/kueue/pkg/controller/jobs/rayjob"
 	"sigs.k8s.io/kueue/pkg/controller/jobs/rayservice"
+	"sigs.k8s.io/kueue/pkg/resources"
 	"sigs.k8s.io/kueue/pkg/scheduler/flavorassigner"
 	"sigs.k8s.io/kueue/pkg/scheduler/preemption"
 	"sigs.k8s.io/kueue/pkg/scheduler/preemption/fairsharing"
@@ -143,8 +145,14 @@ func admitOne(ctx context.Context, s *schemaSet, snap *schdcache.Snapshot, preem
 	if len(workload.ValidateResources(info)) > 0 || len(workload.ValidateLimitRange(ctx, cluster, info)) > 0 {
 		return admitAnswer{Skipped: "Kueue's scheduler finds the Workload invalid (the check reports why)"}
 	}
-	assigner := flavorassigner.New(info, cq, snap.ResourceFlavors, fairsharing.Enabled(fs), preemption.NewOracle(preemptor, snap), nil)
-	assignment := assigner.Assign(logr.Discard(), nil)
+	assign := func(i *workload.Info) flavorassigner.Assignment {
+		return flavorassigner.New(i, cq, snap.ResourceFlavors, fairsharing.Enabled(fs), preemption.NewOracle(preemptor, snap), nil).
+			Assign(logr.Discard(), nil)
+	}
+	assignment := assign(info)
+	if assignment.RepresentativeMode() == flavorassigner.NoFit {
+		assignment = firstShortfall(info, cq, assign, assignment)
+	}
 	answer = admitAnswer{Mode: modeName(assignment.RepresentativeMode()), Message: assignment.Message()}
 	for _, ps := range info.TotalRequests {
 		out := admitPodSet{Name: string(ps.Name), Count: ps.Count, Requests: map[string]string{}, Flavors: map[string]string{}}
@@ -165,6 +173,37 @@ func admitOne(ctx context.Context, s *schemaSet, snap *schdcache.Snapshot, preem
 		answer.PodSets = append(answer.PodSets, out)
 	}
 	return answer
+}
+
+// firstShortfall: Kueue's flavor assigner walks a job's resources in Go map order and stops at the first that does not
+// fit, so a job short of two resources gets either reason from run to run. The gate names the first in the
+// ClusterQueue's own order (resource groups as written, names sorted within a group): the same assigner run on the
+// job's requests cut to the resources up to each one; the first cut that does not fit gives the reasons. When every cut
+// fits (the shortfall needs resources together, or one no group covers), Kueue's own answer on the whole job stands.
+func firstShortfall(info *workload.Info, cq *schdcache.ClusterQueueSnapshot, assign func(*workload.Info) flavorassigner.Assignment,
+	whole flavorassigner.Assignment) flavorassigner.Assignment {
+	var order []corev1.ResourceName
+	for _, rg := range cq.ResourceGroups {
+		order = append(order, utilsets.List(rg.CoveredResources)...)
+	}
+	for k := 1; k <= len(order); k++ {
+		keep := utilsets.New(order[:k]...)
+		cut := *info
+		cut.TotalRequests = make([]workload.PodSetResources, len(info.TotalRequests))
+		for i, ps := range info.TotalRequests {
+			ps.Requests = resources.Requests{}
+			for name, value := range info.TotalRequests[i].Requests {
+				if keep.Has(name) {
+					ps.Requests[name] = value
+				}
+			}
+			cut.TotalRequests[i] = ps
+		}
+		if a := assign(&cut); a.RepresentativeMode() == flavorassigner.NoFit {
+			return a
+		}
+	}
+	return whole
 }
 
 // kueueJobPodSets: the pod sets of the Workload Kueue's integration for the object's kind builds of it (a RayJob's,
