@@ -24,7 +24,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from harness.gate import matching
-from harness.gate.sku import Sku, allocatable, repository_skus, sku_table
+from harness.gate.sku import Sku, allocatable, mig_resources, repository_skus, sku_table
 from harness.gate.sources import as_list, as_map
 from harness.gate.terraform import (Block, Body, TerraformConfig, TerraformError, Value, deciding_variable, load_tfvars,
                                     provider_version, setting_origin, tfvars_rel, variable_origin)
@@ -32,7 +32,7 @@ from harness.gate.terraform import (Block, Body, TerraformConfig, TerraformError
 SYSTEM_TAINT = "CriticalAddonsOnly=true:NoSchedule"
 SPOT_LABEL = "kubernetes.azure.com/scalesetpriority"
 SPOT_TAINT = f"{SPOT_LABEL}=spot:NoSchedule"
-SETTINGS = ("priority", "gpu_instance_profile", "max_pods", "eviction_policy", "spot_max_price")  # where written: for node_settings and podsets' findings
+SETTINGS = ("priority", "gpu_instance", "gpu_instance_profile", "max_pods", "eviction_policy", "spot_max_price")  # where written: for node_settings and podsets' findings
 AUTOSCALING_KEYS = {"auto_scaling_enabled": 4, "enable_auto_scaling": 3}  # attribute -> azurerm major version that spells it so
 
 
@@ -133,7 +133,12 @@ class Pool:
 
     def node_capacity(self) -> dict[str, Decimal]:
         """One node's capacity: the size's cpu, memory and GPUs, and its OS disk as ephemeral-storage."""
-        return {**self.sku.node_capacity(), "ephemeral-storage": Decimal(self.os_disk_gib) * 2**30} if self.sku else {}
+        return {**self.sku.node_capacity(), **self.mig(), "ephemeral-storage": Decimal(self.os_disk_gib) * 2**30} if self.sku else {}
+
+    def mig(self) -> dict[str, Decimal]:
+        """A MIG pool's (gpu_instance) GPU resources: its instances, under both names the device plugin may use (sku.mig_resources)."""
+        profile = (self.settings.get("gpu_instance") or self.settings.get("gpu_instance_profile") or (None,))[0]  # the latter: capacity-node-settings
+        return mig_resources(self.sku, str(profile)) if profile and self.sku else {}
 
     def capacity(self, nodes: int | None = None) -> dict[str, Decimal]:
         """Hardware of `nodes` nodes (default: all, at max_count for an autoscaling pool)."""
@@ -151,7 +156,7 @@ class Pool:
             return {}
         # The kubelet's hard eviction on AKS keeps nodefs.available >= 10%: pods get the other 90% of the disk.
         disk = self.node_capacity()["ephemeral-storage"] * Decimal("0.9")
-        return {**allocatable(self.sku, self.max_pods), "ephemeral-storage": disk.to_integral_value()}
+        return {**allocatable(self.sku, self.max_pods), **self.mig(), "ephemeral-storage": disk.to_integral_value()}
 
     def node_taints(self) -> list[dict]:
         return [matching.taint_dict(t) for t in self.taints]
