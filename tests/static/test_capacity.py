@@ -405,6 +405,10 @@ CASES = [
     ("autoscaling-v3-attribute", "capacity-autoscaling", "terraform/node_pools.tf", ("enable_auto_scaling", 0),
      lambda r: autoscale_gpu_pool(r, 1, 1, key="enable_auto_scaling")),
     ("autoscaling-min-above-max", "capacity-autoscaling", "terraform/node_pools.tf", ("min_count", 0), lambda r: autoscale_gpu_pool(r, 2, 1)),
+    # azurerm's expansion refuses a node_count outside min_count..max_count of an autoscaling pool: at the tfvars line that sets it (dev's 1).
+    ("autoscaling-node-count-below-min", "capacity-autoscaling", "terraform/clusters/dev-westus3.tfvars", ("system_node_count", 0),
+     lambda r: edit(r, "terraform/aks.tf", "    only_critical_addons_enabled = true\n",
+                    "    only_critical_addons_enabled = true\n    auto_scaling_enabled = true\n    min_count = 2\n    max_count = 3\n")),
     ("max-count-without-autoscaling", "capacity-autoscaling", "terraform/node_pools.tf", ("max_count", 0),
      lambda r: edit(r, "terraform/node_pools.tf", "  node_count              = var.gpu_node_count\n",
                     "  node_count              = var.gpu_node_count\n  max_count               = 3\n")),
