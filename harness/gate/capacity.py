@@ -58,7 +58,7 @@ from harness.gate.terraform import TERRAFORM_DIR, TerraformConfig, TerraformErro
 RULES = {
     "capacity-terraform": "terraform/ parses, and every cluster has terraform/clusters/<name>.tfvars (or .tfvars.json) naming it",
     "capacity-unknown-sku": f"every node pool's vm_size is in {SKU_FILE_REL} or under `skus:` of the gate configuration ({CONFIG_FILE})",
-    "capacity-autoscaling": "autoscaling pools use the pinned azurerm version's attribute names and set min_count <= max_count",
+    "capacity-autoscaling": "autoscaling pools use the pinned azurerm version's attribute names and set min_count <= max_count, and node_count (when set) within them",
     "capacity-quota": "per resource, the nominal quotas of a flavor (or of flavors sharing pools) <= the allocatable (what kube-scheduler fits pods against: vCPU and memory less AKS's reservation, GPUs) of the pools their pods can land on",
     "capacity-scale-up": "warning: quotas and sample pod sets fit the autoscaling pools at min_count (else admitted jobs wait for scale-up)",
     "capacity-empty-pool": "no pool the queues or samples rely on has 0 nodes (reported once, at the node count, with what depends on it)",

@@ -7,8 +7,9 @@ effect that is not NoSchedule, PreferNoSchedule or NoExecute: the pool's nodes n
 tools/kubecheck (op node-pools) runs k8s.io/kubelet's label rule and the pinned apiserver's ValidateNode.
 Beside them, pool settings AKS refuses or that change what the nodes offer: a Spot pool in System mode (AKS's system
 pools cannot use Spot VMs: the apply fails), a Spot-only setting (eviction_policy, spot_max_price) on a Regular pool
-(azurerm's node pool create refuses it) and a gpu_instance_profile (MIG: the nodes advertise GPU instances, not the
-whole GPUs the capacity checks count).
+(azurerm's node pool create refuses it), gpu_instance_profile (the ARM API's gpuInstanceProfile, which azurerm 4.x
+spells gpu_instance: `terraform plan` refuses the other name) and a gpu_instance (MIG: the nodes advertise GPU instances,
+which the capacity checks count under both names the device plugin may use, harness.gate.sku.mig_resources).
 """
 from __future__ import annotations
 
@@ -25,10 +26,12 @@ RULES = {
     "capacity-node-settings": "every node pool's node_labels and node_taints are ones its nodes can register with: the kubelet's rule for "
                               "--node-labels (no kubernetes.io / k8s.io label outside its allowed set) and the apiserver's Node validation "
                               "(label syntax; taints key=value:Effect with NoSchedule, PreferNoSchedule or NoExecute); no Spot-only setting "
-                              "(eviction_policy, spot_max_price other than -1) on a pool whose priority is Regular (azurerm refuses it at apply)",
+                              "(eviction_policy, spot_max_price other than -1) on a pool whose priority is Regular (azurerm refuses it at apply); no "
+                              "gpu_instance_profile (azurerm names the MIG profile gpu_instance: `terraform plan` refuses it)",
     "capacity-spot-system-pool": "no node pool in mode System has priority = \"Spot\" (AKS refuses Spot system pools: the apply fails)",
-    "capacity-gpu-mig": "warning: a GPU pool with gpu_instance_profile (MIG) is named: its nodes advertise MIG instances (how many and under "
-                        "which resource name depends on the device plugin's MIG strategy), the capacity checks count whole GPUs",
+    "capacity-gpu-mig": "warning: a GPU pool with gpu_instance (MIG) is named: its nodes advertise MIG instances under a resource name "
+                        "the device plugin's MIG strategy decides (nvidia.com/gpu with `single`, nvidia.com/mig-<profile> with `mixed`, "
+                        "whole GPUs with `none`); the capacity checks count the instances under either name",
 }
 
 
@@ -54,16 +57,23 @@ def pool_setting_findings(pools: list[Pool], context: str) -> list[Finding]:
                                    f"{priority or 'Regular (the default)'}: azurerm refuses it (\"`{attr}` can only be set when `priority` is set "
                                    "to `Spot`\"), so `terraform apply` fails", f"remove {attr} (or set it to null), or set priority = \"Spot\" "
                                    "if the pool is meant to run on Spot VMs", context))
-        profile, at = pool.settings.get("gpu_instance_profile", (None, None))
+        value, where = pool.settings.get("gpu_instance_profile", (None, None))
+        if where:
+            out.append(Finding(where.file, where.line, pool.address, "capacity-node-settings",
+                               f"{pool.address} (pool {pool.name}) sets gpu_instance_profile ({where.text} at {where.where()}): azurerm "
+                               "has no such argument (the MIG profile is `gpu_instance`), so `terraform plan` fails (\"An argument named "
+                               "\"gpu_instance_profile\" is not expected here\"); the capacity checks read it as gpu_instance", "rename it to gpu_instance", context))
+        profile, at = pool.settings.get("gpu_instance", (None, None))
         if profile:
-            gpus = pool.sku.gpus if pool.sku else "its"
+            counted = ", ".join(f"{n} {k}" for k, n in pool.mig().items()) or f"{pool.sku.gpus if pool.sku else 'its'} whole nvidia.com/gpu"
             out.append(Finding(at.file, at.line, pool.address, "capacity-gpu-mig",
-                               f"{pool.address} (pool {pool.name}) sets gpu_instance_profile = {profile} ({at.where()}): its nodes advertise "
-                               "MIG instances, not whole GPUs (with the device plugin's MIG strategy `single`, nvidia.com/gpu counts instances, "
-                               f"e.g. 7 per A100 at MIG1g; with `mixed`, nvidia.com/mig-<profile> resources), while the capacity checks count "
-                               f"{gpus} whole nvidia.com/gpu per node (harness/gate/sku.yaml): their GPU verdicts do not hold for this pool",
-                               "size the nvidia.com/gpu quotas and requests for the MIG strategy the device plugin runs with (or request the "
-                               "nvidia.com/mig-<profile> resources under `mixed`), or remove gpu_instance_profile to schedule whole GPUs",
+                               f"{pool.address} (pool {pool.name}) sets gpu_instance = {profile} ({at.where()}): its nodes advertise MIG "
+                               "instances, not whole GPUs, under the name the device plugin's MIG strategy decides (`single`: nvidia.com/gpu "
+                               "counts instances; `mixed`: nvidia.com/mig-<profile>; `none`: whole GPUs, which MIG leaves unusable), which "
+                               f"the gate cannot see; the capacity checks count {counted} per node, so quotas and requests under the "
+                               "other name pass here and pend on the cluster",
+                               "run the device plugin with the MIG strategy whose resource name the quotas and requests use (the GPU "
+                               "Operator's mig.strategy, the device-plugin chart's migStrategy), or remove gpu_instance to schedule whole GPUs",
                                context, severity="warning"))
     return out
 

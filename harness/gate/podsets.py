@@ -251,12 +251,17 @@ def sample_problems(root: Path, cluster: ClusterRender, objects: list[dict], poo
             for combo, ps in live:
                 for p in ps:
                     alloc = p.node_allocatable()
-                    known = [r for r in need if r in alloc]
-                    if all(need[r] <= alloc[r] for r in known):
-                        fitting.append((combo, p, min((int(alloc[r] // need[r]) for r in known), default=count)))
+                    if all(need[r] <= alloc.get(r, 0) for r in need):  # a resource the node lists not: it has none of it
+                        fitting.append((combo, p, min((int(alloc[r] // need[r]) for r in need if alloc.get(r)), default=count)))
             if not fitting:
                 seen = list({p.address: p for _, ps in live for p in ps}.values())
-                short = next(r for r in sorted(need) if any(r in p.node_allocatable() and need[r] > p.node_allocatable()[r] for p in seen))
+                short = next(r for r in sorted(need) if any(need[r] > p.node_allocatable().get(r, 0) for p in seen))
+                if not any(short in p.node_allocatable() for p in pools):  # no size, driver or setting of a pool gives it: no node helps
+                    errors.append(Problem([finding("capacity-pod-fits-node", _request_line(where, short), f" requests {asked}, but no node "
+                                                   f"of any pool in {rel} offers {short}; Kueue would admit it and the pod would stay Pending",
+                                                   f"drop the {short} request, or install what advertises it on the nodes (AKS node pools "
+                                                   "pre-allocate no huge pages; an extended resource needs its device plugin)")]))
+                    continue
                 offer = "; ".join(f"{p.where()} with allocatable " + ", ".join(f"{r} {format_quantity(r, p.node_allocatable()[r])}"
                                                                             for r in sorted(need) if r in p.node_allocatable()) for p in seen)
                 combos = ", ".join(" + ".join(f.name for f in combo) for combo, _ in live)

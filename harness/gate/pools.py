@@ -24,7 +24,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from harness.gate import matching
-from harness.gate.sku import Sku, allocatable, repository_skus, sku_table
+from harness.gate.sku import Sku, allocatable, mig_resources, repository_skus, sku_table
 from harness.gate.sources import as_list, as_map
 from harness.gate.terraform import (Block, Body, TerraformConfig, TerraformError, Value, deciding_variable, load_tfvars,
                                     provider_version, setting_origin, tfvars_rel, variable_origin)
@@ -32,7 +32,7 @@ from harness.gate.terraform import (Block, Body, TerraformConfig, TerraformError
 SYSTEM_TAINT = "CriticalAddonsOnly=true:NoSchedule"
 SPOT_LABEL = "kubernetes.azure.com/scalesetpriority"
 SPOT_TAINT = f"{SPOT_LABEL}=spot:NoSchedule"
-SETTINGS = ("priority", "gpu_instance_profile", "max_pods", "eviction_policy", "spot_max_price")  # where written: for node_settings and podsets' findings
+SETTINGS = ("priority", "gpu_instance", "gpu_instance_profile", "max_pods", "eviction_policy", "spot_max_price")  # where written: for node_settings and podsets' findings
 AUTOSCALING_KEYS = {"auto_scaling_enabled": 4, "enable_auto_scaling": 3}  # attribute -> azurerm major version that spells it so
 
 
@@ -44,9 +44,7 @@ class PoolSettingError(TerraformError):
         self.diagnostic = diagnostic  # Terraform's own error (terraform-expression reports it), not a pool setting's
 
 
-# AKS's OS disk when os_disk_size_gb is not set: 128 GB (the node's root filesystem, where the kubelet keeps emptyDirs,
-# logs and writable layers: its ephemeral-storage capacity).
-DEFAULT_OS_DISK_GIB = 128
+DEFAULT_OS_DISK_GIB = 128  # AKS's OS disk without os_disk_size_gb: the kubelet's root filesystem (emptyDirs, logs, layers)
 
 @dataclass(frozen=True)
 class Origin:
@@ -133,7 +131,11 @@ class Pool:
 
     def node_capacity(self) -> dict[str, Decimal]:
         """One node's capacity: the size's cpu, memory and GPUs, and its OS disk as ephemeral-storage."""
-        return {**self.sku.node_capacity(), "ephemeral-storage": Decimal(self.os_disk_gib) * 2**30} if self.sku else {}
+        return {**self.sku.node_capacity(), **self.mig(), "ephemeral-storage": Decimal(self.os_disk_gib) * 2**30} if self.sku else {}
+
+    def mig(self) -> dict[str, Decimal]:  # a MIG pool's (gpu_instance) instances, under both names the device plugin may use
+        profile = (self.settings.get("gpu_instance") or self.settings.get("gpu_instance_profile") or (None,))[0]  # the latter: capacity-node-settings
+        return mig_resources(self.sku, str(profile)) if profile and self.sku else {}
 
     def capacity(self, nodes: int | None = None) -> dict[str, Decimal]:
         """Hardware of `nodes` nodes (default: all, at max_count for an autoscaling pool)."""
@@ -151,7 +153,7 @@ class Pool:
             return {}
         # The kubelet's hard eviction on AKS keeps nodefs.available >= 10%: pods get the other 90% of the disk.
         disk = self.node_capacity()["ephemeral-storage"] * Decimal("0.9")
-        return {**allocatable(self.sku, self.max_pods), "ephemeral-storage": disk.to_integral_value()}
+        return {**allocatable(self.sku, self.max_pods), **self.mig(), "ephemeral-storage": disk.to_integral_value()}
 
     def node_taints(self) -> list[dict]:
         return [matching.taint_dict(t) for t in self.taints]
@@ -207,8 +209,7 @@ def _aks_labels(name: str, vm_size: str, system: bool, sku: Sku | None, os_sku: 
 
 
 def _major(version: str | None) -> int | None:
-    m = re.search(r"\d+", version or "")
-    return int(m.group()) if m else None
+    return int(m.group()) if (m := re.search(r"\d+", version or "")) else None
 
 
 class _Builder:
@@ -331,6 +332,13 @@ class _Builder:
                                f"{block.address}: min_count {pool.min_count} is above max_count {pool.count} ({pool.count_origin.where()}); azurerm rejects it",
                                "set min_count <= max_count"))
             pool.min_count = pool.count
+        node_count = self.value(block, body.get("node_count"), "node_count") if "node_count" not in (lo, hi) else None
+        if isinstance(node_count, int) and not pool.min_count <= node_count <= pool.count:  # azurerm's expansion refuses it on create
+            at = self.origin(block, "node_count", body.get("node_count"))
+            pool.notes.append((at.file, at.line, f"{block.address}: node_count {node_count} ({at.text}) is outside min_count {pool.min_count}"
+                               f"..max_count {pool.count}; azurerm refuses it when auto scaling is enabled (\"`node_count`({node_count}) must be "
+                               f"equal to or {'greater' if node_count < pool.min_count else 'less'} than `{'min' if node_count < pool.min_count else 'max'}_count`\")",
+                               f"set {at.name} within {pool.min_count}..{pool.count} (or leave node_count unset)"))
 
 
 def cluster_pools(cfg: TerraformConfig, tfvars: dict, tfvars_rel: str | None = None) -> list[Pool]:
@@ -368,15 +376,13 @@ def node_pools(root: Path, cluster: str) -> list[Pool]:
     return cluster_pools(TerraformConfig.load(Path(root)), load_tfvars(Path(root) / rel, Path(root)), rel)
 
 
-def cluster_nodes(root: Path, cluster: str) -> list[NodeSpec]:
-    """Per pool of `cluster`, its nodes' labels, taints, capacity, allocatable and min/max count."""
+def cluster_nodes(root: Path, cluster: str) -> list[NodeSpec]:  # per pool: its nodes' labels, taints, sizes, min/max count
     return [p.node_spec() for p in node_pools(root, cluster)]
 
 
 # -- Scheduling: taints, tolerations, node selectors -----------------------------------------------------
 def untolerated(taints: list[dict], tolerations: list[dict], comparison: bool = False) -> dict | None:
-    """The first NoSchedule/NoExecute taint no toleration tolerates (PreferNoSchedule never blocks),
-    by component-helpers' FindMatchingUntoleratedTaint (harness.gate.matching)."""
+    """The first NoSchedule/NoExecute taint no toleration tolerates (PreferNoSchedule never blocks): harness.gate.matching."""
     return matching.untolerated(taints, tolerations, comparison)
 
 

@@ -4,8 +4,10 @@ configuration (.ray-kueue-gate.yaml, harness.gate.config), in the shape of the t
 `repository_skus(root)`, which every reader of a repository's node pools uses."""
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from functools import lru_cache
 from pathlib import Path
 
@@ -23,6 +25,7 @@ class Sku:
     memory_gib: int
     gpus: int
     arch: str = "amd64"  # kubernetes.io/arch of its nodes (an Arm size, the "p" of Dpsv5, is arm64)
+    gpu: str = ""  # the GPU model as sku.yaml writes it ("A100 80GB"): its memory names the MIG instances
 
     def node_capacity(self) -> dict[str, Decimal]:
         return {"cpu": Decimal(self.vcpu), "memory": Decimal(self.memory_gib) * 2**30, "nvidia.com/gpu": Decimal(self.gpus)}
@@ -30,7 +33,8 @@ class Sku:
 
 def sku_of(name: str, entry: dict) -> Sku:
     """A size from an entry of sku.yaml's `skus` (or of the gate configuration's, which has their shape)."""
-    return Sku(name, int(entry["vcpu"]), int(entry["memory_gib"]), int(entry.get("gpus", 0)), str(entry.get("arch", "amd64")))
+    return Sku(name, int(entry["vcpu"]), int(entry["memory_gib"]), int(entry.get("gpus", 0)), str(entry.get("arch", "amd64")),
+               str(entry.get("gpu", "")))
 
 
 @lru_cache(maxsize=None)
@@ -45,6 +49,27 @@ def repository_skus(root: Path) -> dict[str, Sku]:
     from harness.gate.config import load  # the configuration reads the sources; the table alone needs neither
 
     return {**sku_table()[0], **{name: sku_of(name, v) for name, v in load(Path(root)).skus.items()}}
+
+
+# azurerm gpu_instance (AKS's gpuInstanceProfile) -> (compute slices, instances per GPU, eighths of the GPU's memory per instance),
+# NVIDIA's MIG profiles 1g/2g/3g/4g/7g (MIG user guide "Supported MIG Profiles"; AKS "Create a multi-instance GPU node pool").
+MIG_PROFILES = {"MIG1g": (1, 7, 1), "MIG2g": (2, 3, 2), "MIG3g": (3, 2, 4), "MIG4g": (4, 1, 4), "MIG7g": (7, 1, 8)}
+
+
+def mig_resources(sku: Sku, profile: str) -> dict[str, Decimal]:
+    """What the NVIDIA device plugin advertises on a node of `sku` whose GPUs AKS partitions with `profile`: every
+    instance as nvidia.com/gpu under the MIG strategy `single`, as nvidia.com/mig-<g>g.<memory>gb under `mixed`. The
+    gate cannot see which strategy the plugin runs with (AKS's, the GPU Operator's or a chart's setting), so it offers
+    both: a quota or request of either counts instances, never whole GPUs. {} for a profile or size it cannot size."""
+    if profile not in MIG_PROFILES or not sku.gpus:
+        return {}
+    slices, per_gpu, eighths = MIG_PROFILES[profile]
+    out = {"nvidia.com/gpu": Decimal(sku.gpus * per_gpu)}
+    memory = re.search(r"(\d+)\s*GB", sku.gpu)
+    if memory:
+        gb = (Decimal(memory.group(1)) * eighths / 8).to_integral_value(ROUND_HALF_UP)
+        out[f"nvidia.com/mig-{slices}g.{gb}gb"] = Decimal(sku.gpus * per_gpu)
+    return out
 
 
 def allocatable(sku: Sku, max_pods: int, reservation: dict | None = None) -> dict[str, Decimal]:

@@ -405,6 +405,10 @@ CASES = [
     ("autoscaling-v3-attribute", "capacity-autoscaling", "terraform/node_pools.tf", ("enable_auto_scaling", 0),
      lambda r: autoscale_gpu_pool(r, 1, 1, key="enable_auto_scaling")),
     ("autoscaling-min-above-max", "capacity-autoscaling", "terraform/node_pools.tf", ("min_count", 0), lambda r: autoscale_gpu_pool(r, 2, 1)),
+    # azurerm's expansion refuses a node_count outside min_count..max_count of an autoscaling pool: at the tfvars line that sets it (dev's 1).
+    ("autoscaling-node-count-below-min", "capacity-autoscaling", "terraform/clusters/dev-westus3.tfvars", ("system_node_count", 0),
+     lambda r: edit(r, "terraform/aks.tf", "    only_critical_addons_enabled = true\n",
+                    "    only_critical_addons_enabled = true\n    auto_scaling_enabled = true\n    min_count = 2\n    max_count = 3\n")),
     ("max-count-without-autoscaling", "capacity-autoscaling", "terraform/node_pools.tf", ("max_count", 0),
      lambda r: edit(r, "terraform/node_pools.tf", "  node_count              = var.gpu_node_count\n",
                     "  node_count              = var.gpu_node_count\n  max_count               = 3\n")),
@@ -428,6 +432,14 @@ CASES = [
                       "spec:\n  limits:\n    - {type: Container, defaultRequest: {cpu: \"30\"}, default: {cpu: \"30\"}}\n"),
                 edit(r, "base/kustomization.yaml", "resources:\n", "resources:\n  - limit-range.yaml\n"),
                 edit(r, NC24, 'resources/0/nominalQuota, value: "23"}', 'resources/0/nominalQuota, value: "96"}'))),
+    # A resource no pool's nodes offer (AKS pre-allocates no huge pages; Kueue told to ignore it): at the request, not the template.
+    ("resource-no-node-offers", "capacity-pod-fits-node", "workloads/llm-training.yaml", ("hugepages-2Mi: 2Gi}", 0),
+     lambda r: (edit(r, "workloads/llm-training.yaml", 'requests: {cpu: "16", memory: 128Gi, nvidia.com/gpu: "1"}',
+                     'requests: {cpu: "16", memory: 128Gi, nvidia.com/gpu: "1", hugepages-2Mi: 2Gi}'),
+                edit(r, "workloads/llm-training.yaml", 'limits: {cpu: "16", memory: 128Gi, nvidia.com/gpu: "1"}',
+                     'limits: {cpu: "16", memory: 128Gi, nvidia.com/gpu: "1", hugepages-2Mi: 2Gi}'),
+                edit(r, "flux/infrastructure/controllers/kueue.yaml", "        integrations:\n",
+                     "        resources:\n          excludeResourcePrefixes: [hugepages-]\n        integrations:\n"))),
     # A Windows pool beside the Linux ones: AKS labels it kubernetes.io/os=windows and taints nothing, so the heads may go there.
     ("windows-pool-beside-linux-pods", "capacity-pod-os", "workloads/batch-inference.yaml", ("  template:", 0),
      lambda r: append(r, "terraform/node_pools.tf", '\nresource "azurerm_kubernetes_cluster_node_pool" "win" {\n  name = "win"\n'

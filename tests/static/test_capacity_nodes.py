@@ -3,6 +3,7 @@ operating system, MIG, Spot system pools, and the hints of the findings they cau
 scheduling.py, placement.py, podsets.py)."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -140,3 +141,34 @@ def test_a_flavor_selecting_no_pool_is_reported_at_the_label_no_pool_carries(rep
     edit(repo_copy, "base/resource-flavors.yaml", "    accelerator: nvidia\n", "    accelerator: nvidia\n    gpu-sku: h100\n")
     found = [f for f in validate_repository(repo_copy).findings if f.rule == "capacity-flavor-labels"]
     assert found and {(f.file, f.line) for f in found} == {("base/resource-flavors.yaml", 17)}, "\n".join(f.text() for f in found)
+
+
+MIG = ("terraform/node_pools.tf", "  gpu_driver  = var.gpu_driver\n", '  gpu_driver  = var.gpu_driver\n  gpu_instance = "MIG1g"\n')
+DEV_GPU_QUOTA = "components/gpu-sku/standard-nc24ads-a100-v4/kustomization.yaml"
+
+
+def _dev_gpu_quota(root: Path, value: int) -> None:
+    path = root / DEV_GPU_QUOTA
+    lines = path.read_text().splitlines(keepends=True)
+    assert "nominalQuota, value: " in lines[12], lines[12]
+    lines[12] = re.sub(r'value: "\d+"', f'value: "{value}"', lines[12])
+    path.write_text("".join(lines))
+
+
+@pytest.mark.parametrize("resource", ["nvidia.com/gpu", "nvidia.com/mig-1g.10gb"])
+def test_a_mig_pool_counts_its_instances_under_either_strategy(repo_copy: Path, resource: str):
+    """gpu_instance = MIG1g on dev's one A100: 7 instances, as nvidia.com/gpu (MIG strategy single) or nvidia.com/mig-1g.10gb
+    (mixed). A quota of 7 and samples requesting either name are clean but for the capacity-gpu-mig warning; 8 is capacity-quota."""
+    edit(repo_copy, *MIG)
+    _dev_gpu_quota(repo_copy, 7)
+    if resource != "nvidia.com/gpu":
+        for path in [*repo_copy.glob("overlays/*/*.yaml"), *repo_copy.glob("workloads/*.yaml")]:
+            path.write_text(path.read_text().replace("nvidia.com/gpu", resource))
+    found = capacity(repo_copy)
+    assert [f.rule for f in found if f.severity == "error"] == [], "\n".join(f.text() for f in found)
+    assert {f.rule for f in found} == {"capacity-gpu-mig"}, "\n".join(f.text() for f in found)
+    if resource == "nvidia.com/gpu":
+        _dev_gpu_quota(repo_copy, 8)
+        found = [f for f in capacity(repo_copy, "dev-westus3") if f.severity == "error"]
+        assert [(f.rule, f.file, f.line) for f in found] == [("capacity-quota", DEV_GPU_QUOTA, 13)], "\n".join(f.text() for f in found)
+        assert "at most 7" in found[0].hint, found[0].hint

@@ -470,8 +470,11 @@ CORPUS = [
                      '  mode                    = "System"\n  vm_size                 = var.gpu_vm_size\n'),
                 edit(r, "terraform/node_pools.tf", "  gpu_driver  = var.gpu_driver\n", '  gpu_driver  = var.gpu_driver\n  priority    = "Spot"\n')), 25),
     ("gpu-pool-mig-profile", "capacity-gpu-mig", "terraform/node_pools.tf",
-     lambda r: edit(r, "terraform/node_pools.tf", "  gpu_driver  = var.gpu_driver\n", '  gpu_driver  = var.gpu_driver\n  gpu_instance_profile = "MIG1g"\n'),
+     lambda r: edit(r, "terraform/node_pools.tf", "  gpu_driver  = var.gpu_driver\n", '  gpu_driver  = var.gpu_driver\n  gpu_instance = "MIG1g"\n'),
      25, "warning"),
+    ("gpu-instance-profile-is-not-azurerm", "capacity-node-settings", "terraform/node_pools.tf",
+     lambda r: edit(r, "terraform/node_pools.tf", "  gpu_driver  = var.gpu_driver\n", '  gpu_driver  = var.gpu_driver\n  gpu_instance_profile = "MIG1g"\n'),
+     25),
     # The AKS Flux extension's multi-tenancy (terraform/flux.tf): a HelmRelease outside flux-system acts as <ns>/flux-applier, with no rights.
     ("helm-release-outside-flux-system", "flux-multi-tenancy", KUEUE,
      lambda r: edit(r, KUEUE, "kind: HelmRelease\nmetadata:\n  name: kueue\n  namespace: flux-system\n",
