@@ -15,10 +15,13 @@ tools: setup
 	@scripts/build-tools $(if $(filter kind,$(BACKEND)),--group default --group kind)
 
 # VALIDATE_FORMATS adds reports, e.g. "--format github" (annotations, as the pull-request workflow does).
+# VALIDATE_BASE=REF also validates the changes from that git ref as updates (update-refused; the pull-request workflow
+# passes the base branch).
 VALIDATE_FORMATS ?=
+VALIDATE_BASE ?=
 validate: setup
 	@scripts/validate . --json $(REPORTS)/validate.json --junit $(REPORTS)/validate.junit.xml \
-		--format sarif=$(REPORTS)/validate.sarif $(VALIDATE_FORMATS)
+		--format sarif=$(REPORTS)/validate.sarif $(VALIDATE_FORMATS) $(if $(VALIDATE_BASE),--base $(VALIDATE_BASE))
 
 test-static: setup
 	$(PYTEST) -m static --junitxml=$(REPORTS)/static.junit.xml

@@ -1,7 +1,7 @@
 """The offline static gate: render the repository as Flux would, validate every object strictly
 and apply the cross-resource rules.
 
-    scripts/validate [REPO_DIR] [--format FORMAT[=DEST]]... [--json FILE] [--junit FILE]
+    scripts/validate [REPO_DIR] [--format FORMAT[=DEST]]... [--json FILE] [--junit FILE] [--base REF]
 
 FORMAT is text, json, junit, github (GitHub Actions annotations) or sarif (SARIF 2.1.0); DEST is
 a file or - for stdout (the default). Give --format several times for several reports; --json F
@@ -27,7 +27,7 @@ from harness.gate import build_errors, cluster_refs, helm_values, kueue_manager,
 from harness.gate import flux_rules, flux_tenancy, folding, matching, operator_placement, renames
 from harness.gate import kueue_fit, rules, sample_rules
 from harness.gate import schema_check, schema_texts
-from harness.gate import subnets, substitution, terraform, terraform_checks, terraform_flux
+from harness.gate import subnets, substitution, terraform, terraform_checks, terraform_flux, updates
 from harness.gate import entry, formats, kubernetes_version, version_rules
 from harness.gate.findings import Finding, distinct, keep_once, one_line
 from harness.gate import render
@@ -61,6 +61,7 @@ RULE_SOURCES = {
     "harness/gate/terraform_checks.py, terraform_flux.py (Terraform wiring)": terraform_checks.RULES,
     "harness/gate/kubernetes_version.py (the AKS Kubernetes version against the pinned one)": kubernetes_version.RULES,
     "harness/gate/subnets.py (the node subnets against the nodes in them)": subnets.RULES,
+    "harness/gate/updates.py (--base REF: changes the cluster refuses as an update)": updates.RULES,
 }
 RULE_IDS = {rule: text for found in RULE_SOURCES.values() for rule, text in found.items()}
 
@@ -96,11 +97,8 @@ class Report:
     disabled: list[str] = field(default_factory=list)  # per `disable` entry of the configuration, what it turned off and why
     suppressed: int = 0  # findings those entries covered
 
-    def rules_fired(self) -> set[str]:
-        return {f.rule for f in self.findings}
 
-
-def validate_repository(root: Path, ahead: render.Ahead | None = None) -> Report:
+def validate_repository(root: Path, ahead: render.Ahead | None = None, base: str | None = None) -> Report:
     root = root.resolve()
     gate_config = config.load(root, set(RULE_IDS))
     timings, t0 = {}, time.monotonic()
@@ -122,13 +120,13 @@ def validate_repository(root: Path, ahead: render.Ahead | None = None) -> Report
         with ahead.session if ahead else FluxBuild(root).start() as session, ThreadPoolExecutor(3, thread_name_prefix="gate") as pool:
             matching.start()
             terraform.start()
-            return _validate(root, gate_config, checker, session, pool, areas, timings, t0, ahead.future if ahead else None)
+            return _validate(root, gate_config, checker, session, pool, areas, timings, t0, ahead.future if ahead else None, base)
     finally:
         checker.close()
 
 
 def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.Checker, session: FluxBuild, pool: ThreadPoolExecutor,
-              areas: dict, timings: dict, t0: float, rendering=None) -> Report:
+              areas: dict, timings: dict, t0: float, rendering=None, base: str | None = None) -> Report:
     per_area: dict[str, list[Finding]] = {name: [] for name in areas}
 
     def timed(area: str, t: float) -> None:
@@ -150,6 +148,7 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
     # Rendering needs nothing parsed here: it starts first, and the sources are read while the helper renders.
     t = time.monotonic()
     rendering = rendering or beside("render", lambda: render_repository(root, session=session, gate_config=gate_config))
+    based = base and beside("render", updates.render_base, root, base, gate_config)  # --base: that tree's clusters
     t_parse = time.monotonic()
     sources = Sources.load(root)
     checker.expect({(str(d.obj.get("apiVersion")), str(d.obj.get("kind"))) for d in sources.docs})
@@ -219,10 +218,11 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
     rendered_found = checked()
     refused = {f.resource for f in rendered_found if f.rule == "api-validation"}
     ctx.sample_related = {k: [o for o in objs if resource_id(o) not in refused] for k, objs in ctx.sample_related.items()}
+    created = frozenset(f.resource for f in rendered_found if f.rule in ("schema", "api-validation", "kueue-webhook"))
+    per_area["schema"] += updates.update_findings(ctx, checker, clusters, joined(based), base, created) if based else []
     schema = beside("schema", lambda: rendered_found + schema_check.findings(ctx, checker, [v[:3] for v in validated], [v[3] for v in validated]))
     t_cap = time.monotonic()
-    per_area["capacity"] += capacity.capacity_findings(root, clusters, sources, gate_config, pending_fits, frozenset(
-        f.resource for f in rendered_found if f.rule in ("schema", "api-validation", "kueue-webhook")), ctx.writers)
+    per_area["capacity"] += capacity.capacity_findings(root, clusters, sources, gate_config, pending_fits, created, ctx.writers)
     timed("capacity", t_cap)
     per_area["rules"] += joined(warnings) + joined(helm)
     presuming += [found for fits in pending_fits.values() for found in fits.findings()]
@@ -247,8 +247,7 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
 
 def summary_table(report: Report) -> str:
     """The per-area table printed at the end of a run."""
-    width = max(len(a.name) for a in report.areas)
-    what = max(len(a.what) for a in report.areas)
+    width, what = max(len(a.name) for a in report.areas), max(len(a.what) for a in report.areas)
     lines = [f"{'area':<{width}}  {'checks':<{what}}  findings    time"]
     for a in report.areas:
         lines.append(f"{a.name:<{width}}  {a.what:<{what}}  {a.findings:>8}  {a.seconds:5.2f}s")
@@ -348,6 +347,7 @@ def main(argv: list[str] | None = None, ahead: render.Ahead | None = None) -> in
     parser.add_argument("--kueue", metavar="VERSION", help="validate as Kueue VERSION would (a pin or candidate in versions.yaml): "
                         "its CRD schemas and its quota accounting, e.g. --kueue v0.18.3")
     parser.add_argument("--kuberay", metavar="VERSION", help="validate against KubeRay VERSION's CRDs (a pin or candidate)")
+    parser.add_argument("--base", metavar="REF", help="a git ref (the pull request's base): its objects' changes are validated as updates")
     args = parser.parse_args(argv)
     try:
         select_versions(kueue=args.kueue, kuberay=args.kuberay)
@@ -369,9 +369,9 @@ def main(argv: list[str] | None = None, ahead: render.Ahead | None = None) -> in
         print(f"validate: {root.resolve()} does not look like a checkout of a GitOps repository (no clusters/, overlays/ or {config.CONFIG_FILE}{', here or above' * (args.repo is None)})", file=sys.stderr)
         return 2
     try:
-        report = validate_repository(root, ahead)
-    except (HarnessError, RuntimeError, OSError) as err:  # RenderError, ToolBuildError, SchemaError, ...
-        print(f"validate: the gate could not run: {err}", file=sys.stderr)
+        report = validate_repository(root, ahead, args.base)
+    except (HarnessError, RuntimeError, OSError) as err:  # RenderError, ToolBuildError, SchemaError, BaseError, ...
+        print(f"validate: {'' if isinstance(err, updates.BaseError) else 'the gate could not run: '}{err}", file=sys.stderr)
         return 2
     except Exception as err:  # a bug of the gate, not a finding: exit 2, never 1 ("findings")
         if os.environ.get("RAY_KUEUE_TRACEBACK"):

@@ -116,7 +116,7 @@ def test_an_internal_error_is_exit_2_in_one_line(tmp_path, monkeypatch, capsys):
     """A bug of the gate (here: a rule that raises) is exit 2, "could not run", never 1 ("findings")."""
     from harness.gate import validate
 
-    def broken(_root, _ahead=None):
+    def broken(_root, _ahead=None, _base=None):
         raise KeyError("spec")
 
     monkeypatch.setattr(validate, "validate_repository", broken)

@@ -61,8 +61,10 @@ type request struct {
 	// Related: per object of a check, the cluster's objects its admission depends on (a RayJob's
 	// namespace's LimitRanges), in the objects' order; absent for an object checked on its own.
 	Related [][]map[string]interface{} `json:"related,omitempty"`
-	Helm    *helmRequest               `json:"helm,omitempty"`
-	Admit   *admitRequest              `json:"admit,omitempty"`
+	// Olds: per object of an update request, the object as the cluster holds it (the base tree's render).
+	Olds  []map[string]interface{} `json:"olds,omitempty"`
+	Helm  *helmRequest             `json:"helm,omitempty"`
+	Admit *admitRequest            `json:"admit,omitempty"`
 	// KueueManager: the Kueue manager the objects of a check or admit request meet (its feature gates); null: the
 	// chart's defaults.
 	KueueManager *managerRef `json:"kueue_manager,omitempty"`
@@ -178,6 +180,11 @@ func handle(req request) (resp response) {
 		integrations := managerIntegrations(req.KueueManager)
 		underGates(req.KueueManager, func() {
 			resp.Answer = schemas(req.SchemaDir, req.KubernetesVersion).check(req.Objects, req.Related, integrations)
+		})
+	case "update":
+		integrations := managerIntegrations(req.KueueManager)
+		underGates(req.KueueManager, func() {
+			resp.Answer = schemas(req.SchemaDir, req.KubernetesVersion).checkUpdates(req.Objects, req.Olds, integrations)
 		})
 	case "admit":
 		if req.Admit == nil {

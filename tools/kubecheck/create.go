@@ -24,10 +24,14 @@ func beforeCreate(strategy rest.RESTCreateStrategy, ctx context.Context, obj run
 	if m.GetGenerateName() != "" && m.GetName() == "" {
 		m.SetName(stable(strategy.GenerateName(m.GetGenerateName())))
 	}
-	err = rest.BeforeCreate(strategy, ctx, obj)
-	if err == nil {
-		return nil
+	if err := rest.BeforeCreate(strategy, ctx, obj); err != nil {
+		return statusCauses(err)
 	}
+	return nil
+}
+
+// statusCauses: an Invalid status's causes (the error's text alone when it has none).
+func statusCauses(err error) []metav1.StatusCause {
 	if status, ok := err.(apierrors.APIStatus); ok && status.Status().Details != nil && len(status.Status().Details.Causes) > 0 {
 		return status.Status().Details.Causes
 	}

@@ -46,6 +46,8 @@ type request struct {
 	Op      string                     `json:"op"`
 	Objects []map[string]interface{}   `json:"objects,omitempty"`
 	Related [][]map[string]interface{} `json:"related,omitempty"`
+	// Olds: per object of a builtin-update request, the object as the cluster holds it (the base tree's render).
+	Olds []map[string]interface{} `json:"olds,omitempty"`
 	// WithPods: the answer carries the pods too (the parity test creates them on a real apiserver).
 	WithPods bool `json:"with_pods,omitempty"`
 	// place: the cluster's Node objects, and per object what Kueue adds to each of its pod sets (by role: head,
@@ -125,6 +127,16 @@ func main() {
 				}
 				for _, c := range causes {
 					results[i].Errors = append(results[i].Errors, causeError(c))
+				}
+			}
+			resp["answer"] = results
+		case "builtin-update":
+			for i, obj := range req.Objects {
+				results[i] = result{Errors: []fieldError{}, Quota: []fieldError{}, Security: []fieldError{}}
+				if i < len(req.Olds) {
+					for _, c := range builtinUpdateErrors(obj, req.Olds[i]) {
+						results[i].Errors = append(results[i].Errors, causeError(c))
+					}
 				}
 			}
 			resp["answer"] = results
