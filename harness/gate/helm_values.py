@@ -34,7 +34,7 @@ from pathlib import Path
 import yaml
 
 from harness.core import HarnessError
-from harness.gate import operator_placement, schema_check, schemas
+from harness.gate import operator_placement, schema_check, schemas, version_rules
 from harness.gate.cluster_index import ClusterIndex, finding_at
 from harness.gate.cluster_refs import chart_health_checks
 from harness.gate.findings import Finding
@@ -138,6 +138,7 @@ def helm_rules(ctx, root: Path, clusters: list) -> list[Finding]:
             out.append(at(list(path), f"it renders {'an object' if len(why) == 1 else f'{len(why)} objects'} the apiserver refuses, "
                                       f"so the release fails: {shown}"))
     return (out + _health_checks(ctx, root, releases, answers) + _unused(ctx, root, releases, answers)
+            + version_rules.rendered_image_findings(ctx, root, releases, answers)
             + operator_placement.placement_findings(ctx, root, releases, answers, problems))
 
 
