@@ -1,5 +1,5 @@
 """How a HelmRelease is wired into its cluster: whether the layers after it really wait for it (disableWait), and
-whether the namespaces it installs into exist."""
+whether the namespaces it installs into exist. (`flux bootstrap` files on an extension cluster: test_gate_flux_forms.py.)"""
 from __future__ import annotations
 
 import pytest
@@ -44,39 +44,3 @@ def test_a_release_namespace_the_release_creates_is_clean(repo_copy):
     edit(repo_copy, KUEUE, "  install:\n", "  install:\n    createNamespace: true\n")
     assert [f.text() for f in validate_repository(repo_copy).findings] == []
 
-
-GOTK_SYNC = """apiVersion: source.toolkit.fluxcd.io/v1
-kind: GitRepository
-metadata:
-  name: flux-system
-  namespace: flux-system
-spec:
-  interval: 1m0s
-  ref:
-    branch: main
-  secretRef:
-    name: flux-system
-  url: ssh://git@github.com/example/ray-aks-gitops
----
-apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata:
-  name: flux-system
-  namespace: flux-system
-spec:
-  interval: 10m0s
-  path: ./clusters/prod-eastus2
-  prune: true
-  sourceRef:
-    kind: GitRepository
-    name: flux-system
-"""
-
-
-def test_flux_bootstrap_files_on_a_cluster_the_extension_bootstraps_are_one_object_collision(repo_copy):
-    """terraform/flux.tf bootstraps prod-eastus2 with the AKS extension: gotk-sync.yaml's GitRepository flux-system replaces the
-    extension's. One finding, at the file; its deploy key Secret warning follows from it."""
-    (repo_copy / f"{PROD}/flux-system/gotk-sync.yaml").write_text(GOTK_SYNC)
-    found = [f for f in validate_repository(repo_copy).findings]
-    assert [(f.rule, f.file, f.line) for f in found] == [("object-collision", f"{PROD}/flux-system/gotk-sync.yaml", 1)], [f.text() for f in found]
-    assert "terraform/flux.tf:" in found[0].message and found[0].hint.startswith(f"leave the files of {PROD}/flux-system/ empty")
