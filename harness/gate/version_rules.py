@@ -220,7 +220,9 @@ def _pin_findings(root: Path, pinned: dict) -> list[Finding]:
         if production and runs and production not in (runs, str(own.get("production", ""))):
             said.append(f"this gate runs {component} {runs}'s own code (validation, webhooks, admission), so its verdicts are "
                         f"{runs}'s, not {production}'s")
-            fixes.append(f"check with a gate release whose versions.yaml builds {component} {production}, or keep production at {runs}")
+            candidate = next((str(c.get("version")) for c in map(as_map, as_list(own.get("candidates"))) if str(c.get("chart")) == production), None)
+            fixes.append((f"check with `scripts/validate --{component} {candidate}` (a candidate this gate builds)" if candidate else
+                          f"check with a gate release whose versions.yaml builds {component} {production}") + f", or keep production at {runs}")
         if production and module and production != module and not pin.get("skew"):
             said.append(f"the module version the harness builds is v{module}, and no `skew` says why they differ (versions.yaml: "
                         "never change one without the other)")

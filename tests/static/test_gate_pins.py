@@ -43,3 +43,13 @@ def test_values_without_an_image_tag_install_the_charts_default_tag(repo_copy):
     found = [f for f in validate_repository(repo_copy).findings]
     assert [(f.rule, f.file, f.line) for f in found] == [("versions-drift", KUEUE, 47)], [f.text() for f in found]
     assert ":release-0.17, not v0.17.1" in found[0].message and found[0].hint == "set values.controllerManager.manager.image.tag: v0.17.1"
+
+
+def test_a_production_pin_the_gate_has_as_candidate_names_the_option_that_checks_it(repo_copy):
+    """versions-pins' fix names `--kueue <candidate>` when this gate builds that version as a candidate."""
+    edit(repo_copy, "versions.yaml", "  production: 0.17.1\n", "  production: 0.18.3\n")
+    edit(repo_copy, "versions.yaml", "  version: v0.17.1 ", "  version: v0.18.3 ")
+    edit(repo_copy, KUEUE, "    tag: 0.17.1\n", "    tag: 0.18.3\n")
+    edit(repo_copy, KUEUE, "          tag: v0.17.1\n", "          tag: v0.18.3\n")
+    found = [f for f in validate_repository(repo_copy).findings if f.rule == "versions-pins"]
+    assert len(found) == 1 and "`scripts/validate --kueue v0.18.3`" in found[0].hint, [f.text() for f in found]
