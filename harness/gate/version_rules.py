@@ -1,7 +1,10 @@
 """versions.yaml against what each cluster really installs: the chart version of the Kueue and KubeRay
 HelmReleases (the tag of the OCIRepository a chartRef names, or spec.chart.spec.version of a HelmRepository's
 chart), their chart repository and the image tag of their values, as Flux renders them for the cluster.
-A drifted pin means the harness proves one version while AKS runs another."""
+A drifted pin means the harness proves one version while AKS runs another. Pins are read as Flux and the container runtime
+read them (tools/fluxbuild's op pins: Masterminds semver for spec.ref.semver and a chart version, distribution/reference for
+an image), so an exact constraint, a digest beside the pinned tag and a `tag@digest` image are the pin; values that write no
+image tag are judged by the image the rendered chart runs (rendered_image_findings, from helm_values)."""
 from __future__ import annotations
 
 import json
