@@ -34,8 +34,9 @@ from harness.gate.pod_refs import optional_ref, pod_key_refs, pod_spec_refs, pod
 from harness.gate.sources import as_list, as_map, as_maps, name_key
 
 RULES = {
-    "namespace-missing": "every namespaced object's namespace is created by the cluster's set (a Namespace, a HelmRelease "
-                         "with install.createNamespace) or always exists (default, kube-*, flux-system)",
+    "namespace-missing": "every namespaced object's namespace, and every HelmRelease's targetNamespace and storageNamespace, is "
+                         "created by the cluster's set (a Namespace, a HelmRelease with install.createNamespace) or always exists "
+                         "(default, kube-*, flux-system)",
     "object-ref": "every ServiceAccount, ConfigMap, Secret, PersistentVolumeClaim and RuntimeClass a Flux object or a pod template names "
                   "exists in the cluster's set (or in cluster-vars.example.yaml, which Terraform writes), with every key it names; a "
                   "sample's ServiceAccount, claims, RuntimeClass and keys of the set's ConfigMaps and Secrets too",
@@ -117,8 +118,11 @@ def _reference_rules(ctx, root: Path, index: ClusterIndex) -> list[Finding]:
     for build, o in index.objects:
         kind, ns, _ = kind_key(o)
         if index.complete and ns is not None and kind not in index.cluster_scoped and ns not in index.namespaces:
-            missing.setdefault(ns, []).append((build, o))
+            missing.setdefault(ns, []).append((build, o, ["metadata", "namespace"]))
             continue
+        for path, release_ns in _release_namespaces(o) if index.complete else []:
+            if release_ns not in index.namespaces:  # Helm writes the release there: without the namespace the install fails
+                missing.setdefault(release_ns, []).append((build, o, path))
         refs = _flux_refs(o)
         if index.complete:
             refs += [r for path, pod in pod_templates(o) for r in pod_spec_refs(path, pod)]
@@ -189,20 +193,36 @@ def _values_keys(ctx, root: Path, index: ClusterIndex, build, hr: dict, namespac
 def _missing_namespaces(ctx, root: Path, index: ClusterIndex, missing: dict[str, list[tuple]]) -> list[Finding]:
     """namespace-missing: one finding per namespace the cluster does not create, at the first object in it, naming the
     others; a Namespace of the layers that nothing is in is named as the likely rename."""
-    used = {kind_key(o)[1] for _, o in index.objects}
+    used = {kind_key(o)[1] for _, o in index.objects} | {n for _, o in index.objects for _, n in _release_namespaces(o)}
     out = []
     for ns, members in missing.items():
-        build, first = members[0]
-        layers = {id(b) for b, _ in members}  # a Namespace of the same layers that nothing is in
+        build, first, path = members[0]
+        layers = {id(b) for b, _, _ in members}  # a Namespace of the same layers that nothing is in
         empty = sorted(n for b, o in index.of_kind("Namespace") if id(b) in layers and (n := as_map(o.get("metadata")).get("name")) not in used)
-        others = [f"{o.get('kind')} {as_map(o.get('metadata')).get('name')}" for _, o in members[1:]]
+        others = [f"{o.get('kind')} {as_map(o.get('metadata')).get('name')}" + (f" ({dotted(p)})" if p[0] == "spec" else "")
+                  for _, o, p in members[1:]]
+        field = "metadata.namespace" if path[0] == "metadata" else dotted(path)
         renamed = f"Namespace {', '.join(empty)} is created but nothing is in it: if it was {ns} before, name it {ns} again or move " \
-                  f"these objects along (metadata.namespace); else " if empty else ""
-        out.append(finding_at(ctx, root, first, build, ["metadata", "namespace"], "namespace-missing",
-                              f"namespace {ns!r} is not created by the cluster (have: {', '.join(sorted(index.namespaces))})"
+                  f"these objects along ({field}); else " if empty else ""
+        release = "" if path[0] != "spec" else f" (HelmRelease {as_map(first.get('metadata')).get('name')}: Helm " + \
+            ("installs its chart there" if path[-1] == "targetNamespace" else "writes its release record there") + \
+            " and creates no namespace, so the install fails)"
+        create = ", set install.createNamespace: true" if path[-1] == "targetNamespace" else ""
+        out.append(finding_at(ctx, root, first, build, path, "namespace-missing",
+                              f"namespace {ns!r} is not created by the cluster (have: {', '.join(sorted(index.namespaces))}){release}"
                               + (f"; {len(others)} more object(s) are in it: {', '.join(others)}" if others else ""),
-                              f"{renamed}add a Namespace {ns} to the layer, or use an existing namespace", cluster=index.cluster.name))
+                              f"{renamed}add a Namespace {ns} to the layer{create}, or use an existing namespace", cluster=index.cluster.name))
     return out
+
+
+def _release_namespaces(obj: dict) -> list[tuple[list, str]]:
+    """(field, namespace) of a HelmRelease's spec.targetNamespace and spec.storageNamespace: Helm installs into the first
+    and writes the release record into the second, and creates neither (install.createNamespace creates the target,
+    which ClusterIndex counts as created)."""
+    if obj.get("kind") != "HelmRelease" or not str(obj.get("apiVersion", "")).startswith("helm.toolkit.fluxcd.io/"):
+        return []
+    spec = as_map(obj.get("spec"))
+    return [(["spec", f], spec[f]) for f in ("targetNamespace", "storageNamespace") if isinstance(spec.get(f), str) and spec[f]]
 
 
 def _health_check_entries(index: ClusterIndex):

@@ -11,6 +11,12 @@ creates that ServiceAccount, bound to cluster-admin, only in the namespace of th
   cannot list ...", fluxcd/flux2#3182; Azure/AKS#3099);
 - a sourceRef or chartRef into another namespace is refused.
 `flux bootstrap` sets neither flag, so a repository can work there and fail on AKS.
+
+object-collision (bootstrap_collisions): on a cluster terraform/ bootstraps with the extension, `flux bootstrap`'s files
+(clusters/<cluster>/flux-system/gotk-*.yaml, which the repository ships empty) are applied by the extension's
+Kustomization: their GitRepository flux-system replaces the extension's (an ssh URL, a deploy key no bootstrap made),
+and their Kustomization is a second root of the cluster folder. One finding per cluster; what those files' objects
+cause besides (their deploy key Secret, the second root's collisions) folds under it (folding.fold).
 """
 from __future__ import annotations
 
@@ -66,13 +72,45 @@ def _refs(obj: dict) -> list[tuple[list, dict]]:
             (["spec", "chart", "spec", "sourceRef"], as_map(as_map(as_map(spec.get("chart")).get("spec")).get("sourceRef")))]
 
 
+BOOTSTRAPPED = "`flux bootstrap`'s objects on a cluster the AKS Flux extension bootstraps"  # the message's start (folding.fold)
+
+
+def bootstrap_collisions(ctx, root: Path, cluster: ClusterRender) -> list[Finding]:
+    """object-collision at the first object the cluster applies from its flux-system/ folder, when terraform/ bootstraps
+    the cluster (it has a tfvars file) with the microsoft.flux extension and a Flux configuration."""
+    if not ctx.config.terraform or not (root / TERRAFORM_DIR).is_dir() or not (root / ctx.config.tfvars_file(cluster.name, root)).is_file():
+        return []
+    try:
+        cfg = TerraformConfig.load(root)
+    except TerraformError:
+        return []
+    ext = next((e for e in cfg.of_type("azurerm_kubernetes_cluster_extension") if (k := e.body.get("extension_type")) is not None
+                and k.known and k.value == "microsoft.flux"), None)
+    configs = cfg.of_type("azurerm_kubernetes_flux_configuration")
+    folder = f"{ctx.config.clusters.rstrip('/')}/{cluster.name}/flux-system/"
+    placed = [(obj, ctx.finding(obj, cluster.entry, "", "", "")) for obj in cluster.entry.objects] if ext and configs else []
+    placed = [(obj, f) for obj, f in placed if f.file and f.file.startswith(folder)]
+    if not placed:
+        return []
+    obj, at = placed[0]
+    objects = ", ".join(f"{o.get('kind')}/{as_map(o.get('metadata')).get('name')}" for o, _ in placed[:4]) + (", ..." if len(placed) > 4 else "")
+    return [finding_at(ctx, root, obj, cluster.entry, [], "object-collision",
+                       f"{BOOTSTRAPPED} ({ext.file}:{ext.line}, Flux configuration {configs[0].file}:{configs[0].line}): {folder} holds "
+                       f"{len(placed)} ({objects}), which the extension's Kustomization applies over what the extension created: its "
+                       "GitRepository flux-system is replaced (another URL, a deploy key Secret no bootstrap made, so every layer's "
+                       "source fails), and a second Kustomization reconciles the cluster folder", "leave the files of "
+                       f"{folder} empty on a cluster terraform/ bootstraps (as the repository ships them); or bootstrap this cluster with "
+                       "`flux bootstrap` instead, without a tfvars file", cluster=cluster.name)]
+
+
 def tenancy_rules(ctx, root: Path, cluster: ClusterRender, locked: tuple[str, str] | None) -> list[Finding]:
     """flux-multi-tenancy for one cluster's set (`locked`: lockdown() of the repository), when terraform/ provisions that
-    cluster (it has a tfvars file; a `flux bootstrap` or local cluster runs Flux without the extension's lockdown)."""
+    cluster (it has a tfvars file; a `flux bootstrap` or local cluster runs Flux without the extension's lockdown); and
+    bootstrap_collisions."""
+    out = bootstrap_collisions(ctx, root, cluster)
     if locked is None or not (root / ctx.config.tfvars_file(cluster.name, root)).is_file():
-        return []
+        return out
     where, home = locked
-    out = []
     for build, obj in cluster.applied():
         helm = str(obj.get("apiVersion", "")).startswith("helm.toolkit.fluxcd.io/") and obj.get("kind") == "HelmRelease"
         if not (helm or is_flux_kustomization(obj)):

@@ -10,6 +10,7 @@ apiserver or Kueue's webhook refuses on a cluster (its queue, quota and settings
 from __future__ import annotations
 
 from harness.gate.findings import Finding
+from harness.gate.flux_tenancy import BOOTSTRAPPED
 
 PLACEMENT = ("capacity-pod-", "capacity-pods-")
 ENTRY_RULES = ("sample-vars", "sample-duplicate", "sample-render")
@@ -37,6 +38,10 @@ def fold(per_area: dict[str, list[Finding]], presuming: list[tuple[Finding, tupl
     per_area["rules"] += [f for f, flavors in presuming
                           if not set(f.presumes) & rejected
                           and not (flavors and (_on(f) in placed or any((f"ResourceFlavor/{fl}", _on(f)[1]) in placed for fl in flavors)))]
+    # `flux bootstrap`'s files on an extension cluster (flux_tenancy.bootstrap_collisions): what else is found in them follows.
+    bootstrapped = {(f.file, _on(f)[1]) for f in per_area["rules"] if f.rule == "object-collision" and f.message.startswith(BOOTSTRAPPED)}
+    per_area["rules"] = [f for f in per_area["rules"] if f.message.startswith(BOOTSTRAPPED) or not any(
+        f.file and f.file.startswith(file.rsplit("/", 1)[0] + "/") and c in f.context for file, c in bootstrapped)]
     never = {_on(f) for f in per_area["rules"] if f.rule == "sample-fits"}
     # Pods the apiserver refuses, or of a RayJob KubeRay refuses (it creates none): where they would land is moot.
     refused_pods = {f.resource for f in schema if f.rule in ("pod-validation", "kuberay-validation")} | rejected

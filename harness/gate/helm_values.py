@@ -11,7 +11,8 @@ waits. Every object is valid YAML in the repository, so no other check sees it.
 
 tools/fluxbuild's op helm renders the chart with Helm's engine (helm.sh/helm/v4, the line helm-controller
 links; versions.yaml records the release used), as helm-controller names the release (spec.releaseName, else
-<targetNamespace>-<name> or <name>) into its namespace (targetNamespace, else the HelmRelease's). The objects go
+<targetNamespace>-<name> or <name>) into its namespace (targetNamespace, else the HelmRelease's), with its
+spec.postRenderers applied as helm-controller applies them (tools/fluxbuild postrender.go). The objects go
 through the gate's create validation (schema_check: the apiserver's own, in tools/fluxbuild and
 tools/kubecheck). Which charts: those a pinned module carries (harness.gate.schemas.CHART_SOURCES; the MCR
 chart of versions.yaml packages the same chart), matched by the chart a HelmRelease installs
@@ -34,7 +35,7 @@ from pathlib import Path
 import yaml
 
 from harness.core import HarnessError
-from harness.gate import operator_placement, schema_check, schemas
+from harness.gate import operator_placement, schema_check, schemas, version_rules
 from harness.gate.cluster_index import ClusterIndex, finding_at
 from harness.gate.cluster_refs import chart_health_checks
 from harness.gate.findings import Finding
@@ -54,6 +55,7 @@ RULES = {
 HINT = "change the value at this line so that the chart renders what the message asks for (see the chart's values.yaml)"
 VALUES_PATH = re.compile(r"<\.Values((?:\.[A-Za-z0-9_-]+)+)>")  # text/template: at <.Values.controllerManager.replicas>
 SCHEMA_PATH = re.compile(r"at '/([^']*)'")  # Helm's values schema errors: - at '/controllerManager/replicas': ...
+POST_RENDER_ERROR = "error while running post render on files"  # Helm v4's wording, kept by tools/fluxbuild postrender.go
 QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')
 
 
@@ -86,11 +88,11 @@ def helm_rules(ctx, root: Path, clusters: list) -> list[Finding]:
                                       "a word and installs the chart with its default values", "write spec.values as a mapping of the "
                                       "chart's values (or remove it)", cluster.name))
                 continue
-            if pin not in schemas.CHART_SOURCES or as_list(spec.get("postRenderers")):
-                continue  # no chart offline; post-renderers the gate does not apply: not judged
+            if pin not in schemas.CHART_SOURCES:
+                continue  # no chart offline: not judged
             name, namespace = release_of(hr)
             request = {"chart": str(schemas.chart_dir(pin, tuple(ctx.config.crd_files(root)))), "values": as_map(spec.get("values")),
-                       "release": name, "namespace": namespace, **_values_from(index, hr)}
+                       "release": name, "namespace": namespace, **_values_from(index, hr), **_post_renderers(spec)}
             key = json.dumps(request, sort_keys=True, default=str)
             if key not in pending:
                 pending[key] = helper().submit("helm", HelmError, helm=request, kubernetes_version=schema_check.KUBERNETES_VERSION)
@@ -123,6 +125,13 @@ def helm_rules(ctx, root: Path, clusters: list) -> list[Finding]:
         values = as_map(answer.get("values") or as_map(hr.get("spec")).get("values"))  # with valuesFrom, as helm-controller composes them
         if answer.get("error"):
             error = " ".join(answer["error"].split())  # Helm's template errors span lines
+            if error.startswith(POST_RENDER_ERROR):  # tools/fluxbuild postrender.go: kustomize refused a post-renderer
+                out.append(finding_at(ctx, root, hr, build, ["spec", "postRenderers"], "helm-values", f"helm-controller cannot apply "
+                                      f"spec.postRenderers to what the {pin} chart {answer.get('version')} renders, so the release "
+                                      f"fails: {error}", "make each patch's target (or the patch's own kind, name and namespace) "
+                                      "match an object the chart renders, as `helm template` with these values shows",
+                                      cluster=index.cluster.name))
+                continue
             out.append(at(_error_path(error), f"Helm refuses to render it, so the release fails: {error}"))
             continue
         refused: dict[tuple, list[str]] = {}  # values path written -> the refusals it explains (one finding each path)
@@ -138,6 +147,7 @@ def helm_rules(ctx, root: Path, clusters: list) -> list[Finding]:
             out.append(at(list(path), f"it renders {'an object' if len(why) == 1 else f'{len(why)} objects'} the apiserver refuses, "
                                       f"so the release fails: {shown}"))
     return (out + _health_checks(ctx, root, releases, answers) + _unused(ctx, root, releases, answers)
+            + version_rules.rendered_image_findings(ctx, root, releases, answers)
             + operator_placement.placement_findings(ctx, root, releases, answers, problems))
 
 
@@ -171,6 +181,13 @@ def _unused(ctx, root: Path, releases: list, answers: dict) -> list[Finding]:
                                   f"chart's default" + (f" (did you mean {'.'.join(map(str, [*path[:-1], close[0]]))}?)" if close else ""),
                                   "spell the key as the chart's values.yaml does, or remove it", cluster=index.cluster.name, severity="warning"))
     return out
+
+
+def _post_renderers(spec: dict) -> dict:
+    """The op helm request's part for spec.postRenderers: helm-controller applies their kustomize patches and images to
+    what Helm renders (tools/fluxbuild postrender.go), so the objects checked are the ones it installs."""
+    renderers = [as_map(r) for r in as_list(spec.get("postRenderers"))]
+    return {"postRenderers": renderers, "postRenderStrategy": str(spec.get("postRenderStrategy") or "")} if renderers else {}
 
 
 def _values_from(index: ClusterIndex, hr: dict) -> dict:

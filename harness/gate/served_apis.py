@@ -22,7 +22,9 @@ replaces those CRDs on a chart upgrade only under upgrade.crds: CreateReplace. W
 (versions.yaml and the chart tag) leaves the cluster on the CRDs it was first installed with.
 
 flux-layer-order (warning): a Flux Kustomization applying Kueue or KubeRay objects comes after (dependsOn) the one that
-installs them, and that one waits for the HelmRelease (wait: true or a health check), as the README's layers do.
+installs them, and that one waits for the HelmRelease (wait: true or a health check), as the README's layers do; a
+HelmRelease with install/upgrade.disableWait is Ready before its Deployments run, so then only a health check on a
+Deployment of its namespace waits (the finding is at the disableWait line).
 """
 from __future__ import annotations
 
@@ -142,15 +144,29 @@ def _ks_key(ks: dict) -> tuple[str, str]:
     return name_key(meta.get("namespace", "flux-system")), name_key(meta.get("name"))
 
 
-def _waits_for(ks: dict, provider: dict) -> bool:
+def _waits_for(ks: dict, provider: dict, disabled: bool = True) -> bool:
     """Whether Kustomization `ks` becomes Ready only once `provider` (a HelmRelease it applies) is: wait: true, or a
-    health check on it. A CRD is served once applied."""
+    health check on it. A CRD is served once applied. A HelmRelease with install or upgrade.disableWait is Ready once
+    Helm has applied its objects (helm-controller's HookOnlyStrategy), before its Deployments run: then only a health
+    check on a Deployment of its release namespace waits for them (unless `disabled` is False: as if it waited)."""
     spec = as_map(ks.get("spec"))
-    if provider.get("kind") != "HelmRelease" or spec.get("wait") is True:
+    if provider.get("kind") != "HelmRelease":
         return True
     meta = as_map(provider.get("metadata"))
+    if disabled and _no_wait(provider):
+        namespace = as_map(provider.get("spec")).get("targetNamespace") or meta.get("namespace")
+        return any(as_map(c).get("kind") == "Deployment" and as_map(c).get("namespace", _ks_key(ks)[0]) == namespace
+                   for c in as_list(spec.get("healthChecks")))
+    if spec.get("wait") is True:
+        return True
     return any(as_map(c).get("kind") == "HelmRelease" and as_map(c).get("name") == meta.get("name")
                and as_map(c).get("namespace", _ks_key(ks)[0]) == meta.get("namespace") for c in as_list(spec.get("healthChecks")))
+
+
+def _no_wait(hr: dict) -> list | None:
+    """The field of a HelmRelease's install.disableWait or upgrade.disableWait that is true, else None."""
+    spec = as_map(hr.get("spec"))
+    return next((["spec", action, "disableWait"] for action in ("install", "upgrade") if as_map(spec.get(action)).get("disableWait") is True), None)
 
 
 def _order_rules(ctx, root: Path, index: ClusterIndex, pinned: dict | None) -> list[Finding]:
@@ -187,6 +203,19 @@ def _order_rules(ctx, root: Path, index: ClusterIndex, pinned: dict | None) -> l
                 continue
             if any(k not in layers for k in earlier):
                 continue  # a dependsOn that names no Kustomization of the cluster: flux-depends-on is the cause (a typo)
+            unwaited = next(((p, o) for p, o in providers if p in earlier and _waits_for(layers[p], o, disabled=False)), None)
+            if unwaited:  # the layer waits for the HelmRelease, but the HelmRelease does not wait for its Deployments
+                p, hr = unwaited
+                namespace = as_map(hr.get("spec")).get("targetNamespace") or as_map(hr.get("metadata")).get("namespace")
+                out.append(finding_at(ctx, root, hr, owners.get(id(hr)), _no_wait(hr), "flux-layer-order",
+                                      f"HelmRelease {as_map(hr.get('metadata')).get('name')} sets {'.'.join(_no_wait(hr)[1:])}, so it "
+                                      f"is Ready once Helm has applied {component}'s objects, before its controller and webhook run: "
+                                      f"Kustomization {p[1]} is Ready then too, and Kustomization {_ks_key(ks)[1]}, which applies "
+                                      f"{group} objects after it, has its dry-run fail (the webhook has no endpoint) on a new cluster "
+                                      "and on each upgrade until a later retry",
+                                      f"remove disableWait (or add a health check on the {component} Deployment in {namespace} to "
+                                      f"Kustomization {p[1]})", cluster=index.cluster.name, severity="warning"))
+                continue
             installer = next((p for p, _ in providers if p in earlier), None)
             what = ", ".join(f"{o.get('kind')}/{as_map(o.get('metadata')).get('name')}" for o in used[:3]) + (" and more" if len(used) > 3 else "")
             why = (f"dependsOn {installer[1]}, which is Ready as soon as it has applied the {component} HelmRelease (no wait: true, no "

@@ -1,17 +1,22 @@
 """versions.yaml against what each cluster really installs: the chart version of the Kueue and KubeRay
 HelmReleases (the tag of the OCIRepository a chartRef names, or spec.chart.spec.version of a HelmRepository's
 chart), their chart repository and the image tag of their values, as Flux renders them for the cluster.
-A drifted pin means the harness proves one version while AKS runs another."""
+A drifted pin means the harness proves one version while AKS runs another. Pins are read as Flux and the container runtime
+read them (tools/fluxbuild's op pins: Masterminds semver for spec.ref.semver and a chart version, distribution/reference for
+an image), so an exact constraint, a digest beside the pinned tag and a `tag@digest` image are the pin; values that write no
+image tag are judged by the image the rendered chart runs (rendered_image_findings, from helm_values)."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from harness.core import versions
-from harness.gate.cluster_index import ClusterIndex
+from harness.core import HarnessError, versions
+from harness.gate.cluster_index import ClusterIndex, finding_at
 from harness.gate.findings import Finding
-from harness.gate.origin import line_at
+from harness.gate.helper import helper
+from harness.gate.origin import line_at, written_prefix
 from harness.gate.render import ClusterRender
-from harness.gate.sources import SourceError, as_map, load_yaml
+from harness.gate.sources import SourceError, as_list, as_map, load_yaml
 
 RULES = {"versions-drift": "each cluster's Kueue and KubeRay charts and images are the versions.yaml production pins",
          "versions-pins": "(warning) versions.yaml's production Kueue and KubeRay are the versions whose own code the gate runs (its "
@@ -19,6 +24,24 @@ RULES = {"versions-drift": "each cluster's Kueue and KubeRay charts and images a
                           "`skew` saying why (the pin file's contract)"}
 COMPONENTS = ("kueue", "kuberay")
 IMAGE_TAG = {"kueue": ("controllerManager", "manager", "image", "tag"), "kuberay": ("image", "tag")}
+
+
+class PinsError(HarnessError, RuntimeError):
+    pass
+
+
+def parsed(constraints: list[tuple[str, str]] = (), images: list[str] = ()) -> dict:
+    """tools/fluxbuild's op pins: per (semver constraint, version), whether the constraint admits that version and no higher
+    one (Masterminds semver, as source-controller resolves spec.ref.semver and a chart version); per image reference, its
+    name, tag and digest (distribution/reference, as the container runtime parses it)."""
+    return helper().call("pins", PinsError, pins={"constraints": [{"constraint": str(c), "version": str(v)} for c, v in constraints],
+                                                   "images": [str(i) for i in images]})
+
+
+def _pins_exactly(constraint, production: str) -> bool:
+    """A chart version or spec.ref.semver that selects `production` (the string itself, or a constraint such as
+    `0.17.1` or `=0.17.1` that admits it and nothing higher)."""
+    return str(constraint) == production or parsed(constraints=[(str(constraint), production)])["constraints"][0]["pins"]
 
 
 def pins(root: Path) -> dict | None:
@@ -79,7 +102,7 @@ def version_rules(ctx, root: Path, cluster: ClusterRender, pinned: dict | None) 
             if drift:
                 what, field = drift
                 out.append(ctx.finding(obj, sbuild, "versions-drift", f"{what}, but versions.yaml pins {component} {production}",
-                                       f"set spec.ref to `tag: {production}` alone, or change {component}.production (and version) "
+                                       f"set spec.ref to `tag: {production}` (beside its digest, if you pin one), or change {component}.production (and version) "
                                        "in versions.yaml", field=field))
         if source is not None and source[1].get("kind") in ("OCIRepository", "HelmRepository"):
             sbuild, obj = source
@@ -91,7 +114,10 @@ def version_rules(ctx, root: Path, cluster: ClusterRender, pinned: dict | None) 
         for part in IMAGE_TAG[component][:-1]:
             value = as_map(value.get(part))
         tag = value.get(IMAGE_TAG[component][-1])
-        if tag is not None and str(tag) != f"v{production}":
+        # The chart writes `repository:tag`: the tag the runtime pulls is what the reference's parser finds there (a
+        # digest may follow it: `v0.17.1@sha256:...` pins the same version immutably).
+        image = parsed(images=[f"{value.get('repository') or 'registry.invalid/image'}:{tag}"])["images"][0] if tag is not None else {}
+        if tag is not None and image.get("tag") != f"v{production}":
             path = ".".join(IMAGE_TAG[component])
             out.append(ctx.finding(hr, build, "versions-drift", f"values.{path} {tag!r}, but versions.yaml pins {component} {production}",
                                    f"set values.{path}: v{production}, or change {component}.production in versions.yaml",
@@ -99,11 +125,61 @@ def version_rules(ctx, root: Path, cluster: ClusterRender, pinned: dict | None) 
     return out
 
 
+def rendered_image_findings(ctx, root: Path, releases: list, answers: dict) -> list[Finding]:
+    """versions-drift for a pinned component's HelmRelease whose values write no image tag (helm_values' rendered releases:
+    (index, build, hr, chart, request key) and Helm's answers): the tag the chart then installs (its values.yaml default,
+    or its appVersion), read from the image of the containers it renders from the values' image repository."""
+    pinned, out = pins(root), []
+    for index, build, hr, pin, key in releases:
+        component = next((c for c in COMPONENTS if pinned and as_map(pinned.get(c)).get("chart") == pin), None)
+        answer = answers[key]
+        if component is None or answer.get("error") or answer.get("valuesError") or index.chart_version_of(hr) not in (None, answer.get("version")):
+            continue  # another chart version than the rendered one: its default image is that chart's (versions-drift says so)
+        inline, composed = as_map(as_map(hr.get("spec")).get("values")), as_map(answer.get("values") or as_map(hr.get("spec")).get("values"))
+        written, defaults = _at(inline, IMAGE_TAG[component][:-1]), _at(_chart_values(key), IMAGE_TAG[component][:-1])
+        if written.get(IMAGE_TAG[component][-1]) is not None:
+            continue  # version_rules judges the tag as written
+        repository = _at(composed, IMAGE_TAG[component][:-1]).get("repository") or defaults.get("repository")
+        images = sorted({str(c.get("image")) for item in answer.get("objects") or [] for c in _containers(item["object"]) if c.get("image")})
+        if not repository or not images:
+            continue
+        want, *found = parsed(images=[str(repository), *images])["images"]
+        production = str(as_map(pinned.get(component)).get("production", ""))
+        for image, ref in zip(images, found):
+            if ref.get("name") and ref.get("name") == want.get("name") and ref.get("tag") != f"v{production}":
+                path = ".".join(IMAGE_TAG[component])
+                out.append(finding_at(ctx, root, hr, build, ["spec", "values", *written_prefix(inline, list(IMAGE_TAG[component]))],
+                                      "versions-drift", f"values.{path} is not written, so the {pin} chart {answer.get('version')} "
+                                      f"installs {image}, not v{production} (versions.yaml's {component} production pin)",
+                                      f"set values.{path}: v{production}", cluster=index.cluster.name))
+    return out
+
+
+def _at(values: dict, path) -> dict:
+    for part in path:
+        values = as_map(values.get(part))
+    return values
+
+
+def _chart_values(key: str) -> dict:
+    """The values.yaml of the chart an op helm request (its JSON key) renders."""
+    try:
+        return as_map(load_yaml(Path(json.loads(key)["chart"]) / "values.yaml"))
+    except (SourceError, KeyError, ValueError):
+        return {}
+
+
+def _containers(obj: dict) -> list[dict]:
+    """The containers and init containers of a rendered workload's pod template."""
+    pod = as_map(as_map(as_map(obj.get("spec")).get("template")).get("spec"))
+    return [as_map(c) for c in as_list(pod.get("containers")) + as_list(pod.get("initContainers"))]
+
+
 def _chart_spec_drift(ctx, build, hr: dict, chart: dict, component: str, production: str) -> list[Finding]:
     """A HelmRelease's spec.chart.spec.version (a HelmRepository's chart): helm-controller installs the newest
     chart a range or a missing version allows."""
     version = chart.get("version")
-    if version is not None and str(version) == production:
+    if version is not None and _pins_exactly(version, production):
         return []
     what = (f"spec.chart.spec.version {version!r}" if version is not None else "spec.chart.spec names no version, so helm-controller installs the newest")
     return [ctx.finding(hr, build, "versions-drift", f"{what}, but versions.yaml pins {component} {production}",
@@ -113,9 +189,16 @@ def _chart_spec_drift(ctx, build, hr: dict, chart: dict, component: str, product
 
 def _chart_ref_drift(ref: dict, production: str) -> tuple[str, str | None] | None:
     """(what the OCIRepository installs instead of `production`, the field that decides it), or None.
-    source-controller takes the first of spec.ref's digest, semver, tag it finds, and `latest` without one."""
+    source-controller takes the first of spec.ref's digest, semver, tag it finds, and `latest` without one. A digest beside
+    `tag: <production>` (the immutable pin Flux's docs recommend) and a semver constraint that admits only `production`
+    (`0.17.1`, `=0.17.1`) pin it too."""
     if ref.get("digest"):
-        return f"spec.ref.digest {ref['digest']!r} picks the chart (it overrides any tag), so the version is not the pinned one by name", "spec.ref.digest"
+        if ref.get("tag") is not None and str(ref["tag"]) == production:
+            return None
+        return (f"spec.ref.digest {ref['digest']!r} picks the chart (it overrides {'the tag' if ref.get('tag') else 'a tag'}), so the "
+                "version is not the pinned one by name"), "spec.ref.digest"
+    if ref.get("semver") and _pins_exactly(ref["semver"], production):
+        return None
     if ref.get("semver"):
         return (f"spec.ref.semver {ref['semver']!r} lets the registry pick the chart at each reconcile (it overrides "
                 f"{'the tag' if ref.get('tag') else 'a tag'})", "spec.ref.semver")
@@ -140,7 +223,9 @@ def _pin_findings(root: Path, pinned: dict) -> list[Finding]:
         if production and runs and production not in (runs, str(own.get("production", ""))):
             said.append(f"this gate runs {component} {runs}'s own code (validation, webhooks, admission), so its verdicts are "
                         f"{runs}'s, not {production}'s")
-            fixes.append(f"check with a gate release whose versions.yaml builds {component} {production}, or keep production at {runs}")
+            candidate = next((str(c.get("version")) for c in map(as_map, as_list(own.get("candidates"))) if str(c.get("chart")) == production), None)
+            fixes.append((f"check with `scripts/validate --{component} {candidate}` (a candidate this gate builds)" if candidate else
+                          f"check with a gate release whose versions.yaml builds {component} {production}") + f", or keep production at {runs}")
         if production and module and production != module and not pin.get("skew"):
             said.append(f"the module version the harness builds is v{module}, and no `skew` says why they differ (versions.yaml: "
                         "never change one without the other)")

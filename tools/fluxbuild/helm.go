@@ -30,6 +30,9 @@ type helmRequest struct {
 	ValuesFrom      []meta.ValuesReference   `json:"valuesFrom,omitempty"`
 	SourceNamespace string                   `json:"sourceNamespace,omitempty"`
 	Sources         []map[string]interface{} `json:"sources,omitempty"`
+	// The HelmRelease's spec.postRenderers and spec.postRenderStrategy (postrender.go).
+	PostRenderers      []postRenderer `json:"postRenderers,omitempty"`
+	PostRenderStrategy string         `json:"postRenderStrategy,omitempty"`
 }
 
 // helmObject is one object of the release's manifest, with the template it came from.
@@ -140,6 +143,11 @@ func helmRender(req helmRequest, kubernetesVersion string) (out helmAnswer) {
 			if len(obj) > 0 {
 				out.Objects = append(out.Objects, helmObject{Template: strings.TrimPrefix(name, ch.Name()+"/"), Object: obj})
 			}
+		}
+	}
+	if len(req.PostRenderers) > 0 {
+		if out.Objects, err = postRender(out.Objects, req.PostRenderers, req.PostRenderStrategy); err != nil {
+			out.Error, out.Objects = err.Error(), nil
 		}
 	}
 	return out

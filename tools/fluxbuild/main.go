@@ -65,6 +65,7 @@ type request struct {
 	Olds  []map[string]interface{} `json:"olds,omitempty"`
 	Helm  *helmRequest             `json:"helm,omitempty"`
 	Admit *admitRequest            `json:"admit,omitempty"`
+	Pins  *pinsRequest             `json:"pins,omitempty"`
 	// KueueManager: the Kueue manager the objects of a check or admit request meet (its feature gates); null: the
 	// chart's defaults.
 	KueueManager *managerRef `json:"kueue_manager,omitempty"`
@@ -203,6 +204,11 @@ func handle(req request) (resp response) {
 			failRequest("op helm without helm")
 		}
 		resp.Answer = helmRender(*req.Helm, req.KubernetesVersion)
+	case "pins":
+		if req.Pins == nil {
+			failRequest("op pins without pins")
+		}
+		resp.Answer = pinsAnswers(*req.Pins)
 	case "convert":
 		resp.Answer = convertObjects(req.Objects)
 	case "match":

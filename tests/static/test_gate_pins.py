@@ -1,0 +1,55 @@
+"""versions-drift judges a pin as Flux and the container runtime read it (tools/fluxbuild's op pins: Masterminds semver,
+distribution/reference), not by comparing strings; and the image a chart installs when the values write no tag."""
+from __future__ import annotations
+
+import pytest
+
+from harness.gate.validate import validate_repository
+from tests.static.test_gate_corpus import KUEUE, edit
+
+pytestmark = pytest.mark.static
+
+DIGEST = "sha256:" + "0123456789abcdef" * 4
+
+
+@pytest.mark.parametrize("old,new", [
+    ("    tag: 0.17.1\n", '    semver: "0.17.1"\n'),
+    ("    tag: 0.17.1\n", '    semver: "=0.17.1"\n'),
+    ("    tag: 0.17.1\n", f"    tag: 0.17.1\n    digest: {DIGEST}\n"),
+    ("          tag: v0.17.1\n", f"          tag: v0.17.1@{DIGEST}\n"),
+], ids=["semver-exact", "semver-equal", "tag-and-digest", "image-tag-with-digest"])
+def test_exact_pins_are_clean(repo_copy, old, new):
+    """source-controller installs the highest tag a semver constraint admits (0.17.1 admits only 0.17.1), a digest
+    beside the pinned tag pins it immutably, and an image `tag@digest` pulls that tag's image by digest."""
+    edit(repo_copy, KUEUE, old, new)
+    assert [f.text() for f in validate_repository(repo_copy).findings] == []
+
+
+@pytest.mark.parametrize("old,new,line", [
+    ("    tag: 0.17.1\n", '    semver: "~0.17.1"\n', 15),
+    ("    tag: 0.17.1\n", '    semver: "<=0.17.1 || >=0.18.0"\n', 15),
+    ("    tag: 0.17.1\n", f"    digest: {DIGEST}\n", 15),
+    ("          tag: v0.17.1\n", f"          tag: v0.17.2@{DIGEST}\n", 49),
+], ids=["semver-range", "semver-union", "digest-alone", "image-other-tag-with-digest"])
+def test_pins_that_admit_another_version_are_drift(repo_copy, old, new, line):
+    edit(repo_copy, KUEUE, old, new)
+    found = [(f.rule, f.file, f.line) for f in validate_repository(repo_copy).findings]
+    assert found == [("versions-drift", KUEUE, line)], found
+
+
+def test_values_without_an_image_tag_install_the_charts_default_tag(repo_copy):
+    """The Kueue chart's values.yaml tag is release-0.17 (a moving tag): without a tag in the values that is installed."""
+    edit(repo_copy, KUEUE, "          tag: v0.17.1\n", "")
+    found = [f for f in validate_repository(repo_copy).findings]
+    assert [(f.rule, f.file, f.line) for f in found] == [("versions-drift", KUEUE, 47)], [f.text() for f in found]
+    assert ":release-0.17, not v0.17.1" in found[0].message and found[0].hint == "set values.controllerManager.manager.image.tag: v0.17.1"
+
+
+def test_a_production_pin_the_gate_has_as_candidate_names_the_option_that_checks_it(repo_copy):
+    """versions-pins' fix names `--kueue <candidate>` when this gate builds that version as a candidate."""
+    edit(repo_copy, "versions.yaml", "  production: 0.17.1\n", "  production: 0.18.3\n")
+    edit(repo_copy, "versions.yaml", "  version: v0.17.1 ", "  version: v0.18.3 ")
+    edit(repo_copy, KUEUE, "    tag: 0.17.1\n", "    tag: 0.18.3\n")
+    edit(repo_copy, KUEUE, "          tag: v0.17.1\n", "          tag: v0.18.3\n")
+    found = [f for f in validate_repository(repo_copy).findings if f.rule == "versions-pins"]
+    assert len(found) == 1 and "`scripts/validate --kueue v0.18.3`" in found[0].hint, [f.text() for f in found]
