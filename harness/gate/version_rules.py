@@ -69,7 +69,13 @@ def version_rules(ctx, root: Path, cluster: ClusterRender, pinned: dict | None) 
             continue  # the HelmRelease CRD's rule refuses both at once (api-validation): which source it uses is moot
         source = index.source_of(hr)
         if chart:
-            out += _chart_spec_drift(ctx, build, hr, chart, component, production)
+            out += _chart_spec_drift(ctx, build, hr, chart, "spec.chart.spec", component, production)
+            url = repository
+        elif source is not None and source[1].get("kind") == "HelmChart":  # chartRef to a HelmChart: its spec names the version
+            helm_chart = as_map(source[1].get("spec"))
+            out += _chart_spec_drift(ctx, source[0], source[1], helm_chart, "spec", component, production)
+            # its repository: the source the HelmChart's sourceRef names, looked up as a chartRef is
+            source = index.source_of({"metadata": source[1].get("metadata"), "spec": {"chartRef": helm_chart.get("sourceRef")}})
             url = repository
         else:
             url = f"{repository}/{as_map(pinned.get(component)).get('chart')}"
@@ -99,16 +105,16 @@ def version_rules(ctx, root: Path, cluster: ClusterRender, pinned: dict | None) 
     return out
 
 
-def _chart_spec_drift(ctx, build, hr: dict, chart: dict, component: str, production: str) -> list[Finding]:
-    """A HelmRelease's spec.chart.spec.version (a HelmRepository's chart): helm-controller installs the newest
-    chart a range or a missing version allows."""
+def _chart_spec_drift(ctx, build, obj: dict, chart: dict, at: str, component: str, production: str) -> list[Finding]:
+    """The chart version a HelmRelease's spec.chart.spec (a HelmRepository's chart) or a HelmChart's spec names (`chart`,
+    written at `at`): helm-controller installs the newest chart a range or a missing version allows."""
     version = chart.get("version")
     if version is not None and str(version) == production:
         return []
-    what = (f"spec.chart.spec.version {version!r}" if version is not None else "spec.chart.spec names no version, so helm-controller installs the newest")
-    return [ctx.finding(hr, build, "versions-drift", f"{what}, but versions.yaml pins {component} {production}",
-                        f"set spec.chart.spec.version: {production} (an exact version, not a range), or change {component}.production in versions.yaml",
-                        field="spec.chart.spec.version" if version is not None else "spec.chart.spec")]
+    what = (f"{at}.version {version!r}" if version is not None else f"{at} names no version, so Flux installs the newest chart")
+    return [ctx.finding(obj, build, "versions-drift", f"{what}, but versions.yaml pins {component} {production}",
+                        f"set {at}.version: {production} (an exact version, not a range), or change {component}.production in versions.yaml",
+                        field=f"{at}.version" if version is not None else (at if at != "spec" else None))]
 
 
 def _chart_ref_drift(ref: dict, production: str) -> tuple[str, str | None] | None:
