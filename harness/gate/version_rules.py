@@ -4,6 +4,9 @@ chart), their chart repository and the image tag of their values, as Flux render
 A drifted pin means the harness proves one version while AKS runs another."""
 from __future__ import annotations
 
+import functools
+from importlib import resources
+import json
 from pathlib import Path
 
 from harness.core import versions
@@ -38,7 +41,7 @@ def pins_findings(root: Path) -> list[Finding]:
     if not path.is_file():
         return []
     if pins(root) is not None:
-        return _pin_findings(root, pins(root))
+        return _refused_pins(root, pins(root)) + _pin_findings(root, pins(root))
     try:
         doc = load_yaml(path, root)
     except SourceError:
@@ -60,8 +63,8 @@ def version_rules(ctx, root: Path, cluster: ClusterRender, pinned: dict | None) 
     index = ClusterIndex.build(root, cluster)
     for build, hr in index.of_kind("HelmRelease"):
         component = next((c for c in COMPONENTS if as_map(pinned.get(c)).get("chart") and index.chart_of(hr) == as_map(pinned.get(c)).get("chart")), None)
-        if component is None:
-            continue
+        if component is None or _refused(pinned, component):
+            continue  # (a pin versions.schema.json refuses is the finding, at versions.yaml: not the files that match it)
         production, repository = str(as_map(pinned.get(component)).get("production", "")), as_map(pinned.get("charts")).get("repository")
         spec = as_map(hr.get("spec"))
         chart = as_map(as_map(spec.get("chart")).get("spec"))
@@ -138,7 +141,7 @@ def _pin_findings(root: Path, pinned: dict) -> list[Finding]:
     differs from the module version without a `skew`. A production version the gate's own versions.yaml pins too is
     the gate's own skew, recorded there: not repeated."""
     out = []
-    for component in COMPONENTS:
+    for component in (c for c in COMPONENTS if not _refused(pinned, c)):
         pin, own = as_map(pinned.get(component)), as_map(versions.pins().get(component))
         production, module = str(pin.get("production", "")), str(pin.get("version", "")).removeprefix("v")
         runs = str(own.get("version", "")).removeprefix("v")
@@ -154,4 +157,40 @@ def _pin_findings(root: Path, pinned: dict) -> list[Finding]:
         if said:
             out.append(Finding("versions.yaml", line_at(root, "versions.yaml", None, [component, "production"]), "", "versions-pins",
                                f"{component}.production is {production}: " + "; ".join(said), "; ".join(fixes), severity="warning"))
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def _pin_schema() -> dict:
+    """What the drift rule reads of a component (its chart and production), as harness/schemas-for-data/versions.schema.json
+    has it."""
+    schema = json.loads(resources.files("harness").joinpath("schemas-for-data/versions.schema.json").read_text())
+    read = {k: schema["$defs"]["goPin"]["properties"][k] for k in ("chart", "production")}
+    return {"$defs": schema["$defs"], "type": "object", "properties": {c: {"type": "object", "properties": read} for c in COMPONENTS}}
+
+
+def _schema_errors(pinned: dict) -> list:
+    from jsonschema import Draft202012Validator  # here, as config.py does: ~0.04 s once the gate is loaded
+
+    return list(Draft202012Validator(_pin_schema()).iter_errors({c: pinned.get(c) for c in COMPONENTS}))
+
+
+def _refused(pinned: dict, component: str) -> bool:
+    return any(list(e.absolute_path)[:1] == [component] for e in _schema_errors(pinned))
+
+
+def _refused_pins(root: Path, pinned: dict) -> list[Finding]:
+    """versions-drift at a component's chart or production that versions.schema.json refuses (production `v0.17.1`, the
+    module's spelling): one finding at that line, and the Flux files are not judged against it."""
+    out = []
+    for e in _schema_errors(pinned):
+        path = [str(p) for p in e.absolute_path]
+        value, named = e.instance, ".".join(path)
+        fixed = str(value).removeprefix("v")
+        hint = (f"set {named}: {fixed} (a chart version is written without v; `version` is the module's, with v)"
+                if path[-1:] == ["production"] and fixed != str(value) and not _schema_errors({**pinned, path[0]: {**pinned[path[0]], "production": fixed}})
+                else f"write {named} as harness/schemas-for-data/versions.schema.json says")
+        out.append(Finding("versions.yaml", line_at(root, "versions.yaml", None, path), "", "versions-drift",
+                           f"{named} is {value!r}, which versions.schema.json refuses ({e.message}): the charts and images the "
+                           f"clusters install are not checked against it", hint))
     return out
