@@ -15,7 +15,10 @@ links; versions.yaml records the release used), as helm-controller names the rel
 through the gate's create validation (schema_check: the apiserver's own, in tools/fluxbuild and
 tools/kubecheck). Which charts: those a pinned module carries (harness.gate.schemas.CHART_SOURCES; the MCR
 chart of versions.yaml packages the same chart), matched by the chart a HelmRelease installs
-(ClusterIndex.chart_of); KubeRay's chart is not in any module the proxy serves, so its values are not rendered.
+(ClusterIndex.chart_of), at the version it installs (ClusterIndex.chart_version_of): the module of versions.yaml's pin
+or candidate that ships that chart version, or the version this run selects (--kueue: what that upgrade installs); a
+version no listed module ships is a warning that the values are not judged. KubeRay's chart is not in any module the
+proxy serves, so its values are not rendered.
 
 Objects of a kind the gate has no schema for (cert-manager's Certificate with values.enableCertManager, Prometheus'
 ServiceMonitor) are not judged: their CRDs may be installed from outside the repository (kueue_wiring warns when

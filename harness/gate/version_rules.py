@@ -1,6 +1,6 @@
 """versions.yaml against what each cluster really installs: the chart version of the Kueue and KubeRay
-HelmReleases (the tag of the OCIRepository a chartRef names, or spec.chart.spec.version of a HelmRepository's
-chart), their chart repository and the image tag of their values, as Flux renders them for the cluster.
+HelmReleases (the tag of the OCIRepository a chartRef names, spec.version of the HelmChart it names, or
+spec.chart.spec.version of a HelmRepository's chart), their chart repository and the image tag of their values, as Flux renders them for the cluster.
 A drifted pin means the harness proves one version while AKS runs another."""
 from __future__ import annotations
 
