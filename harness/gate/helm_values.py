@@ -91,12 +91,17 @@ def helm_rules(ctx, root: Path, clusters: list) -> list[Finding]:
                 continue
             if pin not in schemas.CHART_SOURCES or as_list(spec.get("postRenderers")):
                 continue  # no chart offline; post-renderers the gate does not apply: not judged
-            module = _chart_module(pin, index.chart_version_of(hr))
-            if module is None:  # a chart version no module of this gate carries: said, not judged against another version
+            module = chart_module(pin, index.chart_version_of(hr))
+            try:
+                chart = schemas.chart_dir(pin, tuple(ctx.config.crd_files(root)), module) if module else None
+            except HarnessError as err:  # a candidate's module the Go module proxy cannot give now (offline, not in the cache)
+                out += _not_judged(ctx, root, index, build, hr, pin, f"its module cannot be fetched ({' '.join(str(err).split())})")
+                continue
+            if chart is None:  # a chart version no module of this gate carries: said, not judged against another version
                 out += _not_judged(ctx, root, index, build, hr, pin)
                 continue
             name, namespace = release_of(hr)
-            request = {"chart": str(schemas.chart_dir(pin, tuple(ctx.config.crd_files(root)), module)), "values": as_map(spec.get("values")),
+            request = {"chart": str(chart), "values": as_map(spec.get("values")),
                        "release": name, "namespace": namespace, **_values_from(index, hr)}
             key = json.dumps(request, sort_keys=True, default=str)
             if key not in pending:
@@ -146,7 +151,7 @@ def helm_rules(ctx, root: Path, clusters: list) -> list[Finding]:
             + operator_placement.placement_findings(ctx, root, releases, answers, problems))
 
 
-def _chart_module(pin: str, installed: str | None) -> str | None:
+def chart_module(pin: str, installed: str | None) -> str | None:
     """The module version whose chart a HelmRelease of chart `pin` installing chart version `installed` (None: a range,
     a digest or none, which versions-drift reports) is rendered with: the version this run selects (--kueue, as that
     upgrade installs it), else the one that ships `installed` among versions.yaml's pin and candidates (the pin for
@@ -157,19 +162,21 @@ def _chart_module(pin: str, installed: str | None) -> str | None:
     return next((v for v in listed if versions.chart_version(pin, v).removeprefix("v") == installed.removeprefix("v")), None)
 
 
-def _not_judged(ctx, root: Path, index: ClusterIndex, build, hr: dict, pin: str) -> list[Finding]:
-    """A warning that a HelmRelease's values are not rendered, because the chart version it installs is in no module
-    this gate has; only when that version is the checked repository's own pin (else versions-drift is the one finding)."""
+def _not_judged(ctx, root: Path, index: ClusterIndex, build, hr: dict, pin: str, failed: str = "") -> list[Finding]:
+    """A warning that a HelmRelease's values are not rendered: its chart's module could not be fetched (`failed`), or
+    the chart version it installs is in no module this gate lists, said only when that version is the checked
+    repository's own pin (else versions-drift is the one finding)."""
     installed = index.chart_version_of(hr)
     production = str(as_map((version_rules.pins(root) or {}).get(pin)).get("production", ""))
-    if production and production.removeprefix("v") != str(installed).removeprefix("v"):
+    if not failed and production and production.removeprefix("v") != str(installed).removeprefix("v"):
         return []
     listed = [versions.chart_version(pin, v) for v in [versions.pinned(pin), *(c["version"] for c in versions.candidates(pin))]]
+    why = failed or f"this gate carries the {pin} chart at {', '.join(listed)} only (its versions.yaml's pin and candidates)"
     spec = as_map(hr.get("spec"))
     return [finding_at(ctx, root, hr, build, ["spec", "chartRef" if spec.get("chartRef") else "chart"], "helm-values",
-                       f"HelmRelease {as_map(hr.get('metadata')).get('name')} installs the {pin} chart {installed}, and this gate "
-                       f"carries the {pin} chart at {', '.join(listed)} only (its versions.yaml's pin and candidates): the values "
-                       "are not rendered, so helm-values, helm-values-unused and operator-placement do not judge them",
+                       f"HelmRelease {as_map(hr.get('metadata')).get('name')} installs the {pin} chart {installed}, and {why}: the "
+                       "values are not rendered, so helm-values, helm-values-unused and operator-placement do not judge them",
+                       "run the gate where the Go module proxy (or its module cache) serves that module" if failed else
                        f"validate with a gate whose versions.yaml lists {pin} {installed} (as its pin or a candidate)",
                        cluster=index.cluster.name, severity="warning")]
 

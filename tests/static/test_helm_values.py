@@ -125,13 +125,33 @@ def test_a_chart_version_no_module_carries_is_said_not_judged(repo_copy):
     assert "the values are not rendered" in found[0].message and "0.20.0" in found[0].hint
 
 
+def test_a_candidate_chart_that_cannot_be_fetched_is_said_not_judged(repo_copy, monkeypatch):
+    """Offline, without the candidate's module in the cache: a warning names the failure, never a traceback or silence."""
+    from harness.core import HarnessError
+    from harness.gate.validate import validate_repository
+    from tests.static.test_gate_corpus import KUEUE, edit
+
+    pinned = schemas.chart_dir
+
+    def offline(pin, extra=(), version=None):
+        if version not in (None, "v0.17.1"):
+            raise HarnessError(f"sigs.k8s.io/kueue@{version}: proxy unreachable")
+        return pinned(pin, extra, version)
+
+    monkeypatch.setattr(schemas, "chart_dir", offline)
+    edit(repo_copy, KUEUE, "    tag: 0.17.1\n", "    tag: 0.18.3\n")
+    found = [f for f in validate_repository(repo_copy).findings if f.rule.startswith("helm-values")]
+    assert [(f.rule, f.severity, f.line) for f in found] == [("helm-values", "warning", 33)], found
+    assert "cannot be fetched (sigs.k8s.io/kueue@v0.18.3: proxy unreachable)" in found[0].message, found
+
+
 def test_a_selected_kueue_renders_its_own_chart(monkeypatch):
     """--kueue V (the rehearsal's candidate side): every Kueue HelmRelease is rendered with V's chart, the one that upgrade
     installs; without it, the chart of the version the HelmRelease names."""
-    assert [helm_values._chart_module("kueue", v) for v in ("0.17.1", "0.19.2", "v0.18.3", "0.20.0", None)] == \
+    assert [helm_values.chart_module("kueue", v) for v in ("0.17.1", "0.19.2", "v0.18.3", "0.20.0", None)] == \
         ["v0.17.1", "v0.19.2", "v0.18.3", None, "v0.17.1"]
     monkeypatch.setenv("RAY_KUEUE_VERSIONS", "kueue=v0.19.2")
-    assert [helm_values._chart_module("kueue", v) for v in ("0.17.1", "0.20.0", None)] == ["v0.19.2"] * 3
+    assert [helm_values.chart_module("kueue", v) for v in ("0.17.1", "0.20.0", None)] == ["v0.19.2"] * 3
 
 
 def test_a_chart_ref_to_a_helm_chart_is_read_for_its_version(repo_copy):
