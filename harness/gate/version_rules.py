@@ -9,7 +9,7 @@ from importlib import resources
 import json
 from pathlib import Path
 
-from harness.core import versions
+from harness.core import releases, versions
 from harness.gate.cluster_index import ClusterIndex
 from harness.gate.findings import Finding
 from harness.gate.origin import line_at
@@ -150,6 +150,10 @@ def _pin_findings(root: Path, pinned: dict) -> list[Finding]:
             said.append(f"this gate runs {component} {runs}'s own code (validation, webhooks, admission), so its verdicts are "
                         f"{runs}'s, not {production}'s")
             fixes.append(f"check with a gate release whose versions.yaml builds {component} {production}, or keep production at {runs}")
+            for change in (c for c in releases.between(component, runs, production) if c.repository and not c.repository.startswith("none")):
+                said.append(f"{component} {change.since.removeprefix('v')} changed what this repository relies on ({change.key}, "
+                            f"harness/core/releases.py): {change.note}")
+                fixes.append(change.repository)
         if production and module and production != module and not pin.get("skew"):
             said.append(f"the module version the harness builds is v{module}, and no `skew` says why they differ (versions.yaml: "
                         "never change one without the other)")

@@ -107,6 +107,7 @@ def test_a_promotion_to_a_candidate_is_judged_with_the_candidates_chart(repo_cop
          "    controllerManager:\n      strategy:\n        rollingUpdate:\n          maxSurge: 0\n")
     found = validate_repository(repo_copy).findings
     assert [f.rule for f in found] == ["versions-pins"], "\n".join(f.text() for f in found)
+    assert "(wait-for-pods-ready-default" in found[0].message and "Set waitForPodsReady explicitly" in found[0].hint, found[0].text()
     edit(repo_copy, KUEUE, "          effect: NoSchedule\n", "          effect: NoSchedul\n")
     found = [f for f in validate_repository(repo_copy).findings if f.is_error]
     assert [(f.rule, f.message.split(" with ")[0]) for f in found] == [("helm-values", "the kueue chart 0.19.2")], found
