@@ -3,6 +3,7 @@ references, queues and samples against it, and where a finding about a value of 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+import re
 from pathlib import Path
 
 from harness.gate.findings import Finding
@@ -13,6 +14,7 @@ from harness.gate.sources import as_map, name_key
 ALWAYS_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", "flux-system")
 BUILTIN_PRIORITY_CLASSES = {"system-cluster-critical", "system-node-critical"}
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"  # the apiserver adds it to every Namespace
+EXACT_VERSION = re.compile(r"v?[0-9]+\.[0-9]+\.[0-9]+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?")  # one chart version, not a range
 # Kinds the apiserver serves cluster-scoped (Kubernetes 1.35, Kueue 0.17); a CRD in the set adds its own.
 CLUSTER_SCOPED = {
     "Namespace", "Node", "PersistentVolume", "StorageClass", "CSIDriver", "CSINode", "VolumeAttachment", "VolumeAttributesClass",
@@ -93,8 +95,8 @@ class ClusterIndex:
         return self.named.get((name_key(ref.get("kind")), name_key(ref.get("namespace", ns)), name_key(ref.get("name")))) if ref else None
 
     def chart_of(self, hr: dict) -> str | None:
-        """The chart a HelmRelease installs: spec.chart.spec.chart, or the last segment of the URL
-        of the source its chartRef names (the HelmRelease's own name when that source has no URL)."""
+        """The chart a HelmRelease installs: spec.chart.spec.chart, spec.chart of the HelmChart its chartRef names, or
+        the last segment of the URL of the source its chartRef names (the HelmRelease's own name when that source has no URL)."""
         spec = as_map(hr.get("spec"))
         chart = as_map(as_map(spec.get("chart")).get("spec")).get("chart")
         if chart:
@@ -102,20 +104,23 @@ class ClusterIndex:
         if not as_map(spec.get("chartRef")):
             return None
         source = self.source_of(hr)
+        if source and source[1].get("kind") == "HelmChart" and as_map(source[1].get("spec")).get("chart"):
+            return str(as_map(source[1].get("spec"))["chart"])
         url = str(as_map(source[1].get("spec")).get("url", "")) if source else ""
         return url.rstrip("/").rsplit("/", 1)[-1] if url else as_map(hr.get("metadata")).get("name")
 
     def chart_version_of(self, hr: dict) -> str | None:
-        """The chart version a HelmRelease names, when it names one exactly: spec.chart.spec.version, or the tag of
-        the OCIRepository its chartRef names (None for a semver range, a digest, or no version at all)."""
+        """The chart version a HelmRelease installs, when it names one exactly: spec.chart.spec.version, spec.version of
+        the HelmChart its chartRef names, or the tag of the OCIRepository it names (None for a semver range, a digest,
+        or no version at all)."""
         spec = as_map(hr.get("spec"))
         chart = as_map(as_map(spec.get("chart")).get("spec"))
-        if chart:
-            return str(chart["version"]) if chart.get("version") is not None else None
-        source = self.source_of(hr)
+        source = None if chart else self.source_of(hr)
+        if chart or (source and source[1].get("kind") == "HelmChart"):
+            version = (chart or as_map(source[1].get("spec"))).get("version")
+            return str(version) if version is not None and EXACT_VERSION.fullmatch(str(version)) else None
         tag = as_map(as_map(source[1].get("spec")).get("ref")) if source else {}
         return str(tag["tag"]) if tag.get("tag") is not None and not tag.get("digest") and not tag.get("semver") else None
-
 
 def finding_at(ctx, root: Path, obj: dict, build: Build | None, path: list, rule: str, message: str, hint: str,
                cluster: str | None = None, severity: str = "error") -> Finding:

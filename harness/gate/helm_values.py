@@ -16,7 +16,10 @@ spec.postRenderers applied as helm-controller applies them (tools/fluxbuild post
 through the gate's create validation (schema_check: the apiserver's own, in tools/fluxbuild and
 tools/kubecheck). Which charts: those a pinned module carries (harness.gate.schemas.CHART_SOURCES; the MCR
 chart of versions.yaml packages the same chart), matched by the chart a HelmRelease installs
-(ClusterIndex.chart_of); KubeRay's chart is not in any module the proxy serves, so its values are not rendered.
+(ClusterIndex.chart_of), at the version it installs (ClusterIndex.chart_version_of): the module of versions.yaml's pin
+or candidate that ships that chart version, or the version this run selects (--kueue: what that upgrade installs); a
+version no listed module ships is a warning that the values are not judged. KubeRay's chart is not in any module the
+proxy serves, so its values are not rendered.
 
 Objects of a kind the gate has no schema for (cert-manager's Certificate with values.enableCertManager, Prometheus'
 ServiceMonitor) are not judged: their CRDs may be installed from outside the repository (kueue_wiring warns when
@@ -34,7 +37,7 @@ from pathlib import Path
 
 import yaml
 
-from harness.core import HarnessError
+from harness.core import HarnessError, versions
 from harness.gate import operator_placement, schema_check, schemas, version_rules
 from harness.gate.cluster_index import ClusterIndex, finding_at
 from harness.gate.cluster_refs import chart_health_checks
@@ -90,8 +93,17 @@ def helm_rules(ctx, root: Path, clusters: list) -> list[Finding]:
                 continue
             if pin not in schemas.CHART_SOURCES:
                 continue  # no chart offline: not judged
+            module = chart_module(pin, index.chart_version_of(hr))
+            try:
+                chart = schemas.chart_dir(pin, tuple(ctx.config.crd_files(root)), module) if module else None
+            except HarnessError as err:  # a candidate's module the Go module proxy cannot give now (offline, not in the cache)
+                out += _not_judged(ctx, root, index, build, hr, pin, f"its module cannot be fetched ({' '.join(str(err).split())})")
+                continue
+            if chart is None:  # a chart version no module of this gate carries: said, not judged against another version
+                out += _not_judged(ctx, root, index, build, hr, pin)
+                continue
             name, namespace = release_of(hr)
-            request = {"chart": str(schemas.chart_dir(pin, tuple(ctx.config.crd_files(root)))), "values": as_map(spec.get("values")),
+            request = {"chart": str(chart), "values": as_map(spec.get("values")),
                        "release": name, "namespace": namespace, **_values_from(index, hr), **_post_renderers(spec)}
             key = json.dumps(request, sort_keys=True, default=str)
             if key not in pending:
@@ -115,8 +127,6 @@ def helm_rules(ctx, root: Path, clusters: list) -> list[Finding]:
             return finding_at(ctx, root, hr, build, ["spec", "values", *written_prefix(inline, path)], "helm-values",
                               message, HINT, cluster=index.cluster.name)
 
-        if index.chart_version_of(hr) not in (None, answer.get("version")):
-            continue  # another chart version than the pinned one: versions-drift is the finding, these values are for that chart
         if answer.get("valuesError"):  # helm-controller cannot compose the values: it fails the release (ValuesError)
             ref = as_map(answer.get("valuesRef"))
             if ref:  # the referenced object's data (a missing object or key is cluster_refs' object-ref)
@@ -149,6 +159,36 @@ def helm_rules(ctx, root: Path, clusters: list) -> list[Finding]:
     return (out + _health_checks(ctx, root, releases, answers) + _unused(ctx, root, releases, answers)
             + version_rules.rendered_image_findings(ctx, root, releases, answers)
             + operator_placement.placement_findings(ctx, root, releases, answers, problems))
+
+
+def chart_module(pin: str, installed: str | None) -> str | None:
+    """The module version whose chart a HelmRelease of chart `pin` installing chart version `installed` (None: a range,
+    a digest or none, which versions-drift reports) is rendered with: the version this run selects (--kueue, as that
+    upgrade installs it), else the one that ships `installed` among versions.yaml's pin and candidates (the pin for
+    None); None when none does."""
+    if pin in versions.selection() or installed is None:
+        return versions.module(pin)[1]
+    listed = [versions.pinned(pin), *(c["version"] for c in versions.candidates(pin))]
+    return next((v for v in listed if versions.chart_version(pin, v).removeprefix("v") == installed.removeprefix("v")), None)
+
+
+def _not_judged(ctx, root: Path, index: ClusterIndex, build, hr: dict, pin: str, failed: str = "") -> list[Finding]:
+    """A warning that a HelmRelease's values are not rendered: its chart's module could not be fetched (`failed`), or
+    the chart version it installs is in no module this gate lists, said only when that version is the checked
+    repository's own pin (else versions-drift is the one finding)."""
+    installed = index.chart_version_of(hr)
+    production = str(as_map((version_rules.pins(root) or {}).get(pin)).get("production", ""))
+    if not failed and production and production.removeprefix("v") != str(installed).removeprefix("v"):
+        return []
+    listed = [versions.chart_version(pin, v) for v in [versions.pinned(pin), *(c["version"] for c in versions.candidates(pin))]]
+    why = failed or f"this gate carries the {pin} chart at {', '.join(listed)} only (its versions.yaml's pin and candidates)"
+    spec = as_map(hr.get("spec"))
+    return [finding_at(ctx, root, hr, build, ["spec", "chartRef" if spec.get("chartRef") else "chart"], "helm-values",
+                       f"HelmRelease {as_map(hr.get('metadata')).get('name')} installs the {pin} chart {installed}, and {why}: the "
+                       "values are not rendered, so helm-values, helm-values-unused and operator-placement do not judge them",
+                       "run the gate where the Go module proxy (or its module cache) serves that module" if failed else
+                       f"validate with a gate whose versions.yaml lists {pin} {installed} (as its pin or a candidate)",
+                       cluster=index.cluster.name, severity="warning")]
 
 
 def _unused(ctx, root: Path, releases: list, answers: dict) -> list[Finding]:

@@ -56,8 +56,8 @@ def placement_findings(ctx, root: Path, releases: list, answers: dict, problems:
     out, per_cluster = [], {}
     for index, build, hr, pin, key in releases:
         answer = answers[key]
-        if answer.get("error") or index.chart_version_of(hr) not in (None, answer.get("version")):
-            continue  # helm-values / versions-drift report it
+        if answer.get("error"):
+            continue  # helm-values reports it
         request = json.loads(key)
         for item, problem in zip(answer.get("objects") or [], problems.get(key) or []):
             obj = item["object"]

@@ -45,7 +45,7 @@ import yaml
 from harness.core import cache_lock, cache_root, publish_dir, say, versions
 from harness.gate import schema_convert
 from harness.gate.schema_convert import REF_PREFIX, SchemaError, StrictConverter
-from harness.toolchain import module_dir
+from harness.toolchain import module_dir, module_info
 
 STAMP = ".complete"
 INDEX = "_index.json"  # filename -> {"apiVersion", "kind", "source"}; cannot clash with a schema name
@@ -287,21 +287,47 @@ def _write_crds(directory: Path, crds: list[dict]) -> None:
 
 
 def _copy_charts(directory: Path) -> None:
-    """Copies each chart's files (not their read-only modes) from the module cache."""
-    for pin, (subdir, left_out) in CHART_SOURCES.items():
-        source = _module_dir(pin) / subdir
-        if not (source / "Chart.yaml").is_file():
-            raise SchemaError(f"{pin} {versions.module(pin)[1]}: no chart in {source}")
-        for path in sorted(source.rglob("*")):
-            relative = path.relative_to(source).as_posix()
-            if path.is_file() and not any(fnmatch.fnmatch(relative, pattern) for pattern in left_out):
-                (directory / pin / relative).parent.mkdir(parents=True, exist_ok=True)
-                (directory / pin / relative).write_bytes(path.read_bytes())
+    for pin in CHART_SOURCES:
+        _copy_chart(pin, _module_dir(pin), versions.module(pin)[1], directory / pin)
 
 
-def chart_dir(pin: str, extra_crds: tuple[Path, ...] = ()) -> Path:
-    """The copy of a pinned chart (CHART_SOURCES) in the schema directory."""
-    return schema_dir(extra_crds) / CHARTS / pin
+def _copy_chart(pin: str, module: Path, version: str, target: Path) -> None:
+    """Copies a chart's files (not their read-only modes) from the module cache."""
+    subdir, left_out = CHART_SOURCES[pin]
+    source = module / subdir
+    if not (source / "Chart.yaml").is_file():
+        raise SchemaError(f"{pin} {version}: no chart in {source}")
+    for path in sorted(source.rglob("*")):
+        relative = path.relative_to(source).as_posix()
+        if path.is_file() and not any(fnmatch.fnmatch(relative, pattern) for pattern in left_out):
+            (target / relative).parent.mkdir(parents=True, exist_ok=True)
+            (target / relative).write_bytes(path.read_bytes())
+
+
+def chart_dir(pin: str, extra_crds: tuple[Path, ...] = (), version: str | None = None) -> Path:
+    """The copy of a pinned chart (CHART_SOURCES) in the schema directory; with `version` (a module version of the
+    pin's versions.yaml entry: the pin or a candidate), that module's chart, copied once under cache_root()/charts."""
+    if version is None or version == versions.module(pin)[1]:
+        return schema_dir(extra_crds) / CHARTS / pin
+    return _other_chart(pin, version)
+
+
+@functools.lru_cache(maxsize=None)
+def _other_chart(pin: str, version: str) -> Path:
+    target = cache_root() / CHARTS / f"{pin}@{version}-{_GENERATOR_DIGEST.hex()[:12]}"
+    if (target / STAMP).exists():
+        return target
+    with cache_lock("charts"):
+        if not (target / STAMP).exists():
+            staging = target.with_name(f"{target.name}.tmp-{os.getpid()}")
+            shutil.rmtree(staging, ignore_errors=True)
+            try:
+                _copy_chart(pin, Path(module_info(versions.module(pin)[0], version)["Dir"]), version, staging)
+                (staging / STAMP).write_text(f"{pin} {version}\n")
+                publish_dir(staging, target)
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
+    return target
 
 
 def index() -> dict[str, dict]:

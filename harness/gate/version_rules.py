@@ -1,16 +1,19 @@
 """versions.yaml against what each cluster really installs: the chart version of the Kueue and KubeRay
-HelmReleases (the tag of the OCIRepository a chartRef names, or spec.chart.spec.version of a HelmRepository's
-chart), their chart repository and the image tag of their values, as Flux renders them for the cluster.
-A drifted pin means the harness proves one version while AKS runs another. Pins are read as Flux and the container runtime
-read them (tools/fluxbuild's op pins: Masterminds semver for spec.ref.semver and a chart version, distribution/reference for
-an image), so an exact constraint, a digest beside the pinned tag and a `tag@digest` image are the pin; values that write no
-image tag are judged by the image the rendered chart runs (rendered_image_findings, from helm_values)."""
+HelmReleases (the tag of the OCIRepository a chartRef names, spec.version of the HelmChart it names, or
+spec.chart.spec.version of a HelmRepository's chart), their chart repository and the image tag of their values, as Flux
+renders them for the cluster. A drifted pin means the harness proves one version while AKS runs another. Pins are read as
+Flux and the container runtime read them (tools/fluxbuild's op pins: Masterminds semver for spec.ref.semver and a chart
+version, distribution/reference for an image), so an exact constraint, a digest beside the pinned tag and a `tag@digest`
+image are the pin; values that write no image tag are judged by the image the rendered chart runs
+(rendered_image_findings, from helm_values)."""
 from __future__ import annotations
 
+import functools
+from importlib import resources
 import json
 from pathlib import Path
 
-from harness.core import HarnessError, versions
+from harness.core import HarnessError, releases, versions
 from harness.gate.cluster_index import ClusterIndex, finding_at
 from harness.gate.findings import Finding
 from harness.gate.helper import helper
@@ -61,7 +64,7 @@ def pins_findings(root: Path) -> list[Finding]:
     if not path.is_file():
         return []
     if pins(root) is not None:
-        return _pin_findings(root, pins(root))
+        return _refused_pins(root, pins(root)) + _pin_findings(root, pins(root))
     try:
         doc = load_yaml(path, root)
     except SourceError:
@@ -83,8 +86,8 @@ def version_rules(ctx, root: Path, cluster: ClusterRender, pinned: dict | None) 
     index = ClusterIndex.build(root, cluster)
     for build, hr in index.of_kind("HelmRelease"):
         component = next((c for c in COMPONENTS if as_map(pinned.get(c)).get("chart") and index.chart_of(hr) == as_map(pinned.get(c)).get("chart")), None)
-        if component is None:
-            continue
+        if component is None or _refused(pinned, component):
+            continue  # (a pin versions.schema.json refuses is the finding, at versions.yaml: not the files that match it)
         production, repository = str(as_map(pinned.get(component)).get("production", "")), as_map(pinned.get("charts")).get("repository")
         spec = as_map(hr.get("spec"))
         chart = as_map(as_map(spec.get("chart")).get("spec"))
@@ -92,7 +95,13 @@ def version_rules(ctx, root: Path, cluster: ClusterRender, pinned: dict | None) 
             continue  # the HelmRelease CRD's rule refuses both at once (api-validation): which source it uses is moot
         source = index.source_of(hr)
         if chart:
-            out += _chart_spec_drift(ctx, build, hr, chart, component, production)
+            out += _chart_spec_drift(ctx, build, hr, chart, "spec.chart.spec", component, production)
+            url = repository
+        elif source is not None and source[1].get("kind") == "HelmChart":  # chartRef to a HelmChart: its spec names the version
+            helm_chart = as_map(source[1].get("spec"))
+            out += _chart_spec_drift(ctx, source[0], source[1], helm_chart, "spec", component, production)
+            # its repository: the source the HelmChart's sourceRef names, looked up as a chartRef is
+            source = index.source_of({"metadata": source[1].get("metadata"), "spec": {"chartRef": helm_chart.get("sourceRef")}})
             url = repository
         else:
             url = f"{repository}/{as_map(pinned.get(component)).get('chart')}"
@@ -125,12 +134,12 @@ def version_rules(ctx, root: Path, cluster: ClusterRender, pinned: dict | None) 
     return out
 
 
-def rendered_image_findings(ctx, root: Path, releases: list, answers: dict) -> list[Finding]:
+def rendered_image_findings(ctx, root: Path, rendered: list, answers: dict) -> list[Finding]:
     """versions-drift for a pinned component's HelmRelease whose values write no image tag (helm_values' rendered releases:
     (index, build, hr, chart, request key) and Helm's answers): the tag the chart then installs (its values.yaml default,
     or its appVersion), read from the image of the containers it renders from the values' image repository."""
     pinned, out = pins(root), []
-    for index, build, hr, pin, key in releases:
+    for index, build, hr, pin, key in rendered:
         component = next((c for c in COMPONENTS if pinned and as_map(pinned.get(c)).get("chart") == pin), None)
         answer = answers[key]
         if component is None or answer.get("error") or answer.get("valuesError") or index.chart_version_of(hr) not in (None, answer.get("version")):
@@ -175,16 +184,16 @@ def _containers(obj: dict) -> list[dict]:
     return [as_map(c) for c in as_list(pod.get("containers")) + as_list(pod.get("initContainers"))]
 
 
-def _chart_spec_drift(ctx, build, hr: dict, chart: dict, component: str, production: str) -> list[Finding]:
-    """A HelmRelease's spec.chart.spec.version (a HelmRepository's chart): helm-controller installs the newest
-    chart a range or a missing version allows."""
+def _chart_spec_drift(ctx, build, obj: dict, chart: dict, at: str, component: str, production: str) -> list[Finding]:
+    """The chart version a HelmRelease's spec.chart.spec (a HelmRepository's chart) or a HelmChart's spec names (`chart`,
+    written at `at`): helm-controller installs the newest chart a range or a missing version allows."""
     version = chart.get("version")
     if version is not None and _pins_exactly(version, production):
         return []
-    what = (f"spec.chart.spec.version {version!r}" if version is not None else "spec.chart.spec names no version, so helm-controller installs the newest")
-    return [ctx.finding(hr, build, "versions-drift", f"{what}, but versions.yaml pins {component} {production}",
-                        f"set spec.chart.spec.version: {production} (an exact version, not a range), or change {component}.production in versions.yaml",
-                        field="spec.chart.spec.version" if version is not None else "spec.chart.spec")]
+    what = (f"{at}.version {version!r}" if version is not None else f"{at} names no version, so Flux installs the newest chart")
+    return [ctx.finding(obj, build, "versions-drift", f"{what}, but versions.yaml pins {component} {production}",
+                        f"set {at}.version: {production} (an exact version, not a range), or change {component}.production in versions.yaml",
+                        field=f"{at}.version" if version is not None else (at if at != "spec" else None))]
 
 
 def _chart_ref_drift(ref: dict, production: str) -> tuple[str, str | None] | None:
@@ -215,7 +224,7 @@ def _pin_findings(root: Path, pinned: dict) -> list[Finding]:
     differs from the module version without a `skew`. A production version the gate's own versions.yaml pins too is
     the gate's own skew, recorded there: not repeated."""
     out = []
-    for component in COMPONENTS:
+    for component in (c for c in COMPONENTS if not _refused(pinned, c)):
         pin, own = as_map(pinned.get(component)), as_map(versions.pins().get(component))
         production, module = str(pin.get("production", "")), str(pin.get("version", "")).removeprefix("v")
         runs = str(own.get("version", "")).removeprefix("v")
@@ -226,6 +235,10 @@ def _pin_findings(root: Path, pinned: dict) -> list[Finding]:
             candidate = next((str(c.get("version")) for c in map(as_map, as_list(own.get("candidates"))) if str(c.get("chart")) == production), None)
             fixes.append((f"check with `scripts/validate --{component} {candidate}` (a candidate this gate builds)" if candidate else
                           f"check with a gate release whose versions.yaml builds {component} {production}") + f", or keep production at {runs}")
+            for change in (c for c in releases.between(component, runs, production) if c.repository and not c.repository.startswith("none")):
+                said.append(f"{component} {change.since.removeprefix('v')} changed what this repository relies on ({change.key}, "
+                            f"harness/core/releases.py): {change.note}")
+                fixes.append(change.repository)
         if production and module and production != module and not pin.get("skew"):
             said.append(f"the module version the harness builds is v{module}, and no `skew` says why they differ (versions.yaml: "
                         "never change one without the other)")
@@ -233,4 +246,40 @@ def _pin_findings(root: Path, pinned: dict) -> list[Finding]:
         if said:
             out.append(Finding("versions.yaml", line_at(root, "versions.yaml", None, [component, "production"]), "", "versions-pins",
                                f"{component}.production is {production}: " + "; ".join(said), "; ".join(fixes), severity="warning"))
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def _pin_schema() -> dict:
+    """What the drift rule reads of a component (its chart and production), as harness/schemas-for-data/versions.schema.json
+    has it."""
+    schema = json.loads(resources.files("harness").joinpath("schemas-for-data/versions.schema.json").read_text())
+    read = {k: schema["$defs"]["goPin"]["properties"][k] for k in ("chart", "production")}
+    return {"$defs": schema["$defs"], "type": "object", "properties": {c: {"type": "object", "properties": read} for c in COMPONENTS}}
+
+
+def _schema_errors(pinned: dict) -> list:
+    from jsonschema import Draft202012Validator  # here, as config.py does: ~0.04 s once the gate is loaded
+
+    return list(Draft202012Validator(_pin_schema()).iter_errors({c: pinned.get(c) for c in COMPONENTS}))
+
+
+def _refused(pinned: dict, component: str) -> bool:
+    return any(list(e.absolute_path)[:1] == [component] for e in _schema_errors(pinned))
+
+
+def _refused_pins(root: Path, pinned: dict) -> list[Finding]:
+    """versions-drift at a component's chart or production that versions.schema.json refuses (production `v0.17.1`, the
+    module's spelling): one finding at that line, and the Flux files are not judged against it."""
+    out = []
+    for e in _schema_errors(pinned):
+        path = [str(p) for p in e.absolute_path]
+        value, named = e.instance, ".".join(path)
+        fixed = str(value).removeprefix("v")
+        hint = (f"set {named}: {fixed} (a chart version is written without v; `version` is the module's, with v)"
+                if path[-1:] == ["production"] and fixed != str(value) and not _schema_errors({**pinned, path[0]: {**pinned[path[0]], "production": fixed}})
+                else f"write {named} as harness/schemas-for-data/versions.schema.json says")
+        out.append(Finding("versions.yaml", line_at(root, "versions.yaml", None, path), "", "versions-drift",
+                           f"{named} is {value!r}, which versions.schema.json refuses ({e.message}): the charts and images the "
+                           f"clusters install are not checked against it", hint))
     return out

@@ -70,16 +70,108 @@ def test_the_release_is_named_as_helm_controller_names_it(spec, release):
     assert helm_values.release_of(spec) == release
 
 
-def test_values_for_another_chart_version_are_not_judged_with_the_pinned_chart(repo_copy):
-    """A chart tag other than the pinned one is versions-drift; the values may be that chart's, so helm-values does
-    not render them with the pinned chart (the same typo is found once the versions agree)."""
+def test_values_are_judged_with_the_chart_version_the_release_installs(repo_copy):
+    """A chart tag other than the pinned one is versions-drift; the values are rendered with the chart that tag installs
+    when a module of versions.yaml (the pin or a candidate) carries it, and not at all (versions-drift alone) otherwise."""
     from harness.gate.validate import validate_repository
     from tests.static.test_gate_corpus import KUEUE, edit
 
     edit(repo_copy, KUEUE, "          effect: NoSchedule\n", "          effect: NoSchedul\n")
-    assert {f.rule for f in validate_repository(repo_copy).findings} == {"helm-values"}
-    edit(repo_copy, KUEUE, "    tag: 0.17.1\n", "    tag: 0.18.0\n")
+    found = validate_repository(repo_copy).findings
+    assert [(f.rule, f.message.split(" with ")[0]) for f in found] == [("helm-values", "the kueue chart 0.17.1")], found
+    edit(repo_copy, KUEUE, "    tag: 0.17.1\n", "    tag: 0.18.3\n")
+    found = validate_repository(repo_copy).findings
+    assert sorted((f.rule, f.message.split(" with ")[0]) for f in found if f.rule == "helm-values") == [("helm-values", "the kueue chart 0.18.3")], found
+    assert {f.rule for f in found} == {"helm-values", "versions-drift"}, found
+    edit(repo_copy, KUEUE, "    tag: 0.18.3\n", "    tag: 0.18.0\n")
     assert {f.rule for f in validate_repository(repo_copy).findings} == {"versions-drift"}
+
+
+def _promote(root, version: str) -> None:
+    """Kueue promoted as the README's "Promoting a candidate" says: versions.yaml, the OCIRepository tag, the image tag."""
+    from tests.static.test_gate_corpus import KUEUE, edit
+
+    edit(root, KUEUE, "    tag: 0.17.1\n", f"    tag: {version}\n")
+    edit(root, KUEUE, "          tag: v0.17.1\n", f"          tag: v{version}\n")
+    edit(root, "versions.yaml", "  production: 0.17.1\n", f"  production: {version}\n")
+
+
+def test_a_promotion_to_a_candidate_is_judged_with_the_candidates_chart(repo_copy):
+    """Keys only the 0.19 chart reads are no helm-values-unused (whose hint would remove them), and a bad value is judged
+    against the 0.19.2 chart, the one the promoted HelmRelease installs."""
+    from harness.gate.validate import validate_repository
+    from tests.static.test_gate_corpus import KUEUE, edit
+
+    _promote(repo_copy, "0.19.2")
+    edit(repo_copy, KUEUE, "  values:\n    controllerManager:\n", "  values:\n    enableVisibilityAuthReaderRoleBinding: false\n"
+         "    controllerManager:\n      strategy:\n        rollingUpdate:\n          maxSurge: 0\n")
+    found = validate_repository(repo_copy).findings
+    assert [f.rule for f in found] == ["versions-pins"], "\n".join(f.text() for f in found)
+    assert "(wait-for-pods-ready-default" in found[0].message and "Set waitForPodsReady explicitly" in found[0].hint, found[0].text()
+    edit(repo_copy, KUEUE, "          effect: NoSchedule\n", "          effect: NoSchedul\n")
+    found = [f for f in validate_repository(repo_copy).findings if f.is_error]
+    assert [(f.rule, f.message.split(" with ")[0]) for f in found] == [("helm-values", "the kueue chart 0.19.2")], found
+
+
+def test_a_chart_version_no_module_carries_is_said_not_judged(repo_copy):
+    """A version versions.yaml lists neither as the pin nor as a candidate: the values are not rendered, and a warning at
+    the HelmRelease's chartRef says so (never a silent pass, never the pinned chart's verdict)."""
+    from harness.gate.validate import validate_repository
+    from tests.static.test_gate_corpus import KUEUE, edit
+
+    _promote(repo_copy, "0.20.0")
+    edit(repo_copy, KUEUE, "          effect: NoSchedule\n", "          effect: NoSchedul\n")
+    found = [f for f in validate_repository(repo_copy).findings if f.rule.startswith("helm-values")]
+    assert [(f.rule, f.severity, f.file, f.line) for f in found] == [("helm-values", "warning", KUEUE, 33)], found
+    assert "the values are not rendered" in found[0].message and "0.20.0" in found[0].hint
+
+
+def test_a_candidate_chart_that_cannot_be_fetched_is_said_not_judged(repo_copy, monkeypatch):
+    """Offline, without the candidate's module in the cache: a warning names the failure, never a traceback or silence."""
+    from harness.core import HarnessError
+    from harness.gate.validate import validate_repository
+    from tests.static.test_gate_corpus import KUEUE, edit
+
+    pinned = schemas.chart_dir
+
+    def offline(pin, extra=(), version=None):
+        if version not in (None, "v0.17.1"):
+            raise HarnessError(f"sigs.k8s.io/kueue@{version}: proxy unreachable")
+        return pinned(pin, extra, version)
+
+    monkeypatch.setattr(schemas, "chart_dir", offline)
+    edit(repo_copy, KUEUE, "    tag: 0.17.1\n", "    tag: 0.18.3\n")
+    found = [f for f in validate_repository(repo_copy).findings if f.rule.startswith("helm-values")]
+    assert [(f.rule, f.severity, f.line) for f in found] == [("helm-values", "warning", 33)], found
+    assert "cannot be fetched (sigs.k8s.io/kueue@v0.18.3: proxy unreachable)" in found[0].message, found
+
+
+def test_a_selected_kueue_renders_its_own_chart(monkeypatch):
+    """--kueue V (the rehearsal's candidate side): every Kueue HelmRelease is rendered with V's chart, the one that upgrade
+    installs; without it, the chart of the version the HelmRelease names."""
+    assert [helm_values.chart_module("kueue", v) for v in ("0.17.1", "0.19.2", "v0.18.3", "0.20.0", None)] == \
+        ["v0.17.1", "v0.19.2", "v0.18.3", None, "v0.17.1"]
+    monkeypatch.setenv("RAY_KUEUE_VERSIONS", "kueue=v0.19.2")
+    assert [helm_values.chart_module("kueue", v) for v in ("0.17.1", "0.20.0", None)] == ["v0.19.2"] * 3
+
+
+def test_a_chart_ref_to_a_helm_chart_is_read_for_its_version(repo_copy):
+    """chartRef kind HelmChart: the chart and version are the HelmChart's spec (helm-controller reconciles it): a version
+    other than the pin is versions-drift at its spec.version, and the values are judged with that chart."""
+    from harness.gate.validate import validate_repository
+    from tests.static.test_gate_corpus import KUEUE, edit
+
+    edit(repo_copy, KUEUE, "---\napiVersion: helm.toolkit.fluxcd.io/v2", "---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmRepository\n"
+         "metadata:\n  name: mcr\n  namespace: flux-system\nspec:\n  type: oci\n  interval: 24h\n  url: oci://mcr.microsoft.com/aks/ai-runtime/helm\n"
+         "---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmChart\nmetadata:\n  name: kueue\n  namespace: flux-system\nspec:\n"
+         "  interval: 24h\n  chart: kueue\n  version: 0.18.3\n  sourceRef:\n    kind: HelmRepository\n    name: mcr\n"
+         "---\napiVersion: helm.toolkit.fluxcd.io/v2")
+    edit(repo_copy, KUEUE, "  chartRef:\n    kind: OCIRepository\n", "  chartRef:\n    kind: HelmChart\n")
+    edit(repo_copy, KUEUE, "          effect: NoSchedule\n", "          effect: NoSchedul\n")
+    found = validate_repository(repo_copy).findings
+    assert sorted((f.rule, f.resource, f.line) for f in found if f.rule == "versions-drift") == \
+        [("versions-drift", "HelmChart/flux-system/kueue", 38)], "\n".join(f.text() for f in found)
+    assert [f.message.split(" with ")[0] for f in found if f.rule == "helm-values"] == ["the kueue chart 0.18.3"], found
 
 
 @pytest.mark.parametrize("at,values,unused", [
