@@ -59,6 +59,10 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
         except workloads.MissingVariable as err:  # often one cause for several entries: folded below
             missing.setdefault(err.name, []).append((entry_line, e, err))
             continue
+        except workloads.UnknownKey as err:
+            out.append(Finding(samples_file, line_at(root, samples_file, None, [i, err.key]) or entry_line, f"sample/{e.get('sample')}",
+                               "sample-render", str(err), err.hint, where))
+            continue
         except workloads.WorkloadError as err:
             out.append(Finding(samples_file, entry_line, f"sample/{e.get('sample')}", "sample-render", str(err),
                                "each entry needs `sample` (a file in workloads/) and `queue`; pass every ${VAR} in `vars`", where))
@@ -83,6 +87,13 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
             out.append(Finding(samples_file, line_at(root, samples_file, None, [i, "vars", name]) or entry_line, f"sample/{sample}",
                                "sample-vars", f"vars sets {name}, which {wfile} does not use ({meant}): the sample is checked "
                                "with its default instead", f"spell the variable as {wfile} does, or remove it from `vars`", where))
+        # A label written as a fixed value and not ${QUEUE_NAME}: the entry's `queue` (and submit-workload --queue) is not what is submitted.
+        fixed = queue_name(job) != as_map(e.get("vars")).get("QUEUE_NAME", e.get("queue")) and queue_name(job) is not None
+        if fixed:
+            out.append(ctx.finding(job, None, "sample-vars", f"label {QUEUE_LABEL} is written as {queue_name(job)!r}, not ${{QUEUE_NAME}}: "
+                                   f"the `queue` of its samples.yaml entries (and scripts/submit-workload --queue) is not used, every "
+                                   f"one is submitted to LocalQueue {queue_name(job)}", f"write {QUEUE_LABEL}: ${{QUEUE_NAME}} in {wfile}",
+                                   file=wfile, context=where, field=f"metadata.labels[{QUEUE_LABEL}]"))
         rendered.append((sample, job, entry_line))
         ctx.sample_entries[id(job)] = (samples_file, entry_line)
         # Where each ${VAR} this entry gives is written: its `queue` fills QUEUE_NAME (unless `vars` sets it).
@@ -118,6 +129,8 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
         if lq is None and (ctx.renamed("LocalQueue", qname, {n for (lns, n) in lqs if lns == ns}, reference)
                            or ctx.moved(cluster.name, "LocalQueue", ns, qname, reference, lambda other: (other, qname) in lqs)):
             continue
+        if lq is None and fixed:
+            continue  # the fixed label is the cause (sample-vars above)
         if lq is None:
             have = ", ".join(sorted(n for (lns, n) in lqs if lns == ns)) or "none"
             text = (f"label {QUEUE_LABEL}={qname!r}: no such LocalQueue in namespace {ns} on this cluster (have: {have})",

@@ -21,3 +21,23 @@ def test_a_local_queue_named_as_another_namespaces_is_found_at_its_own_document(
                               "kind: LocalQueue\nmetadata:\n  name: default\n  namespace: team-c\nspec:\n  clusterQueue: team-b-cq\n  stopPolicy: Hld\n")
     report = validate_repository(repo_copy)
     assert [(f.rule, f.file, f.line) for f in report.findings] == [("api-validation", TEAM_B, 54)], _text(report)
+
+
+def test_a_workload_with_a_fixed_queue_label_is_one_finding_at_the_label(repo_copy):
+    """The label written as team-a, not ${QUEUE_NAME}: the entries' `queue` (default on dev, team-b on prod) is not what is
+    submitted. One finding at the label for both clusters, none at samples.yaml (which is not what to change)."""
+    edit(repo_copy, "workloads/batch-inference.yaml", "kueue.x-k8s.io/queue-name: ${QUEUE_NAME}", "kueue.x-k8s.io/queue-name: team-a")
+    report = validate_repository(repo_copy)
+    assert [(f.rule, f.file, f.line) for f in report.findings] == [("sample-vars", "workloads/batch-inference.yaml", 11)], _text(report)
+    assert "${QUEUE_NAME}" in report.findings[0].hint and "prod-eastus2" in report.findings[0].context, _text(report)
+
+
+@pytest.mark.parametrize("key,said", [("Vars", "spell it `vars`"), ("var", "spell it `vars`"), ("namespace", "${NAMESPACE}")])
+def test_an_unknown_key_of_a_samples_entry_is_a_finding_at_its_line(repo_copy, key, said):
+    """A misspelt `vars` would leave every default in place (the job checked with 4 workers, not 2)."""
+    edit(repo_copy, f"{PROD}/samples.yaml", 'vars: {NUM_WORKERS: "4"}', f'{key}: {{NUM_WORKERS: "2"}}' if key != "namespace"
+         else 'vars: {NUM_WORKERS: "4"}\n  namespace: team-c')
+    report = validate_repository(repo_copy)
+    line = 10 if key == "namespace" else 9
+    assert [(f.rule, f.file, f.line) for f in report.findings] == [("sample-render", f"{PROD}/samples.yaml", line)], _text(report)
+    assert said in report.findings[0].hint, _text(report)
