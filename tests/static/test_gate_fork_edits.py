@@ -41,3 +41,16 @@ def test_an_unknown_key_of_a_samples_entry_is_a_finding_at_its_line(repo_copy, k
     line = 10 if key == "namespace" else 9
     assert [(f.rule, f.file, f.line) for f in report.findings] == [("sample-render", f"{PROD}/samples.yaml", line)], _text(report)
     assert said in report.findings[0].hint, _text(report)
+
+
+ND96 = "components/gpu-sku/standard-nd96amsr-a100-v4/kustomization.yaml"
+
+
+@pytest.mark.parametrize("limit,named", [("47", False), ("10", True)])
+def test_the_fit_hint_names_a_borrowing_limit_only_when_it_caps_the_maximum(repo_copy, limit, named):
+    """100 CPU on team-a: Kueue's maximum is min(nominal + borrowingLimit, nominal + what the cohort lends). With the
+    repository's limit 47 both are 94 (raising the limit cannot help); with 10 the limit is what caps it (57)."""
+    edit(repo_copy, f"{PROD}/samples.yaml", 'vars: {NUM_WORKERS: "4"}', 'vars: {NUM_WORKERS: "6"}')
+    edit(repo_copy, ND96, 'resources/0/borrowingLimit, value: "47"}', f'resources/0/borrowingLimit, value: "{limit}"}}')
+    fits = [f for f in validate_repository(repo_copy).findings if f.rule == "sample-fits"]
+    assert len(fits) == 1 and ("borrowingLimit" in fits[0].hint) == named, "\n".join(f.text() for f in fits)
