@@ -29,7 +29,8 @@ import yaml
 
 from harness.gate import kubernetes_version, subnets, terraform_flux, version_rules
 from harness.gate.config import DEFAULTS, GateConfig
-from harness.gate.terraform import TERRAFORM_DIR, TFVARS_DIR, Block, Evaluation, TerraformConfig, TerraformError, load_tfvars, tfvars_paths
+from harness.gate.terraform import (TERRAFORM_DIR, TFVARS_DIR, Block, Evaluation, TerraformConfig, TerraformError, load_tfvars, tfvars_paths,
+                                   variable_origin)
 from harness.gate.findings import Finding
 from harness.gate.origin import compose
 from harness.gate.sources import SourceError, as_map, load_yaml_all
@@ -41,6 +42,7 @@ CHECKOV_CONFIG = ".checkov.yaml"
 SERVICE_ACCOUNT_FILE = "base/service-account.yaml"
 CLIENT_ID_ANNOTATION = "azure.workload.identity/client-id"
 TOKEN_AUDIENCE = "api://AzureADTokenExchange"
+SUBJECT_VARIABLES = ("workload_namespace", "workload_service_account_name")  # what local.workload_subject is built from
 
 RULES = {
     "terraform-expression": "every expression in terraform/*.tf evaluates with Terraform's evaluator and functions, with the variable defaults and with each "
@@ -137,6 +139,7 @@ def _identity_findings(root: Path, cfg: TerraformConfig, scopes: list[tuple[str,
                         "restore the workload ServiceAccount ray/ray-workload")]
     expected = f"system:serviceaccount:{sa[0]}:{sa[1]}"
     off: set[tuple] = set()  # (cluster, setting): reported once, with the first variable set that shows it
+    mismatched: dict[tuple, list[str]] = {}  # (file, line, credential, subject, fix) -> the variable sets that give it
     for label, ev in scopes:  # the cluster's OIDC issuer and the workload identity webhook, which the identity needs
         for aks in ev.of_type("azurerm_kubernetes_cluster"):
             for attr in ("oidc_issuer_enabled", "workload_identity_enabled"):
@@ -175,10 +178,17 @@ def _identity_findings(root: Path, cfg: TerraformConfig, scopes: list[tuple[str,
                                    "build the subject from var.workload_namespace and var.workload_service_account_name"))
                 break
             if value != expected:
-                out.append(Finding(cred.file, cred.line, where, "terraform-federated-subject",
-                                   f"{where} subject is {value!r} with {label}, but the workload ServiceAccount in {SERVICE_ACCOUNT_FILE} is {sa[0]}/{sa[1]} "
-                                   f"({expected}): Azure would refuse its token exchange",
-                                   "make workload_namespace / workload_service_account_name match base/service-account.yaml"))
+                # At the value that differs: the tfvars or default line of the variable the subject is built from, else the subject's line.
+                parts = str(value).removeprefix("system:serviceaccount:").split(":") if str(value).startswith("system:serviceaccount:") else []
+                wrong = [(var, want) for var, want, got in zip(SUBJECT_VARIABLES, sa, parts) if got != want and ev.variable(var) == got]
+                at = variable_origin(cfg, wrong[0][0], None if label == "variable defaults" else label)[:2] if wrong else (subject.file, subject.line)
+                fix = f'set {wrong[0][0]} = "{wrong[0][1]}"' if wrong else f'build the subject as "{expected}" from var.{" and var.".join(SUBJECT_VARIABLES)}'
+                mismatched.setdefault((*at, where, value, fix), []).append(label)
+    for (file, line, where, value, fix), labels in mismatched.items():  # one cause, once: at its line, with every variable set that shows it
+        out.append(Finding(file, line, where, "terraform-federated-subject",
+                           f"{where} subject is {value!r} with {' | '.join(labels)}, but the workload ServiceAccount in {SERVICE_ACCOUNT_FILE} is "
+                           f"{sa[0]}/{sa[1]} ({expected}): Azure would refuse its token exchange",
+                           f"{fix} (the workload ServiceAccount in {SERVICE_ACCOUNT_FILE}), or name the ServiceAccount as Terraform does"))
     return out
 
 

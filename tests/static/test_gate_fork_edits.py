@@ -54,3 +54,20 @@ def test_the_fit_hint_names_a_borrowing_limit_only_when_it_caps_the_maximum(repo
     edit(repo_copy, ND96, 'resources/0/borrowingLimit, value: "47"}', f'resources/0/borrowingLimit, value: "{limit}"}}')
     fits = [f for f in validate_repository(repo_copy).findings if f.rule == "sample-fits"]
     assert len(fits) == 1 and ("borrowingLimit" in fits[0].hint) == named, "\n".join(f.text() for f in fits)
+
+
+def test_a_renamed_workload_namespace_is_one_federated_subject_finding_at_the_value(repo_copy):
+    """Namespace ray renamed ml in Git, Terraform left as it is: one finding at workload_namespace's default, naming every
+    variable set that gives it; a cluster's tfvars that sets it wrong, at that line."""
+    for rel in ("base/namespace.yaml", "base/service-account.yaml", "workloads/batch-inference.yaml", "workloads/llm-training.yaml",
+                "workloads/aurora-finetune.yaml", TEAM_A, TEAM_B, "overlays/single-queue/cluster-queue.yaml"):
+        path = repo_copy / rel
+        path.write_text(path.read_text().replace("\n  namespace: ray\n", "\n  namespace: ml\n").replace("\n  name: ray\n", "\n  name: ml\n"))
+    found = [f for f in validate_repository(repo_copy).findings if f.rule == "terraform-federated-subject"]
+    assert [(f.file, f.line) for f in found] == [("terraform/variables.tf", 334)], "\n".join(f.text() for f in found)
+    assert 'workload_namespace = "ml"' in found[0].hint and "prod-eastus2.tfvars" in found[0].message, found[0].text()
+    append(repo_copy, "terraform/clusters/prod-eastus2.tfvars", 'workload_namespace = "ray"\n')
+    edit(repo_copy, "terraform/variables.tf", 'default     = "ray"\n', 'default     = "ml"\n')
+    found = [f for f in validate_repository(repo_copy).findings if f.rule == "terraform-federated-subject"]
+    lines = len((repo_copy / "terraform/clusters/prod-eastus2.tfvars").read_text().splitlines())
+    assert [(f.file, f.line) for f in found] == [("terraform/clusters/prod-eastus2.tfvars", lines)], "\n".join(f.text() for f in found)
