@@ -71,3 +71,15 @@ def test_a_renamed_workload_namespace_is_one_federated_subject_finding_at_the_va
     found = [f for f in validate_repository(repo_copy).findings if f.rule == "terraform-federated-subject"]
     lines = len((repo_copy / "terraform/clusters/prod-eastus2.tfvars").read_text().splitlines())
     assert [(f.file, f.line) for f in found] == [("terraform/clusters/prod-eastus2.tfvars", lines)], "\n".join(f.text() for f in found)
+
+
+def test_seven_worker_groups_in_k8s_job_mode_are_reported_at_the_worker_groups_with_the_pod_set_limit(repo_copy):
+    """Kueue's webhook lets 7 worker groups through; with K8sJobMode's submitter the Workload has 9 pod sets (at most 8)."""
+    groups = "".join(f"      - groupName: w{i}\n        replicas: 1\n        minReplicas: 1\n        maxReplicas: 1\n        rayStartParams: {{}}\n"
+                     "        template:\n          spec:\n            containers:\n              - name: ray-worker\n"
+                     "                image: ${RAY_IMAGE}\n                resources:\n"
+                     '                  requests: {cpu: "1", memory: 1Gi}\n                  limits: {cpu: "1", memory: 1Gi}\n' for i in range(6))
+    edit(repo_copy, "workloads/batch-inference.yaml", "    workerGroupSpecs:\n", "    workerGroupSpecs:\n" + groups)
+    report = validate_repository(repo_copy)
+    assert [(f.rule, f.file, f.line) for f in report.findings] == [("kueue-inadmissible", "workloads/batch-inference.yaml", 65)], _text(report)
+    assert "at most 6 worker groups" in report.findings[0].hint, _text(report)
