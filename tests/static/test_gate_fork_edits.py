@@ -83,3 +83,14 @@ def test_seven_worker_groups_in_k8s_job_mode_are_reported_at_the_worker_groups_w
     report = validate_repository(repo_copy)
     assert [(f.rule, f.file, f.line) for f in report.findings] == [("kueue-inadmissible", "workloads/batch-inference.yaml", 65)], _text(report)
     assert "at most 6 worker groups" in report.findings[0].hint, _text(report)
+
+
+def test_a_number_beyond_int32_is_refused_by_kueues_webhook_at_its_line(repo_copy):
+    """The apiserver drops format: int32 from CRD schemas and accepts 3000000000; Kueue's webhook cannot decode it (400)."""
+    edit(repo_copy, TEAM_A, "    reclaimWithinCohort: Any\n",
+         "    reclaimWithinCohort: Any\n    borrowWithinCohort: {policy: LowerPriority, maxPriorityThreshold: 3000000000}\n")
+    report = validate_repository(repo_copy)
+    assert [(f.rule, f.file, f.line) for f in report.findings] == [("kueue-webhook", TEAM_A, 15)], _text(report)
+    assert "2147483647" in report.findings[0].hint, _text(report)
+    edit(repo_copy, TEAM_A, "maxPriorityThreshold: 3000000000", "maxPriorityThreshold: 2147483647")
+    assert validate_repository(repo_copy).findings == []
