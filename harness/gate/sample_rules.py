@@ -136,7 +136,17 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
             text = (f"label {QUEUE_LABEL}={qname!r}: no such LocalQueue in namespace {ns} on this cluster (have: {have})",
                     "submit to one of the cluster's LocalQueues (samples.yaml `queue`)")
             elsewhere = sorted(lns for (lns, n) in lqs if n == qname and lns != ns)
-            if elsewhere:  # the queue exists, in another namespace: the job's namespace is what is wrong
+            if elsewhere and "queue" in e and any(lns == ns for (lns, _) in lqs):
+                # The entry names another namespace's queue while the sample's namespace has queues of its own (a team in its
+                # own namespace): the entry is what to change, not the workload every other entry submits as it is.
+                var = "NAMESPACE" in workloads.used_vars(sample, root)
+                out.append(Finding(samples_file, line_at(root, samples_file, None, [i, "queue"]), resource_id(job), "sample-queue",
+                                   f"{text[0]}; it is in namespace {', '.join(map(str, elsewhere))}",
+                                   f"set `vars: {{NAMESPACE: {elsewhere[0]}}}` in this entry" if var else
+                                   f"submit to a LocalQueue of namespace {ns} ({have}), or write `namespace: ${{NAMESPACE}}` in {wfile} with "
+                                   f"NAMESPACE: {ns} in {workloads.WORKLOADS_DIR}/defaults.yaml and set `vars: {{NAMESPACE: {elsewhere[0]}}}` "
+                                   "in this entry", where))
+            elif elsewhere:  # the queue exists, in another namespace, and the job's has none: the job's namespace is what is wrong
                 out.append(ctx.finding(job, None, "sample-queue", f"{text[0]}; it is in namespace {', '.join(map(str, elsewhere))}",
                                        f"submit the sample in namespace {elsewhere[0]} (metadata.namespace of {wfile})",
                                        file=wfile, context=where, field="metadata.namespace"))

@@ -94,3 +94,41 @@ def test_a_number_beyond_int32_is_refused_by_kueues_webhook_at_its_line(repo_cop
     assert "2147483647" in report.findings[0].hint, _text(report)
     edit(repo_copy, TEAM_A, "maxPriorityThreshold: 3000000000", "maxPriorityThreshold: 2147483647")
     assert validate_repository(repo_copy).findings == []
+
+
+TEAM_C = ("---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-c\n---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\n"
+          "metadata:\n  name: team-c\n  namespace: team-c\nspec:\n  clusterQueue: team-b-cq\n")
+
+
+def test_an_entry_on_another_namespaces_queue_is_reported_at_the_entry(repo_copy):
+    """A team in its own namespace: the entry naming its queue is what to change (the workload's namespace is right for the
+    other entries); the hint gives the ${NAMESPACE} var that submits this one entry there."""
+    append(repo_copy, TEAM_B, TEAM_C)
+    append(repo_copy, f"{PROD}/samples.yaml", "- sample: batch-inference\n  queue: team-c\n  vars: {JOB_NAME: bi-c}\n")
+    report = validate_repository(repo_copy)
+    assert [(f.rule, f.file, f.line) for f in report.findings] == [("sample-queue", f"{PROD}/samples.yaml", 13)], _text(report)
+    assert "vars: {NAMESPACE: team-c}" in report.findings[0].hint, _text(report)
+
+
+def test_a_team_namespace_needs_its_storage_config_map_and_a_federated_credential(repo_copy):
+    """The sample in team-c with a copy of the workload ServiceAccount: the ConfigMap its containers read is only in ray,
+    and the federated credential trusts only ray/ray-workload. With both added, clean."""
+    append(repo_copy, TEAM_B, TEAM_C + "---\napiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: ray-workload\n  namespace: team-c\n"
+                              '  annotations:\n    azure.workload.identity/client-id: "${WORKLOAD_IDENTITY_CLIENT_ID}"\n')
+    edit(repo_copy, "workloads/batch-inference.yaml", "  namespace: ray\n", "  namespace: ${NAMESPACE}\n")
+    append(repo_copy, "workloads/defaults.yaml", "NAMESPACE: ray\n")
+    append(repo_copy, f"{PROD}/samples.yaml", "- sample: batch-inference\n  queue: team-c\n  vars: {JOB_NAME: bi-c, NAMESPACE: team-c}\n")
+    report = validate_repository(repo_copy)
+    assert sorted((f.rule, f.file, f.line) for f in report.findings) == [
+        ("object-ref", "workloads/batch-inference.yaml", 56), ("terraform-federated-subject", TEAM_B, 55)], _text(report)
+    assert "add ConfigMap ray-storage to namespace team-c" in next(f.hint for f in report.findings if f.rule == "object-ref"), _text(report)
+    storage = (repo_copy / "base/service-account.yaml").read_text().split("---\n")
+    append(repo_copy, TEAM_B, "---\n" + next(d for d in storage if "kind: ConfigMap" in d).replace("namespace: ray", "namespace: team-c"))
+    append(repo_copy, "terraform/identity.tf", '\nresource "azurerm_federated_identity_credential" "team_c" {\n  name                = "team-c-federated"\n'
+                                              "  resource_group_name = azurerm_resource_group.this.name\n"
+                                              "  parent_id           = azurerm_user_assigned_identity.ray_workload.id\n"
+                                              '  audience            = ["api://AzureADTokenExchange"]\n'
+                                              "  issuer              = azurerm_kubernetes_cluster.this.oidc_issuer_url\n"
+                                              '  subject             = "system:serviceaccount:team-c:ray-workload"\n}\n')
+    report = validate_repository(repo_copy)
+    assert report.findings == [], _text(report)
