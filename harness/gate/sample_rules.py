@@ -16,7 +16,8 @@ from harness.gate.origin import line_at
 from harness.gate.render import ClusterRender
 from harness.gate.rules import Context
 from harness.gate.schema_check import Checker
-from harness.gate.sources import QUEUE_LABEL, SourceError, as_map, in_namespace_of, load_yaml, name_key, queue_name, resource_id
+from harness.gate.sources import (QUEUE_LABEL, SourceError, as_list, as_map, in_namespace_of, is_kustomization_file, load_yaml, name_key,
+                                  queue_name, resource_id)
 
 
 # -- Kueue objects ----------------------------------------------------------------------------
@@ -133,8 +134,12 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
             continue  # the fixed label is the cause (sample-vars above)
         if lq is None:
             have = ", ".join(sorted(n for (lns, n) in lqs if lns == ns)) or "none"
+            unapplied = next((d.file for d in ctx.sources.docs if d.obj.get("kind") == "LocalQueue"  # in a file its kustomization does not list
+                              and as_map(d.obj.get("metadata")).get("name") == qname and _unlisted(ctx, d.file)), None)
             text = (f"label {QUEUE_LABEL}={qname!r}: no such LocalQueue in namespace {ns} on this cluster (have: {have})",
-                    "submit to one of the cluster's LocalQueues (samples.yaml `queue`)")
+                    "submit to one of the cluster's LocalQueues (samples.yaml `queue`)" + (
+                        f", or list {unapplied}, which writes LocalQueue {qname} and no layer of the cluster applies, in the resources of "
+                        f"the kustomization beside it" if unapplied else ""))
             elsewhere = sorted(lns for (lns, n) in lqs if n == qname and lns != ns)
             if elsewhere and "queue" in e and any(lns == ns for (lns, _) in lqs):
                 # The entry names another namespace's queue while the sample's namespace has queues of its own (a team in its
@@ -193,3 +198,10 @@ def _layer_candidates(ctx: Context, root: Path, cluster: ClusterRender, objects:
         out.append(kueue_fit.Candidate(obj, cq, in_namespace_of(obj, objects, ("LimitRange",)), at.file, at.line, at.file, at.context,
                                        what=f"{kind} {ns}/{meta.get('name')} as its layer applies it"))
     return out
+
+
+def _unlisted(ctx: Context, file: str) -> bool:
+    """Whether the kustomization beside `file` (one there) lists it in none of its resources."""
+    folder, _, name = file.rpartition("/")
+    listed = [d.obj for d in ctx.sources.docs if is_kustomization_file(d.file) and d.file.rpartition("/")[0] == folder]
+    return bool(listed) and not any(str(r).removeprefix("./") == name for k in listed for r in as_list(k.get("resources")))

@@ -132,3 +132,19 @@ def test_a_team_namespace_needs_its_storage_config_map_and_a_federated_credentia
                                               '  subject             = "system:serviceaccount:team-c:ray-workload"\n}\n')
     report = validate_repository(repo_copy)
     assert report.findings == [], _text(report)
+
+
+def test_a_queued_job_without_shutdown_after_job_finishes_gets_the_line_to_add(repo_copy):
+    edit(repo_copy, "workloads/batch-inference.yaml", "  shutdownAfterJobFinishes: true\n", "")
+    found = [f for f in validate_repository(repo_copy).findings if f.rule == "kueue-webhook"]
+    assert [(f.file, f.line) for f in found] == [("workloads/batch-inference.yaml", 12)], "\n".join(f.text() for f in found)
+    assert "add spec.shutdownAfterJobFinishes: true" in found[0].hint, found[0].text()
+
+
+def test_a_queue_written_in_a_file_no_kustomization_lists_is_named_in_the_hint(repo_copy):
+    (repo_copy / "overlays/team-queues/team-c.yaml").write_text(
+        (repo_copy / TEAM_B).read_text().replace("team-b", "team-c"))
+    append(repo_copy, f"{PROD}/samples.yaml", "- sample: batch-inference\n  queue: team-c\n  vars: {JOB_NAME: bi-c}\n")
+    found = [f for f in validate_repository(repo_copy).findings if f.rule == "sample-queue"]
+    assert [(f.file, f.line) for f in found] == [(f"{PROD}/samples.yaml", 13)], "\n".join(f.text() for f in found)
+    assert "list overlays/team-queues/team-c.yaml" in found[0].hint, found[0].text()
