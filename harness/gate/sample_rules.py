@@ -89,7 +89,7 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
                                "sample-vars", f"vars sets {name}, which {wfile} does not use ({meant}): the sample is checked "
                                "with its default instead", f"spell the variable as {wfile} does, or remove it from `vars`", where))
         # A label written as a fixed value and not ${QUEUE_NAME}: the entry's `queue` (and submit-workload --queue) is not what is submitted.
-        fixed = queue_name(job) != as_map(e.get("vars")).get("QUEUE_NAME", e.get("queue")) and queue_name(job) is not None
+        fixed = queue_name(job) is not None and str(queue_name(job)) != str(as_map(e.get("vars")).get("QUEUE_NAME", e.get("queue")))
         if fixed:
             out.append(ctx.finding(job, None, "sample-vars", f"label {QUEUE_LABEL} is written as {queue_name(job)!r}, not ${{QUEUE_NAME}}: "
                                    f"the `queue` of its samples.yaml entries (and scripts/submit-workload --queue) is not used, every "
