@@ -10,6 +10,7 @@ what the cohort tree lends, the pods resource, TAS-only flavors) it never admits
 """
 from __future__ import annotations
 
+import copy
 import json
 import re
 from decimal import Decimal
@@ -59,9 +60,10 @@ class Fits:
     pod set), for the placement rules (harness.gate.podsets)."""
 
     def __init__(self, candidates: list[Candidate] = (), pending=None, nodes: list[dict] | None = (), lenders: tuple[str, ...] = (),
-                 queue_objects: list[dict] = ()):
+                 queue_objects: list[dict] = (), ask=None):
         self._candidates, self._pending, self._nodes, self._lenders = list(candidates), pending, nodes, lenders
         self._queue_objects = list(queue_objects)
+        self._ask = ask  # fn(queue objects, candidate): the assigner's answer for it on those (a what-if, for the hint)
         self.relocate = None  # fn(finding, candidate, answer): a finding at its cause in the configuration (fit_causes)
 
     def _answers(self) -> list[dict]:
@@ -76,7 +78,7 @@ class Fits:
         that may lend to it accepted; when its every reason is where the pods may land, the flavors named)."""
         return [(replace(self.relocate(found, c, answer) if self.relocate else found,
                          presumes=(found.resource, resource_id(c.cq), *(self._lenders if as_map(c.cq.get("spec")).get("cohortName") else ()))),
-                 placement_only(answer)) for c, answer, found in _judged(self._candidates, self._answers(), self._nodes, self._queue_objects)]
+                 placement_only(answer)) for c, answer, found in _judged(self._candidates, self._answers(), self._nodes, self._queue_objects, self._ask)]
 
 
 def manager_ref(root: Path, cluster: ClusterRender) -> dict:
@@ -147,23 +149,27 @@ def fits(checker, root: Path, cluster: ClusterRender, candidates: list[Candidate
     queue_objects = [o for _, o in cluster.applied() if o.get("kind") in QUEUE_KINDS and o.get("apiVersion") == KUEUE_API]
     tas = any(o.get("kind") == "ResourceFlavor" and as_map(o.get("spec")).get("topologyName") for o in queue_objects)
     nodes = _tas_nodes(root, cluster, gate_config) if tas else []
+    manager = manager_ref(root, cluster)
     pending = submit(checker, queue_objects, [(c.job, as_map(c.cq.get("metadata")).get("name"), c.limit_ranges) for c in candidates],
-                     manager_ref(root, cluster), nodes or [])
+                     manager, nodes or [])
     # What a sample's verdict presumes the cluster has: its ClusterQueue, and with a cohort every queue object that may
     # lend to it (a refused peer lends nothing: that refusal is the cause, not the sample).
     lenders = tuple(resource_id(o) for o in queue_objects if o.get("kind") in ("Cohort", "ClusterQueue"))  # (one it should name may not)
-    return Fits(candidates, pending, nodes, lenders, queue_objects)
+
+    def ask(objects: list[dict], c: Candidate) -> dict:
+        return verdicts(checker, objects, [(c.job, as_map(c.cq.get("metadata")).get("name"), c.limit_ranges)], manager, nodes or [])[0]
+    return Fits(candidates, pending, nodes, lenders, queue_objects, ask)
 
 
 def _judged(candidates: list[Candidate], answers: list[dict], nodes: list[dict] | None,
-            queue_objects: list[dict] = ()) -> list[tuple[Candidate, dict, Finding]]:
+            queue_objects: list[dict] = (), ask=None) -> list[tuple[Candidate, dict, Finding]]:
     out = []
     for c, answer in zip(candidates, answers):
         if answer.get("mode") in (None, "", "Fit"):
             continue  # admitted on the idle cluster, or not judged (its own finding says why: an invalid Workload, a refused queue)
         if nodes is None and any(w in (answer.get("message") or "") for w in ("opology", "TAS")):
             continue  # the nodes a topology-aware flavor needs are unknown (the capacity rules say why): not judged
-        out.append((c, answer, _finding(c, answer, queue_objects)))
+        out.append((c, answer, _finding(c, answer, queue_objects, ask)))
     return out
 
 
@@ -192,9 +198,11 @@ def placement_only(answer: dict) -> tuple[str, ...]:
 SHORT_QUOTA = re.compile(r"insufficient quota for (\S+) in flavor ([^,\s]+)")  # Kueue's reason: (resource, flavor)
 
 
-def _capping_limits(queue_objects: list[dict], cq: dict, reason: str) -> list[str]:
+def _capping_limits(queue_objects: list[dict], cq: dict, reason: str, unlimited=None) -> list[str]:
     """The limits that cap what `cq` may borrow of the resource and flavor Kueue found short (`reason`): its own
-    borrowingLimit, the lendingLimit of the ClusterQueues and Cohorts of its cohort."""
+    borrowingLimit when it binds (Kueue's maximum is min(nominal + borrowingLimit, nominal + what its cohort tree could
+    lend): `unlimited`, fn(resource, flavor), gives the assigner's answer without it, the limit binds when the maximum
+    grows), the lendingLimit of the ClusterQueues and Cohorts of its cohort."""
     short = SHORT_QUOTA.search(reason)
     if not short:
         return []
@@ -208,9 +216,33 @@ def _capping_limits(queue_objects: list[dict], cq: dict, reason: str) -> list[st
     maximum = re.search(r"maximum capacity \(([^)]*)\)", reason)
     nominal = limits(cq, "nominalQuota")
     out = [f"its borrowingLimit {v} ({short[1]} in {short[2]})" for v in limits(cq, "borrowingLimit")
-           if maximum and nominal and _sum(nominal[0], v) == _sum(maximum[1])]  # binding: nominal + borrowingLimit is the maximum
+           if maximum and nominal and _sum(nominal[0], v) == _sum(maximum[1])  # nominal + borrowingLimit is the maximum
+           and (unlimited is None or _grows(unlimited(short[1], short[2]), short, _sum(maximum[1])))]
     for o in lenders:  # the cohort tree's others: what they lend up towards it
         out += [f"{o.get('kind')} {as_map(o.get('metadata')).get('name')}'s lendingLimit {v}" for v in limits(o, "lendingLimit")]
+    return out
+
+
+def _grows(answer: dict, short: re.Match, maximum: Decimal | None) -> bool:
+    """Whether the assigner's `answer` (without the borrowingLimit) admits the job, or gives a larger maximum for the same
+    resource and flavor."""
+    if answer.get("mode") in ("Fit", "Preempt"):
+        return True
+    reason = answer.get("message") or ""
+    found = re.search(rf"insufficient quota for {re.escape(short[1])} in flavor {re.escape(short[2])}\b[^;]*?maximum capacity \(([^)]*)\)", reason)
+    return found is None or maximum is None or (_sum(found[1]) or 0) > maximum
+
+
+def _without_borrowing_limit(queue_objects: list[dict], cq: dict, resource: str, flavor: str) -> list[dict]:
+    """`queue_objects` with `cq`'s borrowingLimit of `resource` in `flavor` dropped."""
+    name = as_map(cq.get("metadata")).get("name")
+    out = copy.deepcopy(queue_objects)
+    for o in out:
+        if o.get("kind") == "ClusterQueue" and as_map(o.get("metadata")).get("name") == name:
+            for rg in as_maps(as_map(o.get("spec")).get("resourceGroups")):
+                for r in (r for fl in as_maps(rg.get("flavors")) if fl.get("name") == flavor for r in as_maps(fl.get("resources"))):
+                    if r.get("name") == resource:
+                        r.pop("borrowingLimit", None)
     return out
 
 
@@ -221,7 +253,7 @@ def _sum(*values) -> Decimal | None:
         return None
 
 
-def _finding(c: Candidate, answer: dict, queue_objects: list[dict] = ()) -> Finding:
+def _finding(c: Candidate, answer: dict, queue_objects: list[dict] = (), ask=None) -> Finding:
     cq = as_map(c.cq.get("metadata")).get("name")
     named = ", ".join(sorted(resource_id(lr) for lr in c.limit_ranges))
     defaults = f", its containers with the defaults of {named}" if named else ""
@@ -239,7 +271,8 @@ def _finding(c: Candidate, answer: dict, queue_objects: list[dict] = ()) -> Find
                 "that do), or remove the topology request")
     else:
         hint = "shrink the job (fewer workers, smaller pods) or raise the quota through the cluster's gpu-sku component"
-        capping = _capping_limits(queue_objects, c.cq, reason)
+        unlimited = (lambda resource, flavor: ask(_without_borrowing_limit(queue_objects, c.cq, resource, flavor), c)) if ask else None
+        capping = _capping_limits(queue_objects, c.cq, reason, unlimited)
         if capping:
             hint = f"what it may borrow is capped by {', '.join(capping)}: raise or drop those limits, or {hint}"
     return Finding(c.samples_file, c.line, resource_id(c.job), "sample-fits",

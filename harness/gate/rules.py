@@ -52,7 +52,7 @@ RULES = {
                                "spec.postBuild whose objects use the cluster's variables applies them as written",
     "sample-render": "every sample listed in clusters/*/samples.yaml (the configuration's samples file) renders",
     "sample-queue": "a sample names a LocalQueue that exists in its namespace",
-    "sample-vars": "every `vars` entry of a samples.yaml entry is a ${VAR} its sample uses (a misspelt one leaves the default in place)",
+    "sample-vars": "every `vars` entry of a samples.yaml entry is a ${VAR} its sample uses (a misspelt one leaves the default in place), and its `queue` is what the sample's queue label says (written ${QUEUE_NAME}, not a fixed name)",
     "sample-duplicate": "no two entries of a cluster's samples.yaml render the same object (namespace and name): the apiserver refuses the second",
     "sample-ttl-holds-nodes": "a sample's RayCluster is deleted as its job ends (ttlSecondsAfterFinished: 0), since Kueue gives its quota to the next job at once (warning)",
     "sample-fits": "Kueue's own flavor assigner (tools/fluxbuild kueueadmit.go, the pinned Kueue's scheduler cache and flavorassigner) "

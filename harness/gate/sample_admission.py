@@ -148,10 +148,16 @@ def _sample_rules(ctx, root: Path, index: ClusterIndex, samples_file: str, line:
             if made:  # one finding per generator, at its line (admission_rules)
                 generated.setdefault((kind, ns, name_key(name), *made), set()).add(sample)
         for ref in pod_key_refs(path, pod):  # of the set's ConfigMaps and Secrets; others are created with the job
-            message = missing_key(index, ns, ref)
+            message, hint = missing_key(index, ns, ref), KEY_HINT.format(kind=ref[1])
+            other = sorted(str(kns) for (k, kns, n) in index.named if k == ref[1] and n == name_key(ref[2]) and kns != ns)
+            if not message and other and ns in index.namespaces and index.keys_of(ref[1], ns, ref[2]) is None:
+                # the set's object, in another namespace only (the namespace itself missing or moved is another finding's cause)
+                message = (f"{dotted(ref[0])} names key {ref[3]!r} of {ref[1]} {ns}/{ref[2]}, which the cluster does not have (the set "
+                           f"has it in namespace {', '.join(other)}): the kubelet cannot start the container (CreateContainerConfigError)")
+                hint = f"add {ref[1]} {ref[2]} to namespace {ns} as it is written for {other[0]} ({_where(ctx, root, *index.named[(ref[1], other[0], name_key(ref[2]))])})"
             if message:  # at the workload's line that names the key; admission_rules folds those naming the same key
                 keys.setdefault((ref[1], ns, name_key(ref[2]), str(ref[3])), []).append(
-                    ctx.finding(job, None, "object-ref", f"{message}; the admitted job holds its quota", KEY_HINT.format(kind=ref[1]),
+                    ctx.finding(job, None, "object-ref", f"{message}; the admitted job holds its quota", hint,
                                 file=f"{WORKLOADS_DIR}/{sample}.yaml", context=context, field=dotted(ref[0])))
     accounts = {n for (k, kns, n) in index.named if k == "ServiceAccount" and kns == ns}
     reference = lambda name: f"sample {sample} ({samples_file}:{line}) serviceAccountName {ns}/{name}"  # noqa: E731

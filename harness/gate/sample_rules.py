@@ -16,7 +16,8 @@ from harness.gate.origin import line_at
 from harness.gate.render import ClusterRender
 from harness.gate.rules import Context
 from harness.gate.schema_check import Checker
-from harness.gate.sources import QUEUE_LABEL, SourceError, as_map, in_namespace_of, load_yaml, name_key, queue_name, resource_id
+from harness.gate.sources import (QUEUE_LABEL, SourceError, as_list, as_map, in_namespace_of, is_kustomization_file, load_yaml, name_key,
+                                  queue_name, resource_id)
 
 
 # -- Kueue objects ----------------------------------------------------------------------------
@@ -59,6 +60,10 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
         except workloads.MissingVariable as err:  # often one cause for several entries: folded below
             missing.setdefault(err.name, []).append((entry_line, e, err))
             continue
+        except workloads.UnknownKey as err:
+            out.append(Finding(samples_file, line_at(root, samples_file, None, [i, err.key]) or entry_line, f"sample/{e.get('sample')}",
+                               "sample-render", str(err), err.hint, where))
+            continue
         except workloads.WorkloadError as err:
             out.append(Finding(samples_file, entry_line, f"sample/{e.get('sample')}", "sample-render", str(err),
                                "each entry needs `sample` (a file in workloads/) and `queue`; pass every ${VAR} in `vars`", where))
@@ -83,6 +88,13 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
             out.append(Finding(samples_file, line_at(root, samples_file, None, [i, "vars", name]) or entry_line, f"sample/{sample}",
                                "sample-vars", f"vars sets {name}, which {wfile} does not use ({meant}): the sample is checked "
                                "with its default instead", f"spell the variable as {wfile} does, or remove it from `vars`", where))
+        # A label written as a fixed value and not ${QUEUE_NAME}: the entry's `queue` (and submit-workload --queue) is not what is submitted.
+        fixed = queue_name(job) is not None and str(queue_name(job)) != str(as_map(e.get("vars")).get("QUEUE_NAME", e.get("queue")))
+        if fixed:
+            out.append(ctx.finding(job, None, "sample-vars", f"label {QUEUE_LABEL} is written as {queue_name(job)!r}, not ${{QUEUE_NAME}}: "
+                                   f"the `queue` of its samples.yaml entries (and scripts/submit-workload --queue) is not used, every "
+                                   f"one is submitted to LocalQueue {queue_name(job)}", f"write {QUEUE_LABEL}: ${{QUEUE_NAME}} in {wfile}",
+                                   file=wfile, context=where, field=f"metadata.labels[{QUEUE_LABEL}]"))
         rendered.append((sample, job, entry_line))
         ctx.sample_entries[id(job)] = (samples_file, entry_line)
         # Where each ${VAR} this entry gives is written: its `queue` fills QUEUE_NAME (unless `vars` sets it).
@@ -118,12 +130,28 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
         if lq is None and (ctx.renamed("LocalQueue", qname, {n for (lns, n) in lqs if lns == ns}, reference)
                            or ctx.moved(cluster.name, "LocalQueue", ns, qname, reference, lambda other: (other, qname) in lqs)):
             continue
+        if lq is None and fixed:
+            continue  # the fixed label is the cause (sample-vars above)
         if lq is None:
             have = ", ".join(sorted(n for (lns, n) in lqs if lns == ns)) or "none"
+            unapplied = next((d.file for d in ctx.sources.docs if d.obj.get("kind") == "LocalQueue"  # in a file its kustomization does not list
+                              and as_map(d.obj.get("metadata")).get("name") == qname and _unlisted(ctx, d.file)), None)
             text = (f"label {QUEUE_LABEL}={qname!r}: no such LocalQueue in namespace {ns} on this cluster (have: {have})",
-                    "submit to one of the cluster's LocalQueues (samples.yaml `queue`)")
+                    "submit to one of the cluster's LocalQueues (samples.yaml `queue`)" + (
+                        f", or list {unapplied}, which writes LocalQueue {qname} and no layer of the cluster applies, in the resources of "
+                        f"the kustomization beside it" if unapplied else ""))
             elsewhere = sorted(lns for (lns, n) in lqs if n == qname and lns != ns)
-            if elsewhere:  # the queue exists, in another namespace: the job's namespace is what is wrong
+            if elsewhere and "queue" in e and any(lns == ns for (lns, _) in lqs):
+                # The entry names another namespace's queue while the sample's namespace has queues of its own (a team in its
+                # own namespace): the entry is what to change, not the workload every other entry submits as it is.
+                var = "NAMESPACE" in workloads.used_vars(sample, root)
+                out.append(Finding(samples_file, line_at(root, samples_file, None, [i, "queue"]), resource_id(job), "sample-queue",
+                                   f"{text[0]}; it is in namespace {', '.join(map(str, elsewhere))}",
+                                   f"set `vars: {{NAMESPACE: {elsewhere[0]}}}` in this entry" if var else
+                                   f"submit to a LocalQueue of namespace {ns} ({have}), or write `namespace: ${{NAMESPACE}}` in {wfile} with "
+                                   f"NAMESPACE: {ns} in {workloads.WORKLOADS_DIR}/defaults.yaml and set `vars: {{NAMESPACE: {elsewhere[0]}}}` "
+                                   "in this entry", where))
+            elif elsewhere:  # the queue exists, in another namespace, and the job's has none: the job's namespace is what is wrong
                 out.append(ctx.finding(job, None, "sample-queue", f"{text[0]}; it is in namespace {', '.join(map(str, elsewhere))}",
                                        f"submit the sample in namespace {elsewhere[0]} (metadata.namespace of {wfile})",
                                        file=wfile, context=where, field="metadata.namespace"))
@@ -170,3 +198,10 @@ def _layer_candidates(ctx: Context, root: Path, cluster: ClusterRender, objects:
         out.append(kueue_fit.Candidate(obj, cq, in_namespace_of(obj, objects, ("LimitRange",)), at.file, at.line, at.file, at.context,
                                        what=f"{kind} {ns}/{meta.get('name')} as its layer applies it"))
     return out
+
+
+def _unlisted(ctx: Context, file: str) -> bool:
+    """Whether the kustomization beside `file` (one there) lists it in none of its resources."""
+    folder, _, name = file.rpartition("/")
+    listed = [d.obj for d in ctx.sources.docs if is_kustomization_file(d.file) and d.file.rpartition("/")[0] == folder]
+    return bool(listed) and not any(str(r).removeprefix("./") == name for k in listed for r in as_list(k.get("resources")))

@@ -81,6 +81,14 @@ NARROWER_HINTS = {
     ("api-validation", "must be nil when cohort is empty"): "drop the borrowingLimit/lendingLimit, or put the ClusterQueue in a cohort "
                                                             "(spec.cohortName): limits bound what it borrows from or lends to one",
     ("kueue-inadmissible", "must not exceed its limits"): "lower the request named to at most its limit (or raise or drop the limit)",
+    ("kueue-webhook", "should delete the cluster after finishing"): "add spec.shutdownAfterJobFinishes: true (unset, it is false): "
+                                                                    "Kueue's RayJob webhook requires it, else the RayCluster keeps the queue's quota after the job",
+    ("kueue-webhook", "cannot unmarshal number"): "write a number the field's Go type holds (an int32 is at most 2147483647): the "
+                                                  "apiserver accepts a larger one, Kueue's webhook cannot decode it",
+    ("kueue-inadmissible", "spec.podSets: Too many"): "use at most 6 worker groups with submissionMode K8sJobMode (the default), or "
+                                                       "submissionMode HTTPMode or SidecarMode: a Workload has at most 8 pod sets (the head, "
+                                                       "one per worker group and K8sJobMode's submitter), and Kueue's RayJob webhook, "
+                                                       "counting only the head, lets 7 worker groups through",
     ("kueue-inadmissible", "LimitRange"): "bring the container's requests and limits within its namespace's LimitRange (or change the "
                                           "LimitRange)",
 }

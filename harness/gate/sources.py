@@ -160,7 +160,7 @@ class Sources:
         return {f.file for f in self.errors}
 
     def locate(self, obj: dict, prefer: tuple[str, ...] = (), field: str | None = None, written=None) -> tuple[str, int | None]:
-        """Source file and line of the document that defines `obj` (same kind and name); with
+        """Source file and line of the document that defines `obj` (same kind and name, and namespace when written); with
         `field` (an apiserver field path), the line where that field's value is written: in the
         document, or in the patch that wrote it (harness.gate.origin). `written`: what the patch probe
         says writes the field (harness.gate.writers.Writers.at): that patch's line, or the document's
@@ -209,6 +209,12 @@ class Sources:
             # the prefixes and suffixes the repository declares, is the rendered name.
             written = self._unrenamed(name)
             matches = [d for d in self.docs if d.obj.get("kind") == kind and as_map(d.obj.get("metadata")).get("name") in written]
+        # Same kind and name in several namespaces (a LocalQueue `default` per team namespace): the document that writes
+        # the object's namespace, else one that writes none (a kustomization's `namespace:` gives it), before the others.
+        namespace = as_map(obj.get("metadata")).get("namespace")
+        rank = [(as_map(d.obj.get("metadata")).get("namespace") in (namespace, None)) +
+                (as_map(d.obj.get("metadata")).get("namespace") == namespace) for d in matches]
+        matches = [d for d, r in zip(matches, rank) if r == max(rank)] if namespace else matches
         for prefix in prefer:
             for d in matches:
                 if d.file.startswith(prefix):

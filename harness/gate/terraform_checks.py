@@ -29,10 +29,11 @@ import yaml
 
 from harness.gate import kubernetes_version, subnets, terraform_flux, version_rules
 from harness.gate.config import DEFAULTS, GateConfig
-from harness.gate.terraform import TERRAFORM_DIR, TFVARS_DIR, Block, Evaluation, TerraformConfig, TerraformError, load_tfvars, tfvars_paths
+from harness.gate.terraform import (TERRAFORM_DIR, TFVARS_DIR, Block, Evaluation, TerraformConfig, TerraformError, load_tfvars, tfvars_paths,
+                                   variable_origin)
 from harness.gate.findings import Finding
 from harness.gate.origin import compose
-from harness.gate.sources import SourceError, as_map, load_yaml_all
+from harness.gate.sources import SourceError, Sources, as_map, load_yaml_all
 from harness.gate.render import ClusterRender
 from harness.core import cache_lock, cache_root, versions
 
@@ -41,6 +42,7 @@ CHECKOV_CONFIG = ".checkov.yaml"
 SERVICE_ACCOUNT_FILE = "base/service-account.yaml"
 CLIENT_ID_ANNOTATION = "azure.workload.identity/client-id"
 TOKEN_AUDIENCE = "api://AzureADTokenExchange"
+SUBJECT_VARIABLES = ("workload_namespace", "workload_service_account_name")  # what local.workload_subject is built from
 
 RULES = {
     "terraform-expression": "every expression in terraform/*.tf evaluates with Terraform's evaluator and functions, with the variable defaults and with each "
@@ -48,7 +50,7 @@ RULES = {
                             "type and pass the variables' validation blocks",
     "terraform-undeclared-variable": "every variable a cluster's tfvars sets is declared in terraform/ (Terraform only warns and ignores "
                                      "the value; an error when the name is a misspelling of a declared one, which keeps its default)",
-    "terraform-federated-subject": f"the federated identity credential trusts system:serviceaccount:<ns>:<name> of the workload ServiceAccount in {SERVICE_ACCOUNT_FILE}",
+    "terraform-federated-subject": f"the federated identity credential trusts system:serviceaccount:<ns>:<name> of the workload ServiceAccount in {SERVICE_ACCOUNT_FILE}, and a credential trusts every other ServiceAccount with the workload identity annotation",
     "terraform-workload-identity": "the AKS cluster sets oidc_issuer_enabled and workload_identity_enabled, which the federated credential "
                                    f"(its issuer) and the workload pods' token injection need, when {SERVICE_ACCOUNT_FILE} has the workload ServiceAccount",
     "terraform-cluster-vars": "Terraform writes ConfigMap flux-system/cluster-vars with exactly the keys of clusters/<name>/cluster-vars.example.yaml",
@@ -137,6 +139,7 @@ def _identity_findings(root: Path, cfg: TerraformConfig, scopes: list[tuple[str,
                         "restore the workload ServiceAccount ray/ray-workload")]
     expected = f"system:serviceaccount:{sa[0]}:{sa[1]}"
     off: set[tuple] = set()  # (cluster, setting): reported once, with the first variable set that shows it
+    mismatched: dict[tuple, list[str]] = {}  # (file, line, credential, subject, fix) -> the variable sets that give it
     for label, ev in scopes:  # the cluster's OIDC issuer and the workload identity webhook, which the identity needs
         for aks in ev.of_type("azurerm_kubernetes_cluster"):
             for attr in ("oidc_issuer_enabled", "workload_identity_enabled"):
@@ -174,11 +177,48 @@ def _identity_findings(root: Path, cfg: TerraformConfig, scopes: list[tuple[str,
                 out.append(Finding(subject.file, subject.line, where, "terraform-federated-subject", f"{err} ({label})",
                                    "build the subject from var.workload_namespace and var.workload_service_account_name"))
                 break
-            if value != expected:
-                out.append(Finding(cred.file, cred.line, where, "terraform-federated-subject",
-                                   f"{where} subject is {value!r} with {label}, but the workload ServiceAccount in {SERVICE_ACCOUNT_FILE} is {sa[0]}/{sa[1]} "
-                                   f"({expected}): Azure would refuse its token exchange",
-                                   "make workload_namespace / workload_service_account_name match base/service-account.yaml"))
+            if value != expected and not _trusted(ev, expected):  # (another credential may trust another ServiceAccount)
+                # At the value that differs: the tfvars or default line of the variable the subject is built from, else the subject's line.
+                parts = str(value).removeprefix("system:serviceaccount:").split(":") if str(value).startswith("system:serviceaccount:") else []
+                wrong = [(var, want) for var, want, got in zip(SUBJECT_VARIABLES, sa, parts) if got != want and ev.variable(var) == got]
+                at = variable_origin(cfg, wrong[0][0], None if label == "variable defaults" else label)[:2] if wrong else (subject.file, subject.line)
+                fix = f'set {wrong[0][0]} = "{wrong[0][1]}"' if wrong else f'build the subject as "{expected}" from var.{" and var.".join(SUBJECT_VARIABLES)}'
+                mismatched.setdefault((*at, where, value, fix), []).append(label)
+    out += _untrusted_accounts(root, scopes, sa)
+    for (file, line, where, value, fix), labels in mismatched.items():  # one cause, once: at its line, with every variable set that shows it
+        out.append(Finding(file, line, where, "terraform-federated-subject",
+                           f"{where} subject is {value!r} with {' | '.join(labels)}, but the workload ServiceAccount in {SERVICE_ACCOUNT_FILE} is "
+                           f"{sa[0]}/{sa[1]} ({expected}): Azure would refuse its token exchange",
+                           f"{fix} (the workload ServiceAccount in {SERVICE_ACCOUNT_FILE}), or name the ServiceAccount as Terraform does"))
+    return out
+
+
+def _trusted(ev: Evaluation, subject: str) -> bool | None:
+    """Whether a federated identity credential of `ev` trusts `subject`; None when one's subject is known only at apply."""
+    values = [c.body.get("subject") for c in ev.of_type("azurerm_federated_identity_credential")]
+    if any(v is not None and not v.error and v.known and v.value == subject for v in values):
+        return True
+    return None if any(v is None or v.error or not v.known for v in values) else False
+
+
+def _untrusted_accounts(root: Path, scopes: list[tuple[str, Evaluation]], first: tuple[str, str]) -> list[Finding]:
+    """Another ServiceAccount with the workload identity annotation (a team's copy in its own namespace) whose subject no
+    federated identity credential trusts with some variable set: Azure refuses its pods' token exchange."""
+    out = []
+    for doc in Sources.load(root).docs:
+        meta = as_map(doc.obj.get("metadata"))
+        ns, name = meta.get("namespace"), meta.get("name")
+        if doc.obj.get("kind") != "ServiceAccount" or CLIENT_ID_ANNOTATION not in as_map(meta.get("annotations")) or \
+                not isinstance(ns, str) or not isinstance(name, str) or "${" in ns + name or (ns, name) == first:
+            continue
+        subject = f"system:serviceaccount:{ns}:{name}"
+        refused = [label for label, ev in scopes if _trusted(ev, subject) is False]
+        if refused:
+            out.append(Finding(doc.file, doc.line, f"ServiceAccount/{ns}/{name}", "terraform-federated-subject",
+                               f"ServiceAccount {ns}/{name} has annotation {CLIENT_ID_ANNOTATION}, but no azurerm_federated_identity_credential "
+                               f"trusts {subject} ({' | '.join(refused)}): Azure refuses its pods' token exchange",
+                               f'add an azurerm_federated_identity_credential with subject = "{subject}" to {TERRAFORM_DIR}/identity.tf, or '
+                               f"run the jobs as {first[0]}/{first[1]}"))
     return out
 
 

@@ -52,10 +52,30 @@ def defaults(root: Path = REPO_ROOT) -> dict[str, str]:
     return {str(k): str(v) for k, v in doc.items()}
 
 
+ENTRY_KEYS = ("sample", "queue", "vars")  # what scripts/submit-workload reads of a samples.yaml entry
+
+
+class UnknownKey(WorkloadError):
+    """A key of a samples.yaml entry other than sample, queue and vars (a misspelt `vars` would leave every default in place)."""
+
+    def __init__(self, key: str):
+        near = [] if key.lower() == "namespace" else difflib.get_close_matches(key.lower(), ENTRY_KEYS, n=1, cutoff=0.5)
+        super().__init__(f"the entry has a key `{key}`, which is ignored (an entry has only "
+                         f"{', '.join(ENTRY_KEYS)}): the sample would be checked without it" + (f"; did you mean `{near[0]}`?" if near else ""))
+        self.key = key
+        self.hint = (f"spell it `{near[0]}`" if near else "remove it") + (
+            "; the namespace is the workload's metadata.namespace: write `namespace: ${NAMESPACE}` there, with a default in "
+            f"{WORKLOADS_DIR}/defaults.yaml, and set it with `vars: {{NAMESPACE: ...}}`" if key.lower() == "namespace" else "")
+
+
 def render_entry(entry, root: Path = REPO_ROOT) -> tuple[str, dict]:
-    """(sample, RayJob) for one entry of clusters/<name>/samples.yaml; WorkloadError when the entry is malformed."""
+    """(sample, RayJob) for one entry of clusters/<name>/samples.yaml; WorkloadError when the entry is malformed
+    (UnknownKey for a key it does not read)."""
     if not isinstance(entry, dict):
         raise WorkloadError(f"entry {entry!r} is not a mapping with `sample` and `queue`")
+    for key in entry:
+        if key not in ENTRY_KEYS:
+            raise UnknownKey(str(key))
     sample, queue, values = entry.get("sample"), entry.get("queue"), entry.get("vars") or {}
     for key, value in (("sample", sample), ("queue", queue)):
         if not isinstance(value, str) or not value:

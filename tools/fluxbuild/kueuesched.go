@@ -97,9 +97,12 @@ func workloadCreateErrors(ctx context.Context, crds *crdSet, job *rayv1.RayJob, 
 	}
 	errs := result.Errors
 	for i := range errs {
-		path := rayJobPath(errs[i].Field, job)
+		path, message := rayJobPath(errs[i].Field, job), errs[i].Message
+		if errs[i].Field != "spec.podSets" { // (its count is of pod sets, not worker groups: the message names the Workload's field)
+			message = strings.Replace(message, errs[i].Field, path, 1)
+		}
 		errs[i].Message = "Kueue's job reconciler cannot create the RayJob's Workload, which the apiserver refuses (so the job is " +
-			"never admitted): " + strings.Replace(errs[i].Message, errs[i].Field, path, 1)
+			"never admitted): " + message
 		errs[i].Field = path
 	}
 	return errs
@@ -143,6 +146,9 @@ const (
 // set comes from: the head group, the i-th worker group, or the submitter pod template.
 func rayJobPath(path string, job *rayv1.RayJob) string {
 	const prefix = "spec.podSets["
+	if path == "spec.podSets" { // the list as a whole (too many): the worker groups are what add pod sets to it
+		return "spec.rayClusterSpec.workerGroupSpecs"
+	}
 	if !strings.HasPrefix(path, prefix) {
 		return path
 	}

@@ -3,17 +3,20 @@ package main
 import (
 	"context"
 	"errors"
+	"regexp"
 	"strings"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/controller/jobs/raycluster"
 	"sigs.k8s.io/kueue/pkg/controller/jobs/rayjob"
 	"sigs.k8s.io/kueue/pkg/controller/jobs/rayservice"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	"sigs.k8s.io/kueue/pkg/webhooks"
 )
 
@@ -33,25 +36,25 @@ func webhookErrors(ctx context.Context, u *unstructured.Unstructured) []fieldErr
 		switch gvk.Kind {
 		case "ClusterQueue":
 			cq := &kueue.ClusterQueue{}
-			if err := fromUnstructured(u, cq); err != nil {
+			if err := webhookDecode(u, cq); err != nil {
 				return err
 			}
 			return fieldErrors(webhooks.ValidateClusterQueue(cq))
 		case "ResourceFlavor":
 			rf := &kueue.ResourceFlavor{}
-			if err := fromUnstructured(u, rf); err != nil {
+			if err := webhookDecode(u, rf); err != nil {
 				return err
 			}
 			return fieldErrors(webhooks.ValidateResourceFlavor(rf))
 		case "Workload":
 			wl := &kueue.Workload{}
-			if err := fromUnstructured(u, wl); err != nil {
+			if err := webhookDecode(u, wl); err != nil {
 				return err
 			}
 			return fieldErrors(webhooks.ValidateWorkload(wl))
 		case "Cohort":
 			cohort := &kueue.Cohort{}
-			if err := fromUnstructured(u, cohort); err != nil {
+			if err := webhookDecode(u, cohort); err != nil {
 				return err
 			}
 			_, err := (&webhooks.CohortWebhook{}).ValidateCreate(ctx, cohort)
@@ -59,21 +62,21 @@ func webhookErrors(ctx context.Context, u *unstructured.Unstructured) []fieldErr
 		}
 	case gvk.GroupVersion() == rayv1.GroupVersion && gvk.Kind == "RayJob":
 		job := &rayv1.RayJob{}
-		if err := fromUnstructured(u, job); err != nil {
+		if err := webhookDecode(u, job); err != nil {
 			return err
 		}
 		_, err := (&rayjob.RayJobWebhook{}).ValidateCreate(ctx, job)
 		return aggregateErrors(err)
 	case gvk.GroupVersion() == rayv1.GroupVersion && gvk.Kind == "RayCluster" && integrationEnabled(ctx, "ray.io/raycluster"):
 		cluster := &rayv1.RayCluster{}
-		if err := fromUnstructured(u, cluster); err != nil {
+		if err := webhookDecode(u, cluster); err != nil {
 			return err
 		}
 		_, err := (&raycluster.RayClusterWebhook{}).ValidateCreate(ctx, cluster)
 		return aggregateErrors(err)
 	case gvk.GroupVersion() == rayv1.GroupVersion && gvk.Kind == "RayService" && integrationEnabled(ctx, "ray.io/rayservice"):
 		service := &rayv1.RayService{}
-		if err := fromUnstructured(u, service); err != nil {
+		if err := webhookDecode(u, service); err != nil {
 			return err
 		}
 		_, err := (&rayservice.RayServiceWebhook{}).ValidateCreate(ctx, service)
@@ -110,6 +113,36 @@ func managerIntegrations(m *managerRef) map[string]bool {
 func integrationEnabled(ctx context.Context, framework string) bool {
 	enabled, _ := ctx.Value(integrationsKey{}).(map[string]bool)
 	return enabled == nil || enabled[framework]
+}
+
+// webhookScheme: the kinds Kueue's webhooks decode (controller-runtime's admission decoder, from the request's JSON).
+var webhookScheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(kueue.AddToScheme(s))
+	utilruntime.Must(rayv1.AddToScheme(s))
+	return s
+}()
+
+// unmarshalField: the field a JSON decoding error names ("... into Go struct field ClusterQueue.spec.x of type int32").
+var unmarshalField = regexp.MustCompile(`Go struct field \w+\.(\S+) of type`)
+
+// webhookDecode decodes the object as Kueue's webhooks get it: controller-runtime's admission decoder reads the request's
+// JSON into the typed object, and answers Errored(400) when that fails (a value the apiserver accepts because it drops
+// format: int32 from CRD schemas, e.g. maxPriorityThreshold 3000000000); then the typed conversion the checks use.
+func webhookDecode(u *unstructured.Unstructured, into runtime.Object) []fieldError {
+	raw, err := u.MarshalJSON()
+	if err == nil {
+		err = admission.NewDecoder(webhookScheme).DecodeRaw(runtime.RawExtension{Raw: raw}, into.DeepCopyObject())
+	}
+	if err != nil {
+		path := ""
+		if m := unmarshalField.FindStringSubmatch(err.Error()); m != nil {
+			path = m[1]
+		}
+		msg := "Kueue's webhook cannot decode the object (controller-runtime answers 400): " + err.Error()
+		return []fieldError{{Field: path, Type: "Invalid", Detail: msg, Message: msg}}
+	}
+	return fromUnstructured(u, into)
 }
 
 func fromUnstructured(u *unstructured.Unstructured, into interface{}) []fieldError {
