@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from harness.gate import version_rules
 from harness.gate.validate import validate_repository
 from tests.static.test_gate_corpus import KUEUE, edit
 
@@ -53,3 +54,19 @@ def test_a_production_pin_the_gate_has_as_candidate_names_the_option_that_checks
     edit(repo_copy, KUEUE, "          tag: v0.17.1\n", "          tag: v0.18.3\n")
     found = [f for f in validate_repository(repo_copy).findings if f.rule == "versions-pins"]
     assert len(found) == 1 and "`scripts/validate --kueue v0.18.3`" in found[0].hint, [f.text() for f in found]
+
+
+def test_the_versions_schema_verdict_is_the_same_from_the_cache(repo_copy, tmp_path, monkeypatch):
+    """versions.yaml's pins are judged by jsonschema once per content; a later run reads the kept verdict and reports
+    the same finding (and a run with the cache dropped computes it again)."""
+    monkeypatch.setattr(version_rules, "cache_root", lambda: tmp_path / "cache")  # the tools stay where they are built
+    edit(repo_copy, "versions.yaml", "  production: 0.17.1", "  production: v0.17.1")
+
+    def drift():
+        return [(f.file, f.line, f.message, f.hint) for f in validate_repository(repo_copy).findings
+                if f.rule == "versions-drift" and f.file == "versions.yaml"]
+
+    first = drift()
+    assert len(first) == 1 and "v0.17.1" in first[0][2], first
+    assert len(list((tmp_path / "cache").rglob("versions-schema-*.json"))) >= 1
+    assert drift() == first
