@@ -264,13 +264,13 @@ _VERDICTS_KEPT = 64  # the newest verdicts kept (a pin edit, a branch switch); o
 
 
 @dataclass(frozen=True)
-class _SchemaError:
+class _Refusal:
     absolute_path: tuple
     instance: object
     message: str
 
 
-def _schema_errors(pinned: dict) -> list[_SchemaError]:
+def _schema_errors(pinned: dict) -> list[_Refusal]:
     """jsonschema's errors for the components' chart and production. Its verdict on the same text is kept under
     cache_root()/verdicts (keyed by the pins and the schema), so a run on unchanged pins does not import jsonschema
     (~0.06 s, a tenth of the gate)."""
@@ -278,7 +278,7 @@ def _schema_errors(pinned: dict) -> list[_SchemaError]:
     text = json.dumps([instance, _pin_schema()], sort_keys=True, default=str)
     memo = cache_root() / "verdicts" / f"versions-schema-{hashlib.sha256(text.encode()).hexdigest()[:32]}.json"
     try:
-        return [_SchemaError(tuple(e[0]), e[1], e[2]) for e in json.loads(memo.read_text())]
+        return [_Refusal(tuple(e[0]), e[1], e[2]) for e in json.loads(memo.read_text())]
     except (OSError, ValueError, TypeError, IndexError):
         pass
     from jsonschema import Draft202012Validator  # here, as config.py does
@@ -292,7 +292,7 @@ def _schema_errors(pinned: dict) -> list[_SchemaError]:
             old.unlink(missing_ok=True)
     except OSError:
         pass  # a read-only cache: the verdict is computed again next time
-    return [_SchemaError(tuple(e[0]), e[1], e[2]) for e in json.loads(verdict)]  # as a later run reads it back
+    return [_Refusal(tuple(e[0]), e[1], e[2]) for e in json.loads(verdict)]  # as a later run reads it back
 
 
 def _refused(pinned: dict, component: str) -> bool:
