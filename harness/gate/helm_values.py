@@ -38,14 +38,14 @@ from pathlib import Path
 import yaml
 
 from harness.core import HarnessError, versions
-from harness.gate import operator_placement, schema_check, schemas, version_rules
+from harness.gate import chart_values, operator_placement, schema_check, schemas, version_rules
 from harness.gate.cluster_index import ClusterIndex, finding_at
 from harness.gate.cluster_refs import chart_health_checks
 from harness.gate.findings import Finding
 from harness.gate.origin import compose, descend, leaves, segments, value_at, written_prefix
 from harness.gate.helper import helper
 from harness.gate.render import as_stored
-from harness.gate.sources import as_list, as_map, resource_id
+from harness.gate.sources import as_list, as_map, parse_yaml, resource_id
 
 RULES = {
     "helm-values-unused": "(warning) every key a HelmRelease's values write is one its chart reads: a key the chart's values.yaml does "
@@ -199,9 +199,8 @@ def _unused(ctx, root: Path, releases: list, answers: dict) -> list[Finding]:
         if answers[key].get("error"):
             continue
         request = json.loads(key)
-        try:
-            defaults = as_map(yaml.safe_load((Path(request["chart"]) / "values.yaml").read_text()))
-        except (OSError, yaml.YAMLError):
+        defaults = chart_values.chart_defaults(request["chart"])
+        if defaults is None:
             continue
         for path, known in _unknown_keys(request["values"], defaults, []):
             without = json.loads(key)
@@ -288,7 +287,7 @@ def _values_data_error(ctx, root: Path, index: ClusterIndex, hr: dict, ref: dict
 
 def _writes(text: str, path: list) -> bool:
     try:
-        return written_prefix(as_map(yaml.safe_load(text)), path) == path
+        return written_prefix(as_map(parse_yaml(text)), path) == path
     except yaml.YAMLError:
         return False
 

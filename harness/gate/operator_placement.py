@@ -20,10 +20,8 @@ import re
 from decimal import Decimal
 from pathlib import Path
 
-import yaml
-
 from harness.core import HarnessError, format_quantity, parse_quantity
-from harness.gate import scheduling
+from harness.gate import chart_values, scheduling
 from harness.gate.helper import helper
 from harness.gate.schema_check import KUBERNETES_VERSION
 from harness.gate.cluster_index import finding_at
@@ -101,11 +99,7 @@ def _pools(ctx, root: Path, cluster: str) -> list[Pool]:
 
 def _cause(request: dict, obj: dict, s: dict, pools: list[Pool], cluster: str, tfvars: str) -> tuple[list, str]:
     """(the values path that decides it, the fix) for one unplaced pod set."""
-    values = request["values"]
-    try:
-        defaults = as_map(yaml.safe_load((Path(request["chart"]) / "values.yaml").read_text()))
-    except (OSError, yaml.YAMLError):
-        defaults = {}
+    values, defaults = request["values"], chart_values.chart_defaults(request["chart"]) or {}
     spec = as_map(as_map(_at(obj, s["template"])).get("spec"))
     selector = {str(k): str(v) for k, v in as_map(spec.get("nodeSelector")).items()}
     affinity = as_map(as_map(as_map(spec.get("affinity")).get("nodeAffinity")).get("requiredDuringSchedulingIgnoredDuringExecution")) or None

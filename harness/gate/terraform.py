@@ -15,6 +15,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -196,19 +198,30 @@ def _blocks(resources: list[dict]) -> list[Block]:
 
 
 class _Helper:
-    """The one tools/tfeval process of this run and its answers, cached by request and file state."""
+    """The one tools/tfeval process of this run and its answers, by request and file state. A request asked while
+    the same one is on its way (the read-ahead below) waits for that answer instead of asking twice."""
 
     def __init__(self):
         env = {k: v for k, v in os.environ.items() if not k.startswith("TF_VAR_")}  # the gate reads the files, not the shell
         self.process = tools.LineProcess("tfeval", lambda: [str(tools.ensure("tfeval")["tfeval"].path())], TerraformError, env=env)
-        self.cache: dict[str, dict] = {}
+        self.cache: dict[str, Future] = {}
+        self._lock = threading.Lock()
 
     def ask(self, request: dict, files: list[Path]) -> dict:
         state = [(str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in files if p.exists()]
         key = hashlib.sha256(json.dumps([request, state], sort_keys=True, default=str).encode()).hexdigest()
-        if key not in self.cache:
-            self.cache[key] = self.process.request(request)
-        return self.cache[key]
+        with self._lock:
+            answer, mine = self.cache.get(key), key not in self.cache
+            if mine:
+                answer = self.cache[key] = Future()
+        if mine:
+            try:
+                answer.set_result(self.process.request(request))
+            except BaseException as err:
+                with self._lock:
+                    del self.cache[key]  # asked again, the process is started again
+                answer.set_exception(err)
+        return answer.result()
 
 
 _HELPER: _Helper | None = None
@@ -221,9 +234,25 @@ def _helper() -> _Helper:
     return _HELPER
 
 
-def start() -> None:
-    """Starts tools/tfeval now (building it on first use), so that its start-up overlaps other work."""
+def start(root: Path | None = None, tfvars_dir: str = TFVARS_DIR) -> None:
+    """Starts tools/tfeval now (building it on first use), so that its start-up overlaps other work; with `root`, it
+    also reads ahead what the rules will ask of that checkout (the module, each cluster's tfvars and the module with
+    them): tfeval answers one request at a time, and these answers are then waiting when the rules ask."""
     _helper().process.start()
+    if root is not None:
+        threading.Thread(target=_read_ahead, args=(Path(root).resolve(), tfvars_dir), daemon=True, name="tfeval-ahead").start()
+
+
+def _read_ahead(root: Path, tfvars_dir: str) -> None:
+    try:
+        cfg = TerraformConfig.load(root)
+        for path in tfvars_paths(root / tfvars_dir):
+            try:
+                cfg.evaluate(load_tfvars(path, root))
+            except TerraformError:
+                continue
+    except (HarnessError, OSError):
+        pass  # the rules ask again and report it
 
 
 def _ask(request: dict, files: list[Path]) -> dict:

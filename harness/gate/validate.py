@@ -119,7 +119,7 @@ def validate_repository(root: Path, ahead: render.Ahead | None = None, base: str
     try:
         with ahead.session if ahead else FluxBuild(root).start() as session, ThreadPoolExecutor(3, thread_name_prefix="gate") as pool:
             matching.start()
-            terraform.start()
+            terraform.start(root, gate_config.tfvars) if gate_config.terraform else terraform.start()
             return _validate(root, gate_config, checker, session, pool, areas, timings, t0, ahead.future if ahead else None, base)
     finally:
         checker.close()

@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 
 from harness.core import HarnessError, atomic_write, cache_root, releases, versions
+from harness.gate import chart_values
 from harness.gate.cluster_index import ClusterIndex, finding_at
 from harness.gate.findings import Finding
 from harness.gate.helper import helper
@@ -51,12 +52,23 @@ def _pins_exactly(constraint, production: str) -> bool:
 
 def pins(root: Path) -> dict | None:
     """versions.yaml of the checkout the gate validates (None when unreadable: yaml-syntax says why, or not a pin file:
-    pins_findings says why)."""
+    pins_findings says why). Read once per state of the file (several rules ask); shared, not to be changed."""
+    path = root / "versions.yaml"
     try:
-        doc = load_yaml(root / "versions.yaml")
-    except SourceError:
-        return None
-    return doc if isinstance(doc, dict) and all(isinstance(doc.get(c), dict) for c in COMPONENTS) else None
+        st = path.stat()
+        key = (str(path), st.st_mtime_ns, st.st_size, st.st_ino)
+    except OSError:
+        key = (str(path),)
+    if key not in _PINS:
+        try:
+            doc = load_yaml(path)
+        except SourceError:
+            doc = None
+        _PINS[key] = doc if isinstance(doc, dict) and all(isinstance(doc.get(c), dict) for c in COMPONENTS) else None
+    return _PINS[key]
+
+
+_PINS: dict[tuple, dict | None] = {}
 
 
 def pins_findings(root: Path) -> list[Finding]:
@@ -175,8 +187,8 @@ def _at(values: dict, path) -> dict:
 def _chart_values(key: str) -> dict:
     """The values.yaml of the chart an op helm request (its JSON key) renders."""
     try:
-        return as_map(load_yaml(Path(json.loads(key)["chart"]) / "values.yaml"))
-    except (SourceError, KeyError, ValueError):
+        return chart_values.chart_defaults(json.loads(key)["chart"]) or {}
+    except (KeyError, ValueError, TypeError):
         return {}
 
 

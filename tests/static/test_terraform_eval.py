@@ -4,6 +4,7 @@ for_each, conditionals, autoscaling min/max; each value with the file and line w
 Terraform's errors come back as diagnostics with file:line, never as a traceback."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -221,3 +222,26 @@ def test_tfvars_lines_and_literal_values(module: Path):
     with pytest.raises(TerraformError) as err:
         load_tfvars(module / "terraform/clusters/ref.tfvars", module)
     assert (err.value.file, err.value.line) == ("terraform/clusters/ref.tfvars", 1)
+
+
+def test_read_ahead_answers_wait_for_the_rules_and_nothing_is_asked_twice(module: Path, monkeypatch):
+    """terraform.start(root) asks tfeval ahead for the module and each cluster's tfvars while the gate reads its sources;
+    the rules' own questions then take those answers (or wait for the one on its way) instead of asking again."""
+    from harness.gate import terraform
+
+    monkeypatch.setattr(terraform, "_HELPER", None)  # a helper of this test's own, with an empty cache
+    asked: list[str] = []
+    helper = terraform._helper()
+    real = helper.process.request
+    monkeypatch.setattr(helper.process, "request", lambda req: asked.append(json.dumps(req, sort_keys=True)) or real(req))
+    try:
+        terraform.start(module)
+        cfg = TerraformConfig.load(module)
+        tfvars = sorted((module / "terraform" / "clusters").glob("*.tfvars"))
+        assert tfvars, "the module fixture has cluster tfvars"
+        evaluations = [cfg.evaluate(load_tfvars(p, module)) for p in tfvars]
+        assert all(ev.resources for ev in evaluations)
+        expected = 1 + 2 * len(tfvars)  # the module, then per cluster its tfvars and the module with them
+        assert len(asked) == expected and len(set(asked)) == expected, asked
+    finally:
+        helper.process.close()
