@@ -12,6 +12,8 @@ written, what it refers to and, for what only `apply` knows, why it is unknown.
 """
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -197,6 +199,17 @@ def _blocks(resources: list[dict]) -> list[Block]:
     return out
 
 
+_BLOCKS: dict[int, tuple[dict, list[Block]]] = {}  # by id of the answer (kept with it)
+
+
+def _blocks_of(answer: dict) -> list[Block]:
+    """The resource instances of one tfeval answer, made once (several rules ask for the same; Blocks are frozen)."""
+    made = _BLOCKS.get(id(answer))
+    if made is None or made[0] is not answer:
+        made = _BLOCKS[id(answer)] = (answer, _blocks(answer.get("resources") or []))
+    return made[1]
+
+
 class _Helper:
     """The one tools/tfeval process of this run and its answers, by request and file state. A request asked while
     the same one is on its way (the read-ahead below) waits for that answer instead of asking twice."""
@@ -211,9 +224,8 @@ class _Helper:
         state = [(str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in files if p.exists()]
         key = hashlib.sha256(json.dumps([request, state], sort_keys=True, default=str).encode()).hexdigest()
         with self._lock:
-            answer, mine = self.cache.get(key), key not in self.cache
-            if mine:
-                answer = self.cache[key] = Future()
+            mine = key not in self.cache
+            answer = self.cache.setdefault(key, Future())
         if mine:
             try:
                 answer.set_result(self.process.request(request))
@@ -224,14 +236,9 @@ class _Helper:
         return answer.result()
 
 
-_HELPER: _Helper | None = None
-
-
+@functools.cache
 def _helper() -> _Helper:
-    global _HELPER
-    if _HELPER is None:
-        _HELPER = _Helper()
-    return _HELPER
+    return _Helper()
 
 
 def start(root: Path | None = None, tfvars_dir: str = TFVARS_DIR) -> None:
@@ -244,15 +251,13 @@ def start(root: Path | None = None, tfvars_dir: str = TFVARS_DIR) -> None:
 
 
 def _read_ahead(root: Path, tfvars_dir: str) -> None:
-    try:
+    try:  # what fails here, the rules ask again and report
         cfg = TerraformConfig.load(root)
         for path in tfvars_paths(root / tfvars_dir):
-            try:
+            with contextlib.suppress(TerraformError):
                 cfg.evaluate(load_tfvars(path, root))
-            except TerraformError:
-                continue
     except (HarnessError, OSError):
-        pass  # the rules ask again and report it
+        pass
 
 
 def _ask(request: dict, files: list[Path]) -> dict:
@@ -298,7 +303,7 @@ class TerraformConfig:
         return sorted(d.glob("*.tf")) + sorted(d.glob("*.auto.tfvars")) + [d / "terraform.tfvars", root / LOCK_FILE]
 
     def _evaluation(self, answer: dict, values: dict) -> Evaluation:
-        return Evaluation(answer.get("variables") or {}, _blocks(answer.get("resources") or []),
+        return Evaluation(answer.get("variables") or {}, list(_blocks_of(answer)),
                           [Diagnostic.of(d) for d in answer.get("diagnostics") or []], dict(values))
 
     def evaluate(self, values: dict | None = None) -> Evaluation:

@@ -86,7 +86,8 @@ def _scopes(root: Path, cfg: TerraformConfig, tfvars_dir: str = TFVARS_DIR) -> l
     return scopes
 
 
-def wiring_findings(root: Path, gate_config: GateConfig = DEFAULTS) -> list[Finding]:
+def wiring_findings(root: Path, gate_config: GateConfig = DEFAULTS, sources: Sources | None = None) -> list[Finding]:
+    """`sources`: the checkout's YAML as the gate read it (read here when not given)."""
     root = Path(root).resolve()
     if not gate_config.terraform or not (root / TERRAFORM_DIR).is_dir():
         return []  # capacity-terraform reports the missing directory
@@ -96,7 +97,7 @@ def wiring_findings(root: Path, gate_config: GateConfig = DEFAULTS) -> list[Find
         return []  # capacity-terraform reports it
     scopes = _scopes(root, cfg, gate_config.tfvars)
     production = str(as_map(as_map(version_rules.pins(root)).get("kubernetes")).get("production") or "") or None
-    return (_expression_findings(scopes) + _undeclared_findings(scopes) + _identity_findings(root, cfg, scopes) + _cluster_vars_findings(root, cfg, gate_config)
+    return (_expression_findings(scopes) + _undeclared_findings(scopes) + _identity_findings(root, cfg, scopes, sources) + _cluster_vars_findings(root, cfg, gate_config)
             + terraform_flux.flux_findings(root, cfg, scopes, gate_config.clusters) + kubernetes_version.version_findings(cfg, scopes, production) + subnets.subnet_findings(root, cfg, scopes))
 
 
@@ -129,7 +130,7 @@ def _undeclared_findings(scopes: list[tuple[str, Evaluation]]) -> list[Finding]:
     return out
 
 
-def _identity_findings(root: Path, cfg: TerraformConfig, scopes: list[tuple[str, Evaluation]]) -> list[Finding]:
+def _identity_findings(root: Path, cfg: TerraformConfig, scopes: list[tuple[str, Evaluation]], sources: Sources | None) -> list[Finding]:
     out = []
     sa = _workload_service_account(root)
     creds = cfg.of_type("azurerm_federated_identity_credential")
@@ -184,7 +185,7 @@ def _identity_findings(root: Path, cfg: TerraformConfig, scopes: list[tuple[str,
                 at = variable_origin(cfg, wrong[0][0], None if label == "variable defaults" else label)[:2] if wrong else (subject.file, subject.line)
                 fix = f'set {wrong[0][0]} = "{wrong[0][1]}"' if wrong else f'build the subject as "{expected}" from var.{" and var.".join(SUBJECT_VARIABLES)}'
                 mismatched.setdefault((*at, where, value, fix), []).append(label)
-    out += _untrusted_accounts(root, scopes, sa)
+    out += _untrusted_accounts(sources or Sources.load(root), scopes, sa)
     for (file, line, where, value, fix), labels in mismatched.items():  # one cause, once: at its line, with every variable set that shows it
         out.append(Finding(file, line, where, "terraform-federated-subject",
                            f"{where} subject is {value!r} with {' | '.join(labels)}, but the workload ServiceAccount in {SERVICE_ACCOUNT_FILE} is "
@@ -201,11 +202,11 @@ def _trusted(ev: Evaluation, subject: str) -> bool | None:
     return None if any(v is None or v.error or not v.known for v in values) else False
 
 
-def _untrusted_accounts(root: Path, scopes: list[tuple[str, Evaluation]], first: tuple[str, str]) -> list[Finding]:
+def _untrusted_accounts(sources: Sources, scopes: list[tuple[str, Evaluation]], first: tuple[str, str]) -> list[Finding]:
     """Another ServiceAccount with the workload identity annotation (a team's copy in its own namespace) whose subject no
     federated identity credential trusts with some variable set: Azure refuses its pods' token exchange."""
     out = []
-    for doc in Sources.load(root).docs:
+    for doc in sources.docs:
         meta = as_map(doc.obj.get("metadata"))
         ns, name = meta.get("namespace"), meta.get("name")
         if doc.obj.get("kind") != "ServiceAccount" or CLIENT_ID_ANNOTATION not in as_map(meta.get("annotations")) or \

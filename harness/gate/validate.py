@@ -160,7 +160,7 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
 
     # While the helper renders, the Terraform wiring (it needs no rendered object) is checked here.
     t_tf = time.monotonic()
-    per_area["terraform"] += terraform_checks.wiring_findings(root, gate_config)
+    per_area["terraform"] += terraform_checks.wiring_findings(root, gate_config, sources)
     timed("terraform", t_tf)
     builds, clusters = joined(rendering)
     timings["render"] = time.monotonic() - t
