@@ -237,7 +237,7 @@ class _Helper:
 
 
 @functools.cache
-def _helper() -> _Helper:
+def helper() -> _Helper:
     return _Helper()
 
 
@@ -245,7 +245,7 @@ def start(root: Path | None = None, tfvars_dir: str = TFVARS_DIR) -> None:
     """Starts tools/tfeval now (building it on first use), so that its start-up overlaps other work; with `root`, it
     also reads ahead what the rules will ask of that checkout (the module, each cluster's tfvars and the module with
     them): tfeval answers one request at a time, and these answers are then waiting when the rules ask."""
-    _helper().process.start()
+    helper().process.start()
     if root is not None:
         threading.Thread(target=_read_ahead, args=(Path(root).resolve(), tfvars_dir), daemon=True, name="tfeval-ahead").start()
 
@@ -261,7 +261,7 @@ def _read_ahead(root: Path, tfvars_dir: str) -> None:
 
 
 def _ask(request: dict, files: list[Path]) -> dict:
-    return _helper().ask(request, files)
+    return helper().ask(request, files)
 
 
 def _first_error(answer: dict, what: str) -> TerraformError | None:

@@ -229,9 +229,9 @@ def test_read_ahead_answers_wait_for_the_rules_and_nothing_is_asked_twice(module
     the rules' own questions then take those answers (or wait for the one on its way) instead of asking again."""
     from harness.gate import terraform
 
-    terraform._helper.cache_clear()  # a helper of this test's own, with an empty cache
+    terraform.helper.cache_clear()  # a helper of this test's own, with an empty cache
     asked: list[str] = []
-    helper = terraform._helper()
+    helper = terraform.helper()
     real = helper.process.request
     monkeypatch.setattr(helper.process, "request", lambda req: asked.append(json.dumps(req, sort_keys=True)) or real(req))
     try:
@@ -245,4 +245,4 @@ def test_read_ahead_answers_wait_for_the_rules_and_nothing_is_asked_twice(module
         assert len(asked) == expected and len(set(asked)) == expected, asked
     finally:
         helper.process.close()
-        terraform._helper.cache_clear()
+        terraform.helper.cache_clear()
