@@ -29,7 +29,7 @@ from harness.gate.origin import entry_ops, line_at
 from harness.gate.findings import Finding
 from harness.gate.render import Build, ClusterRender, FluxBuild, run_fluxbuild
 from harness.gate.writers import Writers, writer_ops
-from harness.gate.sources import (KUSTOMIZATION_FILES, SKIP_DIRS, SourceError, as_list, as_map, kustomization_dirs, kustomization_file,
+from harness.gate.sources import (KUSTOMIZATION_FILES, SKIP_DIRS, SafeDumper, SourceError, as_list, as_map, kustomization_dirs, kustomization_file,
                                   kustomization_path, load_yaml, resource_id)
 
 RULES = {
@@ -230,7 +230,7 @@ def probe_patches(ctx, root: Path, builds: list[Build], clusters: list[ClusterRe
     # kustomizations over them. A build the probe breaks comes back as that job's error (judged
     # below); an exception here means the probe itself could not run: exit 2, never a pass.
     probe = {"files": _inputs(root, job_dirs, flux_trees),
-             "overlay": {kustomization_path(d).relative_to(root).as_posix(): yaml.safe_dump(doc, sort_keys=False) for d, doc in rewritten.items()}}
+             "overlay": {kustomization_path(d).relative_to(root).as_posix(): yaml.dump(doc, Dumper=SafeDumper, sort_keys=False) for d, doc in rewritten.items()}}
     if session is not None:
         pending = session.submit(jobs, probe)
     else:

@@ -12,8 +12,8 @@ from harness.gate import SKIP_DIRS  # directories that hold no configuration (fl
 from harness.gate.findings import Finding
 
 
-# libyaml's loader when PyYAML was built with it: ten times faster than the pure-Python one.
-SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# libyaml's loader and emitter when PyYAML was built with it: ten times faster than the pure-Python ones.
+SafeLoader, SafeDumper = getattr(yaml, "CSafeLoader", yaml.SafeLoader), getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 def parse_yaml(text: str):
