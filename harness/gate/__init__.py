@@ -10,10 +10,15 @@ The public names below load their module on first use (PEP 562), so that the ent
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 # Directories that hold no configuration of a checked repository (fluxbuild's copy leaves them out too); here, so that
 # the entry point can hand them to the helper it starts before the rest of the gate loads.
 SKIP_DIRS = frozenset({".git", ".venv", "build", "__pycache__", ".pytest_cache", "node_modules", ".terraform"})
+
+# The JSON schemas of the files the gate reads and writes (the harness's package data; a plain path, without
+# importlib.resources, a twentieth of the gate's imports: the package is never run from a zip).
+DATA_SCHEMAS = Path(__file__).resolve().parent.parent / "schemas-for-data"
 
 # Public name -> (module of this package, its name there).
 _EXPORTS = {
@@ -36,7 +41,7 @@ _EXPORTS = {
     "flags_of": ("kueue_manager", "flags_of"), "values_gates": ("kueue_manager", "values_gates"),
     "pod_sets": ("workloads", "pod_sets"), "render_sample": ("workloads", "render"), "sample_names": ("workloads", "sample_names"),
 }
-__all__ = sorted([*_EXPORTS, "SKIP_DIRS"])
+__all__ = sorted([*_EXPORTS, "SKIP_DIRS", "DATA_SCHEMAS"])
 
 
 def __getattr__(name: str):

@@ -22,10 +22,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 
-from harness.gate import origin
+from harness.gate import DATA_SCHEMAS, origin
 from harness.gate.findings import Finding
 from harness.gate.sources import SourceError, kustomization_file, load_yaml, load_yaml_all, read_source
 from harness.gate.terraform import tfvars_rel
@@ -151,7 +150,7 @@ def as_name(doc: dict) -> str:
 
 @lru_cache(maxsize=1)
 def schema() -> dict:
-    return json.loads(resources.files("harness").joinpath("schemas-for-data/gate-config.schema.json").read_text())
+    return json.loads((DATA_SCHEMAS / "gate-config.schema.json").read_text())
 
 
 def _line(text: str, path: list) -> int | None:

@@ -11,12 +11,11 @@ from __future__ import annotations
 import functools
 import hashlib
 from dataclasses import dataclass
-from importlib import resources
 import json
 from pathlib import Path
 
 from harness.core import HarnessError, atomic_write, cache_root, releases, versions
-from harness.gate import chart_values
+from harness.gate import DATA_SCHEMAS, chart_values
 from harness.gate.cluster_index import ClusterIndex, finding_at
 from harness.gate.findings import Finding
 from harness.gate.helper import helper
@@ -267,7 +266,7 @@ def _pin_findings(root: Path, pinned: dict) -> list[Finding]:
 def _pin_schema() -> dict:
     """What the drift rule reads of a component (its chart and production), as harness/schemas-for-data/versions.schema.json
     has it."""
-    schema = json.loads(resources.files("harness").joinpath("schemas-for-data/versions.schema.json").read_text())
+    schema = json.loads((DATA_SCHEMAS / "versions.schema.json").read_text())
     read = {k: schema["$defs"]["goPin"]["properties"][k] for k in ("chart", "production")}
     return {"$defs": schema["$defs"], "type": "object", "properties": {c: {"type": "object", "properties": read} for c in COMPONENTS}}
 
