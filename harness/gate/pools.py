@@ -24,6 +24,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from harness.gate import matching
+from harness.gate.node_labels import aks_labels
 from harness.gate.sku import Sku, allocatable, mig_resources, repository_skus, sku_table
 from harness.gate.sources import as_list, as_map
 from harness.gate.terraform import (Block, Body, TerraformConfig, TerraformError, Value, deciding_variable, load_tfvars,
@@ -185,29 +186,6 @@ def by_zone(pool: Pool) -> list[Pool]:
     return groups
 
 
-def _aks_labels(name: str, vm_size: str, system: bool, sku: Sku | None, os_sku: str | None = None, os: str = "linux") -> dict[str, str]:
-    """Labels every node of a pool has whatever the Terraform says: the kubelet's own (os, and arch from the size) and
-    those AKS adds (the reserved accelerator label on GPU sizes); region and zone: by_zone."""
-    labels = {
-        "agentpool": name,
-        "kubernetes.azure.com/agentpool": name,
-        "kubernetes.azure.com/mode": "system" if system else "user",
-        "kubernetes.azure.com/role": "agent",
-        "node.kubernetes.io/instance-type": vm_size,
-        "beta.kubernetes.io/instance-type": vm_size,
-        "kubernetes.io/os": os,
-        "beta.kubernetes.io/os": os,
-    }
-    if os == "linux" and os_sku in (None, "Ubuntu", "AzureLinux"):  # AKS labels the OS image family; Linux pools default to Ubuntu
-        labels["kubernetes.azure.com/os-sku"] = os_sku or "Ubuntu"
-    if sku:
-        labels["kubernetes.io/arch"] = labels["beta.kubernetes.io/arch"] = sku.arch
-    if sku and sku.gpus:
-        labels["accelerator"] = "nvidia"
-        labels["kubernetes.azure.com/accelerator"] = "nvidia"
-    return labels
-
-
 def _major(version: str | None) -> int | None:
     return int(m.group()) if (m := re.search(r"\d+", version or "")) else None
 
@@ -275,7 +253,7 @@ class _Builder:
         os_disk = self.number(block, body.get("os_disk_size_gb"), "os_disk_size_gb", DEFAULT_OS_DISK_GIB)
         sku = self.skus.get(vm_size)
         os = "windows" if get("os_type") == "Windows" or str(get("os_sku") or "").startswith("Windows") else "linux"
-        labels = {**{str(k): str(v) for k, v in as_map(get("node_labels")).items()}, **_aks_labels(name, vm_size, system, sku, get("os_sku"), os)}
+        labels = {**{str(k): str(v) for k, v in as_map(get("node_labels")).items()}, **aks_labels(name, vm_size, system, sku, get("os_sku"), os)}
         taints = [str(t) for t in as_list(get("node_taints"))]
         zones = tuple(sorted(str(z) for z in as_list(get("zones"))))
         if system and get("only_critical_addons_enabled") is True:
