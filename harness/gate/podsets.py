@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.core import format_quantity
-from harness.gate import kueue_fit, scheduling, workloads
+from harness.gate import fit_hints, kueue_fit, scheduling, workloads
 from harness.gate.findings import Finding
 from harness.gate.config import GateConfig
 from harness.gate.placement import Flavor, Problem, PodView, flavor, flavors_of, groups_of, landing, pod_templates, pod_view
@@ -162,16 +162,17 @@ def sample_problems(root: Path, cluster: ClusterRender, objects: list[dict], poo
                                                 "Ray's Linux images cannot start there and the pod would fail",
                                                 "add `kubernetes.io/os: linux` to the pod template's nodeSelector (or to the nodeLabels of "
                                                 f"{fls}, which Kueue adds to every pod it admits)", severity="warning")]))
-            fitting = []
+            fitting, unjudged = [], []
             for combo, ps in live:
                 for p in ps:
                     alloc = p.node_allocatable()
-                    if all(need[r] <= alloc.get(r, 0) for r in need):  # a resource the node lists not: it has none of it
+                    if fit_hints.fits(p, need):
                         fitting.append((combo, p, min((int(alloc[r] // need[r]) for r in need if alloc.get(r)), default=count)))
+                        unjudged.extend((p, r) for r in sorted(p.unjudged & set(need)))
             if not fitting:
                 seen = list({p.address: p for _, ps in live for p in ps}.values())
                 short = next(r for r in sorted(need) if any(need[r] > p.node_allocatable().get(r, 0) for p in seen))
-                if not any(short in p.node_allocatable() for p in pools):  # no size, driver or setting of a pool gives it: no node helps
+                if not any(short in p.node_allocatable() or short in p.unjudged for p in pools):  # no size, driver or setting of a pool gives it: no node helps
                     errors.append(Problem([finding("capacity-pod-fits-node", request_line(where, short), f" requests {asked}, but no node "
                                                    f"of any pool in {rel} offers {short}; Kueue would admit it and the pod would stay Pending",
                                                    f"drop the {short} request, or install what advertises it on the nodes (AKS node pools "
@@ -183,11 +184,17 @@ def sample_problems(root: Path, cluster: ClusterRender, objects: list[dict], poo
                 errors.append(Problem([finding("capacity-pod-fits-node", request_line(where, short),
                                                f" requests {asked}, but it can land only on pools whose one node offers less: {offer} "
                                                f"(flavors {combos}); Kueue would admit it and the pod would stay Pending",
-                                               "shrink the pod's ephemeral-storage request, or raise os_disk_size_gb of that pool in "
-                                               "terraform/ (AKS's default OS disk is 128 GB; pods get 90% of it)" if short == "ephemeral-storage" else
-                                               "shrink the pod's requests, or pick a larger vm_size for that pool in the cluster's tfvars "
-                                               "(and the gpu-sku component that matches it)" + _max_pods_hint(seen, need))]))
+                                               fit_hints.fits_node_hint(pools, seen, need, short, pod, where.constraints and f"{wfile}:{where.constraints}",
+                                                                        combo, cq, flavors, _max_pods_hint(seen, need)))]))
                 continue
+            for p, r in unjudged[:1]:  # said once per pod set: the verdict on that resource is not given
+                errors.append(Problem([finding("capacity-pod-fits-node", request_line(where, r),
+                                               f" requests {r} {format_quantity(r, need[r])} and may land on {p.where()}, which keeps the kubelet's "
+                                               f"storage on the VM's temp disk ({p.settings['kubelet_disk_type'][1].text} at "
+                                               f"{p.settings['kubelet_disk_type'][1].where()}); the gate does not know {p.vm_size}'s temp disk size, "
+                                               f"so whether the pod fits its node's {r} is not judged",
+                                               f"add temp_disk_gib (the Azure size page's temporary storage, GiB) to {p.vm_size} under `skus:` of "
+                                               ".ray-kueue-gate.yaml, to have it judged", severity="warning")]))
             combo = fitting[0][0]  # the flavors Kueue tries first: on admission their labels and tolerations join the pods'
             assign[role] = {"nodeSelector": {k: v for f in combo for k, v in f.labels.items()},
                             "tolerations": [t for f in combo for t in f.tolerations]}

@@ -33,7 +33,7 @@ from harness.gate.terraform import (Block, Body, TerraformConfig, TerraformError
 SYSTEM_TAINT = "CriticalAddonsOnly=true:NoSchedule"
 SPOT_LABEL = "kubernetes.azure.com/scalesetpriority"
 SPOT_TAINT = f"{SPOT_LABEL}=spot:NoSchedule"
-SETTINGS = ("priority", "gpu_instance", "gpu_instance_profile", "max_pods", "eviction_policy", "spot_max_price")  # where written: for node_settings and podsets' findings
+SETTINGS = ("priority", "gpu_instance", "gpu_instance_profile", "max_pods", "eviction_policy", "spot_max_price", "kubelet_disk_type")  # where written: for node_settings and podsets' findings
 AUTOSCALING_KEYS = {"auto_scaling_enabled": 4, "enable_auto_scaling": 3}  # attribute -> azurerm major version that spells it so
 
 
@@ -131,8 +131,22 @@ class Pool:
         return f"{self.file}:{self.line} {self.address} (pool {self.name}{zone}, {self.size()})"
 
     def node_capacity(self) -> dict[str, Decimal]:
-        """One node's capacity: the size's cpu, memory and GPUs, and its OS disk as ephemeral-storage."""
-        return {**self.sku.node_capacity(), **self.mig(), "ephemeral-storage": Decimal(self.os_disk_gib) * 2**30} if self.sku else {}
+        """One node's capacity: the size's cpu, memory and GPUs, and the kubelet's disk as ephemeral-storage (none when unjudged)."""
+        disk = self.kubelet_disk()[1]
+        return {**self.sku.node_capacity(), **self.mig(), **({"ephemeral-storage": Decimal(disk) * 2**30} if disk is not None else {})} \
+            if self.sku else {}
+
+    def kubelet_disk(self) -> tuple[str, int | None]:
+        """The disk holding the kubelet's root dir (emptyDirs, logs, image layers: ephemeral-storage) and its GiB: the OS disk
+        (os_disk_size_gb), or with kubelet_disk_type = "Temporary" the VM size's temp disk (sku `temp_disk_gib`; None: unknown)."""
+        if str((self.settings.get("kubelet_disk_type") or ("OS",))[0]) == "Temporary":
+            return "temp disk", self.sku.temp_disk_gib if self.sku else None
+        return "OS disk", self.os_disk_gib
+
+    @property
+    def unjudged(self) -> frozenset[str]:
+        """Resources whose per-node amount the gate does not know (a temp disk of unknown size): no verdict on them."""
+        return frozenset({"ephemeral-storage"}) if self.sku and self.kubelet_disk()[1] is None else frozenset()
 
     def mig(self) -> dict[str, Decimal]:  # a MIG pool's (gpu_instance) instances, under both names the device plugin may use
         profile = (self.settings.get("gpu_instance") or self.settings.get("gpu_instance_profile") or (None,))[0]  # the latter: capacity-node-settings
@@ -153,15 +167,16 @@ class Pool:
         if not self.sku:
             return {}
         # The kubelet's hard eviction on AKS keeps nodefs.available >= 10%: pods get the other 90% of the disk.
-        disk = self.node_capacity()["ephemeral-storage"] * Decimal("0.9")
-        return {**allocatable(self.sku, self.max_pods), **self.mig(), "ephemeral-storage": disk.to_integral_value()}
+        disk = {"ephemeral-storage": (c * Decimal("0.9")).to_integral_value()} if (c := self.node_capacity().get("ephemeral-storage")) else {}
+        return {**allocatable(self.sku, self.max_pods), **self.mig(), **disk}
 
     def node_taints(self) -> list[dict]:
         return [matching.taint_dict(t) for t in self.taints]
 
     def node_spec(self) -> NodeSpec:
+        unbounded = {r: Decimal(2**60) for r in self.unjudged}  # not judged: the simulated node refuses no pod for it
         return NodeSpec(self.name, self.vm_size, dict(self.labels), self.node_taints(),
-                        self.node_capacity(), self.node_allocatable(), self.min_nodes, self.count, self.system,
+                        {**self.node_capacity(), **unbounded}, {**self.node_allocatable(), **unbounded}, self.min_nodes, self.count, self.system,
                         self.max_pods, self.first)
 
 
