@@ -40,7 +40,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from harness.core import format_quantity
-from harness.gate import kueue_fit, node_settings, placement, podsets, quota, sku_component, substitution
+from harness.gate import fit_hints, kueue_fit, node_settings, placement, podsets, quota, sku_component, substitution
 from harness.gate.origin import node_at, segments
 from harness.gate.writers import Writers, Written
 from harness.gate.findings import Finding
@@ -278,7 +278,9 @@ class _Check:
                             f"{', '.join(cq['metadata']['name'] for cq in cqs)} {who} {res}: declared nominal quota "
                             f"{format_quantity(res, total)} in total ({per_queue}) exceeds the allocatable{scaled} "
                             f"{format_quantity(res, cap)} of {whose} ({pools_text}; tfvars {self.rel}); admitted workloads would pend forever",
-                            self._quota_hint(res, cap, *variables[(file, line)]), self.ctx) for (file, line), cqs in at.items()]
+                            self._quota_hint(res, cap, *variables[(file, line)]) + fit_hints.tainted_out(
+                                self.pools, pools, [placement.flavors_of(list(self.flavors.values()))[fc.flavor] for fc in subset], res),
+                            self.ctx) for (file, line), cqs in at.items()]
         wrong = sku_component.wrong_component(self.root, [f.file for f in findings], pools)
         if len(findings) > 1:  # one total, written in several places: one finding where most of it is, naming the others
             share = {loc: sum((q for holder, q in quotas if any(holder is c for c in cqs)), Decimal(0)) for loc, cqs in at.items()}

@@ -7,13 +7,17 @@ of its pods. The cause is the one thing to change, named where it is written:
 - the pool's size (its vm_size, where written: the tfvars line or a variable's default; the gpu-sku component only for a
   GPU pool), or for ephemeral-storage the disk the kubelet keeps it on: the OS disk (os_disk_size_gb), or with
   kubelet_disk_type = "Temporary" the VM size's temp disk.
+
+And for `capacity-quota` (`tainted_out`): a pool the flavor selects by its labels but whose taint it does not tolerate.
 """
 from __future__ import annotations
 
 from decimal import Decimal
 
+from harness.core import format_quantity
+from harness.gate.matching import taint_text
 from harness.gate.placement import Flavor, PodView, groups_of, landing
-from harness.gate.pools import Pool
+from harness.gate.pools import Pool, node_matches, untolerated
 
 
 def fits(pool: Pool, need: dict[str, Decimal]) -> bool:
@@ -54,3 +58,22 @@ def fits_node_hint(pools: list[Pool], seen: list[Pool], need: dict[str, Decimal]
                                     for p in seen))
     gpu = " (and the gpu-sku component that matches it)" if any(p.sku and p.sku.gpus for p in seen) else ""
     return f"shrink the pod's requests, or pick a larger vm_size for that pool ({sizes}){gpu}" + extra
+
+
+def tainted_out(pools: list[Pool], counted: list[Pool], flavors: list[Flavor], res: str) -> str:
+    """For `capacity-quota`: the pools with nodes that carry the labels the flavors select and would add `res`, but that
+    their pods do not reach because of a taint the flavors do not tolerate (the quota's obvious repair: tolerate it)."""
+    have = {p.address for p in counted}
+    out = []
+    for fl in flavors:
+        for p in pools:
+            taint = untolerated(p.node_taints(), list(fl.tolerations))
+            if p.address not in have and p.count > 0 and p.linux and taint and p.allocatable().get(res) \
+                    and node_matches(p.labels, fl.labels) and untolerated(p.node_taints(), [*fl.tolerations, _toleration(taint)]) is None:
+                out.append(f"; or add a toleration of {taint_text(taint)} to flavor {fl.name}'s spec.tolerations: {p.where()} carries its "
+                           f"labels and {format_quantity(res, p.allocatable()[res])} {res}, but its taint keeps the flavor's pods off it")
+    return "".join(dict.fromkeys(out))
+
+
+def _toleration(taint: dict) -> dict:
+    return {"key": taint.get("key"), "operator": "Equal", "value": taint.get("value") or "", "effect": taint.get("effect")}

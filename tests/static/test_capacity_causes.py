@@ -44,3 +44,61 @@ def test_a_temporary_kubelet_disk_is_sized_from_the_temp_disk(repo_copy: Path, t
         assert all("not judged" in f.message and "temp_disk_gib" in f.hint for f in found), _text(found)
     else:
         assert all("temp disk" in f.hint and "kubelet_disk_type" in f.hint for f in found), _text(found)
+
+
+def _append(root: Path, rel: str, text: str) -> None:
+    (root / rel).write_text((root / rel).read_text() + text)
+
+
+def test_a_pod_pinned_to_a_small_pool_is_told_to_change_its_own_constraint(repo_copy: Path):
+    """A head pinned by its own nodeSelector to the system pool, whose node is too small: the fix is that nodeSelector
+    (written in the template), not a larger vm_size "in the cluster's tfvars" (the system size is a variable's default)."""
+    edit(repo_copy, "workloads/llm-training.yaml", "          serviceAccountName: ray-workload\n          containers:\n",
+         "          serviceAccountName: ray-workload\n          nodeSelector:\n            kubernetes.azure.com/mode: system\n"
+         "          tolerations:\n            - {key: CriticalAddonsOnly, operator: Exists, effect: NoSchedule}\n          containers:\n")
+    found = [f for f in validate_repository(repo_copy).findings if f.rule.startswith("capacity")]
+    assert found and all(f.rule == "capacity-pod-fits-node" for f in found), _text(found)
+    assert all("workloads/llm-training.yaml:51" in f.hint and "nodeSelector" in f.hint and "gpu-sku" not in f.hint for f in found), _text(found)
+
+
+T4_POOL = """
+resource "azurerm_kubernetes_cluster_node_pool" "t4" {
+  name                  = "t4pool"
+  kubernetes_cluster_id = azurerm_kubernetes_cluster.this.id
+  mode                  = "User"
+  vm_size               = "Standard_NC8as_T4_v3"
+  node_count            = 1
+  vnet_subnet_id        = azurerm_subnet.nodes.id
+  max_pods              = var.max_pods
+  node_labels           = { "aks.azure.com/gpu-sku" = "t4" }
+  node_taints           = []
+}
+"""
+
+
+def test_a_small_flavor_listed_first_is_told_to_reorder(repo_copy: Path):
+    """Flavor t4 (a T4 pool too small for the samples) listed before gpu: Kueue takes the first flavor with quota, so the
+    fix is the flavor order (or selecting gpu's labels), not a vm_size in a tfvars that does not write it."""
+    _append(repo_copy, "terraform/node_pools.tf", T4_POOL)
+    _append(repo_copy, "base/resource-flavors.yaml", "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: t4\n"
+            "spec:\n  nodeLabels:\n    aks.azure.com/gpu-sku: t4\n")
+    edit(repo_copy, "base/resource-flavors.yaml", "    accelerator: nvidia\n", "    accelerator: nvidia\n    aks.azure.com/gpu-sku: a100\n")
+    edit(repo_copy, "overlays/single-queue/cluster-queue.yaml", "      flavors:\n        - name: gpu\n",
+         '      flavors:\n        - name: t4\n          resources:\n            - name: nvidia.com/gpu\n              nominalQuota: "1"\n        - name: gpu\n')
+    found = [f for f in validate_repository(repo_copy).findings if f.rule == "capacity-pod-fits-node"]
+    assert found and all("list flavor gpu before t4" in f.hint and "tfvars" not in f.hint for f in found), _text(found)
+
+
+def test_a_quota_short_because_of_an_untolerated_taint_names_the_toleration(repo_copy: Path):
+    """A second GPU pool with the flavor's labels but a taint the flavor does not tolerate: the quota's fix names it."""
+    _append(repo_copy, "terraform/node_pools.tf", T4_POOL.replace('"t4"', '"h100"').replace("t4pool", "h100pool")
+            .replace("Standard_NC8as_T4_v3", "Standard_ND96isr_H100_v5").replace('"aks.azure.com/gpu-sku" = "h100"', '"aks.azure.com/gpu-sku" = "h100"')
+            .replace("node_taints           = []", 'node_taints           = ["sku=h100:NoSchedule"]'))
+    nd96 = "components/gpu-sku/standard-nd96amsr-a100-v4/kustomization.yaml"
+    text = (repo_copy / nd96).read_text().splitlines(keepends=True)
+    for i in (23, 24):
+        text[i] = text[i].replace('value: "4"', 'value: "8"')
+    text[14] = text[14].replace('value: "8"', 'value: "16"')
+    (repo_copy / nd96).write_text("".join(text))
+    found = [f for f in validate_repository(repo_copy).findings if f.rule == "capacity-quota" and "prod-eastus2" in f.message]
+    assert found and all("toleration of sku=h100:NoSchedule to flavor gpu" in f.hint and "h100pool" in f.hint for f in found), _text(found)
