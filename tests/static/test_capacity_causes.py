@@ -102,3 +102,68 @@ def test_a_quota_short_because_of_an_untolerated_taint_names_the_toleration(repo
     (repo_copy / nd96).write_text("".join(text))
     found = [f for f in validate_repository(repo_copy).findings if f.rule == "capacity-quota" and "prod-eastus2" in f.message]
     assert found and all("toleration of sku=h100:NoSchedule to flavor gpu" in f.hint and "h100pool" in f.hint for f in found), _text(found)
+
+
+GPU_OPERATOR = """apiVersion: v1
+kind: Namespace
+metadata:
+  name: gpu-operator
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmRepository
+metadata:
+  name: nvidia
+  namespace: flux-system
+spec:
+  interval: 24h
+  url: https://helm.ngc.nvidia.com/nvidia
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: gpu-operator
+  namespace: flux-system
+spec:
+  targetNamespace: gpu-operator
+  releaseName: gpu-operator
+  storageNamespace: gpu-operator
+  interval: 12h
+  chart:
+    spec:
+      chart: gpu-operator
+      version: v25.3.0
+      sourceRef: {kind: HelmRepository, name: nvidia}
+  values:
+    driver:
+      enabled: true
+"""
+
+
+@pytest.mark.parametrize("product,error", [("NVIDIA-A100-SXM4-80GB", False), ("NVIDIA-H100-80GB-HBM3", True)], ids=["a100", "another-model"])
+def test_a_flavor_selecting_gfd_labels_on_a_cluster_with_the_gpu_operator(repo_copy: Path, product, error):
+    """The GPU Operator runs GPU Feature Discovery, which labels GPU nodes with nvidia.com/gpu.product: a flavor selecting it
+    is no capacity-flavor-labels error, but a warning that the value is assumed; one naming another GPU model than the
+    pool's size stays an error."""
+    edit(repo_copy, "terraform/clusters/prod-eastus2.tfvars", 'gpu_sku_label  = "a100"\n', 'gpu_sku_label  = "a100"\ngpu_driver     = "None"\n')
+    write(repo_copy, "flux/infrastructure/controllers/gpu-operator.yaml", GPU_OPERATOR)
+    edit(repo_copy, "flux/infrastructure/controllers/kustomization.yaml", "  - kuberay-operator.yaml\n", "  - kuberay-operator.yaml\n  - gpu-operator.yaml\n")
+    edit(repo_copy, "base/resource-flavors.yaml", "    accelerator: nvidia\n", f"    nvidia.com/gpu.product: {product}\n")
+    found = [f for f in validate_repository(repo_copy).findings if f.rule.startswith("capacity")]
+    assert found and all(f.rule == "capacity-flavor-labels" and f.location() == "base/resource-flavors.yaml:16" for f in found), _text(found)
+    if error:
+        assert all(f.is_error for f in found), _text(found)
+    else:
+        assert all(f.severity == "warning" and "GPU Feature Discovery" in f.message and "assumes" in f.message for f in found), _text(found)
+
+
+@pytest.mark.parametrize("zone", ["eastus2-1", "eastus2-2"])
+def test_a_zone_pinned_flavor_on_a_pool_with_fewer_nodes_than_zones_is_a_warning(repo_copy: Path, zone):
+    """One GPU node over zones 1 and 2: Azure chooses the zone, so a flavor pinned to either zone is neither an error nor
+    a clean pass, but a warning that says what the gate assumed."""
+    prod = "terraform/clusters/prod-eastus2.tfvars"
+    (repo_copy / prod).write_text((repo_copy / prod).read_text() + 'gpu_zones = ["1", "2"]\n')
+    edit(repo_copy, "base/resource-flavors.yaml", "    accelerator: nvidia\n",
+         f"    accelerator: nvidia\n    topology.kubernetes.io/zone: {zone}\n")
+    found = [f for f in validate_repository(repo_copy).findings if f.rule.startswith("capacity") and "prod-eastus2" in f.message]
+    assert found and all(f.rule == "capacity-flavor-labels" and f.severity == "warning" and "Azure" in f.message
+                         and f.location() == "base/resource-flavors.yaml:17" for f in found), _text(found)
