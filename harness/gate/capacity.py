@@ -40,7 +40,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from harness.core import format_quantity
-from harness.gate import kueue_fit, node_settings, placement, podsets, quota, sku_component, substitution
+from harness.gate import assumed, fit_hints, kueue_fit, node_settings, placement, podsets, quota, sku_component, substitution
 from harness.gate.origin import node_at, segments
 from harness.gate.writers import Writers, Written
 from harness.gate.findings import Finding
@@ -131,6 +131,7 @@ def _cluster_findings(root: Path, cfg: TerraformConfig, sources: Sources, cluste
                         "give pool settings values known before apply (variables, locals, literals, functions of them); counts are whole numbers", ctx)]
 
     out = [Finding(file, line, p.address, "capacity-autoscaling", message, hint, ctx) for p in pools for file, line, message, hint in p.notes]
+    pools, assumptions = assumed.apply(root, cluster, pools, lambda obj, field: sources.locate(obj, _prefer(gate_config, cluster.name), field=field), ctx)
     out += gpu_driver_findings(root, cluster, pools, ctx) + node_settings.node_setting_findings(pools, ctx)
     for p in pools:
         if p.sku is None:
@@ -145,7 +146,11 @@ def _cluster_findings(root: Path, cfg: TerraformConfig, sources: Sources, cluste
         return out  # the unknown size is the root cause: every capacity below would be a guess
     check = _Check(root, cluster, sources, pools, rel, ctx, gate_config, fits, refused, writers)
     check.shared = shared if shared is not None else {}
-    return out + check.findings()
+    return out + assumptions + check.findings()
+
+
+def _prefer(config: GateConfig, cluster: str) -> tuple[str, ...]:  # where a cluster's objects are looked for first
+    return (f"{config.clusters}/{cluster}/", *(o + "/" for o in config.queue_overlays), "overlays/", "base/", "components/")
 
 
 class _Check:
@@ -168,11 +173,8 @@ class _Check:
         self.bare = placement.flavor_reach(self.objects, pools) if self.pods else self.reach
         self.capacities = quota.capacities(self.objects, pools, self.reach)
 
-    def _prefer(self) -> tuple[str, ...]:
-        return (f"{self.config.clusters}/{self.cluster.name}/", *(o + "/" for o in self.config.queue_overlays), "overlays/", "base/", "components/")
-
     def locate(self, obj: dict, field: str | None = None) -> tuple[str, int | None]:
-        return self.sources.locate(obj, self._prefer(), field=field)
+        return self.sources.locate(obj, _prefer(self.config, self.cluster.name), field=field)
 
     def value_at(self, obj: dict, field: str | None) -> tuple[str, int | None, str | None, str]:
         """Where the value at `field` of `obj` that the cluster ends up with is set: the last patch selecting it that writes
@@ -180,10 +182,10 @@ class _Check:
         that applies it. With the variable's name (None when no ${VAR}), and where its ${VAR} is written when Flux sets it elsewhere ("")."""
         build = self.owner.get(id(obj))
         written = self.writers.at(build, obj, segments(field)) if field else None
-        file, line = self.sources.locate(obj, self._prefer(), field=field, written=written)
+        file, line = self.sources.locate(obj, _prefer(self.config, self.cluster.name), field=field, written=written)
         text = written.value if isinstance(written, Written) else None
         if text is None and field:
-            doc = self.sources.locate(obj, self._prefer())
+            doc = self.sources.locate(obj, _prefer(self.config, self.cluster.name))
             node = node_at(self.root, doc[0], doc[1], segments(field))[1] if doc[1] else None
             text = node.value if node is not None and isinstance(node.value, str) else None
         found = substitution.variable_origin(self.root, self.cluster, build, text, self.sources.locate,
@@ -278,7 +280,9 @@ class _Check:
                             f"{', '.join(cq['metadata']['name'] for cq in cqs)} {who} {res}: declared nominal quota "
                             f"{format_quantity(res, total)} in total ({per_queue}) exceeds the allocatable{scaled} "
                             f"{format_quantity(res, cap)} of {whose} ({pools_text}; tfvars {self.rel}); admitted workloads would pend forever",
-                            self._quota_hint(res, cap, *variables[(file, line)]), self.ctx) for (file, line), cqs in at.items()]
+                            self._quota_hint(res, cap, *variables[(file, line)]) + fit_hints.tainted_out(
+                                self.pools, pools, [placement.flavors_of(list(self.flavors.values()))[fc.flavor] for fc in subset], res),
+                            self.ctx) for (file, line), cqs in at.items()]
         wrong = sku_component.wrong_component(self.root, [f.file for f in findings], pools)
         if len(findings) > 1:  # one total, written in several places: one finding where most of it is, naming the others
             share = {loc: sum((q for holder, q in quotas if any(holder is c for c in cqs)), Decimal(0)) for loc, cqs in at.items()}

@@ -8,14 +8,10 @@ entry) where the offending value is written.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from decimal import Decimal
 from pathlib import Path
 
-import yaml
-
-from harness.core import format_quantity, parse_quantity
-from harness.gate import kueue_fit, scheduling, workloads
+from harness.core import format_quantity
+from harness.gate import fit_hints, kueue_fit, scheduling, workloads
 from harness.gate.findings import Finding
 from harness.gate.config import GateConfig
 from harness.gate.placement import Flavor, Problem, PodView, flavor, flavors_of, groups_of, landing, pod_templates, pod_view
@@ -24,90 +20,9 @@ from harness.gate.schema_check import Checker
 from harness.gate.matching import taint_text
 from harness.gate.pools import Pool, node_matches, untolerated
 from harness.gate.sku import allocatable, sku_table
-from harness.gate.origin import compose, descend, step
-from harness.gate.sources import QUEUE_LABEL, RAY_CLUSTER_SPEC, SourceError, as_map, in_namespace_of, load_yaml, name_key, read_source, resource_id
+from harness.gate.podset_lines import PodSetLines, entry_var_lines, request_line, workload_lines
+from harness.gate.sources import QUEUE_LABEL, SourceError, as_map, in_namespace_of, load_yaml, name_key, read_source, resource_id
 
-
-
-# -- Lines in the workload files --------------------------------------------------------------------
-def _path(node, *keys):
-    return descend(node, list(keys))[1]
-
-
-@dataclass
-class PodSetLines:
-    """Lines of one pod set in its workload file: its template, each container's requests
-    (resource -> [(line, written value)]) and its replicas."""
-    template: int | None = None
-    requests: dict[str, list[tuple[int, str]]] = field(default_factory=dict)
-    replicas: tuple[int, str] | None = None
-    constraints: int | None = None  # its own nodeSelector (else affinity, else tolerations)
-
-
-def workload_lines(text: str) -> list[PodSetLines]:
-    """Per pod set (workloads.pod_sets order) of a sample's raw text (a RayJob, RayCluster or RayService), where it is written; [] when
-    the text does not compose (the schema and render rules report that)."""
-    docs = compose(text)
-    if not docs:
-        return []
-    spec_key, spec = step(docs[0], "spec")
-    kind_node = _path(docs[0], "kind")
-    kind = kind_node.value if isinstance(kind_node, yaml.ScalarNode) else "RayJob"
-    cluster = _path(docs[0], *RAY_CLUSTER_SPEC.get(kind, ["spec", "rayClusterSpec"]))
-
-    def keyed(parent, key: str, replicas=None):
-        k, v = step(parent, key)
-        return (k.start_mark.line + 1 if k else None), v, replicas
-    sets = [keyed(_path(cluster, "headGroupSpec"), "template")]
-    workers = _path(cluster, "workerGroupSpecs")
-    for g in workers.value if isinstance(workers, yaml.SequenceNode) else []:
-        if isinstance(g, yaml.MappingNode):
-            sets.append(keyed(g, "template", step(g, "replicas")))
-    mode = _path(spec, "submissionMode")
-    if kind == "RayJob" and (not isinstance(mode, yaml.ScalarNode) or mode.value == "K8sJobMode"):
-        line, template, _ = keyed(spec, "submitterPodTemplate")  # absent: KubeRay's default, charged to `spec`
-        sets.append((line or (spec_key.start_mark.line + 1 if spec_key else None), template, None))
-    out = []
-    for line, template, replicas in sets:
-        lines = PodSetLines(line)
-        lines.constraints = next((k.start_mark.line + 1 for k in (step(_path(template, "spec"), key)[0] for key in
-                                                                  ("nodeSelector", "affinity", "tolerations")) if k is not None), None)
-        groups = [_path(template, "spec", group) for group in ("initContainers", "containers")]  # Kueue charges init containers too
-        for c in (c for g in groups if isinstance(g, yaml.SequenceNode) for c in g.value):
-            res, written = _path(c, "resources"), {}
-            for part in ("limits", "requests"):  # requests win, as in workloads.pod_sets
-                node = _path(res, part)
-                for k, v in node.value if isinstance(node, yaml.MappingNode) else []:
-                    if isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode):
-                        written[k.value] = (k.start_mark.line + 1, v.value)
-            for resource, entry in written.items():
-                lines.requests.setdefault(resource, []).append(entry)
-        if replicas and replicas[0] is not None:
-            lines.replicas = (replicas[0].start_mark.line + 1, replicas[1].value if isinstance(replicas[1], yaml.ScalarNode) else "")
-        out.append(lines)
-    return out
-
-
-def _entry_var_lines(text: str) -> list[dict[str, int]]:
-    """Per entry of a samples.yaml, the line of each of its `vars`."""
-    docs = compose(text)
-    doc = docs[0] if docs else None
-    out = []
-    for entry in doc.value if isinstance(doc, yaml.SequenceNode) else []:
-        node = _path(entry, "vars")
-        out.append({k.value: k.start_mark.line + 1 for k, _ in node.value} if isinstance(node, yaml.MappingNode) else {})
-    return out
-
-
-def _request_line(lines: PodSetLines, resource: str) -> int | None:
-    """The line of the container request that asks most of `resource`, else the template's."""
-    def size(written: str):
-        try:
-            return parse_quantity(written)
-        except (ValueError, TypeError, ArithmeticError):
-            return Decimal(0)
-    entries = lines.requests.get(resource) or []
-    return max(entries, key=lambda e: size(e[1]))[0] if entries else lines.template
 
 
 def _rejections(pod: PodView, combo, pools: list[Pool]) -> str:
@@ -153,7 +68,7 @@ def sample_problems(root: Path, cluster: ClusterRender, objects: list[dict], poo
     samples_rel = gate_config.samples_file(cluster.name)
     try:
         entries = load_yaml(root / samples_rel, root) if (root / samples_rel).exists() else []
-        var_lines = _entry_var_lines(read_source(root / samples_rel, root)) if entries else []
+        var_lines = entry_var_lines(read_source(root / samples_rel, root)) if entries else []
     except SourceError:
         return errors, scale  # yaml-syntax reports it
     flavors = flavors_of(objects)
@@ -247,17 +162,18 @@ def sample_problems(root: Path, cluster: ClusterRender, objects: list[dict], poo
                                                 "Ray's Linux images cannot start there and the pod would fail",
                                                 "add `kubernetes.io/os: linux` to the pod template's nodeSelector (or to the nodeLabels of "
                                                 f"{fls}, which Kueue adds to every pod it admits)", severity="warning")]))
-            fitting = []
+            fitting, unjudged = [], []
             for combo, ps in live:
                 for p in ps:
                     alloc = p.node_allocatable()
-                    if all(need[r] <= alloc.get(r, 0) for r in need):  # a resource the node lists not: it has none of it
+                    if fit_hints.fits(p, need):
                         fitting.append((combo, p, min((int(alloc[r] // need[r]) for r in need if alloc.get(r)), default=count)))
+                        unjudged.extend((p, r) for r in sorted(p.unjudged & set(need)))
             if not fitting:
                 seen = list({p.address: p for _, ps in live for p in ps}.values())
                 short = next(r for r in sorted(need) if any(need[r] > p.node_allocatable().get(r, 0) for p in seen))
-                if not any(short in p.node_allocatable() for p in pools):  # no size, driver or setting of a pool gives it: no node helps
-                    errors.append(Problem([finding("capacity-pod-fits-node", _request_line(where, short), f" requests {asked}, but no node "
+                if not any(short in p.node_allocatable() or short in p.unjudged for p in pools):  # no size, driver or setting of a pool gives it: no node helps
+                    errors.append(Problem([finding("capacity-pod-fits-node", request_line(where, short), f" requests {asked}, but no node "
                                                    f"of any pool in {rel} offers {short}; Kueue would admit it and the pod would stay Pending",
                                                    f"drop the {short} request, or install what advertises it on the nodes (AKS node pools "
                                                    "pre-allocate no huge pages; an extended resource needs its device plugin)")]))
@@ -265,14 +181,20 @@ def sample_problems(root: Path, cluster: ClusterRender, objects: list[dict], poo
                 offer = "; ".join(f"{p.where()} with allocatable " + ", ".join(f"{r} {format_quantity(r, p.node_allocatable()[r])}"
                                                                             for r in sorted(need) if r in p.node_allocatable()) for p in seen)
                 combos = ", ".join(" + ".join(f.name for f in combo) for combo, _ in live)
-                errors.append(Problem([finding("capacity-pod-fits-node", _request_line(where, short),
+                errors.append(Problem([finding("capacity-pod-fits-node", request_line(where, short),
                                                f" requests {asked}, but it can land only on pools whose one node offers less: {offer} "
                                                f"(flavors {combos}); Kueue would admit it and the pod would stay Pending",
-                                               "shrink the pod's ephemeral-storage request, or raise os_disk_size_gb of that pool in "
-                                               "terraform/ (AKS's default OS disk is 128 GB; pods get 90% of it)" if short == "ephemeral-storage" else
-                                               "shrink the pod's requests, or pick a larger vm_size for that pool in the cluster's tfvars "
-                                               "(and the gpu-sku component that matches it)" + _max_pods_hint(seen, need))]))
+                                               fit_hints.fits_node_hint(pools, seen, need, short, pod, where.constraints and f"{wfile}:{where.constraints}",
+                                                                        combo, cq, flavors, _max_pods_hint(seen, need)))]))
                 continue
+            for p, r in unjudged[:1]:  # said once per pod set: the verdict on that resource is not given
+                errors.append(Problem([finding("capacity-pod-fits-node", request_line(where, r),
+                                               f" requests {r} {format_quantity(r, need[r])} and may land on {p.where()}, which keeps the kubelet's "
+                                               f"storage on the VM's temp disk ({p.settings['kubelet_disk_type'][1].text} at "
+                                               f"{p.settings['kubelet_disk_type'][1].where()}); the gate does not know {p.vm_size}'s temp disk size, "
+                                               f"so whether the pod fits its node's {r} is not judged",
+                                               f"add temp_disk_gib (the Azure size page's temporary storage, GiB) to {p.vm_size} under `skus:` of "
+                                               ".ray-kueue-gate.yaml, to have it judged", severity="warning")]))
             combo = fitting[0][0]  # the flavors Kueue tries first: on admission their labels and tolerations join the pods'
             assign[role] = {"nodeSelector": {k: v for f in combo for k, v in f.labels.items()},
                             "tolerations": [t for f in combo for t in f.tolerations]}

@@ -24,6 +24,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from harness.gate import matching
+from harness.gate.node_labels import aks_labels
 from harness.gate.sku import Sku, allocatable, mig_resources, repository_skus, sku_table
 from harness.gate.sources import as_list, as_map
 from harness.gate.terraform import (Block, Body, TerraformConfig, TerraformError, Value, deciding_variable, load_tfvars,
@@ -32,7 +33,7 @@ from harness.gate.terraform import (Block, Body, TerraformConfig, TerraformError
 SYSTEM_TAINT = "CriticalAddonsOnly=true:NoSchedule"
 SPOT_LABEL = "kubernetes.azure.com/scalesetpriority"
 SPOT_TAINT = f"{SPOT_LABEL}=spot:NoSchedule"
-SETTINGS = ("priority", "gpu_instance", "gpu_instance_profile", "max_pods", "eviction_policy", "spot_max_price")  # where written: for node_settings and podsets' findings
+SETTINGS = ("priority", "gpu_instance", "gpu_instance_profile", "max_pods", "eviction_policy", "spot_max_price", "kubelet_disk_type")  # where written: for node_settings and podsets' findings
 AUTOSCALING_KEYS = {"auto_scaling_enabled": 4, "enable_auto_scaling": 3}  # attribute -> azurerm major version that spells it so
 
 
@@ -130,8 +131,22 @@ class Pool:
         return f"{self.file}:{self.line} {self.address} (pool {self.name}{zone}, {self.size()})"
 
     def node_capacity(self) -> dict[str, Decimal]:
-        """One node's capacity: the size's cpu, memory and GPUs, and its OS disk as ephemeral-storage."""
-        return {**self.sku.node_capacity(), **self.mig(), "ephemeral-storage": Decimal(self.os_disk_gib) * 2**30} if self.sku else {}
+        """One node's capacity: the size's cpu, memory and GPUs, and the kubelet's disk as ephemeral-storage (none when unjudged)."""
+        disk = self.kubelet_disk()[1]
+        return {**self.sku.node_capacity(), **self.mig(), **({"ephemeral-storage": Decimal(disk) * 2**30} if disk is not None else {})} \
+            if self.sku else {}
+
+    def kubelet_disk(self) -> tuple[str, int | None]:
+        """The disk holding the kubelet's root dir (emptyDirs, logs, image layers: ephemeral-storage) and its GiB: the OS disk
+        (os_disk_size_gb), or with kubelet_disk_type = "Temporary" the VM size's temp disk (sku `temp_disk_gib`; None: unknown)."""
+        if str((self.settings.get("kubelet_disk_type") or ("OS",))[0]) == "Temporary":
+            return "temp disk", self.sku.temp_disk_gib if self.sku else None
+        return "OS disk", self.os_disk_gib
+
+    @property
+    def unjudged(self) -> frozenset[str]:
+        """Resources whose per-node amount the gate does not know (a temp disk of unknown size): no verdict on them."""
+        return frozenset({"ephemeral-storage"}) if self.sku and self.kubelet_disk()[1] is None else frozenset()
 
     def mig(self) -> dict[str, Decimal]:  # a MIG pool's (gpu_instance) instances, under both names the device plugin may use
         profile = (self.settings.get("gpu_instance") or self.settings.get("gpu_instance_profile") or (None,))[0]  # the latter: capacity-node-settings
@@ -152,25 +167,27 @@ class Pool:
         if not self.sku:
             return {}
         # The kubelet's hard eviction on AKS keeps nodefs.available >= 10%: pods get the other 90% of the disk.
-        disk = self.node_capacity()["ephemeral-storage"] * Decimal("0.9")
-        return {**allocatable(self.sku, self.max_pods), **self.mig(), "ephemeral-storage": disk.to_integral_value()}
+        disk = {"ephemeral-storage": (c * Decimal("0.9")).to_integral_value()} if (c := self.node_capacity().get("ephemeral-storage")) else {}
+        return {**allocatable(self.sku, self.max_pods), **self.mig(), **disk}
 
     def node_taints(self) -> list[dict]:
         return [matching.taint_dict(t) for t in self.taints]
 
     def node_spec(self) -> NodeSpec:
+        unbounded = {r: Decimal(2**60) for r in self.unjudged}  # not judged: the simulated node refuses no pod for it
         return NodeSpec(self.name, self.vm_size, dict(self.labels), self.node_taints(),
-                        self.node_capacity(), self.node_allocatable(), self.min_nodes, self.count, self.system,
+                        {**self.node_capacity(), **unbounded}, {**self.node_allocatable(), **unbounded}, self.min_nodes, self.count, self.system,
                         self.max_pods, self.first)
 
 
-def by_zone(pool: Pool) -> list[Pool]:
+def by_zone(pool: Pool, prefer: tuple[str, ...] = ()) -> list[Pool]:
     """The pool as the scheduler sees it: AKS labels every node with its region and zone
     (topology.kubernetes.io/...; zone "<region>-<n>" on a zonal pool, "0" on one without zones) and
     balances a zonal pool's nodes over its zones, so a pool over k zones is k groups of nodes (each
     holding its share of node_count, min_count and max_count), each with its own zone label."""
     zones = [f"{pool.region}-{z}" for z in pool.zones] if pool.zones and pool.region else ["0"]
-    share = lambda n, j: n // len(zones) + (1 if j < n % len(zones) else 0)  # noqa: E731
+    rank = sorted(range(len(zones)), key=lambda j: (zones[j] not in prefer, j))  # who gets a remainder: Azure's choice (harness.gate.assumed)
+    share = lambda n, j: n // len(zones) + (1 if j in rank[:n % len(zones)] else 0)  # noqa: E731
     groups, first = [], 0
     for j, zone in enumerate(zones):
         count = share(pool.count, j)
@@ -183,29 +200,6 @@ def by_zone(pool: Pool) -> list[Pool]:
                               min_count=None if pool.min_count is None else share(pool.min_count, j)))
         first += count
     return groups
-
-
-def _aks_labels(name: str, vm_size: str, system: bool, sku: Sku | None, os_sku: str | None = None, os: str = "linux") -> dict[str, str]:
-    """Labels every node of a pool has whatever the Terraform says: the kubelet's own (os, and arch from the size) and
-    those AKS adds (the reserved accelerator label on GPU sizes); region and zone: by_zone."""
-    labels = {
-        "agentpool": name,
-        "kubernetes.azure.com/agentpool": name,
-        "kubernetes.azure.com/mode": "system" if system else "user",
-        "kubernetes.azure.com/role": "agent",
-        "node.kubernetes.io/instance-type": vm_size,
-        "beta.kubernetes.io/instance-type": vm_size,
-        "kubernetes.io/os": os,
-        "beta.kubernetes.io/os": os,
-    }
-    if os == "linux" and os_sku in (None, "Ubuntu", "AzureLinux"):  # AKS labels the OS image family; Linux pools default to Ubuntu
-        labels["kubernetes.azure.com/os-sku"] = os_sku or "Ubuntu"
-    if sku:
-        labels["kubernetes.io/arch"] = labels["beta.kubernetes.io/arch"] = sku.arch
-    if sku and sku.gpus:
-        labels["accelerator"] = "nvidia"
-        labels["kubernetes.azure.com/accelerator"] = "nvidia"
-    return labels
 
 
 def _major(version: str | None) -> int | None:
@@ -275,7 +269,7 @@ class _Builder:
         os_disk = self.number(block, body.get("os_disk_size_gb"), "os_disk_size_gb", DEFAULT_OS_DISK_GIB)
         sku = self.skus.get(vm_size)
         os = "windows" if get("os_type") == "Windows" or str(get("os_sku") or "").startswith("Windows") else "linux"
-        labels = {**{str(k): str(v) for k, v in as_map(get("node_labels")).items()}, **_aks_labels(name, vm_size, system, sku, get("os_sku"), os)}
+        labels = {**{str(k): str(v) for k, v in as_map(get("node_labels")).items()}, **aks_labels(name, vm_size, system, sku, get("os_sku"), os)}
         taints = [str(t) for t in as_list(get("node_taints"))]
         zones = tuple(sorted(str(z) for z in as_list(get("zones"))))
         if system and get("only_critical_addons_enabled") is True:

@@ -26,6 +26,7 @@ class Sku:
     gpus: int
     arch: str = "amd64"  # kubernetes.io/arch of its nodes (an Arm size, the "p" of Dpsv5, is arm64)
     gpu: str = ""  # the GPU model as sku.yaml writes it ("A100 80GB"): its memory names the MIG instances
+    temp_disk_gib: int | None = None  # the VM's temporary disk (kubelet_disk_type = "Temporary" puts the kubelet there); None: unknown
 
     def node_capacity(self) -> dict[str, Decimal]:
         return {"cpu": Decimal(self.vcpu), "memory": Decimal(self.memory_gib) * 2**30, "nvidia.com/gpu": Decimal(self.gpus)}
@@ -34,7 +35,7 @@ class Sku:
 def sku_of(name: str, entry: dict) -> Sku:
     """A size from an entry of sku.yaml's `skus` (or of the gate configuration's, which has their shape)."""
     return Sku(name, int(entry["vcpu"]), int(entry["memory_gib"]), int(entry.get("gpus", 0)), str(entry.get("arch", "amd64")),
-               str(entry.get("gpu", "")))
+               str(entry.get("gpu", "")), None if entry.get("temp_disk_gib") is None else int(entry["temp_disk_gib"]))
 
 
 @lru_cache(maxsize=None)
