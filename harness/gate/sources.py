@@ -165,9 +165,15 @@ class Sources:
         document, or in the patch that wrote it (harness.gate.origin). `written`: what the patch probe
         says writes the field (harness.gate.writers.Writers.at): that patch's line, or the document's
         when no patch writes it."""
-        if written is not None and not isinstance(written, str):
+        if written is not None and not isinstance(written, str) and not written.merged:
             return written.file, written.line
         file, line = self._locate_doc(obj, prefer)
+        if written is not None and not isinstance(written, str):  # a map a strategic merge merged: the document's when it writes it all
+            from harness.gate import origin  # imports this module
+
+            steps = origin.segments(field)
+            found = origin.field_line(self.root, file, line, steps, origin.value_at(obj, steps)) if field and line else None
+            return (file, found[0]) if found and found[1] else (written.file, written.line)
         if field and line:
             from harness.gate import origin  # imports this module
 
