@@ -229,8 +229,11 @@ def _entry_docs(root: Path, file: str, doc_line: int | None, at: list):
     if isinstance(node, yaml.ScalarNode) and "\n" not in node.value:
         path = node  # a patchesStrategicMerge file name
     if isinstance(path, yaml.ScalarNode) and path.value:
-        target = (root / file).parent / path.value
-        rel = target.resolve().relative_to(root.resolve()).as_posix() if target.resolve().is_relative_to(root.resolve()) else None
+        try:
+            target = ((root / file).parent / path.value).resolve()
+        except (OSError, ValueError, RuntimeError):
+            return []  # the build reports the name it cannot read
+        rel = target.relative_to(root.resolve()).as_posix() if target.is_relative_to(root.resolve()) else None
         return [(doc, rel, 0) for doc in (_compose(root / rel) if rel else ()) if doc is not None]
     _, text = step(node, "patch")
     text = node if isinstance(node, yaml.ScalarNode) else text
