@@ -20,6 +20,7 @@ The sample RayJobs (clusters/<name>/samples.yaml) are checked in harness.gate.sa
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import base64
 import binascii
@@ -140,12 +141,12 @@ def _reference_rules(ctx, root: Path, index: ClusterIndex) -> list[Finding]:
                                       "declare it as a stand-in in the cluster's variables file to silence this", cluster=name, severity="warning"))
                 continue
             suffixed = _hash_suffixed(index, ref_kind, ref_ns, ref_name)
-            out.append(finding_at(ctx, root, o, build, path, "object-ref",
+            out.append(_presuming(f"{ref_kind}/{f'{ref_ns}/' if ref_ns else ''}{ref_name}", finding_at(ctx, root, o, build, path, "object-ref",
                                   f"{dotted(path)} names {ref_kind} {f'{ref_ns}/' if ref_ns else ''}{ref_name}, which the cluster does not have"
                                   + (f" (a generator names it {suffixed}: kustomize adds a hash of its content, and updates only the "
                                      "references it knows, not this one)" if suffixed else ""),
                                   RUNTIME_CLASS_HINT if ref_kind == "RuntimeClass" else SA_HINT if ref_kind == "ServiceAccount"
-                                  else SUFFIX_HINT if suffixed else REF_HINT.format(kind=ref_kind), cluster=name))
+                                  else SUFFIX_HINT if suffixed else REF_HINT.format(kind=ref_kind), cluster=name)))
         out += _values_keys(ctx, root, index, build, o, ns)
         for ref in [r for path, pod in pod_templates(o) for r in pod_key_refs(path, pod)] if index.complete else []:
             message = missing_key(index, ns or "default", ref)
@@ -190,6 +191,12 @@ def _values_keys(ctx, root: Path, index: ClusterIndex, build, hr: dict, namespac
     return out
 
 
+def _presuming(ref: str, f: Finding) -> Finding:
+    """`f`, a reference to the missing object `ref` (a resource id): when another finding reports why it is absent (its
+    `absent`), that one is the cause and this folds under it (harness.gate.folding)."""
+    return replace(f, presumes=(*f.presumes, ref))
+
+
 def _missing_namespaces(ctx, root: Path, index: ClusterIndex, missing: dict[str, list[tuple]]) -> list[Finding]:
     """namespace-missing: one finding per namespace the cluster does not create, at the first object in it, naming the
     others; a Namespace of the layers that nothing is in is named as the likely rename."""
@@ -208,10 +215,12 @@ def _missing_namespaces(ctx, root: Path, index: ClusterIndex, missing: dict[str,
             ("installs its chart there" if path[-1] == "targetNamespace" else "writes its release record there") + \
             " and creates no namespace, so the install fails)"
         create = ", set install.createNamespace: true" if path[-1] == "targetNamespace" else ""
-        out.append(finding_at(ctx, root, first, build, path, "namespace-missing",
-                              f"namespace {ns!r} is not created by the cluster (have: {', '.join(sorted(index.namespaces))}){release}"
-                              + (f"; {len(others)} more object(s) are in it: {', '.join(others)}" if others else ""),
-                              f"{renamed}add a Namespace {ns} to the layer{create}, or use an existing namespace", cluster=index.cluster.name))
+        found = finding_at(ctx, root, first, build, path, "namespace-missing",
+                           f"namespace {ns!r} is not created by the cluster (have: {', '.join(sorted(index.namespaces))}){release}"
+                           + ("; more object(s) are in it" if others else ""),
+                           f"{renamed}add a Namespace {ns} to the layer{create}, or use an existing namespace", cluster=index.cluster.name)
+        # which objects, per cluster, in its context: the same missing namespace on every cluster is one finding (findings.keep_once)
+        out.append(replace(found, context=f"{found.context}, also in it: {', '.join(others)}") if others else found)
     return out
 
 

@@ -1,6 +1,7 @@
 """Findings of the static gate and their text form (the reports are in harness/gate/formats.py)."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from functools import total_ordering
 
@@ -22,6 +23,9 @@ class Finding:
     # Resource ids of the objects the finding presumes the cluster accepted: when the apiserver or Kueue's webhook
     # rejects one, that refusal is the cause and the finding is folded under it (harness.gate.folding). Not reported.
     presumes: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    # Resource ids of the objects whose absence the finding reports as the cause (the deleted workload ServiceAccount): a
+    # finding that presumes one of them is a follow-on and is folded under it (harness.gate.folding). Not reported.
+    absent: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     def __post_init__(self):
         if self.severity not in SEVERITIES:
@@ -51,16 +55,37 @@ class Finding:
                 + one_line(self.hint))
 
 
+_CLUSTER = re.compile(r"cluster ([^\s:,;\]]+)")
+
+
+def _clusters(context: str) -> list[str]:
+    """The cluster names a (merged) context starts its parts with, in order, once each."""
+    return list(dict.fromkeys(m.group(1) for part in context.split("; ") if (m := _CLUSTER.match(part))))
+
+
+def _unnamed(message: str, clusters: list[str]) -> str:
+    """`message` with the names of `clusters` written as a placeholder (\0)."""
+    for name in clusters:
+        message = re.sub(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", "\0", message)
+    return message
+
+
 def keep_once(unique: dict, f: Finding) -> bool:
-    """Adds `f` to `unique` (keyed by where it is and what it says) unless it is there; a repeat from another context
-    (the same sample on another cluster) adds its context to the kept one's. True when `f` was new."""
-    key = (f.file, f.line, f.resource, f.rule, f.message)
+    """Adds `f` to `unique` (keyed by where it is and what it says, the name of its cluster aside) unless it is there; a
+    repeat from another context (the same sample, or the same value, on another cluster) adds its context to the kept
+    one's, and the kept message names every cluster where it names one. True when `f` was new."""
+    template = _unnamed(f.message, _clusters(f.context))
+    hint = _unnamed(f.hint, _clusters(f.context)) if template != f.message else None  # (a fix for each cluster's own file stays apart)
+    key = (f.file, f.line, f.resource, f.rule, template, hint)
     kept = unique.get(key)
     if kept is None:
         unique[key] = f
         return True
     if f.context and f.context not in kept.context.split("; "):
-        unique[key] = replace(kept, context=f"{kept.context}; {f.context}" if kept.context else f.context)
+        context = f"{kept.context}; {f.context}" if kept.context else f.context
+        names = ", ".join(_clusters(context))
+        unique[key] = replace(kept, context=context, message=template.replace("\0", names),
+                              hint=hint.replace("\0", names) if hint is not None else kept.hint)
     return False
 
 

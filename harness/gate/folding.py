@@ -52,9 +52,12 @@ def fold(per_area: dict[str, list[Finding]], presuming: list[tuple[Finding, tupl
     never_created = {_on(f) for f in schema if f.rule in ("api-validation", "kueue-webhook")}
     per_area["rules"] = [f for f in per_area["rules"]
                          if not (f.rule.startswith("sample-") and f.rule not in ENTRY_RULES and _on(f) in never_created)]
-    for area, found in per_area.items():  # what a finding presumes the cluster accepted, refused: the refusal is the cause
+    # What a finding presumes the cluster accepted, refused: the refusal is the cause. Or absent, where another finding says
+    # why (the deleted workload ServiceAccount, which every workload names): that one is.
+    absent = {r for found in per_area.values() for f in found for r in f.absent}
+    for area, found in per_area.items():
         if area != "schema":
-            per_area[area] = [f for f in found if not set(f.presumes) & rejected]
+            per_area[area] = [f for f in found if not set(f.presumes) & (rejected | absent) or f.absent]
     refused_at = {(f.resource, f.file) for f in schema if f.rule == "api-validation"}
     per_area["rules"] = [f for f in per_area["rules"] if not (f.rule == "kustomize-build" and (f.resource, f.file) in refused_at)]
     # The apiserver's own size refusal of a ConfigMap's or Secret's data: data-size says it with its fix.

@@ -72,7 +72,7 @@ def to_json(findings: list[Finding], disabled: list[str] = (), suppressed: int =
     """`disabled`: per `disable` entry of the gate's configuration, what it turned off and why; `suppressed`: the
     findings those entries kept out of the report."""
     errors = sum(f.is_error for f in findings)
-    return json.dumps({"findings": [{k: v for k, v in asdict(f).items() if k != "presumes"} for f in findings], "count": len(findings),
+    return json.dumps({"findings": [{k: v for k, v in asdict(f).items() if k not in ("presumes", "absent")} for f in findings], "count": len(findings),
                        "errors": errors, "warnings": len(findings) - errors, "disabled": list(disabled), "suppressed": suppressed},
                       indent=2)
 

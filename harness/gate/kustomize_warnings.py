@@ -11,8 +11,9 @@
 
 Matching is decided by kustomize itself, not re-implemented: the builds that include a targeted
 patch are rendered once more from a scratch copy of the files they read, with a probe patch of
-the same target (adding one annotation) in front of each targeted patch; a patch whose probe
-annotation appears on no rendered object matched nothing.
+the same target (adding one top-level mark field) in front of each targeted patch; a patch whose
+probe mark appears on no rendered object matched nothing. (The same probes record which patch
+writes a field: harness.gate.writers.)
 """
 from __future__ import annotations
 
@@ -25,10 +26,10 @@ from pathlib import Path
 import yaml
 
 from harness.gate.config import CONFIG_FILE
-from harness.gate.origin import entry_ops, line_at
+from harness.gate.origin import entry_ops, line_at, smp_patches
 from harness.gate.findings import Finding
 from harness.gate.render import Build, ClusterRender, FluxBuild, run_fluxbuild
-from harness.gate.writers import Writers, writer_ops
+from harness.gate.writers import Writers, probe_pointer, writer_ops
 from harness.gate.sources import (KUSTOMIZATION_FILES, SKIP_DIRS, SafeDumper, SourceError, as_list, as_map, kustomization_dirs, kustomization_file,
                                   kustomization_path, load_yaml, resource_id)
 
@@ -138,28 +139,45 @@ class Patch:
     line: int | None
     what: str  # e.g. "patches[1]"
     target: dict
-    ops: list  # its JSON6902 operations (origin.entry_ops), whose writer the probe records (harness.gate.writers)
+    ops: list  # what it writes (origin.entry_ops, origin.smp_patches), whose writer the probe records (harness.gate.writers)
     component: bool = False  # written in a kustomize Component (kind: Component)
+    judged: bool = True  # False: an untargeted strategic-merge patch (one that matches nothing fails the build instead)
 
 
 def _probe(target: dict, key: str, ops: list) -> dict:
-    mark = {"op": "add", "path": f"/metadata/annotations/{key.replace('/', '~1')}", "value": "1"}
-    return {"target": target, "patch": json.dumps([mark, *writer_ops(ops, key)])}
+    """The probe patch: it marks the objects `target` selects with a top-level field of its own (a patch that replaces or
+    removes metadata.annotations or labels cannot wipe it), and records `key` as the writer of what `ops` write."""
+    return {"target": target, "patch": json.dumps([{"op": "add", "path": probe_pointer(key), "value": "1"}, *writer_ops(ops, key)])}
+
+
+def _selector(ident: dict) -> dict:
+    """The target an untargeted strategic-merge patch selects by: its kind and name (and namespace and group as written)."""
+    group = str(ident.get("apiVersion", "")).rpartition("/")[0]
+    return {k: v for k, v in (("group", group), ("kind", ident.get("kind")), ("name", ident.get("name")),
+                              ("namespace", ident.get("namespace"))) if v}
 
 
 def _with_probes(entries: list, at: list, file: str, doc_line: int | None, root: Path, patches: list[Patch],
-                 component: bool = False) -> list:
-    """`entries` (the patch list at path `at` of the document, a kustomize Component's when `component`) with a probe in
-    front of every targeted patch; the patches are recorded."""
+                 component: bool = False, keep: bool = True) -> list:
+    """`entries` (the patch list at path `at` of the document, a kustomize Component's when `component`; without them
+    unless `keep`) with a probe in front of every patch, targeted or a strategic merge naming its object; the patches
+    are recorded."""
     out = []
     for i, entry in enumerate(entries):
-        target = as_map(entry).get("target")
+        target, where = as_map(entry).get("target"), [*at, i]
+        line, what = line_at(root, file, doc_line, where), f"{'.'.join(at)}[{i}]"
+        smp = smp_patches(root, file, doc_line, where)
         if isinstance(target, dict) and target:
-            key = f"{PROBE}{len(patches)}"
-            ops = entry_ops(root, file, doc_line, [*at, i])
-            patches.append(Patch(key, file, line_at(root, file, doc_line, [*at, i]), f"{'.'.join(at)}[{i}]", target, ops, component))
-            out.append(_probe(target, key, ops))
-        out.append(entry)
+            ops = entry_ops(root, file, doc_line, where) + [w for _, writes in smp for w in writes]
+            patches.append(Patch(f"{PROBE}{len(patches)}", file, line, what, target, ops, component))
+            out.append(_probe(target, patches[-1].key, ops))
+        else:
+            for ident, writes in smp:
+                if ident.get("kind") and ident.get("name") and writes:
+                    patches.append(Patch(f"{PROBE}{len(patches)}", file, line, what, _selector(ident), writes, component, judged=False))
+                    out.append(_probe(patches[-1].target, patches[-1].key, writes))
+        if keep:
+            out.append(entry)
     return out
 
 
@@ -189,8 +207,11 @@ def probe_patches(ctx, root: Path, builds: list[Build], clusters: list[ClusterRe
         doc = kustomization_doc(d)
         rel = kustomization_path(d).relative_to(root).as_posix()
         before = len(patches)
-        probed = {f: _with_probes(as_list(doc.get(f)), [f], rel, None, root, patches, doc.get("kind") == "Component")
-                  for f in ("patches", "patchesJson6902")}
+        component = doc.get("kind") == "Component"
+        # patchesStrategicMerge applies before patches (kustomize's transformer order): its probes lead the patches
+        smp = _with_probes(as_list(doc.get("patchesStrategicMerge")), ["patchesStrategicMerge"], rel, None, root, patches, component, keep=False)
+        probed = {f: _with_probes(as_list(doc.get(f)), [f], rel, None, root, patches, component) for f in ("patches", "patchesJson6902")}
+        probed["patches"] = smp + probed["patches"]
         if len(patches) > before:
             rewritten[d] = {**doc, **{f: v for f, v in probed.items() if v}}
     owners = {p.key: {d for d in rewritten if p.file == kustomization_path(d).relative_to(root).as_posix()} for p in patches}
@@ -251,11 +272,11 @@ def _judged(patches: list[Patch], owners: dict[str, set], include: dict[str, set
             continue
         judged |= include[job["id"]]
         for o in res.get("objects") or []:
-            seen |= {k for k in as_map(as_map(o.get("metadata")).get("annotations")) if str(k).startswith(PROBE)}
+            seen |= {k for k in o if str(k).startswith(PROBE)}
     out = []
     for p in patches:
         mine = owners.get(p.key, set())
-        if p.key in seen or not mine & judged or mine & blocked:
+        if not p.judged or p.key in seen or not mine & judged or mine & blocked:
             continue
         target = ", ".join(f"{k}: {v}" for k, v in p.target.items())
         hint = "fix the target (kind, name, labelSelector) to select the objects it should change, or remove the patch"

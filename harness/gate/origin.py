@@ -220,20 +220,80 @@ def _ops_of(root: Path, stamp: tuple) -> tuple:
     return tuple(out)
 
 
+def _entry_docs(root: Path, file: str, doc_line: int | None, at: list):
+    """(document node, file, line offset) of each patch document of the patches entry at path `at` of the document of
+    `file` starting at `doc_line`: written inline (`patch:`, or a patchesStrategicMerge string) or in the file its
+    `path:` (or patchesStrategicMerge file name) names."""
+    _, node = node_at(root, file, doc_line, at)
+    _, path = step(node, "path")
+    if isinstance(node, yaml.ScalarNode) and "\n" not in node.value:
+        path = node  # a patchesStrategicMerge file name
+    if isinstance(path, yaml.ScalarNode) and path.value:
+        try:
+            target = ((root / file).parent / path.value).resolve()
+        except (OSError, ValueError, RuntimeError):
+            return []  # the build reports the name it cannot read
+        rel = target.relative_to(root.resolve()).as_posix() if target.is_relative_to(root.resolve()) else None
+        return [(doc, rel, 0) for doc in (_compose(root / rel) if rel else ()) if doc is not None]
+    _, text = step(node, "patch")
+    text = node if isinstance(node, yaml.ScalarNode) else text
+    if isinstance(text, (yaml.SequenceNode, yaml.MappingNode)):
+        return [(text, file, 0)]  # written as YAML (a Flux v1beta2 patchesJson6902 entry's operations)
+    if not isinstance(text, yaml.ScalarNode):
+        return []
+    try:
+        inner = list(yaml.compose_all(text.value, Loader=SafeLoader))
+    except yaml.YAMLError:
+        return []
+    start = text.start_mark.line + (1 if text.style in ("|", ">") else 0)  # a block scalar's text starts on the next line
+    return [(doc, file, start) for doc in inner if doc is not None]
+
+
 def entry_ops(root: Path, file: str, doc_line: int | None, at: list) -> list[tuple[str, str | None, str, int]]:
     """The JSON6902 operations (pointer, value as written, file, line) of the patches entry at path `at` of the document
     of `file` starting at `doc_line`: written inline (`patch:`) or in the file its `path:` names."""
-    _, node = node_at(root, file, doc_line, at)
     out: list = []
-    _, path = step(node, "path")
-    if isinstance(path, yaml.ScalarNode) and path.value:
-        target = (root / file).parent / path.value
-        rel = target.resolve().relative_to(root.resolve()).as_posix() if target.resolve().is_relative_to(root.resolve()) else None
-        for doc in _compose(root / rel) if rel else ():
-            _ops(doc, 0, rel, out)
-    elif node is not None:
-        _ops(node, 0, file, out)
+    for doc, rel, offset in _entry_docs(root, file, doc_line, at):
+        _ops(doc, offset, rel, out)
     return out
+
+
+def smp_patches(root: Path, file: str, doc_line: int | None, at: list) -> list[tuple[dict, list[tuple]]]:
+    """The strategic-merge patch documents of the patches entry at `at` (as `entry_ops` reads it): per document, the
+    object it names (apiVersion, kind, name, namespace as written) and what it writes, as (pointer, scalar as written or
+    None, file, line, merged). Maps are followed key by key; a map kustomize merges (no `$patch`) is `merged`: the
+    value there is the base's and the patch's together (a top-level one, spec, is not recorded). A list is not followed (its items merge by the field's merge
+    key, which the schema knows): the list is recorded as `merged`. A null (a deletion) and $-directives are left out."""
+    out = []
+    for doc, rel, offset in _entry_docs(root, file, doc_line, at):
+        if not isinstance(doc, yaml.MappingNode):
+            continue  # a JSON6902 list
+        keys = {k.value: v for k, v in doc.value if isinstance(k, yaml.ScalarNode)}
+        meta = {k.value: v.value for k, v in (keys["metadata"].value if isinstance(keys.get("metadata"), yaml.MappingNode) else ())
+                if isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode) and k.value in ("name", "namespace")}
+        ident = {k: keys[k].value for k in ("apiVersion", "kind") if isinstance(keys.get(k), yaml.ScalarNode)} | meta
+        writes: list = []
+        _smp(doc, [], rel, offset, writes)
+        out.append((ident, writes))
+    return out
+
+
+def _smp(node, path: list, file: str, offset: int, out: list) -> None:
+    for key, value in node.value:
+        if not isinstance(key, yaml.ScalarNode) or key.value.startswith("$") or (not path and key.value in ("apiVersion", "kind")) \
+                or (path == ["metadata"] and key.value in ("name", "namespace")):
+            continue
+        here, line = [*path, key.value], offset + key.start_mark.line + 1
+        if isinstance(value, yaml.MappingNode):
+            replaced = any(isinstance(k, yaml.ScalarNode) and k.value == "$patch" for k, _ in value.value)
+            if len(here) > 1:  # (spec as a whole, merged, is the document's)
+                out.append((pointer(here), None, file, line, not replaced))
+            if not replaced:
+                _smp(value, here, file, offset, out)
+        elif isinstance(value, yaml.SequenceNode) and len(here) > 1:
+            out.append((pointer(here), None, file, line, True))
+        elif isinstance(value, yaml.ScalarNode) and value.tag != "tag:yaml.org,2002:null":
+            out.append((pointer(here), value.value, file, line, False))
 
 
 def patch_line(root: Path, path: list[str | int], rendered) -> tuple[str, int] | None:

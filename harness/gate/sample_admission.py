@@ -181,6 +181,7 @@ def _sample_rules(ctx, root: Path, index: ClusterIndex, samples_file: str, line:
             finding("object-ref", f"{', '.join(fields)} names ServiceAccount {ns}/{name}, which the cluster does not "
                     "have: the apiserver refuses the job's pods", "use the workload ServiceAccount of base/service-account.yaml "
                     "(ray-workload), or add the ServiceAccount to base/", fields[0])
+            out[-1] = replace(out[-1], presumes=(*out[-1].presumes, f"ServiceAccount/{ns}/{name}"))  # (folding: its absence's cause)
 
     for rule, message, hint, _ in size_problems(job):
         finding(rule, message, hint)

@@ -161,11 +161,11 @@ class Sources:
 
     def locate(self, obj: dict, prefer: tuple[str, ...] = (), field: str | None = None, written=None) -> tuple[str, int | None]:
         """Source file and line of the document that defines `obj` (same kind and name, and namespace when written); with
-        `field` (an apiserver field path), the line where that field's value is written: in the
-        document, or in the patch that wrote it (harness.gate.origin). `written`: what the patch probe
-        says writes the field (harness.gate.writers.Writers.at): that patch's line, or the document's
-        when no patch writes it."""
-        if written is not None and not isinstance(written, str):
+        `field` (an apiserver field path), the line where that field's value is written: in the document, or in the patch
+        that wrote it (harness.gate.origin). `written`: what the patch probe says writes the field (harness.gate.writers.
+        Writers.at): that patch's line (a map it merged: unless the document writes it all), or the document's when none."""
+        patch = written is not None and not isinstance(written, str)
+        if patch and not written.merged:
             return written.file, written.line
         file, line = self._locate_doc(obj, prefer)
         if field and line:
@@ -175,7 +175,7 @@ class Sources:
             rendered = origin.value_at(obj, steps)
             found = origin.field_line(self.root, file, line, steps, rendered)
             if found and (found[1] or written is not None):
-                return file, found[0]
+                return (written.file, written.line) if patch and not found[1] else (file, found[0])
             patched = origin.patch_line(self.root, steps, rendered) if rendered is not None else None
             if patched:
                 return patched

@@ -137,7 +137,7 @@ def _identity_findings(root: Path, cfg: TerraformConfig, scopes: list[tuple[str,
     if sa is None:
         return [Finding(SERVICE_ACCOUNT_FILE, None, "", "terraform-federated-subject",
                         f"no ServiceAccount with annotation {CLIENT_ID_ANNOTATION} in {SERVICE_ACCOUNT_FILE}",
-                        "restore the workload ServiceAccount ray/ray-workload")]
+                        "restore the workload ServiceAccount ray/ray-workload", absent=("ServiceAccount/ray/ray-workload",))]
     expected = f"system:serviceaccount:{sa[0]}:{sa[1]}"
     off: set[tuple] = set()  # (cluster, setting): reported once, with the first variable set that shows it
     mismatched: dict[tuple, list[str]] = {}  # (file, line, credential, subject, fix) -> the variable sets that give it

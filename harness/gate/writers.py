@@ -1,12 +1,18 @@
-"""Which targeted patch writes the value a rendered object ends up with at a field, as kustomize itself applies them.
+"""Which patch writes the value a rendered object ends up with at a field, as kustomize itself applies them.
 
 The patch probe (harness.gate.kustomize_warnings) puts a probe patch of the same target in front of every targeted
-patch. Besides its own annotation, the probe sets, for each JSON pointer the patch writes, an annotation keyed by that
-pointer whose value names the patch. kustomize applies the probes to the objects each target selects, in its own
-order (a base's patches, then the components', then the kustomization's own, then a Flux Kustomization's), so the
-annotation an object ends up with names the last patch among those selecting it that writes the pointer: the one whose
-value the cluster gets. A whole-pool patch that writes the same value as a team's patch selects no team queue, and a
-value written in an overlay and replaced by a component's patch is the component's.
+patch, and of every strategic-merge patch that names its object (untargeted `patches`, `patchesStrategicMerge`, inline
+or in a file; those of patchesStrategicMerge lead the `patches`, which kustomize applies after them). Besides its own
+mark, the probe sets, for each JSON pointer the patch writes (a JSON6902 operation's path; a strategic merge's keys,
+map by map), a field keyed by that pointer whose value names the patch. The marks are top-level fields of the object,
+which no patch of the repository replaces (a patch that replaces metadata.annotations would wipe them there).
+kustomize applies the probes to the objects each target selects, in its own order (a base's patches, then the
+components', then the kustomization's own, then a Flux Kustomization's), so the mark an object ends up with names the
+last patch among those selecting it that writes the pointer: the one whose value the cluster gets. A whole-pool patch
+that writes the same value as a team's patch selects no team queue, and a value written in an overlay and replaced by a
+component's patch is the component's. A map or list a strategic merge merges into the base's is the patch's only where
+the base's document does not write the rendered value itself; the items of a list are not followed (they merge by the
+field's merge key).
 
 A value written as ${VAR} is set where Flux takes the variable from for that layer (harness.gate.substitution). A value
 no patch explains that a kustomization's `replacements` entry copies into the field (its target: the object's kind, and
@@ -22,7 +28,7 @@ from harness.core import parse_quantity
 from pathlib import Path
 
 from harness.gate.origin import line_at, pointer, value_at
-from harness.gate.render import Build
+from harness.gate.render import Build, RenderError
 from harness.gate.sources import SourceError, as_list, as_map, as_maps, kustomization_path, load_yaml, name_key, reachable_dirs
 
 WRITER = "gate-probe.invalid/w"
@@ -34,18 +40,26 @@ def writer_key(ptr: str) -> str:
     return WRITER + hashlib.sha1(ptr.encode()).hexdigest()[:24]
 
 
+def probe_pointer(key: str) -> str:
+    """The JSON pointer of the probe's field `key`: a top-level field of the object (a patch that replaces or removes
+    metadata.annotations would wipe a mark kept there, and one added there fails on an object without annotations)."""
+    return "/" + key.replace("~", "~0").replace("/", "~1")
+
+
 def writer_ops(ops: list[tuple], key: str) -> list[dict]:
-    """The probe operations that record patch `key` as the writer of each pointer its `ops` (origin.entry_ops) write."""
-    return [{"op": "add", "path": "/metadata/annotations/" + writer_key(p).replace("/", "~1"), "value": key}
-            for p in dict.fromkeys(op[0] for op in ops)]
+    """The probe operations that record patch `key` as the writer of each pointer its `ops` (origin.entry_ops,
+    origin.smp_patches) write."""
+    return [{"op": "add", "path": probe_pointer(writer_key(p)), "value": key} for p in dict.fromkeys(op[0] for op in ops)]
 
 
 @dataclass(frozen=True)
 class Written:
-    """The JSON6902 operation that writes a rendered value: where, and the value as written there (maybe a ${VAR})."""
+    """The patch operation that writes a rendered value: where, and the value as written there (maybe a ${VAR}); `merged`:
+    a map or list a strategic-merge patch merges into the base's (the document's line when it writes the value itself)."""
     file: str
     line: int
     value: str | None
+    merged: bool = False
 
 
 def same_value(written: str | None, rendered) -> bool:
@@ -75,7 +89,7 @@ class Writers:
         if self._results is None:
             try:
                 self._results = self._pending() if self._pending else {}
-            except Exception:  # noqa: BLE001 (the probe's own failure is reported where its findings are joined)
+            except RenderError:  # the helper failed the probe: patch_unmatched's join raises it again (exit 2), never a pass
                 self._results = {}
         for job in (build.id, build.dir):
             res = self._results.get(job)
@@ -97,9 +111,9 @@ class Writers:
         if probed is None:
             return None
         ptr = pointer(path)
-        key = as_map(as_map(probed.get("metadata")).get("annotations")).get(writer_key(ptr))
+        key = probed.get(writer_key(ptr))
         ops = [op for op in self._ops.get(key, ()) if op[0] == ptr]
-        written = Written(ops[-1][2], ops[-1][3], ops[-1][1]) if ops else None
+        written = Written(ops[-1][2], ops[-1][3], ops[-1][1], *ops[-1][4:]) if ops else None
         if written is not None and same_value(written.value, value_at(obj, path)):
             return written
         # no patch writes it, or one writes another value: a replacement after it may

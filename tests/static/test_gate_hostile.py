@@ -108,16 +108,17 @@ def test_helm_values_that_are_no_mapping_are_a_finding(repo_copy, tmp_path):
     assert_finding(proc, tmp_path / "f.json", "helm-values", rel, start + 1)
 
 
-def test_a_flavor_taint_no_sample_tolerates_is_one_finding_per_cluster_at_the_flavor(repo_copy):
+def test_a_flavor_taint_no_sample_tolerates_is_one_finding_at_the_flavor(repo_copy):
     """Kueue's flavor assigner refuses flavor gpu to every GPU pod (its nodeTaints untolerated): one capacity-pod-placement
-    at the flavor per cluster, the samples' sample-fits (whose reasons are that flavor's) folded under it."""
+    at the flavor naming both clusters (the same message but for the cluster's name: findings.keep_once), the samples'
+    sample-fits (whose reasons are that flavor's) folded under it."""
     from harness.gate.validate import validate_repository
     from tests.static.test_capacity import taint_gpu_pool
     taint_gpu_pool(repo_copy, tolerate=False)
     found = validate_repository(repo_copy).findings
     assert sorted((f.rule, f.file, f.context) for f in found) == [
-        ("capacity-pod-placement", "base/resource-flavors.yaml", "cluster dev-westus3"),
-        ("capacity-pod-placement", "base/resource-flavors.yaml", "cluster prod-eastus2")], "\n".join(f.text() for f in found)
+        ("capacity-pod-placement", "base/resource-flavors.yaml", "cluster dev-westus3; cluster prod-eastus2")], "\n".join(f.text() for f in found)
+    assert "cluster dev-westus3, prod-eastus2:" in found[0].message, found[0].message
 
 
 @pytest.mark.parametrize("text, line", [("- a\n", 1), ("apiVersion: v1\nkind: ConfigMap\nmetadata: {namespace: ray}\n", 1)])
