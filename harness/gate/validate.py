@@ -19,7 +19,7 @@ import sys
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harness.gate import capacity, config, conversion, gpu_driver, node_settings, sku_component
@@ -370,6 +370,8 @@ def main(argv: list[str] | None = None, ahead: render.Ahead | None = None) -> in
         print(f"validate: the gate could not run (internal error, please report it): {type(err).__name__}: {err} "
               f"at {Path(where.filename).name}:{where.lineno}; RAY_KUEUE_TRACEBACK=1 shows the traceback", file=sys.stderr)
         return 2
+    if prefix := entry.in_git(root):  # the checked tree is a subdirectory of its Git repository: paths from the Git root
+        report.findings = [replace(f, file=f"{prefix}/{f.file}") if f.file else f for f in report.findings]
     try:
         formats.write_outputs([(out, render_report(out, report, args.quiet)) for out in outputs])
     except formats.ReportError as err:
