@@ -48,5 +48,21 @@ def repository_root(start: Path) -> Path | None:
     None when no such directory is there."""
     start = Path(start).resolve()
     chain = [start, *start.parents]
-    top = next((i for i, d in enumerate(chain) if (d / ".git").exists()), len(chain) - 1)
+    top = chain.index(git_top(start) or chain[-1])
     return next((d for d in reversed(chain[:top + 1]) if looks_like_checkout(d)), None)
+
+
+def git_top(start: Path) -> Path | None:
+    """The top of the Git work tree holding `start` (the nearest directory with a `.git`, as git finds it; a worktree's
+    `.git` is a file), or None outside Git."""
+    start = Path(start).resolve()
+    return next((d for d in (start, *start.parents) if (d / ".git").exists()), None)
+
+
+def in_git(root: Path) -> str:
+    """Where the checked tree `root` lies in its Git work tree ("platform" for a platform under a monorepo's platform/;
+    "" at the top or outside Git): report paths are prefixed with it, so GitHub (annotations, SARIF %SRCROOT%, which
+    it resolves against the repository root) maps them to the files."""
+    top = git_top(root)
+    rel = "." if top is None else Path(root).resolve().relative_to(top).as_posix()
+    return "" if rel == "." else rel

@@ -46,7 +46,7 @@ SUBJECT_VARIABLES = ("workload_namespace", "workload_service_account_name")  # w
 
 RULES = {
     "terraform-expression": "every expression in terraform/*.tf evaluates with Terraform's evaluator and functions, with the variable defaults and with each "
-                            "cluster's tfvars (no undeclared variable or local, unknown function, wrong argument or type); tfvars values have the declared "
+                            "cluster's tfvars (no undeclared variable, local or resource, also in depends_on; no unknown function, wrong argument or type); tfvars values have the declared "
                             "type and pass the variables' validation blocks",
     "terraform-undeclared-variable": "every variable a cluster's tfvars sets is declared in terraform/ (Terraform only warns and ignores "
                                      "the value; an error when the name is a misspelling of a declared one, which keeps its default)",

@@ -19,7 +19,7 @@ import sys
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harness.gate import capacity, config, conversion, gpu_driver, node_settings, sku_component
@@ -320,17 +320,6 @@ def _output(spec: str) -> formats.Output:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
-def select_versions(**chosen: str | None) -> None:
-    """--kueue/--kuberay: the version selection of harness.core.versions ($RAY_KUEUE_VERSIONS) for
-    this process, so schemas and accounting follow it. Kueue's own webhook validation (rule
-    kueue-webhook, tools/fluxbuild) stays the pinned Kueue's code: it is linked into that helper."""
-    merged = {**versions.selection(), **{k: v for k, v in chosen.items() if v}}
-    text = ",".join(f"{k}={v}" for k, v in merged.items())
-    versions.parse_selection(text)  # refuses what versions.yaml does not list
-    if text:
-        os.environ[versions.SELECT_ENV] = text
-
-
 def main(argv: list[str] | None = None, ahead: render.Ahead | None = None) -> int:
     parser = argparse.ArgumentParser(prog="validate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("repo", nargs="?", help="the GitOps repository to check: this one, or one laid out as its .ray-kueue-gate.yaml says (default: the one the working directory is in, found upward as git does)")
@@ -344,13 +333,14 @@ def main(argv: list[str] | None = None, ahead: render.Ahead | None = None) -> in
     parser.add_argument("--list-rules", action="store_true", help="print every rule as the README's markdown table and exit")
     parser.add_argument("--version", action=_VersionAction,
                         help="print the harness version and the pinned Kubernetes, Kueue and KubeRay, and exit")
-    parser.add_argument("--kueue", metavar="VERSION", help="validate as Kueue VERSION would (a pin or candidate in versions.yaml): "
+    parser.add_argument("--kueue", metavar="VERSION", help="validate as Kueue VERSION would (a pin or candidate of the gate's versions.yaml): "
                         "its CRD schemas and its quota accounting, e.g. --kueue v0.18.3")
-    parser.add_argument("--kuberay", metavar="VERSION", help="validate against KubeRay VERSION's CRDs (a pin or candidate)")
+    parser.add_argument("--kuberay", metavar="VERSION", help="validate against KubeRay VERSION's CRDs (a pin or candidate of the gate's versions.yaml)")
     parser.add_argument("--base", metavar="REF", help="a git ref (the pull request's base): its objects' changes are validated as updates")
     args = parser.parse_args(argv)
     try:
-        select_versions(kueue=args.kueue, kuberay=args.kuberay)
+        version_rules.select_versions(Path(args.repo) if args.repo else entry.repository_root(Path.cwd()),
+                                      kueue=args.kueue, kuberay=args.kuberay)
     except HarnessError as err:
         print(f"validate: {err}", file=sys.stderr)
         return 2
@@ -380,6 +370,8 @@ def main(argv: list[str] | None = None, ahead: render.Ahead | None = None) -> in
         print(f"validate: the gate could not run (internal error, please report it): {type(err).__name__}: {err} "
               f"at {Path(where.filename).name}:{where.lineno}; RAY_KUEUE_TRACEBACK=1 shows the traceback", file=sys.stderr)
         return 2
+    if prefix := entry.in_git(root):  # the checked tree is a subdirectory of its Git repository: paths from the Git root
+        report.findings = [replace(f, file=f"{prefix}/{f.file}") if f.file else f for f in report.findings]
     try:
         formats.write_outputs([(out, render_report(out, report, args.quiet)) for out in outputs])
     except formats.ReportError as err:

@@ -12,6 +12,7 @@ import functools
 import hashlib
 from dataclasses import dataclass
 import json
+import os
 from pathlib import Path
 
 from harness.core import HarnessError, atomic_write, cache_root, releases, versions
@@ -68,6 +69,32 @@ def pins(root: Path) -> dict | None:
 
 
 _PINS: dict[tuple, dict | None] = {}
+
+
+def select_versions(root: Path | None, **chosen: str | None) -> None:
+    """--kueue/--kuberay: the version selection of harness.core.versions ($RAY_KUEUE_VERSIONS) for this process, so schemas
+    and accounting follow it. A version is selectable when the gate builds it: the pin or a candidate of the gate's own
+    versions.yaml (harness.core.versions: its module path, chart and CRDs). A refusal names the flag and that file, and
+    says when the checked repository's versions.yaml (`root`) lists the version (a gate release that builds it checks it).
+    Kueue's own webhook validation (rule kueue-webhook, tools/fluxbuild) stays the pinned Kueue's code: it is linked in."""
+    merged = versions.selection()  # $RAY_KUEUE_VERSIONS refused under its own name
+    for name, version in chosen.items():
+        if not version:
+            continue
+        try:
+            merged[name] = versions.listed_version(name, version, f"--{name}")
+        except versions.VersionSelectionError:
+            own, builds = versions.VERSIONS_FILE, [versions.pinned(name), *(c["version"] for c in versions.candidates(name))]
+            block = as_map((pins(root) or {}).get(name)) if root is not None and (root / "versions.yaml").resolve() != own.resolve() else {}
+            listed = [str(v) for v in (block.get("version"), *(as_map(c).get("version") for c in as_list(block.get("candidates"))))
+                      if v is not None]
+            there = (f"; {root / 'versions.yaml'} lists it, but a gate builds only its own versions.yaml's: check with a gate "
+                     f"release whose versions.yaml lists {name} {version}"
+                     if any(v.removeprefix("v") == version.removeprefix("v") for v in listed) else "")
+            raise versions.VersionSelectionError(f"--{name}: {name} {version} is neither the pin nor a candidate in the gate's "
+                                                 f"versions.yaml ({own}, the versions it builds: {', '.join(builds)}){there}") from None
+    if merged:
+        os.environ[versions.SELECT_ENV] = versions.selection_text(merged)
 
 
 def pins_findings(root: Path) -> list[Finding]:

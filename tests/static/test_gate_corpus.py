@@ -743,6 +743,10 @@ CORPUS = [
      lambda r: edit(r, "terraform/node_pools.tf", "  max_pods                = var.max_pods\n", "  max_pods                = var.max_pod\n"), 21),
     ("tf-unknown-function", "terraform-expression", "terraform/main.tf",
      lambda r: edit(r, "terraform/main.tf", "tags = merge(var.tags,", "tags = mergee(var.tags,"), 31),
+    ("tf-depends-on-undeclared", "terraform-expression", "terraform/flux.tf",  # terraform validate evaluates depends_on too
+     lambda r: edit(r, "terraform/flux.tf", "depends_on = [azurerm_kubernetes_cluster_node_pool.gpu,", "depends_on = [azurerm_kubernetes_cluster_node_pool.gpux,"), 17),
+    ("tf-undeclared-resource", "terraform-expression", "terraform/flux.tf",
+     lambda r: edit(r, "terraform/flux.tf", "cluster_id     = azurerm_kubernetes_cluster.this.id", "cluster_id     = azurerm_kubernetes_cluster.thiss.id"), 10),
     ("tf-syntax-error", "capacity-terraform", "terraform/network.tf",
      lambda r: append(r, "terraform/network.tf", '\nresource "azurerm_subnet" "extra" {\n  name = "snet-extra\n}\n'), 36),
     ("tfvars-fails-validation", "terraform-expression", f"terraform/clusters/{PROD.rsplit('/', 1)[1]}.tfvars",

@@ -253,3 +253,26 @@ def test_a_finding_repeated_on_several_clusters_is_one_naming_each():
     assert not keep_once(unique, Finding(*[getattr(dev, f) for f in ("file", "line", "resource", "rule", "message", "hint")], "cluster prod: samples.yaml"))
     assert not keep_once(unique, dev)
     assert [f.context for f in unique.values()] == ["cluster dev: samples.yaml; cluster prod: samples.yaml"]
+
+
+def test_a_platform_under_a_subdirectory_of_its_git_repository_reports_paths_from_the_git_root(tmp_path, capsys):
+    """The platform in platform/ of a bigger Git repository, checked there: every report names the files from the Git
+    root, where GitHub resolves annotation paths and SARIF's %SRCROOT% (a path relative to platform/ lands nowhere)."""
+    from harness.gate.validate import main
+
+    (tmp_path / ".git").mkdir()
+    root = copy_config(tmp_path / "platform")
+    for path, edits in EDITS.items():
+        text = (root / path).read_text()
+        for old, new in edits:
+            text = text.replace(old, new)
+        (root / path).write_text(text)
+    reports = {fmt: tmp_path / f"out.{fmt}" for fmt in ("json", "sarif", "github", "junit", "text")}
+    assert main([str(root), *(f"--format={fmt}={path}" for fmt, path in reports.items())]) == 1
+    files = {f.file for f in _findings(reports["json"])}
+    sarif = json.loads(reports["sarif"].read_text())["runs"][0]["results"]
+    github = parse_github(reports["github"].read_text())
+    assert files and all(f.startswith("platform/") for f in files), files
+    assert {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in sarif} == files
+    assert {g["file"] for g in github} == files and f"platform/{TEAM_B}:" in reports["text"].read_text()
+    assert f"platform/{TEAM_B}" in reports["junit"].read_text()

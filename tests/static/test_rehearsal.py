@@ -89,6 +89,26 @@ def test_validate_refuses_a_kueue_version_versions_yaml_does_not_list(capsys, mo
     assert "neither the pin nor a candidate" in capsys.readouterr().err
 
 
+def test_a_refused_version_names_the_flag_and_the_checked_repository_s_candidate(repo_copy, capsys, monkeypatch):
+    """--kuberay V refused: the flag (not $RAY_KUEUE_VERSIONS, which the user did not set) and the gate's versions.yaml
+    are named, and so is the checked repository's versions.yaml when it lists V (this gate cannot build it)."""
+    import yaml
+    from harness.core import versions
+    from harness.gate.validate import main
+
+    monkeypatch.delenv(versions.SELECT_ENV, raising=False)
+    pins = yaml.safe_load((repo_copy / "versions.yaml").read_text())
+    pins["kuberay"]["candidates"].append({"version": "v1.6.3", "chart": "1.6.3"})
+    (repo_copy / "versions.yaml").write_text(yaml.safe_dump(pins))
+    for flag, listed in (("v1.6.3", True), ("v1.9.9", False)):
+        assert main([str(repo_copy), "--kuberay", flag, "--list-rules"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"validate: --kuberay: kuberay {flag} is neither the pin nor a candidate in the gate's "
+                              f"versions.yaml ({versions.VERSIONS_FILE}") and "$RAY" not in err, err
+        assert (f"{repo_copy / 'versions.yaml'} lists it" in err) is listed, err
+    assert main([str(repo_copy), "--kuberay", "1.6.2", "--list-rules"]) == 0 and versions.selection() == {"kuberay": "v1.6.2"}
+
+
 def _versions(kueue="v0.17.1", kueue_candidates=("v0.18.3", "v0.19.2"), kuberay="v1.6.1", kuberay_candidates=("v1.6.2",)):
     return {"kueue": {"version": kueue, "candidates": [{"version": v, "chart": v[1:]} for v in kueue_candidates]},
             "kuberay": {"version": kuberay, "candidates": [{"version": v, "chart": v[1:]} for v in kuberay_candidates]}}

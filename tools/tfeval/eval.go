@@ -116,11 +116,12 @@ func (r *evalResult) add(diags hcl.Diagnostics) {
 }
 
 type evaluator struct {
-	ev      *terraform.Evaluator
-	mod     *terraform.Module
-	sources map[string][]byte
-	res     *evalResult
-	setAt   map[string]*fileValue
+	ev       *terraform.Evaluator
+	mod      *terraform.Module
+	sources  map[string][]byte
+	res      *evalResult
+	setAt    map[string]*fileValue
+	declared map[string]bool // the module's resources and data sources (declared.go)
 }
 
 func evaluate(req request) interface{} {
@@ -189,7 +190,7 @@ func evaluate(req request) interface{} {
 			Config:         cfg,
 			VariableValues: varValues,
 		},
-		mod: mod, sources: loader.Sources(), res: res, setAt: setAt,
+		mod: mod, sources: loader.Sources(), res: res, setAt: setAt, declared: declared(mod.Files),
 	}
 	e.walk()
 	return res
@@ -316,6 +317,9 @@ func (e *evaluator) resource(block *hclsyntax.Block) *resource {
 func (e *evaluator) body(b *hclsyntax.Body, iter map[string]cty.Value) *body {
 	out := &body{File: b.SrcRange.Filename, Line: b.SrcRange.Start.Line, Attrs: map[string]*attr{}, Blocks: map[string][]*body{}}
 	for name, a := range b.Attributes {
+		if name == "depends_on" {
+			e.dependsOn(a.Expr)
+		}
 		if metaArgs[name] {
 			continue
 		}
@@ -339,6 +343,7 @@ func (e *evaluator) attr(a *hclsyntax.Attribute, iter map[string]cty.Value, want
 	}
 	val, diags := e.ev.EvaluateExpr(expr, want)
 	e.res.add(diags)
+	e.checkRefs(a.Expr.Variables())
 	rng := a.Expr.Range()
 	out := &attr{File: rng.Filename, Line: a.SrcRange.Start.Line, Text: e.text(rng), Refs: refs(a.Expr)}
 	if diags.HasErrors() {
