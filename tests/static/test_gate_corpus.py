@@ -1204,7 +1204,8 @@ def test_an_infrastructure_layer_with_a_health_check_on_kueue_is_in_order(repo_c
 ELSEWHERE = {"file-read": "test_gate_robustness.py", "gate-config": "test_gate_fork_layout.py",
              "capacity-unknown-sku": "test_capacity.py", "terraform-federated-subject": "test_capacity.py",
              "terraform-cluster-vars": "test_terraform.py", "terraform-flux-configuration": "test_terraform.py",
-             "flux-variables-applied": "test_gate_flux_forms.py", "update-refused": "test_gate_updates.py"}
+             "flux-variables-applied": "test_gate_flux_forms.py", "update-refused": "test_gate_updates.py",
+             "update-recreates": "test_gate_updates.py"}
 
 
 def test_every_rule_has_a_broken_variant():
