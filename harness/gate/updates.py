@@ -162,6 +162,8 @@ def _layer(build) -> str:
 def _finding(ctx, cluster: ClusterRender, build, obj: dict, old: dict, ref: str, err: dict, more: list[dict],
              forced: str | None) -> Finding:
     field = str(err.get("field") or "") or None
+    if field and field.startswith("spec.clusterIPs") and "clusterIPs" not in as_map(obj.get("spec")):
+        field = "spec.clusterIP"  # the Service storage fills clusterIPs from the clusterIP written (tools/kubecheck service.go)
     changed = _changed(value_at(old, segments(field)), value_at(obj, segments(field)), segments(field)) if field else None
     was = value_at(old, changed) if changed else None
     held = f" (the cluster holds {dotted(changed)}: {json.dumps(was)}, from {ref})" if isinstance(was, (str, int, float, bool)) \

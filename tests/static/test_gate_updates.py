@@ -124,3 +124,51 @@ def test_an_object_flux_does_not_apply_when_held_is_not_updated(repo_copy, annot
     _annotate(repo_copy, annotation)
     report = validate_repository(repo_copy, base="base")
     assert [f for f in report.findings if f.rule.startswith("update-")] == [], report.findings
+
+
+SERVICES = """---
+apiVersion: v1
+kind: Service
+metadata:
+  name: headless
+  namespace: ray
+spec:
+  clusterIP: None
+  selector:
+    app: ray
+  ports:
+    - name: client
+      port: 10001
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: fixedip
+  namespace: ray
+spec:
+  clusterIP: 10.0.0.50
+  selector:
+    app: ray
+  ports:
+    - port: 80
+"""
+
+
+def test_a_headless_service_is_created_and_keeps_its_cluster_ip_when_an_update_leaves_it_out(repo_copy):
+    """The Service storage's BeginCreate / BeginUpdate (normalizeClusterIPs, patchAllocatedValues) run before validation:
+    `clusterIP: None` alone is a valid create, and an update that no longer writes it keeps what the cluster holds."""
+    append(repo_copy, "base/priority-classes.yaml", SERVICES)
+    assert [f for f in validate_repository(repo_copy).findings if f.is_error] == []
+    committed(repo_copy)
+    edit(repo_copy, "base/priority-classes.yaml", "  clusterIP: None\n", "")
+    edit(repo_copy, "base/priority-classes.yaml", "  clusterIP: 10.0.0.50\n", "")
+    assert [f for f in validate_repository(repo_copy, base="base").findings if f.is_error] == []
+
+
+def test_a_headless_service_given_a_cluster_ip_is_refused_as_an_update(repo_copy):
+    append(repo_copy, "base/priority-classes.yaml", SERVICES)
+    committed(repo_copy)
+    edit(repo_copy, "base/priority-classes.yaml", "  clusterIP: None\n", "  clusterIP: 10.0.0.51\n")
+    found = refused(repo_copy)
+    assert [(f.line, f.resource) for f in found] == [
+        (line_of(repo_copy, "base/priority-classes.yaml", "clusterIP: 10.0.0.51"), "Service/ray/headless")], found
