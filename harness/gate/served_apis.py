@@ -8,6 +8,9 @@ kueue.x-k8s.io or ray.io objects, or whose samples submit RayJobs, without that 
 kustomize-controller's dry-run fails with "no matches for kind" and the layer applies nothing,
 and every `kubectl create` of a sample is refused. Reported once per cluster and API group, at
 the first object of the group (or the first sample entry, when only samples use it).
+A layer that applies such objects beside the HelmRelease that installs their CRDs never applies on a new cluster
+(fluxcd/pkg/ssa ApplyAllStaged puts both in its last stage, whose dry-run of every object comes before any apply):
+api-not-served at the first such object, unless the layer applies the CRDs themselves or an earlier layer installs them.
 
 Only where the repository installs the component on some cluster: a fork that installs Kueue or
 KubeRay outside Flux (Terraform, the platform team) installs it on none, and gets no finding.
@@ -37,7 +40,8 @@ from harness.gate.sources import as_list, as_map, as_maps, name_key
 
 RULES = {
     "api-not-served": "every kueue.x-k8s.io and ray.io object a cluster applies, and every sample it submits, has its CRD on the "
-                      "cluster: a HelmRelease of the Kueue / KubeRay chart (KubeRay's without install.crds: Skip), or the CRD itself",
+                      "cluster: a HelmRelease of the Kueue / KubeRay chart (KubeRay's without install.crds: Skip), or the CRD itself; "
+                      "not applied by the layer whose HelmRelease installs their CRDs (its dry-run fails on a new cluster)",
     "kuberay-watch-namespace": "the KubeRay operator's HelmRelease watches the namespace of every RayJob, RayCluster and RayService the "
                                "cluster applies or submits (values watchNamespace / singleNamespaceInstall)",
     "helm-crds-upgrade": "a HelmRelease of a chart that keeps its CRDs in crds/ (KubeRay's) sets upgrade.crds: CreateReplace, so a chart "
@@ -196,9 +200,15 @@ def _order_rules(ctx, root: Path, index: ClusterIndex, pinned: dict | None) -> l
         for build in index.cluster.flux if providers else []:
             ks = build.flux_kustomization
             used = [o for o in build.objects if _group(o) == group]
-            if ks is None or not used or any(p == _ks_key(ks) for p, _ in providers):
+            if ks is None or not used:
                 continue
             earlier = before(_ks_key(ks))
+            same = [o for p, o in providers if p == _ks_key(ks)]
+            if same and not any(o.get("kind") == "CustomResourceDefinition" for o in same) and not any(p in earlier for p, _ in providers):
+                out.append(_same_apply(ctx, root, index, build, used, same[0], group, component))
+                continue
+            if same:
+                continue
             if any(p in earlier and _waits_for(layers[p], o) for p, o in providers):
                 continue
             if any(k not in layers for k in earlier):
@@ -233,6 +243,22 @@ def _order_rules(ctx, root: Path, index: ClusterIndex, pinned: dict | None) -> l
                                   f"add dependsOn the layer that installs {component}, and let that layer wait: true",
                                   cluster=index.cluster.name, severity="warning"))
     return out
+
+
+def _same_apply(ctx, root: Path, index: ClusterIndex, build, used: list[dict], hr: dict, group: str, component: str) -> Finding:
+    """api-not-served for objects applied by the layer whose HelmRelease installs their CRDs: fluxcd/pkg/ssa ApplyAllStaged
+    applies CRDs, Namespaces and class kinds first, then the rest in one ApplyAll, which dry-runs every object before it
+    applies any (manager_apply.go). On a new cluster the objects' dry-run fails (no matches for kind), so the HelmRelease
+    that would install the CRDs is never applied either: the layer never applies, not even after a retry."""
+    layer = _ks_key(build.flux_kustomization)[1]
+    what = ", ".join(f"{o.get('kind')}/{as_map(o.get('metadata')).get('name')}" for o in used[:3]) + (" and more" if len(used) > 3 else "")
+    return finding_at(ctx, root, used[0], build, ["apiVersion"], "api-not-served",
+                      f"Kustomization {layer} applies {group} objects ({what}) in the same apply as HelmRelease "
+                      f"{as_map(hr.get('metadata')).get('name')}, which installs their CRDs: kustomize-controller dry-runs every "
+                      "object of the apply before it applies any, so on a new cluster the dry-run fails (no matches for kind), the "
+                      f"HelmRelease is never applied and {component} is never installed",
+                      f"move these objects to a Kustomization that dependsOn {layer} (as the queues layer does), and let {layer} "
+                      "wait: true (or a health check on the HelmRelease)", cluster=index.cluster.name)
 
 
 def _watched(hr: dict) -> tuple[set[str] | None, list]:

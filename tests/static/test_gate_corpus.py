@@ -671,6 +671,11 @@ CORPUS = [
      lambda r: edit(r, f"{DEV}/kustomization.yaml", "  - infrastructure.yaml\n", ""), 3),
     ("cluster-without-kueue", "api-not-served", "base/resource-flavors.yaml",
      lambda r: edit(r, f"{DEV}/kustomization.yaml", "  - infrastructure.yaml\n", ""), 4),
+    # Objects applied beside the HelmRelease that installs their CRDs: the layer's dry-run fails on a new cluster.
+    ("kueue-objects-beside-kueue", "api-not-served", "flux/infrastructure/controllers/priority-classes.yaml",
+     lambda r: _into_controllers(r, "base/priority-classes.yaml"), 4),
+    ("rayjob-beside-kuberay", "api-not-served", "flux/infrastructure/controllers/nightly.yaml",
+     lambda r: (_layer_rayjob(r, "team-a"), _into_controllers(r, "base/nightly.yaml")), 1),
     ("kuberay-crds-skipped", "api-not-served", KUBERAY, lambda r: edit(r, KUBERAY, "crds: CreateReplace", "crds: Skip"), 37),
     ("suspended-layer", "flux-suspended", f"{PROD}/queues.yaml", lambda r: edit(r, f"{PROD}/queues.yaml", "  prune: true", "  prune: true\n  suspend: true"),
      16, "warning"),
@@ -847,6 +852,15 @@ spec:
               resources: {{requests: {{cpu: "1", memory: 2Gi}}, limits: {{cpu: "1", memory: 2Gi}}}}
 """)
     edit(root, "base/kustomization.yaml", "resources:\n", "resources:\n  - nightly.yaml\n")
+
+
+def _into_controllers(root: Path, rel: str) -> None:
+    """`rel` (a file of base/) moved into the layer that installs Kueue and KubeRay (flux/infrastructure/controllers)."""
+    name = Path(rel).name
+    write(root, f"flux/infrastructure/controllers/{name}", (root / rel).read_text())
+    (root / rel).unlink()
+    edit(root, "base/kustomization.yaml", f"  - {name}\n", "")
+    edit(root, "flux/infrastructure/controllers/kustomization.yaml", "  - kueue.yaml\n", f"  - kueue.yaml\n  - {name}\n")
 
 
 def _expect(entry: tuple) -> tuple:
