@@ -671,6 +671,13 @@ CORPUS = [
      lambda r: edit(r, f"{DEV}/kustomization.yaml", "  - infrastructure.yaml\n", ""), 3),
     ("cluster-without-kueue", "api-not-served", "base/resource-flavors.yaml",
      lambda r: edit(r, f"{DEV}/kustomization.yaml", "  - infrastructure.yaml\n", ""), 4),
+    # A namespace created only by a layer that dependsOn the one that needs it (cluster_refs.py): never created.
+    ("release-namespace-of-a-later-layer", "namespace-missing", KUEUE,
+     lambda r: (edit(r, KUEUE, "  targetNamespace: kueue-system\n", "  targetNamespace: kueue\n"),
+                edit(r, KUEUE, "  storageNamespace: kueue-system\n", "  storageNamespace: kueue\n"),
+                edit(r, "base/namespace.yaml", "kind: Namespace\n", "kind: Namespace\nmetadata:\n  name: kueue\n---\napiVersion: v1\nkind: Namespace\n")), 28),
+    ("object-in-a-namespace-of-a-later-layer", "namespace-missing", KUBERAY,
+     lambda r: append(r, KUBERAY, "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ray-defaults\n  namespace: ray\ndata: {a: b}\n"), 61),
     # Objects applied beside the HelmRelease that installs their CRDs: the layer's dry-run fails on a new cluster.
     ("kueue-objects-beside-kueue", "api-not-served", "flux/infrastructure/controllers/priority-classes.yaml",
      lambda r: _into_controllers(r, "base/priority-classes.yaml"), 4),
