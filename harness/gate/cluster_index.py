@@ -9,7 +9,7 @@ from pathlib import Path
 from harness.gate.findings import Finding
 from harness.gate.origin import dotted, line_at
 from harness.gate.render import Build, ClusterRender
-from harness.gate.sources import as_map, name_key
+from harness.gate.sources import as_list, as_map, as_maps, name_key
 
 ALWAYS_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", "flux-system")
 BUILTIN_PRIORITY_CLASSES = {"system-cluster-critical", "system-node-critical"}
@@ -121,6 +121,54 @@ class ClusterIndex:
             return str(version) if version is not None and EXACT_VERSION.fullmatch(str(version)) else None
         tag = as_map(as_map(source[1].get("spec")).get("ref")) if source else {}
         return str(tag["tag"]) if tag.get("tag") is not None and not tag.get("digest") and not tag.get("semver") else None
+
+    def layers(self) -> dict[tuple[str, str], dict]:
+        """The cluster's Flux Kustomizations (the layers its entry applies), by layer_key."""
+        return {layer_key(b.flux_kustomization): b.flux_kustomization for b in self.cluster.flux if b.flux_kustomization}
+
+    def layers_before(self, key: tuple[str, str]) -> set[tuple[str, str]]:
+        """The layers Kustomization `key` waits for: its dependsOn, directly or through others."""
+        layers, seen, todo = self.layers(), set(), [key]
+        while todo:
+            ns, _ = current = todo.pop()
+            for dep in as_maps(as_map(as_map(layers.get(current)).get("spec")).get("dependsOn")):
+                target = (name_key(dep.get("namespace", ns)), name_key(dep.get("name")))
+                if target not in seen:
+                    seen.add(target)
+                    todo.append(target)
+        return seen
+
+
+def layer_key(ks: dict) -> tuple[str, str]:
+    """(namespace, name) of a Flux Kustomization."""
+    meta = as_map(ks.get("metadata"))
+    return name_key(meta.get("namespace", "flux-system")), name_key(meta.get("name"))
+
+
+def waits_for(ks: dict, provider: dict, disabled: bool = True) -> bool:
+    """Whether Kustomization `ks` becomes Ready only once `provider` (a HelmRelease it applies) is: wait: true, or a
+    health check on it. A CRD is served once applied. A HelmRelease with install or upgrade.disableWait is Ready once
+    Helm has applied its objects (helm-controller's HookOnlyStrategy), before its Deployments run: then only a health
+    check on a Deployment of its release namespace waits for them (unless `disabled` is False: as if it waited)."""
+    spec = as_map(ks.get("spec"))
+    if provider.get("kind") != "HelmRelease":
+        return True
+    meta = as_map(provider.get("metadata"))
+    if disabled and no_wait(provider):
+        namespace = as_map(provider.get("spec")).get("targetNamespace") or meta.get("namespace")
+        return any(as_map(c).get("kind") == "Deployment" and as_map(c).get("namespace", layer_key(ks)[0]) == namespace
+                   for c in as_list(spec.get("healthChecks")))
+    if spec.get("wait") is True:
+        return True
+    return any(as_map(c).get("kind") == "HelmRelease" and as_map(c).get("name") == meta.get("name")
+               and as_map(c).get("namespace", layer_key(ks)[0]) == meta.get("namespace") for c in as_list(spec.get("healthChecks")))
+
+
+def no_wait(hr: dict) -> list | None:
+    """The field of a HelmRelease's install.disableWait or upgrade.disableWait that is true, else None."""
+    spec = as_map(hr.get("spec"))
+    return next((["spec", action, "disableWait"] for action in ("install", "upgrade") if as_map(spec.get(action)).get("disableWait") is True), None)
+
 
 def finding_at(ctx, root: Path, obj: dict, build: Build | None, path: list, rule: str, message: str, hint: str,
                cluster: str | None = None, severity: str = "error") -> Finding:

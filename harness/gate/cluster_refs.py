@@ -27,7 +27,7 @@ import binascii
 import json
 from pathlib import Path
 
-from harness.gate.cluster_index import ClusterIndex, cohort_peers, finding_at, kind_key
+from harness.gate.cluster_index import ALWAYS_NAMESPACES, ClusterIndex, cohort_peers, finding_at, kind_key, layer_key, waits_for
 from harness.gate.findings import Finding
 from harness.gate.origin import dotted
 from harness.gate.render import ClusterRender, is_flux_kustomization
@@ -37,7 +37,7 @@ from harness.gate.sources import as_list, as_map, as_maps, name_key
 RULES = {
     "namespace-missing": "every namespaced object's namespace, and every HelmRelease's targetNamespace and storageNamespace, is "
                          "created by the cluster's set (a Namespace, a HelmRelease with install.createNamespace) or always exists "
-                         "(default, kube-*, flux-system)",
+                         "(default, kube-*, flux-system), and not only by a layer that dependsOn the one that needs it (which then never applies)",
     "object-ref": "every ServiceAccount, ConfigMap, Secret, PersistentVolumeClaim and RuntimeClass a Flux object or a pod template names "
                   "exists in the cluster's set (or in cluster-vars.example.yaml, which Terraform writes), with every key it names; a "
                   "sample's ServiceAccount, claims, RuntimeClass and keys of the set's ConfigMaps and Secrets too",
@@ -158,7 +158,7 @@ def _reference_rules(ctx, root: Path, index: ClusterIndex) -> list[Finding]:
                 out.append(finding_at(ctx, root, o, build, [*path, "priorityClassName"], "priority-class",
                                       f"{dotted(path)}.priorityClassName {pc!r} is not a PriorityClass of the cluster; the apiserver "
                                       "refuses its pods", "define the PriorityClass (scheduling.k8s.io/v1) or fix the name", cluster=name))
-    return out + _missing_namespaces(ctx, root, index, missing)
+    return out + _missing_namespaces(ctx, root, index, missing) + (_late_namespaces(ctx, root, index) if index.complete else [])
 
 
 def _hash_suffixed(index: ClusterIndex, kind: str, namespace, name) -> str | None:
@@ -221,6 +221,40 @@ def _missing_namespaces(ctx, root: Path, index: ClusterIndex, missing: dict[str,
                            f"{renamed}add a Namespace {ns} to the layer{create}, or use an existing namespace", cluster=index.cluster.name)
         # which objects, per cluster, in its context: the same missing namespace on every cluster is one finding (findings.keep_once)
         out.append(replace(found, context=f"{found.context}, also in it: {', '.join(others)}") if others else found)
+    return out
+
+
+def _late_namespaces(ctx, root: Path, index: ClusterIndex) -> list[Finding]:
+    """namespace-missing for a namespace whose Namespace only layers that dependsOn the layer needing it apply: that
+    layer's dry-run of an object in it fails (namespace not found), or helm-controller cannot install a HelmRelease the
+    layer waits for into it (Helm creates no namespace), so the layer is never Ready and those never apply. The entry
+    (the cluster folder) comes before every layer; a layer that neither waits nor is waited for converges on a retry."""
+    layer = {id(b): layer_key(b.flux_kustomization) if b.flux_kustomization else None for b in index.cluster.flux}
+    creators: dict[str, list] = {}
+    for b, o in index.of_kind("Namespace"):
+        creators.setdefault(name_key(as_map(o.get("metadata")).get("name")), []).append((layer.get(id(b)), b))
+    out, seen, before = [], set(ALWAYS_NAMESPACES), {k: index.layers_before(k) for k in index.layers()}
+    for build, o in index.objects:
+        here, (kind, ns, _) = layer.get(id(build)), kind_key(o)
+        needs = [(["metadata", "namespace"], ns)] if ns is not None and kind not in index.cluster_scoped else []
+        needs += [(p, name_key(n)) for p, n in _release_namespaces(o) if build.flux_kustomization and waits_for(build.flux_kustomization, o)]
+        for path, needed in needs:
+            made = creators.get(needed, [])
+            if needed in seen or not made or any(c is None or c == here or c in before.get(here, ()) for c, _ in made):
+                continue
+            if here is not None and not all(here in before.get(c, ()) for c, _ in made):
+                continue  # created by a layer this one does not wait for and that does not wait for it: a retry converges
+            seen.add(needed)
+            after = ", ".join(sorted({f"Kustomization {c[1]}" for c, _ in made}))
+            what = "its dry-run of this object fails (namespace not found)" if path[0] == "metadata" else \
+                "helm-controller cannot install the release there (Helm creates no namespace) and the layer waits for it"
+            name = f"Kustomization {here[1]}" if here else "the cluster's entry (flux-system)"
+            out.append(finding_at(ctx, root, o, build, path, "namespace-missing",
+                                  f"namespace {needed!r} is created only by {after}, which dependsOn {name}: {what}, so {name} is "
+                                  "never Ready and the namespace is never created",
+                                  f"add Namespace {needed} to {name} (or to a layer it dependsOn)"
+                                  + (", or set install.createNamespace: true" if path[-1] == "targetNamespace" else ""),
+                                  cluster=index.cluster.name))
     return out
 
 

@@ -8,6 +8,9 @@ kueue.x-k8s.io or ray.io objects, or whose samples submit RayJobs, without that 
 kustomize-controller's dry-run fails with "no matches for kind" and the layer applies nothing,
 and every `kubectl create` of a sample is refused. Reported once per cluster and API group, at
 the first object of the group (or the first sample entry, when only samples use it).
+A layer that applies such objects beside the HelmRelease that installs their CRDs never applies on a new cluster
+(fluxcd/pkg/ssa ApplyAllStaged puts both in its last stage, whose dry-run of every object comes before any apply):
+api-not-served at the first such object, unless the layer applies the CRDs themselves or an earlier layer installs them.
 
 Only where the repository installs the component on some cluster: a fork that installs Kueue or
 KubeRay outside Flux (Terraform, the platform team) installs it on none, and gets no finding.
@@ -30,14 +33,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.gate.cluster_index import ClusterIndex, finding_at
+from harness.gate.cluster_index import ClusterIndex, finding_at, layer_key, no_wait, waits_for
 from harness.gate.findings import Finding
 from harness.gate.render import ClusterRender
-from harness.gate.sources import as_list, as_map, as_maps, name_key
+from harness.gate.sources import as_list, as_map
 
 RULES = {
     "api-not-served": "every kueue.x-k8s.io and ray.io object a cluster applies, and every sample it submits, has its CRD on the "
-                      "cluster: a HelmRelease of the Kueue / KubeRay chart (KubeRay's without install.crds: Skip), or the CRD itself",
+                      "cluster: a HelmRelease of the Kueue / KubeRay chart (KubeRay's without install.crds: Skip), or the CRD itself; "
+                      "not applied by the layer whose HelmRelease installs their CRDs (its dry-run fails on a new cluster)",
     "kuberay-watch-namespace": "the KubeRay operator's HelmRelease watches the namespace of every RayJob, RayCluster and RayService the "
                                "cluster applies or submits (values watchNamespace / singleNamespaceInstall)",
     "helm-crds-upgrade": "a HelmRelease of a chart that keeps its CRDs in crds/ (KubeRay's) sets upgrade.crds: CreateReplace, so a chart "
@@ -139,78 +143,44 @@ def _upgrade_rules(ctx, root: Path, index: ClusterIndex, pinned: dict | None) ->
     return out
 
 
-def _ks_key(ks: dict) -> tuple[str, str]:
-    meta = as_map(ks.get("metadata"))
-    return name_key(meta.get("namespace", "flux-system")), name_key(meta.get("name"))
-
-
-def _waits_for(ks: dict, provider: dict, disabled: bool = True) -> bool:
-    """Whether Kustomization `ks` becomes Ready only once `provider` (a HelmRelease it applies) is: wait: true, or a
-    health check on it. A CRD is served once applied. A HelmRelease with install or upgrade.disableWait is Ready once
-    Helm has applied its objects (helm-controller's HookOnlyStrategy), before its Deployments run: then only a health
-    check on a Deployment of its release namespace waits for them (unless `disabled` is False: as if it waited)."""
-    spec = as_map(ks.get("spec"))
-    if provider.get("kind") != "HelmRelease":
-        return True
-    meta = as_map(provider.get("metadata"))
-    if disabled and _no_wait(provider):
-        namespace = as_map(provider.get("spec")).get("targetNamespace") or meta.get("namespace")
-        return any(as_map(c).get("kind") == "Deployment" and as_map(c).get("namespace", _ks_key(ks)[0]) == namespace
-                   for c in as_list(spec.get("healthChecks")))
-    if spec.get("wait") is True:
-        return True
-    return any(as_map(c).get("kind") == "HelmRelease" and as_map(c).get("name") == meta.get("name")
-               and as_map(c).get("namespace", _ks_key(ks)[0]) == meta.get("namespace") for c in as_list(spec.get("healthChecks")))
-
-
-def _no_wait(hr: dict) -> list | None:
-    """The field of a HelmRelease's install.disableWait or upgrade.disableWait that is true, else None."""
-    spec = as_map(hr.get("spec"))
-    return next((["spec", action, "disableWait"] for action in ("install", "upgrade") if as_map(spec.get(action)).get("disableWait") is True), None)
-
-
 def _order_rules(ctx, root: Path, index: ClusterIndex, pinned: dict | None) -> list[Finding]:
     """flux-layer-order: on a new cluster, kustomize-controller reconciles every Kustomization at once but for dependsOn,
     and a Kustomization is Ready once applied unless it waits. One that applies Kueue or KubeRay objects before the layer
     installing them is Ready has its dry-run fail (no matches for kind, or Kueue's webhook without an endpoint) and
     stays not Ready until a retry after the install: the README's layers are in order so that this never happens."""
-    layers = {_ks_key(b.flux_kustomization): b.flux_kustomization for b in index.cluster.flux if b.flux_kustomization}
+    layers = index.layers()
     owners = {id(o): b for b, o in index.objects}
-
-    def before(k: tuple[str, str]) -> set[tuple[str, str]]:
-        seen, todo = set(), [k]
-        while todo:
-            ns, _ = current = todo.pop()
-            for dep in as_maps(as_map(as_map(layers.get(current)).get("spec")).get("dependsOn")):
-                target = (name_key(dep.get("namespace", ns)), name_key(dep.get("name")))
-                if target not in seen:
-                    seen.add(target)
-                    todo.append(target)
-        return seen
+    before = index.layers_before
     out = []
     for group, (component, _) in PROVIDERS.items():
         chart = _chart(pinned, component)
-        providers = [(_ks_key(b.flux_kustomization), o) for b, o in index.objects if b.flux_kustomization is not None and (
+        providers = [(layer_key(b.flux_kustomization), o) for b, o in index.objects if b.flux_kustomization is not None and (
             (o.get("kind") == "HelmRelease" and index.chart_of(o) == chart)
             or (o.get("kind") == "CustomResourceDefinition" and as_map(o.get("spec")).get("group") == group))]
         for build in index.cluster.flux if providers else []:
             ks = build.flux_kustomization
             used = [o for o in build.objects if _group(o) == group]
-            if ks is None or not used or any(p == _ks_key(ks) for p, _ in providers):
+            if ks is None or not used:
                 continue
-            earlier = before(_ks_key(ks))
-            if any(p in earlier and _waits_for(layers[p], o) for p, o in providers):
+            earlier = before(layer_key(ks))
+            same = [o for p, o in providers if p == layer_key(ks)]
+            if same and not any(o.get("kind") == "CustomResourceDefinition" for o in same) and not any(p in earlier for p, _ in providers):
+                out.append(_same_apply(ctx, root, index, build, used, same[0], group, component))
+                continue
+            if same:
+                continue
+            if any(p in earlier and waits_for(layers[p], o) for p, o in providers):
                 continue
             if any(k not in layers for k in earlier):
                 continue  # a dependsOn that names no Kustomization of the cluster: flux-depends-on is the cause (a typo)
-            unwaited = next(((p, o) for p, o in providers if p in earlier and _waits_for(layers[p], o, disabled=False)), None)
+            unwaited = next(((p, o) for p, o in providers if p in earlier and waits_for(layers[p], o, disabled=False)), None)
             if unwaited:  # the layer waits for the HelmRelease, but the HelmRelease does not wait for its Deployments
                 p, hr = unwaited
                 namespace = as_map(hr.get("spec")).get("targetNamespace") or as_map(hr.get("metadata")).get("namespace")
-                out.append(finding_at(ctx, root, hr, owners.get(id(hr)), _no_wait(hr), "flux-layer-order",
-                                      f"HelmRelease {as_map(hr.get('metadata')).get('name')} sets {'.'.join(_no_wait(hr)[1:])}, so it "
+                out.append(finding_at(ctx, root, hr, owners.get(id(hr)), no_wait(hr), "flux-layer-order",
+                                      f"HelmRelease {as_map(hr.get('metadata')).get('name')} sets {'.'.join(no_wait(hr)[1:])}, so it "
                                       f"is Ready once Helm has applied {component}'s objects, before its controller and webhook run: "
-                                      f"Kustomization {p[1]} is Ready then too, and Kustomization {_ks_key(ks)[1]}, which applies "
+                                      f"Kustomization {p[1]} is Ready then too, and Kustomization {layer_key(ks)[1]}, which applies "
                                       f"{group} objects after it, has its dry-run fail (the webhook has no endpoint) on a new cluster "
                                       "and on each upgrade until a later retry",
                                       f"remove disableWait (or add a health check on the {component} Deployment in {namespace} to "
@@ -226,13 +196,29 @@ def _order_rules(ctx, root: Path, index: ClusterIndex, pinned: dict | None) -> l
             spec = as_map(at.get("spec"))
             field = ["spec", "wait"] if installer and "wait" in spec else ["spec", "dependsOn"] if not installer and "dependsOn" in spec else ["spec"]
             out.append(finding_at(ctx, root, at, owners.get(id(at)), field, "flux-layer-order",
-                                  f"Kustomization {_ks_key(ks)[1]} applies {group} objects ({what}) and {why}: on a new cluster it is "
+                                  f"Kustomization {layer_key(ks)[1]} applies {group} objects ({what}) and {why}: on a new cluster it is "
                                   f"applied before {component} serves them, its dry-run fails (no matches for kind, or the webhook has no "
                                   "endpoint) and it stays not Ready until a later retry",
                                   "set wait: true on this Kustomization (or a health check on the HelmRelease)" if installer else
                                   f"add dependsOn the layer that installs {component}, and let that layer wait: true",
                                   cluster=index.cluster.name, severity="warning"))
     return out
+
+
+def _same_apply(ctx, root: Path, index: ClusterIndex, build, used: list[dict], hr: dict, group: str, component: str) -> Finding:
+    """api-not-served for objects applied by the layer whose HelmRelease installs their CRDs: fluxcd/pkg/ssa ApplyAllStaged
+    applies CRDs, Namespaces and class kinds first, then the rest in one ApplyAll, which dry-runs every object before it
+    applies any (manager_apply.go). On a new cluster the objects' dry-run fails (no matches for kind), so the HelmRelease
+    that would install the CRDs is never applied either: the layer never applies, not even after a retry."""
+    layer = layer_key(build.flux_kustomization)[1]
+    what = ", ".join(f"{o.get('kind')}/{as_map(o.get('metadata')).get('name')}" for o in used[:3]) + (" and more" if len(used) > 3 else "")
+    return finding_at(ctx, root, used[0], build, ["apiVersion"], "api-not-served",
+                      f"Kustomization {layer} applies {group} objects ({what}) in the same apply as HelmRelease "
+                      f"{as_map(hr.get('metadata')).get('name')}, which installs their CRDs: kustomize-controller dry-runs every "
+                      "object of the apply before it applies any, so on a new cluster the dry-run fails (no matches for kind), the "
+                      f"HelmRelease is never applied and {component} is never installed",
+                      f"move these objects to a Kustomization that dependsOn {layer} (as the queues layer does), and let {layer} "
+                      "wait: true (or a health check on the HelmRelease)", cluster=index.cluster.name)
 
 
 def _watched(hr: dict) -> tuple[set[str] | None, list]:

@@ -13,6 +13,15 @@ object both renders apply that differs is sent through the update path of the sa
 tools/fluxbuild `update` (a custom resource: rest.BeforeUpdate of the CRD's REST strategy, with ratcheting and the CEL
 rules' oldSelf, then Kueue's webhook's update validation) and tools/kubecheck `builtin-update` (a built-in kind: the
 apiserver's REST strategy of the kind, over the object as its create stored it).
+
+Flux's own switches are read as kustomize-controller sets them (`internal/controller/kustomization_controller.go`,
+applyOpts) and fluxcd/pkg/ssa applies them (`manager_apply.go` ApplyAll, shouldSkipApply, shouldForceApply): an object
+annotated or labelled `kustomize.toolkit.fluxcd.io/ssa: Ignore` or `kustomize.toolkit.fluxcd.io/reconcile: disabled`
+(the new or the held one), or `kustomize.toolkit.fluxcd.io/ssa: IfNotPresent` (the new one; the cluster holds it), is
+not applied, so not updated; a refusal `IsImmutableError` counts (`errors/immutable.go`: every Invalid of the apiserver,
+a webhook's message saying "is immutable" / "immutable field") under the layer's `spec.force: true` or
+`kustomize.toolkit.fluxcd.io/force: enabled` on the new or the held object is applied by deleting the held object and
+creating the new one: no refusal, a warning (`update-recreates`); the new object is judged by the create checks.
 """
 from __future__ import annotations
 
@@ -23,6 +32,7 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from harness.core import HarnessError
@@ -42,7 +52,18 @@ RULES = {
                       "and Kueue accept as an update (immutable fields: a LocalQueue's clusterQueue, a PriorityClass's value, the "
                       "CRDs' transition rules, a Job's template, a selector); else kustomize-controller's dry-run fails and nothing "
                       "of the layer is applied",
+    "update-recreates": "with --base REF, a change the cluster refuses as an update that Flux's force (the layer's spec.force: true, "
+                        "or kustomize.toolkit.fluxcd.io/force: enabled on the object) applies by deleting the held object and "
+                        "creating it anew (warning)",
 }
+
+# kustomize-controller's ApplyOptions selectors (values compared case-insensitively, labels and annotations alike: ssa
+# utils.AnyInMetadata).
+_FLUX = "kustomize.toolkit.fluxcd.io"
+_EXCLUDED = {f"{_FLUX}/reconcile": "disabled", f"{_FLUX}/ssa": "ignore"}
+_IF_NOT_PRESENT = {f"{_FLUX}/ssa": "ifnotpresent"}
+_FORCED = {f"{_FLUX}/force": "enabled"}
+_IMMUTABLE = re.compile(r"is\simmutable|immutable\sfield")
 
 
 class BaseError(HarnessError, RuntimeError):
@@ -86,7 +107,7 @@ def update_findings(ctx, checker, clusters: list[ClusterRender], base: list[Clus
     for c in clusters:
         for b, obj in c.applied():
             old = held.get(c.name, {}).get(object_key(obj))
-            if old is not None and old != obj and resource_id(obj) not in refused:
+            if old is not None and old != obj and resource_id(obj) not in refused and not _skipped(obj, old):
                 pairs.append((c, b, obj, old))
     if not pairs:
         return []
@@ -104,24 +125,61 @@ def update_findings(ctx, checker, clusters: list[ClusterRender], base: list[Clus
         for (c, b, obj, old), result in zip(members, answer.result()):
             errors = [e for e in result.get("errors") or [] if CEL_SKIPPED not in e.get("detail", "")]
             for err in errors[:1] if errors else []:  # one cause per object: the first refusal, the others in its message
-                out.append(_finding(ctx, c, b, obj, old, ref, err, errors[1:]))
+                out.append(_finding(ctx, c, b, obj, old, ref, err, errors[1:], _forced(b, obj, old, result, errors)))
     return out
 
 
-def _finding(ctx, cluster: ClusterRender, build, obj: dict, old: dict, ref: str, err: dict, more: list[dict]) -> Finding:
+def _in_metadata(obj: dict, selector: dict) -> bool:
+    """fluxcd/pkg/ssa utils.AnyInMetadata: a label or annotation of `obj` equal (case-insensitively) to the selector's."""
+    meta = as_map(obj.get("metadata"))
+    written = [as_map(meta.get("labels")), as_map(meta.get("annotations"))]
+    return any(str(m.get(k) or "").lower() == v for m in written for k, v in selector.items())
+
+
+def _skipped(obj: dict, old: dict) -> bool:
+    """ssa shouldSkipApply: excluded (the new or the held object), or IfNotPresent on the new one (the cluster holds it)."""
+    return _in_metadata(obj, _EXCLUDED) or _in_metadata(old, _EXCLUDED) or _in_metadata(obj, _IF_NOT_PRESENT)
+
+
+def _forced(build, obj: dict, old: dict, result: dict, errors: list[dict]) -> str | None:
+    """ssa shouldForceApply: what forces the recreation of `obj` (None when nothing does, or the refusal is not one
+    IsImmutableError counts: a webhook's denial is Forbidden, counted only by its message)."""
+    if result.get("stage") == "webhook" and not any(_IMMUTABLE.search(str(e.get("message"))) for e in errors):
+        return None
+    spec = as_map(as_map(build.flux_kustomization).get("spec"))
+    if spec.get("force") is True:
+        return f"spec.force: true on {_layer(build)}"
+    if _in_metadata(obj, _FORCED) or _in_metadata(old, _FORCED):
+        return f"{_FLUX}/force: enabled on the object{'' if _in_metadata(obj, _FORCED) else ' the cluster holds'}"
+    return None
+
+
+def _layer(build) -> str:
+    flux = as_map(as_map(build.flux_kustomization).get("metadata"))
+    return f"Kustomization {flux.get('namespace', 'flux-system')}/{flux.get('name')}" if flux.get("name") else "the Flux Kustomization that applies it"
+
+
+def _finding(ctx, cluster: ClusterRender, build, obj: dict, old: dict, ref: str, err: dict, more: list[dict],
+             forced: str | None) -> Finding:
     field = str(err.get("field") or "") or None
+    if field and field.startswith("spec.clusterIPs") and "clusterIPs" not in as_map(obj.get("spec")):
+        field = "spec.clusterIP"  # the Service storage fills clusterIPs from the clusterIP written (tools/kubecheck service.go)
     changed = _changed(value_at(old, segments(field)), value_at(obj, segments(field)), segments(field)) if field else None
     was = value_at(old, changed) if changed else None
     held = f" (the cluster holds {dotted(changed)}: {json.dumps(was)}, from {ref})" if isinstance(was, (str, int, float, bool)) \
         else f" (changed from {ref}, as the cluster holds it)"
     said = "; ".join(_WHOLE_VALUE.sub("", str(e.get("message"))) for e in [err, *more])
-    flux = as_map(as_map(build.flux_kustomization).get("metadata"))
-    layer = f"Kustomization {flux.get('namespace', 'flux-system')}/{flux.get('name')}" if flux.get("name") else "the Flux Kustomization that applies it"
+    where = dotted(changed) if changed else field
+    if forced:
+        message = (f"{said}{held}: {forced} makes kustomize-controller delete the object the cluster holds and create this "
+                   f"one (fluxcd/pkg/ssa ApplyAll; the deletion's background propagation garbage-collects what it owns)")
+        hint = "nothing to fix if recreating it is meant; else keep the field as the cluster holds it"
+        return replace(ctx.finding(obj, build, "update-recreates", message, hint, field=where), severity="warning")
     hint = (f"keep this object as it is and add the changed one under a new name; or rename the object, so that Flux creates "
-            f"it anew (with prune: true it deletes the old one); or set spec.force: true on {layer} for this change "
-            f"(kustomize-controller then deletes and recreates the object)")
+            f"it anew (with prune: true it deletes the old one); or annotate it {_FLUX}/force: enabled, or set spec.force: "
+            f"true on {_layer(build)}, for this change (kustomize-controller then deletes and recreates the object)")
     message = f"{said}{held}: kustomize-controller's dry-run of the update fails and nothing of the layer is applied"
-    return ctx.finding(obj, build, "update-refused", message, hint, field=dotted(changed) if changed else field)
+    return ctx.finding(obj, build, "update-refused", message, hint, field=where)
 
 
 def _changed(was, now, path: list) -> list | None:

@@ -671,6 +671,18 @@ CORPUS = [
      lambda r: edit(r, f"{DEV}/kustomization.yaml", "  - infrastructure.yaml\n", ""), 3),
     ("cluster-without-kueue", "api-not-served", "base/resource-flavors.yaml",
      lambda r: edit(r, f"{DEV}/kustomization.yaml", "  - infrastructure.yaml\n", ""), 4),
+    # A namespace created only by a layer that dependsOn the one that needs it (cluster_refs.py): never created.
+    ("release-namespace-of-a-later-layer", "namespace-missing", KUEUE,
+     lambda r: (edit(r, KUEUE, "  targetNamespace: kueue-system\n", "  targetNamespace: kueue\n"),
+                edit(r, KUEUE, "  storageNamespace: kueue-system\n", "  storageNamespace: kueue\n"),
+                edit(r, "base/namespace.yaml", "kind: Namespace\n", "kind: Namespace\nmetadata:\n  name: kueue\n---\napiVersion: v1\nkind: Namespace\n")), 28),
+    ("object-in-a-namespace-of-a-later-layer", "namespace-missing", KUBERAY,
+     lambda r: append(r, KUBERAY, "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ray-defaults\n  namespace: ray\ndata: {a: b}\n"), 61),
+    # Objects applied beside the HelmRelease that installs their CRDs: the layer's dry-run fails on a new cluster.
+    ("kueue-objects-beside-kueue", "api-not-served", "flux/infrastructure/controllers/priority-classes.yaml",
+     lambda r: _into_controllers(r, "base/priority-classes.yaml"), 4),
+    ("rayjob-beside-kuberay", "api-not-served", "flux/infrastructure/controllers/nightly.yaml",
+     lambda r: (_layer_rayjob(r, "team-a"), _into_controllers(r, "base/nightly.yaml")), 1),
     ("kuberay-crds-skipped", "api-not-served", KUBERAY, lambda r: edit(r, KUBERAY, "crds: CreateReplace", "crds: Skip"), 37),
     ("suspended-layer", "flux-suspended", f"{PROD}/queues.yaml", lambda r: edit(r, f"{PROD}/queues.yaml", "  prune: true", "  prune: true\n  suspend: true"),
      16, "warning"),
@@ -851,6 +863,15 @@ spec:
               resources: {{requests: {{cpu: "1", memory: 2Gi}}, limits: {{cpu: "1", memory: 2Gi}}}}
 """)
     edit(root, "base/kustomization.yaml", "resources:\n", "resources:\n  - nightly.yaml\n")
+
+
+def _into_controllers(root: Path, rel: str) -> None:
+    """`rel` (a file of base/) moved into the layer that installs Kueue and KubeRay (flux/infrastructure/controllers)."""
+    name = Path(rel).name
+    write(root, f"flux/infrastructure/controllers/{name}", (root / rel).read_text())
+    (root / rel).unlink()
+    edit(root, "base/kustomization.yaml", f"  - {name}\n", "")
+    edit(root, "flux/infrastructure/controllers/kustomization.yaml", "  - kueue.yaml\n", f"  - kueue.yaml\n  - {name}\n")
 
 
 def _expect(entry: tuple) -> tuple:
@@ -1208,7 +1229,8 @@ def test_an_infrastructure_layer_with_a_health_check_on_kueue_is_in_order(repo_c
 ELSEWHERE = {"file-read": "test_gate_robustness.py", "gate-config": "test_gate_fork_layout.py",
              "capacity-unknown-sku": "test_capacity.py", "terraform-federated-subject": "test_capacity.py",
              "terraform-cluster-vars": "test_terraform.py", "terraform-flux-configuration": "test_terraform.py",
-             "flux-variables-applied": "test_gate_flux_forms.py", "update-refused": "test_gate_updates.py"}
+             "flux-variables-applied": "test_gate_flux_forms.py", "update-refused": "test_gate_updates.py",
+             "update-recreates": "test_gate_updates.py"}
 
 
 def test_every_rule_has_a_broken_variant():

@@ -13,7 +13,7 @@ import (
 
 // beforeCreate is what the apiserver does with a decoded, defaulted, internal object on create before
 // it is stored: the handler fills the system fields, the store generates a name from generateName,
-// then rest.BeforeCreate runs the strategy's PrepareForCreate and Validate. nil when it would be
+// a Service's storage fills its cluster IPs (service.go), then rest.BeforeCreate runs the strategy's PrepareForCreate and Validate. nil when it would be
 // accepted, else the Invalid status's causes.
 func beforeCreate(strategy rest.RESTCreateStrategy, ctx context.Context, obj runtime.Object) []metav1.StatusCause {
 	m, err := meta.Accessor(obj)
@@ -24,6 +24,7 @@ func beforeCreate(strategy rest.RESTCreateStrategy, ctx context.Context, obj run
 	if m.GetGenerateName() != "" && m.GetName() == "" {
 		m.SetName(stable(strategy.GenerateName(m.GetGenerateName())))
 	}
+	serviceBegin(obj, nil) // the storage's BeginCreate hook (service.go)
 	if err := rest.BeforeCreate(strategy, ctx, obj); err != nil {
 		return statusCauses(err)
 	}

@@ -69,6 +69,7 @@ func builtinUpdateErrors(obj, old map[string]interface{}) (causes []metav1.Statu
 	if newObj == nil {
 		return nil
 	}
+	serviceBegin(newObj, oldObj) // the storage's BeginUpdate hook (service.go)
 	if err := rest.BeforeUpdate(update, ctx, newObj, oldObj); err != nil {
 		return statusCauses(err)
 	}
