@@ -212,6 +212,8 @@ class _Check:
         quotas, scale = self._quota_problems(unreachable)
         samples, sample_scale = podsets.sample_problems(self.root, self.cluster, self.objects, self.pools, self.rel, self.ctx,
                                                         unreachable, self.locate, self.config, self.fits)
+        quoted = {k for q in quotas for k in q.causes if k[0] == "resource"}  # a resource no node offers is the cause only with its quota
+        samples = [replace(p, causes=frozenset(k for k in p.causes if k[0] != "resource" or k in quoted)) for p in samples]
         out = self._fold(problems + quotas + samples, roots, self._root_finding)
         return out + self._fold(scale + sample_scale, {}, self._scale_finding)
 
@@ -231,7 +233,7 @@ class _Check:
                     continue
                 pools = list({p.address: p for fc in subset for p in fc.pools}.values())
                 total = sum((fc.nominal_total for fc in subset), Decimal(0))
-                cap = sum((p.allocatable()[res] for p in pools), Decimal(0))
+                cap = sum((p.allocatable().get(res, Decimal(0)) for p in pools), Decimal(0))
                 if total > cap:
                     failed.append(names)
                     # An empty pool is the cause when nothing else backs the quota, or when one node of it would and a
@@ -241,9 +243,9 @@ class _Check:
                               if not pools or (cap + p.node_capacity()[res] >= total and self._singled_out(p, subset))}
                     causes |= {("flavor", n) for n in names & unreachable}
                     errors.append(self._quota_problem(subset, res, total, cap, pools, frozenset(causes)))
-                elif total > sum((p.allocatable(p.min_nodes)[res] for p in pools), Decimal(0)) and not any(w <= names for w in warned):
+                elif total > sum((p.allocatable(p.min_nodes).get(res, Decimal(0)) for p in pools), Decimal(0)) and not any(w <= names for w in warned):
                     warned.append(names)
-                    mincap = sum((p.allocatable(p.min_nodes)[res] for p in pools), Decimal(0))
+                    mincap = sum((p.allocatable(p.min_nodes).get(res, Decimal(0)) for p in pools), Decimal(0))
                     warnings.append(Problem([], frozenset(("scale", p.address) for p in pools if p.min_nodes < p.count),
                                             f"{flavors_named(names)} {res} quota {format_quantity(res, total)} needs more than the "
                                             f"{format_quantity(res, mincap)} at min_count (up to {format_quantity(res, cap)})"))
@@ -265,7 +267,8 @@ class _Check:
         def with_(p: Pool) -> str:
             partners = sorted(v for v in via.get(p.address, ()) if v != "alone")
             return f" (pods with {' or '.join(partners)})" if partners and "alone" not in via.get(p.address, ()) else ""
-        pools_text = "; ".join(f"{p.where()}: {format_quantity(res, p.allocatable()[res])} allocatable{with_(p)}" for p in pools) or f"no pool in {self.rel} matches"
+        pools_offer = any(res in p.node_allocatable() for p in self.pools)  # else no node advertises it: the resource is the cause
+        pools_text = "; ".join(f"{p.where()}: {format_quantity(res, p.allocatable().get(res, Decimal(0)))} allocatable{with_(p)}" for p in pools) or f"no pool in {self.rel} matches"
         scaled = " at max_count" if any(p.autoscaled for p in pools) else ""
         who = f"flavor {subset[0].flavor}" if len(subset) == 1 else f"flavors {', '.join(sorted(fc.flavor for fc in subset))}"
         whose = "the pools the flavor's pods can land on" if len(subset) == 1 else "the pools these flavors share"
@@ -280,7 +283,7 @@ class _Check:
                             f"{', '.join(cq['metadata']['name'] for cq in cqs)} {who} {res}: declared nominal quota "
                             f"{format_quantity(res, total)} in total ({per_queue}) exceeds the allocatable{scaled} "
                             f"{format_quantity(res, cap)} of {whose} ({pools_text}; tfvars {self.rel}); admitted workloads would pend forever",
-                            self._quota_hint(res, cap, *variables[(file, line)]) + fit_hints.tainted_out(
+                            (fit_hints.quota_hint(res, cap, self.rel, *variables[(file, line)]) if pools_offer else fit_hints.missing_resource(res, self.pools, 'quota')) + fit_hints.tainted_out(
                                 self.pools, pools, [placement.flavors_of(list(self.flavors.values()))[fc.flavor] for fc in subset], res),
                             self.ctx) for (file, line), cqs in at.items()]
         wrong = sku_component.wrong_component(self.root, [f.file for f in findings], pools)
@@ -289,19 +292,9 @@ class _Check:
             findings.sort(key=lambda f: -share[(f.file, f.line)])
             others = ", ".join(f"{f.location()} ({f.resource})" for f in findings[1:])
             findings = [replace(findings[0], message=f"{findings[0].message}; the other quotas of this total are written at {others}")]
-        causes |= {("component", *wrong)} if wrong else set()
+        causes |= ({("component", *wrong)} if wrong else set()) | ({("resource", res)} if not pools_offer else set())
         backing = "no capacity" if cap == 0 else f"only {format_quantity(res, cap)}" + ("" if wrong else " on the other pools")
         return Problem(findings, causes, f"the {res} quota {format_quantity(res, total)} of {flavors_named(fc.flavor for fc in subset)} ({per_queue}) has {backing} behind it")
-
-    def _quota_hint(self, res: str, cap: Decimal, var: str | None = None, written: str = "") -> str:
-        pool = f"or grow the pool (its node count or max_count in {self.rel})"
-        total = f"so that the {res} quotas total at most {format_quantity(res, cap)}"
-        if var and written:
-            return f"lower {var} here (Flux substitutes it for the ${{{var}}} of the {res} nominalQuota at {written}) {total}, {pool}"
-        if var:
-            return (f"lower the default of ${{{var}}} written here, which this cluster's layer does not set (or set {var} in its "
-                    f"spec.postBuild.substitute), {total}, {pool}")
-        return f"lower the {res} nominalQuota values written here so that they total at most {format_quantity(res, cap)}, {pool}"
 
     # -- root causes -------------------------------------------------------------------------------------
     def _fold(self, problems: list[Problem], roots: dict, make) -> list[Finding]:
@@ -327,6 +320,10 @@ class _Check:
     def _root_finding(self, key: tuple[str, str], covered: list[Problem]) -> Finding:
         if key[0] == "flavor":
             return self._flavor_finding(key[1], follow_ons(covered))
+        if key[0] == "resource":  # the quota of a resource no node advertises, with the sample pods that request it
+            root = next(p for p in covered if p.summary and p.findings)
+            rest = follow_ons([p for p in covered if p is not root])
+            return replace(root.findings[0], message=root.findings[0].message + (f"; so {'; '.join(rest)}" if rest else ""))
         if key[0] == "component":
             dirs = [self.cluster.entry.dir, *(b.dir for b in self.cluster.flux), *self.config.queue_overlays]
             return sku_component.root_finding(self.root, self.cluster, dirs, *key[1:3], self.pools, follow_ons(covered), self.ctx, self.sources.locate)
