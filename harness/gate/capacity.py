@@ -240,7 +240,7 @@ class _Check:
                     # flavor singles it out (the queues rely on it); else the quota written is (an optional pool left at 0).
                     empty = {p.address: p for fc in subset for p in fc.empty}.values()
                     causes = {("pool", p.address) for p in empty
-                              if not pools or (cap + p.node_capacity()[res] >= total and self._singled_out(p, subset))}
+                              if not pools or (cap + {**p.node_allocatable(), **p.node_capacity()}.get(res, Decimal(0)) >= total and self._singled_out(p, subset))}
                     causes |= {("flavor", n) for n in names & unreachable}
                     errors.append(self._quota_problem(subset, res, total, cap, pools, frozenset(causes)))
                 elif total > sum((p.allocatable(p.min_nodes).get(res, Decimal(0)) for p in pools), Decimal(0)) and not any(w <= names for w in warned):
