@@ -16,7 +16,8 @@ Decisions (see RULES):
   tolerating it, `default`'s cpu/memory quota is backed by the CPU pool (CPU-only pods) and by the
   GPU pool (GPU pods, which carry flavor gpu's toleration): both pools count, each once.
 - Quota sums per resource are compared with what the pools' nodes give pods (node allocatable x nodes: vCPU and memory less
-  AKS's kube-reserved and eviction threshold, GPUs), what kube-scheduler fits pods against,
+  AKS's kube-reserved and eviction threshold, GPUs, less the requests of the rendered DaemonSets' pods on each node:
+  harness.gate.daemonsets), what kube-scheduler fits pods against,
   for every flavor and for every set of flavors that share pools (a pool is counted once for
   the set, so two flavors cannot both claim it in full); only the smallest failing set is reported.
   Above that, the quota cannot be met whatever runs on the nodes.
@@ -40,7 +41,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from harness.core import format_quantity
-from harness.gate import assumed, fit_hints, kueue_fit, node_settings, placement, podsets, quota, sku_component, substitution
+from harness.gate import assumed, daemonsets, fit_hints, kueue_fit, node_settings, placement, podsets, quota, sku_component, substitution
 from harness.gate.origin import node_at, segments
 from harness.gate.writers import Writers, Written
 from harness.gate.findings import Finding
@@ -58,7 +59,8 @@ from harness.gate.terraform import TERRAFORM_DIR, TerraformConfig, TerraformErro
 RULES = {
     "capacity-terraform": "terraform/ parses, and every cluster has terraform/clusters/<name>.tfvars (or .tfvars.json) naming it",
     "capacity-unknown-sku": f"every node pool's vm_size is in {SKU_FILE_REL} or under `skus:` of the gate configuration ({CONFIG_FILE})",
-    "capacity-autoscaling": "autoscaling pools use the pinned azurerm version's attribute names and set min_count <= max_count, and node_count (when set) within them",
+    "capacity-autoscaling": "autoscaling pools use the pinned azurerm version's attribute names and set min_count <= max_count, min_count >= 1 on a "
+                            "system pool (harness/gate/autoscaling.py), and node_count (when set) within them",
     "capacity-quota": "per resource, the nominal quotas of a flavor (or of flavors sharing pools) <= the allocatable (what kube-scheduler fits pods against: vCPU and memory less AKS's reservation, GPUs) of the pools their pods can land on",
     "capacity-scale-up": "warning: quotas and sample pod sets fit the autoscaling pools at min_count (else admitted jobs wait for scale-up)",
     "capacity-empty-pool": "no pool the queues or samples rely on has 0 nodes (reported once, at the node count, with what depends on it)",
@@ -164,6 +166,7 @@ class _Check:
         self.owner = {id(o): b for b, o in cluster.applied()}  # the layer that applies each object
         self.shared: dict[Finding, tuple] = {}  # capacity_findings' `shared`: empty-pool findings it may fold across clusters
         self.objects = [o for _, o in cluster.applied() if resource_id(o) not in refused]
+        self.pools = pools = daemonsets.on_pools(self.objects, pools)  # each node less what the DaemonSets' pods take of it
         self.flavors = {name_key(as_map(o.get("metadata")).get("name")): o for o in self.objects if o.get("kind") == "ResourceFlavor"}
         self.cqs = [o for o in self.objects if o.get("kind") == "ClusterQueue"]
         # The tolerations the samples' and the applied Ray objects' pod templates write themselves count for the flavors'

@@ -107,6 +107,8 @@ class Pool:
     os_disk_gib: int = DEFAULT_OS_DISK_GIB  # os_disk_size_gb: the kubelet's root filesystem, its ephemeral-storage
     os: str = "linux"  # kubernetes.io/os of its nodes: "windows" for os_type = "Windows" (or a Windows os_sku)
     settings: dict[str, tuple[object, Origin]] = field(default_factory=dict)  # SETTINGS the pool writes, with where
+    daemons: dict[str, Decimal] = field(default_factory=dict)  # what the rendered DaemonSets' pods take of each node (harness.gate.daemonsets)
+    daemon_names: tuple[str, ...] = ()
 
     @property
     def linux(self) -> bool:
@@ -128,7 +130,8 @@ class Pool:
 
     def where(self) -> str:
         zone = f", zone {self.zone}" if self.zone not in (None, "0") and len(self.zones) > 1 else ""
-        return f"{self.file}:{self.line} {self.address} (pool {self.name}{zone}, {self.size()})"
+        daemons = f", less DaemonSet {', '.join(self.daemon_names)}'s pod on each node" if self.daemon_names else ""
+        return f"{self.file}:{self.line} {self.address} (pool {self.name}{zone}, {self.size()}{daemons})"
 
     def node_capacity(self) -> dict[str, Decimal]:
         """One node's capacity: the size's cpu, memory and GPUs, and the kubelet's disk as ephemeral-storage (none when unjudged)."""
@@ -159,7 +162,8 @@ class Pool:
 
     def allocatable(self, nodes: int | None = None) -> dict[str, Decimal]:
         """What pods get of `nodes` nodes (default: all, at max_count for an autoscaling pool): what kube-scheduler fits them
-        against, node allocatable (capacity less AKS's kube-reserved and eviction threshold), per node."""
+        against, node allocatable (capacity less AKS's kube-reserved and eviction threshold) less the requests of the rendered
+        DaemonSets' pods on each node (`daemons`), per node."""
         n = self.count if nodes is None else nodes
         return {k: v * n for k, v in self.node_allocatable().items()}
 
@@ -168,7 +172,8 @@ class Pool:
             return {}
         # The kubelet's hard eviction on AKS keeps nodefs.available >= 10%: pods get the other 90% of the disk.
         disk = {"ephemeral-storage": (c * Decimal("0.9")).to_integral_value()} if (c := self.node_capacity().get("ephemeral-storage")) else {}
-        return {**allocatable(self.sku, self.max_pods), **self.mig(), **disk, "pods": Decimal(self.max_pods)}
+        offered = {**allocatable(self.sku, self.max_pods), **self.mig(), **disk, "pods": Decimal(self.max_pods)}
+        return {r: max(q - self.daemons.get(r, Decimal(0)), Decimal(0)) for r, q in offered.items()}  # the DaemonSets' pods take theirs
 
     def node_taints(self) -> list[dict]:
         return [matching.taint_dict(t) for t in self.taints]

@@ -145,3 +145,38 @@ def test_node_count_zero_on_an_autoscaling_pool_is_min_count(repo_copy: Path):
     edit(repo_copy, POOLS, "  count = var.gpu_node_count > 0 ? 1 : 0\n", "")
     found = _autoscaling(repo_copy)
     assert found == [], text(found)
+
+
+NODE_AGENT = """apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: node-agent, namespace: ray}
+spec:
+  selector: {matchLabels: {app: node-agent}}
+  template:
+    metadata: {labels: {app: node-agent}}
+    spec:%s
+      initContainers:
+        - {name: setup, image: busybox:1.36, resources: {requests: {cpu: "%s"}}}
+      containers:
+        - {name: agent, image: busybox:1.36, resources: {requests: {cpu: 100m, memory: 64Mi}}}
+"""
+
+
+def _node_agent(root: Path, init_cpu: str, selector: str = "") -> None:
+    (root / "base/node-agent.yaml").write_text(NODE_AGENT % (selector, init_cpu))
+    edit(root, "base/kustomization.yaml", "  - namespace.yaml\n", "  - namespace.yaml\n  - node-agent.yaml\n")
+
+
+def test_a_daemonsets_pods_take_their_requests_of_every_node_they_land_on(repo_copy: Path):
+    """dev's NC24ads node gives pods 23.66 CPU and its queue 23; a DaemonSet whose init container asks 1 CPU (the pod's
+    request, above its containers' 100m) leaves 22.66 on it: the quota is over-committed (the system pool's taint keeps it off)."""
+    _node_agent(repo_copy, "1")
+    found = [f for f in _errors(repo_copy) if "cluster dev-westus3" in f.context]
+    assert [(f.rule, f.file, f.line) for f in found] == [("capacity-quota", NC24, 11)], text(found)
+    assert "22.66" in found[0].message and "DaemonSet node-agent" in found[0].message, found[0].message
+
+
+def test_a_daemonset_kept_off_the_pool_by_its_selector_takes_nothing_of_it(repo_copy: Path):
+    _node_agent(repo_copy, "1", "\n      nodeSelector: {agentpool: system}\n      tolerations: [{key: CriticalAddonsOnly, operator: Exists}]")
+    found = _errors(repo_copy)
+    assert found == [], text(found)
