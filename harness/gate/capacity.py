@@ -16,7 +16,8 @@ Decisions (see RULES):
   tolerating it, `default`'s cpu/memory quota is backed by the CPU pool (CPU-only pods) and by the
   GPU pool (GPU pods, which carry flavor gpu's toleration): both pools count, each once.
 - Quota sums per resource are compared with what the pools' nodes give pods (node allocatable x nodes: vCPU and memory less
-  AKS's kube-reserved and eviction threshold, GPUs), what kube-scheduler fits pods against,
+  AKS's kube-reserved and eviction threshold, GPUs, less the requests of the rendered DaemonSets' pods on each node:
+  harness.gate.daemonsets), what kube-scheduler fits pods against,
   for every flavor and for every set of flavors that share pools (a pool is counted once for
   the set, so two flavors cannot both claim it in full); only the smallest failing set is reported.
   Above that, the quota cannot be met whatever runs on the nodes.
@@ -40,7 +41,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from harness.core import format_quantity
-from harness.gate import assumed, fit_hints, kueue_fit, node_settings, placement, podsets, quota, sku_component, substitution
+from harness.gate import assumed, daemonsets, fit_hints, kueue_fit, node_settings, placement, podsets, quota, sku_component, substitution
 from harness.gate.origin import node_at, segments
 from harness.gate.writers import Writers, Written
 from harness.gate.findings import Finding
@@ -58,7 +59,8 @@ from harness.gate.terraform import TERRAFORM_DIR, TerraformConfig, TerraformErro
 RULES = {
     "capacity-terraform": "terraform/ parses, and every cluster has terraform/clusters/<name>.tfvars (or .tfvars.json) naming it",
     "capacity-unknown-sku": f"every node pool's vm_size is in {SKU_FILE_REL} or under `skus:` of the gate configuration ({CONFIG_FILE})",
-    "capacity-autoscaling": "autoscaling pools use the pinned azurerm version's attribute names and set min_count <= max_count, and node_count (when set) within them",
+    "capacity-autoscaling": "autoscaling pools use the pinned azurerm version's attribute names and set min_count <= max_count, min_count >= 1 on a "
+                            "system pool (harness/gate/autoscaling.py), and node_count (when set) within them",
     "capacity-quota": "per resource, the nominal quotas of a flavor (or of flavors sharing pools) <= the allocatable (what kube-scheduler fits pods against: vCPU and memory less AKS's reservation, GPUs) of the pools their pods can land on",
     "capacity-scale-up": "warning: quotas and sample pod sets fit the autoscaling pools at min_count (else admitted jobs wait for scale-up)",
     "capacity-empty-pool": "no pool the queues or samples rely on has 0 nodes (reported once, at the node count, with what depends on it)",
@@ -164,6 +166,7 @@ class _Check:
         self.owner = {id(o): b for b, o in cluster.applied()}  # the layer that applies each object
         self.shared: dict[Finding, tuple] = {}  # capacity_findings' `shared`: empty-pool findings it may fold across clusters
         self.objects = [o for _, o in cluster.applied() if resource_id(o) not in refused]
+        self.pools = pools = daemonsets.on_pools(self.objects, pools)  # each node less what the DaemonSets' pods take of it
         self.flavors = {name_key(as_map(o.get("metadata")).get("name")): o for o in self.objects if o.get("kind") == "ResourceFlavor"}
         self.cqs = [o for o in self.objects if o.get("kind") == "ClusterQueue"]
         # The tolerations the samples' and the applied Ray objects' pod templates write themselves count for the flavors'
@@ -212,6 +215,8 @@ class _Check:
         quotas, scale = self._quota_problems(unreachable)
         samples, sample_scale = podsets.sample_problems(self.root, self.cluster, self.objects, self.pools, self.rel, self.ctx,
                                                         unreachable, self.locate, self.config, self.fits)
+        quoted = {k for q in quotas for k in q.causes if k[0] == "resource"}  # a resource no node offers is the cause only with its quota
+        samples = [replace(p, causes=frozenset(k for k in p.causes if k[0] != "resource" or k in quoted)) for p in samples]
         out = self._fold(problems + quotas + samples, roots, self._root_finding)
         return out + self._fold(scale + sample_scale, {}, self._scale_finding)
 
@@ -231,19 +236,19 @@ class _Check:
                     continue
                 pools = list({p.address: p for fc in subset for p in fc.pools}.values())
                 total = sum((fc.nominal_total for fc in subset), Decimal(0))
-                cap = sum((p.allocatable()[res] for p in pools), Decimal(0))
+                cap = sum((p.allocatable().get(res, Decimal(0)) for p in pools), Decimal(0))
                 if total > cap:
                     failed.append(names)
                     # An empty pool is the cause when nothing else backs the quota, or when one node of it would and a
                     # flavor singles it out (the queues rely on it); else the quota written is (an optional pool left at 0).
                     empty = {p.address: p for fc in subset for p in fc.empty}.values()
                     causes = {("pool", p.address) for p in empty
-                              if not pools or (cap + p.node_capacity()[res] >= total and self._singled_out(p, subset))}
+                              if not pools or (cap + {**p.node_allocatable(), **p.node_capacity()}.get(res, Decimal(0)) >= total and self._singled_out(p, subset))}
                     causes |= {("flavor", n) for n in names & unreachable}
                     errors.append(self._quota_problem(subset, res, total, cap, pools, frozenset(causes)))
-                elif total > sum((p.allocatable(p.min_nodes)[res] for p in pools), Decimal(0)) and not any(w <= names for w in warned):
+                elif total > sum((p.allocatable(p.min_nodes).get(res, Decimal(0)) for p in pools), Decimal(0)) and not any(w <= names for w in warned):
                     warned.append(names)
-                    mincap = sum((p.allocatable(p.min_nodes)[res] for p in pools), Decimal(0))
+                    mincap = sum((p.allocatable(p.min_nodes).get(res, Decimal(0)) for p in pools), Decimal(0))
                     warnings.append(Problem([], frozenset(("scale", p.address) for p in pools if p.min_nodes < p.count),
                                             f"{flavors_named(names)} {res} quota {format_quantity(res, total)} needs more than the "
                                             f"{format_quantity(res, mincap)} at min_count (up to {format_quantity(res, cap)})"))
@@ -265,7 +270,8 @@ class _Check:
         def with_(p: Pool) -> str:
             partners = sorted(v for v in via.get(p.address, ()) if v != "alone")
             return f" (pods with {' or '.join(partners)})" if partners and "alone" not in via.get(p.address, ()) else ""
-        pools_text = "; ".join(f"{p.where()}: {format_quantity(res, p.allocatable()[res])} allocatable{with_(p)}" for p in pools) or f"no pool in {self.rel} matches"
+        pools_offer = any(res in p.node_allocatable() for p in self.pools)  # else no node advertises it: the resource is the cause
+        pools_text = "; ".join(f"{p.where()}: {format_quantity(res, p.allocatable().get(res, Decimal(0)))} allocatable{with_(p)}" for p in pools) or f"no pool in {self.rel} matches"
         scaled = " at max_count" if any(p.autoscaled for p in pools) else ""
         who = f"flavor {subset[0].flavor}" if len(subset) == 1 else f"flavors {', '.join(sorted(fc.flavor for fc in subset))}"
         whose = "the pools the flavor's pods can land on" if len(subset) == 1 else "the pools these flavors share"
@@ -280,7 +286,7 @@ class _Check:
                             f"{', '.join(cq['metadata']['name'] for cq in cqs)} {who} {res}: declared nominal quota "
                             f"{format_quantity(res, total)} in total ({per_queue}) exceeds the allocatable{scaled} "
                             f"{format_quantity(res, cap)} of {whose} ({pools_text}; tfvars {self.rel}); admitted workloads would pend forever",
-                            self._quota_hint(res, cap, *variables[(file, line)]) + fit_hints.tainted_out(
+                            (fit_hints.quota_hint(res, cap, self.rel, *variables[(file, line)]) if pools_offer else fit_hints.missing_resource(res, self.pools, 'quota')) + fit_hints.tainted_out(
                                 self.pools, pools, [placement.flavors_of(list(self.flavors.values()))[fc.flavor] for fc in subset], res),
                             self.ctx) for (file, line), cqs in at.items()]
         wrong = sku_component.wrong_component(self.root, [f.file for f in findings], pools)
@@ -289,19 +295,9 @@ class _Check:
             findings.sort(key=lambda f: -share[(f.file, f.line)])
             others = ", ".join(f"{f.location()} ({f.resource})" for f in findings[1:])
             findings = [replace(findings[0], message=f"{findings[0].message}; the other quotas of this total are written at {others}")]
-        causes |= {("component", *wrong)} if wrong else set()
+        causes |= ({("component", *wrong)} if wrong else set()) | ({("resource", res)} if not pools_offer else set())
         backing = "no capacity" if cap == 0 else f"only {format_quantity(res, cap)}" + ("" if wrong else " on the other pools")
         return Problem(findings, causes, f"the {res} quota {format_quantity(res, total)} of {flavors_named(fc.flavor for fc in subset)} ({per_queue}) has {backing} behind it")
-
-    def _quota_hint(self, res: str, cap: Decimal, var: str | None = None, written: str = "") -> str:
-        pool = f"or grow the pool (its node count or max_count in {self.rel})"
-        total = f"so that the {res} quotas total at most {format_quantity(res, cap)}"
-        if var and written:
-            return f"lower {var} here (Flux substitutes it for the ${{{var}}} of the {res} nominalQuota at {written}) {total}, {pool}"
-        if var:
-            return (f"lower the default of ${{{var}}} written here, which this cluster's layer does not set (or set {var} in its "
-                    f"spec.postBuild.substitute), {total}, {pool}")
-        return f"lower the {res} nominalQuota values written here so that they total at most {format_quantity(res, cap)}, {pool}"
 
     # -- root causes -------------------------------------------------------------------------------------
     def _fold(self, problems: list[Problem], roots: dict, make) -> list[Finding]:
@@ -327,6 +323,10 @@ class _Check:
     def _root_finding(self, key: tuple[str, str], covered: list[Problem]) -> Finding:
         if key[0] == "flavor":
             return self._flavor_finding(key[1], follow_ons(covered))
+        if key[0] == "resource":  # the quota of a resource no node advertises, with the sample pods that request it
+            root = next(p for p in covered if p.summary and p.findings)
+            rest = follow_ons([p for p in covered if p is not root])
+            return replace(root.findings[0], message=root.findings[0].message + (f"; so {'; '.join(rest)}" if rest else ""))
         if key[0] == "component":
             dirs = [self.cluster.entry.dir, *(b.dir for b in self.cluster.flux), *self.config.queue_overlays]
             return sku_component.root_finding(self.root, self.cluster, dirs, *key[1:3], self.pools, follow_ons(covered), self.ctx, self.sources.locate)

@@ -8,7 +8,9 @@ of its pods. The cause is the one thing to change, named where it is written:
   GPU pool), or for ephemeral-storage the disk the kubelet keeps it on: the OS disk (os_disk_size_gb), or with
   kubelet_disk_type = "Temporary" the VM size's temp disk.
 
-And for `capacity-quota` (`tainted_out`): a pool the flavor selects by its labels but whose taint it does not tolerate.
+And for `capacity-quota` (`tainted_out`): a pool the flavor selects by its labels but whose taint it does not tolerate;
+`quota_hint`, lowering the quota where it is written. For both, `missing_resource`: a resource no node of the pools
+advertises (a MIG profile the pool's gpu_instance does not give: the instances it does give).
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from harness.core import format_quantity
 from harness.gate.matching import taint_text
 from harness.gate.placement import Flavor, PodView, groups_of, landing
 from harness.gate.pools import Pool, node_matches, untolerated
+from harness.gate.sku import MIG_PROFILES, mig_resources
 
 
 def fits(pool: Pool, need: dict[str, Decimal]) -> bool:
@@ -77,3 +80,31 @@ def tainted_out(pools: list[Pool], counted: list[Pool], flavors: list[Flavor], r
 
 def _toleration(taint: dict) -> dict:
     return {"key": taint.get("key"), "operator": "Equal", "value": taint.get("value") or "", "effect": taint.get("effect")}
+
+
+def quota_hint(res: str, cap: Decimal, rel: str, var: str | None = None, written: str = "") -> str:
+    """For `capacity-quota`: lower the quota where it is written (the ${VAR} Flux substitutes, when it is one), or grow the pool."""
+    pool = f"or grow the pool (its node count or max_count in {rel})"
+    total = f"so that the {res} quotas total at most {format_quantity(res, cap)}"
+    if var and written:
+        return f"lower {var} here (Flux substitutes it for the ${{{var}}} of the {res} nominalQuota at {written}) {total}, {pool}"
+    if var:
+        return (f"lower the default of ${{{var}}} written here, which this cluster's layer does not set (or set {var} in its "
+                f"spec.postBuild.substitute), {total}, {pool}")
+    return f"lower the {res} nominalQuota values written here so that they total at most {format_quantity(res, cap)}, {pool}"
+
+
+def missing_resource(res: str, pools: list[Pool], asked: str) -> str:
+    """The fix when no node of `pools` advertises `res` (`asked`: "request" or "quota"): for a MIG instance, the MIG
+    instances the pools do advertise, and the gpu_instance that would give `res`; else what advertises the resource."""
+    mig = sorted({r for p in pools for r in p.node_allocatable() if r.startswith("nvidia.com/mig-")})
+    profile = next((m for m in MIG_PROFILES if any(p.sku and res in mig_resources(p.sku, m) for p in pools)), None) \
+        if res.startswith("nvidia.com/mig-") else None
+    other = f"set gpu_instance = {profile} on the GPU pool (its nodes then advertise {res})" if profile else ""
+    if mig:
+        written = "; ".join(dict.fromkeys(f"{o.text} at {o.where()}" for p in pools if (o := p.settings.get("gpu_instance", (None, None))[1])))
+        return f"{'declare the quota on' if asked == 'quota' else asked} {' or '.join(mig)} instead, the MIG instances the pools advertise ({written})" + (f", or {other}" if other else "")
+    if other:
+        return f"drop the {res} {asked}, or {other}"
+    return (f"drop the {res} {asked}, or install what advertises it on the nodes ("
+            + ("AKS node pools pre-allocate no huge pages)" if res.startswith("hugepages-") else "an extended resource needs its device plugin)"))

@@ -20,6 +20,7 @@ from harness.gate.findings import Finding
 from harness.gate.helper import helper
 from harness.gate.matching import taint_dict
 from harness.gate.pools import Pool
+from harness.gate.sku import MIG_PROFILES
 from harness.gate.sources import as_list, as_map
 
 RULES = {
@@ -27,7 +28,8 @@ RULES = {
                               "--node-labels (no kubernetes.io / k8s.io label outside its allowed set) and the apiserver's Node validation "
                               "(label syntax; taints key=value:Effect with NoSchedule, PreferNoSchedule or NoExecute); no Spot-only setting "
                               "(eviction_policy, spot_max_price other than -1) on a pool whose priority is Regular (azurerm refuses it at apply); no "
-                              "gpu_instance_profile (azurerm names the MIG profile gpu_instance: `terraform plan` refuses it)",
+                              "gpu_instance_profile (azurerm names the MIG profile gpu_instance: `terraform plan` refuses it); a gpu_instance azurerm's schema "
+                              "accepts (MIG1g, MIG2g, MIG3g, MIG4g or MIG7g, case-sensitive)",
     "capacity-spot-system-pool": "no node pool in mode System has priority = \"Spot\" (AKS refuses Spot system pools: the apply fails)",
     "capacity-gpu-mig": "warning: a GPU pool with gpu_instance (MIG) is named: its nodes advertise MIG instances under a resource name "
                         "the device plugin's MIG strategy decides (nvidia.com/gpu with `single`, nvidia.com/mig-<profile> with `mixed`, "
@@ -64,14 +66,22 @@ def pool_setting_findings(pools: list[Pool], context: str) -> list[Finding]:
                                "has no such argument (the MIG profile is `gpu_instance`), so `terraform plan` fails (\"An argument named "
                                "\"gpu_instance_profile\" is not expected here\"); the capacity checks read it as gpu_instance", "rename it to gpu_instance", context))
         profile, at = pool.settings.get("gpu_instance", (None, None))
-        if profile:
-            counted = ", ".join(f"{n} {k}" for k, n in pool.mig().items()) or f"{pool.sku.gpus if pool.sku else 'its'} whole nvidia.com/gpu"
+        if profile and str(profile) not in MIG_PROFILES:  # azurerm's schema: validation.StringInSlice(MIG1g..MIG7g, false), case-sensitive
+            near = next((p for p in MIG_PROFILES if p.lower() == str(profile).lower()), None)
+            out.append(Finding(at.file, at.line, pool.address, "capacity-node-settings",
+                               f"{pool.address} (pool {pool.name}) sets gpu_instance = {profile!r} ({at.text} at {at.where()}): azurerm's schema "
+                               f"accepts only {', '.join(MIG_PROFILES)} (case-sensitive), so `terraform plan` fails (\"expected gpu_instance to be "
+                               f"one of [{' '.join(f'{chr(34)}{p}{chr(34)}' for p in MIG_PROFILES)}], got {profile}\")", f"set gpu_instance to one of {', '.join(MIG_PROFILES)}"
+                               + (f" (did you mean {near}?)" if near else "") + ", or remove it to schedule whole GPUs", context))
+        elif profile:
+            per_gpu = MIG_PROFILES[str(profile)][1]
+            names = " and ".join(sorted(pool.mig())) or "nvidia.com/gpu"
             out.append(Finding(at.file, at.line, pool.address, "capacity-gpu-mig",
                                f"{pool.address} (pool {pool.name}) sets gpu_instance = {profile} ({at.where()}): its nodes advertise MIG "
                                "instances, not whole GPUs, under the name the device plugin's MIG strategy decides (`single`: nvidia.com/gpu "
                                "counts instances; `mixed`: nvidia.com/mig-<profile>; `none`: whole GPUs, which MIG leaves unusable), which "
-                               f"the gate cannot see; the capacity checks count {counted} per node, so quotas and requests under the "
-                               "other name pass here and pend on the cluster",
+                               f"the gate cannot see; the capacity checks count {per_gpu} instance(s) per GPU under {names}, so quotas and "
+                               "requests under the other name pass here and pend on the cluster",
                                "run the device plugin with the MIG strategy whose resource name the quotas and requests use (the GPU "
                                "Operator's mig.strategy, the device-plugin chart's migStrategy), or remove gpu_instance to schedule whole GPUs",
                                context, severity="warning"))

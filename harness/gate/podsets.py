@@ -175,8 +175,7 @@ def sample_problems(root: Path, cluster: ClusterRender, objects: list[dict], poo
                 if not any(short in p.node_allocatable() or short in p.unjudged for p in pools):  # no size, driver or setting of a pool gives it: no node helps
                     errors.append(Problem([finding("capacity-pod-fits-node", request_line(where, short), f" requests {asked}, but no node "
                                                    f"of any pool in {rel} offers {short}; Kueue would admit it and the pod would stay Pending",
-                                                   f"drop the {short} request, or install what advertises it on the nodes (AKS node pools "
-                                                   "pre-allocate no huge pages; an extended resource needs its device plugin)")]))
+                                                   fit_hints.missing_resource(short, pools, "request"))], frozenset({("resource", short)}), pod=label))
                     continue
                 offer = "; ".join(f"{p.where()} with allocatable " + ", ".join(f"{r} {format_quantity(r, p.node_allocatable()[r])}"
                                                                             for r in sorted(need) if r in p.node_allocatable()) for p in seen)

@@ -12,7 +12,7 @@ and tolerations let a pod onto a pool's nodes).
   kubernetes.io/os=windows and no taint: Linux pods (Ray's) never count it (`linux`).
 - Node counts: a pool with auto_scaling_enabled (azurerm v4; v3 spelled it enable_auto_scaling)
   has min_count..max_count nodes and counts at max_count (`count`), keeping `min_count` for the
-  scale-up warning; a fixed pool has node_count nodes. A pool whose `count` meta-argument is 0
+  scale-up warning (harness.gate.autoscaling notes what azurerm or AKS refuses); a fixed pool has node_count nodes. A pool whose `count` meta-argument is 0
   is kept with 0 nodes, so that findings can name the setting that emptied it (`count_origin`).
 - Matching is component-helpers' own (nodeaffinity, FindMatchingUntoleratedTaint; harness.gate.matching).
 """
@@ -23,7 +23,8 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
 
-from harness.gate import matching
+from harness.gate import autoscaling, matching
+from harness.gate.autoscaling import AUTOSCALING_KEYS
 from harness.gate.node_labels import aks_labels
 from harness.gate.sku import Sku, allocatable, mig_resources, repository_skus, sku_table
 from harness.gate.sources import as_list, as_map
@@ -34,7 +35,6 @@ SYSTEM_TAINT = "CriticalAddonsOnly=true:NoSchedule"
 SPOT_LABEL = "kubernetes.azure.com/scalesetpriority"
 SPOT_TAINT = f"{SPOT_LABEL}=spot:NoSchedule"
 SETTINGS = ("priority", "gpu_instance", "gpu_instance_profile", "max_pods", "eviction_policy", "spot_max_price", "kubelet_disk_type")  # where written: for node_settings and podsets' findings
-AUTOSCALING_KEYS = {"auto_scaling_enabled": 4, "enable_auto_scaling": 3}  # attribute -> azurerm major version that spells it so
 
 
 class PoolSettingError(TerraformError):
@@ -107,6 +107,8 @@ class Pool:
     os_disk_gib: int = DEFAULT_OS_DISK_GIB  # os_disk_size_gb: the kubelet's root filesystem, its ephemeral-storage
     os: str = "linux"  # kubernetes.io/os of its nodes: "windows" for os_type = "Windows" (or a Windows os_sku)
     settings: dict[str, tuple[object, Origin]] = field(default_factory=dict)  # SETTINGS the pool writes, with where
+    daemons: dict[str, Decimal] = field(default_factory=dict)  # what the rendered DaemonSets' pods take of each node (harness.gate.daemonsets)
+    daemon_names: tuple[str, ...] = ()
 
     @property
     def linux(self) -> bool:
@@ -128,7 +130,8 @@ class Pool:
 
     def where(self) -> str:
         zone = f", zone {self.zone}" if self.zone not in (None, "0") and len(self.zones) > 1 else ""
-        return f"{self.file}:{self.line} {self.address} (pool {self.name}{zone}, {self.size()})"
+        daemons = f", less DaemonSet {', '.join(self.daemon_names)}'s pod on each node" if self.daemon_names else ""
+        return f"{self.file}:{self.line} {self.address} (pool {self.name}{zone}, {self.size()}{daemons})"
 
     def node_capacity(self) -> dict[str, Decimal]:
         """One node's capacity: the size's cpu, memory and GPUs, and the kubelet's disk as ephemeral-storage (none when unjudged)."""
@@ -159,7 +162,8 @@ class Pool:
 
     def allocatable(self, nodes: int | None = None) -> dict[str, Decimal]:
         """What pods get of `nodes` nodes (default: all, at max_count for an autoscaling pool): what kube-scheduler fits them
-        against, node allocatable (capacity less AKS's kube-reserved and eviction threshold), per node."""
+        against, node allocatable (capacity less AKS's kube-reserved and eviction threshold) less the requests of the rendered
+        DaemonSets' pods on each node (`daemons`), per node."""
         n = self.count if nodes is None else nodes
         return {k: v * n for k, v in self.node_allocatable().items()}
 
@@ -168,7 +172,8 @@ class Pool:
             return {}
         # The kubelet's hard eviction on AKS keeps nodefs.available >= 10%: pods get the other 90% of the disk.
         disk = {"ephemeral-storage": (c * Decimal("0.9")).to_integral_value()} if (c := self.node_capacity().get("ephemeral-storage")) else {}
-        return {**allocatable(self.sku, self.max_pods), **self.mig(), **disk}
+        offered = {**allocatable(self.sku, self.max_pods), **self.mig(), **disk, "pods": Decimal(self.max_pods)}
+        return {r: max(q - self.daemons.get(r, Decimal(0)), Decimal(0)) for r, q in offered.items()}  # the DaemonSets' pods take theirs
 
     def node_taints(self) -> list[dict]:
         return [matching.taint_dict(t) for t in self.taints]
@@ -287,9 +292,9 @@ class _Builder:
         if get("gpu_driver") is not None:
             pool.gpu_driver, pool.gpu_driver_origin = str(get("gpu_driver")), self.origin(block, "gpu_driver", body.get("gpu_driver"))
         key = next((k for k in AUTOSCALING_KEYS if k in body), None)
-        self.check_spelling(pool, block, body, key)
+        autoscaling.check_spelling(self, pool, block, body, key)
         if key and get(key) is True:
-            self.autoscaling(pool, block, body, key)
+            autoscaling.autoscaling(self, pool, block, body, key)
         else:
             fixed = [k for k in ("min_count", "max_count") if get(k) is not None]
             if fixed:
@@ -303,36 +308,6 @@ class _Builder:
                 pool.count_origin = self.origin(block, "count" if block.count else "for_each", block.meta)
             pool.count, pool.min_count = 0, (0 if pool.autoscaled else None)
         return pool
-
-    def check_spelling(self, pool: Pool, block: Block, body: Body, key: str | None) -> None:
-        if key is None or self.major is None or AUTOSCALING_KEYS[key] == self.major:
-            return
-        pool.notes.append((body.get(key).file, body.get(key).line,
-                           f"{block.address}: `{key}` is the azurerm v{AUTOSCALING_KEYS[key]} name, but the provider is {self.provider} "
-                           f"(terraform/.terraform.lock.hcl, terraform/versions.tf), so `terraform plan` rejects it; read as the autoscaling switch here",
-                           f"rename it to `{self.switch}`" if self.major in AUTOSCALING_KEYS.values() else "use the autoscaling attribute of the pinned azurerm version"))
-
-    def autoscaling(self, pool: Pool, block: Block, body: Body, key: str) -> None:
-        missing = [k for k in ("min_count", "max_count") if self.value(block, body.get(k), k) is None]
-        if missing:
-            pool.notes.append((body.get(key).file, body.get(key).line,
-                               f"{block.address}: {key} = true without {' and '.join(missing)}; azurerm requires both for an autoscaling pool",
-                               "set min_count and max_count (the node range the autoscaler may use)"))
-        lo, hi = ("node_count" if "min_count" in missing else "min_count"), ("node_count" if "max_count" in missing else "max_count")
-        pool.min_count, pool.count = self.number(block, body.get(lo), lo, 1), self.number(block, body.get(hi), hi, 1)
-        pool.min_origin, pool.count_origin = self.origin(block, lo, body.get(lo), 1), self.origin(block, hi, body.get(hi), 1)
-        if pool.min_count > pool.count:
-            pool.notes.append((pool.min_origin.file, pool.min_origin.line,
-                               f"{block.address}: min_count {pool.min_count} is above max_count {pool.count} ({pool.count_origin.where()}); azurerm rejects it",
-                               "set min_count <= max_count"))
-            pool.min_count = pool.count
-        node_count = self.value(block, body.get("node_count"), "node_count") if "node_count" not in (lo, hi) else None
-        if isinstance(node_count, int) and not pool.min_count <= node_count <= pool.count:  # azurerm's expansion refuses it on create
-            at = self.origin(block, "node_count", body.get("node_count"))
-            pool.notes.append((at.file, at.line, f"{block.address}: node_count {node_count} ({at.text}) is outside min_count {pool.min_count}"
-                               f"..max_count {pool.count}; azurerm refuses it when auto scaling is enabled (\"`node_count`({node_count}) must be "
-                               f"equal to or {'greater' if node_count < pool.min_count else 'less'} than `{'min' if node_count < pool.min_count else 'max'}_count`\")",
-                               f"set {at.name} within {pool.min_count}..{pool.count} (or leave node_count unset)"))
 
 
 def cluster_pools(cfg: TerraformConfig, tfvars: dict, tfvars_rel: str | None = None) -> list[Pool]:

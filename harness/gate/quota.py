@@ -1,4 +1,5 @@
-"""The quota side of the capacity checks: per flavor and resource, the nominal quotas the ClusterQueues and Cohorts
+"""The quota side of the capacity checks: per flavor and resource (every resource a quota names, judged against what the
+pools' nodes advertise of it: none is 0), the nominal quotas the ClusterQueues and Cohorts
 declare and the node pools the pods charged to it can land on (harness.gate.placement.flavor_reach), and the sets of
 flavors whose quotas are compared together (capacity.py's rules)."""
 from __future__ import annotations
@@ -10,7 +11,6 @@ from decimal import Decimal
 from harness.core import parse_quantity
 from harness.gate import placement
 from harness.gate.pools import Pool
-from harness.gate.sku import RESOURCES
 from harness.gate.sources import as_map, as_maps, name_key
 
 MAX_SUBSET_FLAVORS = 8  # up to this many flavors per resource every set is checked; above, each flavor and each group sharing pools
@@ -33,11 +33,11 @@ class FlavorCapacity:
 
     @property
     def capacity(self) -> Decimal:
-        return sum((p.allocatable()[self.resource] for p in self.pools), Decimal(0))
+        return sum((p.allocatable().get(self.resource, Decimal(0)) for p in self.pools), Decimal(0))
 
     @property
     def min_capacity(self) -> Decimal:
-        return sum((p.allocatable(p.min_nodes)[self.resource] for p in self.pools), Decimal(0))
+        return sum((p.allocatable(p.min_nodes).get(self.resource, Decimal(0)) for p in self.pools), Decimal(0))
 
     @property
     def headroom(self) -> Decimal:
@@ -59,12 +59,14 @@ def capacities(objects: list[dict], pools: list[Pool], reach: dict) -> list[Flav
             for f in as_maps(g.get("flavors")):
                 for r in as_maps(f.get("resources")):
                     q = _q(r.get("nominalQuota", 0))
-                    if q is not None and r.get("name") in RESOURCES:
+                    if q is not None and isinstance(r.get("name"), str):  # every resource: a MIG instance, a device plugin's, pods
                         declared.setdefault((name_key(f.get("name")), r["name"]), []).append((cq, q))
     order = {p.address: i for i, p in enumerate(pools)}
     out = []
     for (fname, res), entries in sorted(declared.items(), key=lambda kv: kv[0]):
         hit = sorted(reach.get((fname, res), {}).values(), key=lambda pv: order.get(pv[0].address, len(order)))
+        if any(res in p.unjudged for p, _ in hit):
+            continue  # a pool whose amount of it the gate does not know (a temp disk of unknown size): no verdict
         out.append(FlavorCapacity(fname, res, entries, [p for p, _ in hit if p.count > 0 and p.sku], [p for p, _ in hit if p.count == 0],
                                   {p.address: via for p, via in hit}))
     return out

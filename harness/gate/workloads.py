@@ -145,7 +145,7 @@ def pod_sets(rayjob: dict, kueue_version: str | None = None, limit_ranges: list[
     Values of the wrong type or that are no quantity count as absent: the schema check reports them."""
     spec = _dict(rayjob.get("spec"))
     cluster = ray_cluster_spec(rayjob)[1]
-    head = _pod_requests(_dict(cluster.get("headGroupSpec")).get("template"), limit_ranges)
+    head = pod_requests(_dict(cluster.get("headGroupSpec")).get("template"), limit_ranges)
     mode = spec.get("submissionMode", "K8sJobMode") if rayjob.get("kind", "RayJob") == "RayJob" else None  # (a RayCluster's, RayService's: none)
     if mode == "SidecarMode" and releases.has("kueue", "sidecar-submitter-counted", kueue_version or versions.module("kueue")[1]):
         # KubeRay injects its default submitter container into the head pod (kueue#12726).
@@ -155,12 +155,12 @@ def pod_sets(rayjob: dict, kueue_version: str | None = None, limit_ranges: list[
     groups = cluster.get("workerGroupSpecs")
     for group in (g for g in (groups if isinstance(groups, list) else []) if isinstance(g, dict)):
         count = _count(group.get("replicas", 0)) * _count(group.get("numOfHosts", 1), default=1)
-        sets.append((str(group.get("groupName", "?")), count, _pod_requests(group.get("template"), limit_ranges)))
+        sets.append((str(group.get("groupName", "?")), count, pod_requests(group.get("template"), limit_ranges)))
     if mode == "K8sJobMode":
         # Without a submitterPodTemplate, Kueue charges KubeRay's default submitter; a template
         # without resources is charged nothing (seen on the real Kueue: usage stays at 68 CPU).
         template = spec.get("submitterPodTemplate")
-        submitter = _pod_requests(template, limit_ranges) if template else dict(SUBMITTER_DEFAULT_REQUESTS)
+        submitter = pod_requests(template, limit_ranges) if template else dict(SUBMITTER_DEFAULT_REQUESTS)
         sets.append(("submitter", 1, submitter))
     return sets
 
@@ -175,7 +175,7 @@ def _count(value, default: int = 0) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
-def _pod_requests(template: dict | None, limit_ranges: list[dict] = ()) -> dict[str, Decimal]:
+def pod_requests(template: dict | None, limit_ranges: list[dict] = ()) -> dict[str, Decimal]:
     """Per-pod requests as the pinned Kueue charges them (harness.gate.matching.pod_requests)."""
     return {name: parse_quantity(qty) for name, qty in matching.pod_requests(template, limit_ranges).items()}
 

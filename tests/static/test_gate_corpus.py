@@ -474,6 +474,8 @@ CORPUS = [
     ("gpu-pool-mig-profile", "capacity-gpu-mig", "terraform/node_pools.tf",
      lambda r: edit(r, "terraform/node_pools.tf", "  gpu_driver  = var.gpu_driver\n", '  gpu_driver  = var.gpu_driver\n  gpu_instance = "MIG1g"\n'),
      25, "warning"),
+    ("gpu-instance-outside-azurerm-set", "capacity-node-settings", "terraform/node_pools.tf",
+     lambda r: edit(r, "terraform/node_pools.tf", "  gpu_driver  = var.gpu_driver\n", '  gpu_driver  = var.gpu_driver\n  gpu_instance = "mig1g"\n'), 25),
     ("gpu-instance-profile-is-not-azurerm", "capacity-node-settings", "terraform/node_pools.tf",
      lambda r: edit(r, "terraform/node_pools.tf", "  gpu_driver  = var.gpu_driver\n", '  gpu_driver  = var.gpu_driver\n  gpu_instance_profile = "MIG1g"\n'),
      25),
