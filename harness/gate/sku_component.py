@@ -99,7 +99,7 @@ def flux_included_at(root: Path, cluster: ClusterRender, component: str, locate)
     for b in cluster.flux:
         for i, entry in enumerate(as_list(as_map(as_map(b.flux_kustomization).get("spec")).get("components"))):
             if isinstance(entry, str) and "\0" not in entry and (root / b.dir / entry).resolve() == target:
-                file, doc_line = locate(b.flux_kustomization, (f"clusters/{cluster.name}/",))
+                file, doc_line = locate(b.flux_kustomization, (cluster.folder,))
                 return file, line_at(root, file, doc_line, ["spec", "components", i])
     return None
 
