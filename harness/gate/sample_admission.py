@@ -135,7 +135,7 @@ def _sample_rules(ctx, root: Path, index: ClusterIndex, samples_file: str, line:
         have = sorted(str(as_map(o.get("metadata")).get("name")) for _, o in index.of_kind("WorkloadPriorityClass"))
         finding("sample-priority-class", f"label {PRIORITY_LABEL}={wpc!r} names no WorkloadPriorityClass of the cluster "
                 f"(have: {', '.join(have) or 'none'}): Kueue cannot create its Workload, so it is never admitted",
-                "use one of the cluster's WorkloadPriorityClasses (base/priority-classes.yaml) or add it there",
+                "use one of the cluster's WorkloadPriorityClasses or add it beside them",
                 field=f"metadata.labels[{PRIORITY_LABEL}]")
     missing: dict[tuple[str, str], list[str]] = {}  # (kind, name) -> the fields that name it
     for path, pod in pod_templates(job):

@@ -105,7 +105,7 @@ def flux_findings(root: Path, cfg: TerraformConfig, scopes: list[tuple[str, Eval
         name = fc.body.get("name")
         if name is None or name.value != "flux-system":
             out.append(Finding(name.file if name else fc.file, name.line if name else fc.line, fc.address, "terraform-flux-configuration",
-                               f"{fc.address} is named {name.value if name else None!r}; the GitRepository it creates must be flux-system, the sourceRef of clusters/*/*.yaml",
+                               f"{fc.address} is named {name.value if name else None!r}; the GitRepository it creates must be flux-system, the sourceRef of {clusters}/*/*.yaml",
                                'set name = "flux-system"'))
         for label, ev in scopes[1:]:
             block = ev.instance(fc.address)
