@@ -144,5 +144,5 @@ def _untrusted_accounts(sources: Sources, scopes: list[tuple[str, Evaluation]], 
                                f"ServiceAccount {ns}/{name} has annotation {CLIENT_ID_ANNOTATION}, but no azurerm_federated_identity_credential "
                                f"trusts {subject} ({' | '.join(refused)}): Azure refuses its pods' token exchange",
                                f'add an azurerm_federated_identity_credential with subject = "{subject}" to {TERRAFORM_DIR}/identity.tf, or '
-                               f"run the jobs as {first[0]}/{first[1]}"))
+                               f"run the jobs as {first.namespace}/{first.name}"))
     return out
