@@ -20,6 +20,7 @@ The file is checked against harness/schemas-for-data/gate-config.schema.json; a 
 from __future__ import annotations
 
 import json
+import posixpath
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -27,7 +28,7 @@ from pathlib import Path
 from harness.gate import DATA_SCHEMAS, origin
 from harness.gate.findings import Finding
 from harness.gate.sources import SourceError, kustomization_file, load_yaml, load_yaml_all, read_source
-from harness.gate.terraform import tfvars_rel
+from harness.gate.terraform import TERRAFORM_DIR, tfvars_rel
 from harness.gate.workloads import WORKLOADS_DIR
 
 CONFIG_FILE = ".ray-kueue-gate.yaml"
@@ -53,7 +54,9 @@ class Disable:
         """Whether `finding` is under the path: its file is, or it belongs to a cluster whose directory is."""
         if finding.rule not in self.rules:
             return False
-        prefix = self.path.rstrip("/")
+        prefix = self.path
+        if prefix == ".":
+            return True
         if finding.file == prefix or finding.file.startswith(prefix + "/"):
             return True
         cluster = prefix.removeprefix(clusters_dir.rstrip("/") + "/")
@@ -80,9 +83,13 @@ class GateConfig:
     file: str | None = None  # the configuration file read, None for the defaults
     findings: tuple[Finding, ...] = ()  # what is wrong with it
 
+    def cluster_dir(self, cluster: str) -> str:
+        """A cluster's directory with a trailing /, the prefix of its files (Sources.locate's preference)."""
+        return f"{self.clusters}/{cluster}/"
+
     def cluster_file(self, cluster: str, name: str) -> str:
         """Repository-relative path of a file of a cluster's directory."""
-        return f"{self.clusters}/{cluster}/{name}"
+        return self.cluster_dir(cluster) + name
 
     def samples_file(self, cluster: str) -> str:
         return self.cluster_file(cluster, self.samples)
@@ -173,8 +180,49 @@ def _error_path(error) -> list:
     return path
 
 
-def _finding(line: int | None, message: str, hint: str) -> Finding:
-    return Finding(CONFIG_FILE, line, "", "gate-config", message, hint)
+def _finding(line: int | None, message: str, hint: str, severity: str = "error") -> Finding:
+    return Finding(CONFIG_FILE, line, "", "gate-config", message, hint, severity=severity)
+
+
+def normalise(path: str) -> str:
+    """A configured path in the one form the rules, the hints and `disable` compare: ./clusters, clusters/ and
+    a/../clusters are all clusters (posixpath.normpath); ".." when it leaves the repository."""
+    norm = posixpath.normpath(path)
+    return ".." if norm == ".." or norm.startswith("../") else norm
+
+
+def _paths(doc: dict, text: str) -> tuple[dict, list[Finding]]:
+    """`doc` with every path it names normalised, and a finding for each path that leaves the repository."""
+    found: list[Finding] = []
+
+    def norm(value: str, where: list) -> str:
+        out = normalise(value)
+        if out == "..":
+            found.append(_finding(_line(text, where), f"{'.'.join(map(str, where))}: {value} leaves the repository",
+                                  "name a path inside the repository (relative to its root)"))
+        return out
+    doc = dict(doc)
+    if "clusters" in doc:
+        doc["clusters"] = norm(doc["clusters"], ["clusters"])
+    if isinstance(doc.get("queue_overlays"), dict):
+        doc["queue_overlays"] = {norm(k, ["queue_overlays", k]): v for k, v in doc["queue_overlays"].items()}
+    if doc.get("crds"):
+        doc["crds"] = [norm(c, ["crds", i]) for i, c in enumerate(doc["crds"])]
+    if isinstance(doc.get("terraform"), dict) and "tfvars" in doc["terraform"]:
+        doc["terraform"] = {**doc["terraform"], "tfvars": norm(doc["terraform"]["tfvars"], ["terraform", "tfvars"])}
+    doc["disable"] = [{**e, "path": norm(e["path"], ["disable", i, "path"])} for i, e in enumerate(doc.get("disable") or [])]
+    return doc, found
+
+
+def _checked_under(root: Path, rel: str, cfg: GateConfig) -> bool:
+    """Whether a file the gate reports on is `rel` or under it: a YAML file it reads (GateConfig.reads) or Terraform's."""
+    path = root / rel
+    files = [path] if path.is_file() else (p for p in path.rglob("*") if p.is_file() and ".git" not in p.relative_to(root).parts)
+    for file in files:
+        name = file.relative_to(root).as_posix()
+        if name.startswith(TERRAFORM_DIR + "/") or (file.suffix in (".yaml", ".yml") and cfg.reads(root, name)):
+            return True
+    return False
 
 
 def load(root: Path, known_rules: set[str] | frozenset[str] = frozenset()) -> GateConfig:
@@ -197,7 +245,9 @@ def load(root: Path, known_rules: set[str] | frozenset[str] = frozenset()) -> Ga
             _finding(_line(text, _error_path(e)), f"{e.json_path.removeprefix('$').removeprefix('.') or 'the document'}: {e.message}",
                      "fix the value (see harness/schemas-for-data/gate-config.schema.json and the README's "
                      "\"Using the gate on another repository\")") for e in errors))
-    found: list[Finding] = []
+    doc, found = _paths(doc, text)
+    if found:
+        return replace(DEFAULTS, file=CONFIG_FILE, findings=tuple(found))
     disables = []
     for i, entry in enumerate(doc.get("disable") or []):
         line = _line(text, ["disable", i])
@@ -230,17 +280,22 @@ def load(root: Path, known_rules: set[str] | frozenset[str] = frozenset()) -> Ga
                                      f"named by crds[{i}] of {CONFIG_FILE}, but {problem}: the gate leaves it out",
                                      "name only CustomResourceDefinition files (apiextensions.k8s.io/v1) under `crds:`"))
     terraform = doc.get("terraform", {})
-    return GateConfig(
-        clusters=doc.get("clusters", DEFAULTS.clusters).rstrip("/"),
-        queue_overlays={k.rstrip("/"): v for k, v in doc["queue_overlays"].items()} if "queue_overlays" in doc else dict(DEFAULT_OVERLAYS),
+    loaded = GateConfig(
+        clusters=doc.get("clusters", DEFAULTS.clusters),
+        queue_overlays=dict(doc["queue_overlays"]) if "queue_overlays" in doc else dict(DEFAULT_OVERLAYS),
         samples=doc.get("samples", DEFAULTS.samples),
         cluster_variables=doc.get("cluster_variables", DEFAULTS.cluster_variables),
         terraform=terraform is not None,
-        tfvars=(terraform or {}).get("tfvars", DEFAULTS.tfvars).rstrip("/"),
+        tfvars=(terraform or {}).get("tfvars", DEFAULTS.tfvars),
         crds=tuple(crds),
-        crd_entries=tuple(str(c).rstrip("/") for c in doc.get("crds") or []),
+        crd_entries=tuple(doc.get("crds") or []),
         skus=dict(doc.get("skus") or {}),
         disable=tuple(disables),
         file=CONFIG_FILE,
         findings=tuple(found),
     )
+    silent = [_finding(d.line, f"disable[{i}]: nothing the gate checks is at or under {d.path}, so the entry turns nothing off",
+                       "name the file or directory the findings are reported at (a cluster's directory, a layer, a workload, a "
+                       "Terraform file), or remove the entry", severity="warning")
+              for i, d in enumerate(loaded.disable) if (Path(root) / d.path).exists() and not _checked_under(Path(root), d.path, loaded)]
+    return replace(loaded, findings=(*found, *silent)) if silent else loaded

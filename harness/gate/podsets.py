@@ -211,7 +211,7 @@ def sample_problems(root: Path, cluster: ClusterRender, objects: list[dict], poo
                 errors.append(Problem([finding("capacity-pod-set-nodes", line,
                                                f": {count} pods of {asked} each, but the pools it can land on take at most {at_max} at once "
                                                f"({detail}); Kueue would admit all of them and the rest would stay Pending",
-                                               "lower the replicas (the `vars` of the samples.yaml entry) or add nodes to the pool "
+                                               f"lower the replicas (the `vars` of the {gate_config.samples} entry) or add nodes to the pool "
                                                "(node_count, or max_count when it autoscales, in the cluster's tfvars)", file)]))
             elif count > at_min:
                 scale.append(Problem([], frozenset(("scale", p.address) for v in by_combo.values() for p, _ in v if p.min_nodes < p.count),

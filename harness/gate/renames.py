@@ -76,13 +76,13 @@ class Renames:
                 spec = as_map(as_map(b.flux_kustomization).get("spec"))
                 affixes = [spec.get(k) if isinstance(spec.get(k), str) else "" for k in ("namePrefix", "nameSuffix")]
                 if any(affixes) and not b.error:  # kustomize-controller writes them into the layer's kustomization
-                    file, doc_line = sources.locate(b.flux_kustomization, (f"clusters/{cluster.name}/",))
+                    file, doc_line = sources.locate(b.flux_kustomization, (cluster.folder,))
                     key = "namePrefix" if affixes[0] else "nameSuffix"
                     rename = _Rename(file, key, *affixes, path=("spec", key), doc_line=doc_line, cluster=cluster.name).rename(b.objects)
                     self._renames += [rename] if rename.renamed else []
                 target = spec.get("targetNamespace")
                 if isinstance(target, str) and target and not b.error:
-                    file, doc_line = sources.locate(b.flux_kustomization, (f"clusters/{cluster.name}/",))
+                    file, doc_line = sources.locate(b.flux_kustomization, (cluster.folder,))
                     objects = {(str(o.get("kind")), str(as_map(o.get("metadata")).get("name"))) for o in b.objects
                                if as_map(o.get("metadata")).get("namespace") == target}
                     self._moves.append(_Move("flux-target-namespace", cluster.name, file,

@@ -68,6 +68,12 @@ class ClusterRender:
     entry_name: str = "kustomization.yaml"  # its entry file, relative to its directory (entry_file)
 
     @property
+    def folder(self) -> str:
+        """The cluster's directory with a trailing / (GateConfig.cluster_dir): where Sources.locate looks first for the
+        cluster's own Flux objects, which every cluster names alike."""
+        return f"{self.entry.dir}/"
+
+    @property
     def entry_file(self) -> str:
         """The file that makes the directory a cluster: its kustomization file, flux-system/gotk-sync.yaml, or (the Flux
         extension's style) its first file of Flux Kustomizations."""

@@ -162,7 +162,7 @@ def _cluster_queue_rules(ctx: Context, build: Build, cq: dict, flavors: set[str]
                     "ResourceFlavor", fname, flavors, f"ClusterQueue {as_map(cq.get('metadata')).get('name')} flavor {fname!r}"):
                 out.append(ctx.finding(cq, build, "clusterqueue-flavor",
                                        f"resourceGroups[{gi}] names flavor {fname!r}, which is not defined (have: {', '.join(sorted(flavors)) or 'none'})",
-                                       "add the ResourceFlavor (base/resource-flavors.yaml) or fix the flavor name",
+                                       "add the ResourceFlavor beside the cluster's other ResourceFlavors or fix the flavor name",
                                        field=f"spec.resourceGroups[{gi}].flavors[{fi}].name"))
     return out
 

@@ -40,6 +40,7 @@ from harness.gate.origin import dotted, line_at
 from harness.gate.findings import Finding
 from harness.gate.render import ClusterRender
 from harness.gate.sources import QUEUE_LABEL, as_list, as_map, as_maps, name_key, queue_name, resource_id
+from harness.gate.workload_identity import annotated_accounts
 from harness.gate.workloads import WORKLOADS_DIR, var_at
 
 RULES = {
@@ -134,7 +135,7 @@ def _sample_rules(ctx, root: Path, index: ClusterIndex, samples_file: str, line:
         have = sorted(str(as_map(o.get("metadata")).get("name")) for _, o in index.of_kind("WorkloadPriorityClass"))
         finding("sample-priority-class", f"label {PRIORITY_LABEL}={wpc!r} names no WorkloadPriorityClass of the cluster "
                 f"(have: {', '.join(have) or 'none'}): Kueue cannot create its Workload, so it is never admitted",
-                "use one of the cluster's WorkloadPriorityClasses (base/priority-classes.yaml) or add it there",
+                "use one of the cluster's WorkloadPriorityClasses or add it beside them",
                 field=f"metadata.labels[{PRIORITY_LABEL}]")
     missing: dict[tuple[str, str], list[str]] = {}  # (kind, name) -> the fields that name it
     for path, pod in pod_templates(job):
@@ -176,11 +177,10 @@ def _sample_rules(ctx, root: Path, index: ClusterIndex, samples_file: str, line:
         elif kind == "PersistentVolumeClaim":
             finding("object-ref", f"{', '.join(fields)} names PersistentVolumeClaim {ns}/{name}, which the cluster does "
                     "not have: the scheduler places none of the pods that mount it, and the admitted job holds its quota",
-                    f"add the PersistentVolumeClaim to the queue layer (base/, namespace {ns}) or fix claimName", fields[0])
+                    f"add the PersistentVolumeClaim to the layer that creates namespace {ns} or fix claimName", fields[0])
         else:
             finding("object-ref", f"{', '.join(fields)} names ServiceAccount {ns}/{name}, which the cluster does not "
-                    "have: the apiserver refuses the job's pods", "use the workload ServiceAccount of base/service-account.yaml "
-                    "(ray-workload), or add the ServiceAccount to base/", fields[0])
+                    "have: the apiserver refuses the job's pods", _account_hint(ctx, ns), fields[0])
             out[-1] = replace(out[-1], presumes=(*out[-1].presumes, f"ServiceAccount/{ns}/{name}"))  # (folding: its absence's cause)
 
     for rule, message, hint, _ in size_problems(job):
@@ -194,6 +194,14 @@ def _sample_rules(ctx, root: Path, index: ClusterIndex, samples_file: str, line:
     if queues:  # these judge the sample by its queues: a queue the apiserver or Kueue's webhook refuses is the cause instead
         out[before:] = [replace(f, presumes=tuple(resource_id(q) for q in queues)) for f in out[before:]]
     return out
+
+
+def _account_hint(ctx, ns: str) -> str:
+    """Use the workload ServiceAccount (the one with the workload identity annotation, wherever the repository writes it)."""
+    found = annotated_accounts(ctx.sources)
+    account = next((a for a in found if a.namespace == ns), None) or next(iter(found), None)
+    return (f"use the workload ServiceAccount {account.name} ({account.where()}), or add this ServiceAccount beside it" if account else
+            f"add the ServiceAccount to the layer that creates namespace {ns}, or name one the cluster has")
 
 
 def _prebuilt(index: ClusterIndex, job: dict, ns: str) -> tuple[str, str] | None:

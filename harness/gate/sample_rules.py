@@ -92,7 +92,7 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
         fixed = queue_name(job) is not None and str(queue_name(job)) != str(as_map(e.get("vars")).get("QUEUE_NAME", e.get("queue")))
         if fixed:
             out.append(ctx.finding(job, None, "sample-vars", f"label {QUEUE_LABEL} is written as {queue_name(job)!r}, not ${{QUEUE_NAME}}: "
-                                   f"the `queue` of its samples.yaml entries (and scripts/submit-workload --queue) is not used, every "
+                                   f"the `queue` of its {ctx.config.samples} entries (and scripts/submit-workload --queue) is not used, every "
                                    f"one is submitted to LocalQueue {queue_name(job)}", f"write {QUEUE_LABEL}: ${{QUEUE_NAME}} in {wfile}",
                                    file=wfile, context=where, field=f"metadata.labels[{QUEUE_LABEL}]"))
         rendered.append((sample, job, entry_line))
@@ -123,7 +123,7 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
             out.append(ctx.finding(job, None, "sample-queue", f"has no label {QUEUE_LABEL} and namespace {ns} has no LocalQueue "
                                    "named default (which Kueue's webhook would put there): Kueue never admits it, and with spec.suspend: "
                                    "true it never starts", f"add metadata.labels {QUEUE_LABEL}: ${{QUEUE_NAME}} "
-                                   "(scripts/submit-workload fills it from samples.yaml `queue`)", file=wfile, context=where, field="metadata.labels"))
+                                   f"(scripts/submit-workload fills it from {ctx.config.samples} `queue`)", file=wfile, context=where, field="metadata.labels"))
             continue
         lq = lqs.get((name_key(ns), name_key(qname)))
         reference = f"sample {sample} ({samples_file}:{entry_line}) queue {ns}/{qname}"
@@ -137,7 +137,7 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
             unapplied = next((d.file for d in ctx.sources.docs if d.obj.get("kind") == "LocalQueue"  # in a file its kustomization does not list
                               and as_map(d.obj.get("metadata")).get("name") == qname and _unlisted(ctx, d.file)), None)
             text = (f"label {QUEUE_LABEL}={qname!r}: no such LocalQueue in namespace {ns} on this cluster (have: {have})",
-                    "submit to one of the cluster's LocalQueues (samples.yaml `queue`)" + (
+                    f"submit to one of the cluster's LocalQueues ({ctx.config.samples} `queue`)" + (
                         f", or list {unapplied}, which writes LocalQueue {qname} and no layer of the cluster applies, in the resources of "
                         f"the kustomization beside it" if unapplied else ""))
             elsewhere = sorted(lns for (lns, n) in lqs if n == qname and lns != ns)

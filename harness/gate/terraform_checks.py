@@ -4,7 +4,7 @@ Two kinds of checks:
 - `wiring_findings(root)`: part of the static gate, on the values Terraform's evaluator gives
   (harness.gate.terraform, tools/tfeval) with the variable defaults and with each cluster's tfvars.
   Every expression evaluates (terraform-expression); the federated credential trusts exactly the
-  ServiceAccount of base/service-account.yaml; ConfigMap cluster-vars carries exactly the keys of
+  workload ServiceAccount (the one with the workload identity annotation, wherever it is written); ConfigMap cluster-vars carries exactly the keys of
   clusters/<name>/cluster-vars.example.yaml; the Flux configuration reconciles
   clusters/<cluster_name> from a GitRepository named flux-system (harness.gate.terraform_flux).
 - Tool runs for tests/static/test_terraform.py: `terraform fmt -check`, `terraform validate`
@@ -28,9 +28,9 @@ from pathlib import Path
 import yaml
 
 from harness.gate import kubernetes_version, subnets, terraform_flux, version_rules
+from harness.gate.workload_identity import CLIENT_ID_ANNOTATION, identity_findings
 from harness.gate.config import DEFAULTS, GateConfig
-from harness.gate.terraform import (TERRAFORM_DIR, TFVARS_DIR, Block, Evaluation, TerraformConfig, TerraformError, load_tfvars, tfvars_paths,
-                                   variable_origin)
+from harness.gate.terraform import (TERRAFORM_DIR, TFVARS_DIR, Block, Evaluation, TerraformConfig, TerraformError, load_tfvars, tfvars_paths)
 from harness.gate.findings import Finding
 from harness.gate.origin import compose
 from harness.gate.sources import SourceError, Sources, as_map, load_yaml_all
@@ -39,10 +39,6 @@ from harness.core import cache_lock, cache_root, versions
 
 CHECKOV_VERSION = str(versions.pins()["checkov"]["version"])
 CHECKOV_CONFIG = ".checkov.yaml"
-SERVICE_ACCOUNT_FILE = "base/service-account.yaml"
-CLIENT_ID_ANNOTATION = "azure.workload.identity/client-id"
-TOKEN_AUDIENCE = "api://AzureADTokenExchange"
-SUBJECT_VARIABLES = ("workload_namespace", "workload_service_account_name")  # what local.workload_subject is built from
 
 RULES = {
     "terraform-expression": "every expression in terraform/*.tf evaluates with Terraform's evaluator and functions, with the variable defaults and with each "
@@ -50,9 +46,11 @@ RULES = {
                             "type and pass the variables' validation blocks",
     "terraform-undeclared-variable": "every variable a cluster's tfvars sets is declared in terraform/ (Terraform only warns and ignores "
                                      "the value; an error when the name is a misspelling of a declared one, which keeps its default)",
-    "terraform-federated-subject": f"the federated identity credential trusts system:serviceaccount:<ns>:<name> of the workload ServiceAccount in {SERVICE_ACCOUNT_FILE}, and a credential trusts every other ServiceAccount with the workload identity annotation",
+    "terraform-federated-subject": "the federated identity credential trusts system:serviceaccount:<ns>:<name> of the workload ServiceAccount (the "
+                                   f"ServiceAccount with annotation {CLIENT_ID_ANNOTATION}, wherever the repository keeps it), and a credential "
+                                   "trusts every other ServiceAccount with that annotation",
     "terraform-workload-identity": "the AKS cluster sets oidc_issuer_enabled and workload_identity_enabled, which the federated credential "
-                                   f"(its issuer) and the workload pods' token injection need, when {SERVICE_ACCOUNT_FILE} has the workload ServiceAccount",
+                                   f"(its issuer) and the workload pods' token injection need, when the repository has the workload ServiceAccount",
     "terraform-cluster-vars": "Terraform writes ConfigMap flux-system/cluster-vars with exactly the keys of clusters/<name>/cluster-vars.example.yaml",
     "terraform-flux-configuration": "the Flux configuration is named flux-system and its entry kustomization's path evaluates, with each cluster's "
                                     "tfvars, to clusters/<that cluster_name>; every other kustomization's path is a directory (terraform_flux.py)",
@@ -60,21 +58,6 @@ RULES = {
 
 
 # -- Wiring (static gate) ----------------------------------------------------------------------
-def _workload_service_account(root: Path) -> tuple[str, str] | None:
-    path = root / SERVICE_ACCOUNT_FILE
-    if not path.exists():
-        return None
-    try:
-        docs = load_yaml_all(path, root)
-    except SourceError:
-        return None  # yaml-syntax reports it
-    for doc in docs:
-        meta = as_map(as_map(doc).get("metadata"))
-        if doc.get("kind") == "ServiceAccount" and CLIENT_ID_ANNOTATION in as_map(meta.get("annotations")):
-            return str(meta.get("namespace", "default")), str(meta.get("name"))
-    return None
-
-
 def _scopes(root: Path, cfg: TerraformConfig, tfvars_dir: str = TFVARS_DIR) -> list[tuple[str, Evaluation]]:
     """The variable defaults, then each cluster's tfvars over them."""
     scopes = [("variable defaults", cfg.defaults)]
@@ -97,7 +80,8 @@ def wiring_findings(root: Path, gate_config: GateConfig = DEFAULTS, sources: Sou
         return []  # capacity-terraform reports it
     scopes = _scopes(root, cfg, gate_config.tfvars)
     production = str(as_map(as_map(version_rules.pins(root)).get("kubernetes")).get("production") or "") or None
-    return (_expression_findings(scopes) + _undeclared_findings(scopes) + _identity_findings(root, cfg, scopes, sources) + _cluster_vars_findings(root, cfg, gate_config)
+    sources = sources or Sources.load(root)
+    return (_expression_findings(scopes) + _undeclared_findings(scopes) + identity_findings(cfg, scopes, sources, gate_config.clusters) + _cluster_vars_findings(root, cfg, gate_config)
             + terraform_flux.flux_findings(root, cfg, scopes, gate_config.clusters) + kubernetes_version.version_findings(cfg, scopes, production) + subnets.subnet_findings(root, cfg, scopes))
 
 
@@ -127,99 +111,6 @@ def _undeclared_findings(scopes: list[tuple[str, Evaluation]]) -> list[Finding]:
                                f"{d.variable} is not a variable of {TERRAFORM_DIR}/; Terraform ignores the value with a warning{meant}",
                                f"spell it as {TERRAFORM_DIR}/variables.tf declares it ({near[0]})" if near else
                                f"declare it in {TERRAFORM_DIR}/variables.tf, or remove it", severity="error" if near else "warning"))
-    return out
-
-
-def _identity_findings(root: Path, cfg: TerraformConfig, scopes: list[tuple[str, Evaluation]], sources: Sources | None) -> list[Finding]:
-    out = []
-    sa = _workload_service_account(root)
-    creds = cfg.of_type("azurerm_federated_identity_credential")
-    if sa is None:
-        return [Finding(SERVICE_ACCOUNT_FILE, None, "", "terraform-federated-subject",
-                        f"no ServiceAccount with annotation {CLIENT_ID_ANNOTATION} in {SERVICE_ACCOUNT_FILE}",
-                        "restore the workload ServiceAccount ray/ray-workload", absent=("ServiceAccount/ray/ray-workload",))]
-    expected = f"system:serviceaccount:{sa[0]}:{sa[1]}"
-    off: set[tuple] = set()  # (cluster, setting): reported once, with the first variable set that shows it
-    mismatched: dict[tuple, list[str]] = {}  # (file, line, credential, subject, fix) -> the variable sets that give it
-    for label, ev in scopes:  # the cluster's OIDC issuer and the workload identity webhook, which the identity needs
-        for aks in ev.of_type("azurerm_kubernetes_cluster"):
-            for attr in ("oidc_issuer_enabled", "workload_identity_enabled"):
-                v = aks.body.get(attr)
-                if (v is None or (v.known and v.value is not True)) and (aks.address, attr) not in off:
-                    off.add((aks.address, attr))
-                    out.append(Finding(v.file if v else aks.file, v.line if v else aks.line, aks.address, "terraform-workload-identity",
-                                       f"{aks.address} {attr} is {v.text if v else 'not set (false)'} ({label}), but pods of {sa[0]}/{sa[1]} use "
-                                       f"workload identity: {'the federated credential has no issuer' if attr.startswith('oidc') else 'no token is injected'}"
-                                       ", so their Azure calls fail", f"set {attr} = true"))
-    if not creds:
-        return [Finding(f"{TERRAFORM_DIR}/identity.tf", None, "", "terraform-federated-subject",
-                        f"no azurerm_federated_identity_credential: pods of {sa[0]}/{sa[1]} get no Azure token",
-                        f'add one with subject = "{expected}" and issuer = the cluster\'s oidc_issuer_url')]
-    for cred in creds:
-        where = f"{cred.address}"
-        if "subject" not in cred.body:
-            out.append(Finding(cred.file, cred.line, where, "terraform-federated-subject",
-                               f"{where} has no subject; it must trust {expected} (the ServiceAccount in {SERVICE_ACCOUNT_FILE})",
-                               f'set subject = "{expected}" (local.workload_subject)'))
-            continue
-        audience = cred.body.get("audience")
-        if audience is None or audience.value != [TOKEN_AUDIENCE]:
-            out.append(Finding(audience.file if audience else cred.file, audience.line if audience else cred.line, where, "terraform-federated-subject",
-                               f"{where} audience is {audience.text if audience else None!r}, not [{TOKEN_AUDIENCE!r}]: the workload identity webhook's tokens would be refused",
-                               f'set audience = ["{TOKEN_AUDIENCE}"]'))
-        for label, ev in scopes:
-            block = ev.instance(cred.address)
-            subject = block.body.get("subject") if block else None
-            if subject is None or subject.error:
-                continue  # terraform-expression reports it
-            try:
-                value = subject.get(f"{where} subject")
-            except TerraformError as err:
-                out.append(Finding(subject.file, subject.line, where, "terraform-federated-subject", f"{err} ({label})",
-                                   "build the subject from var.workload_namespace and var.workload_service_account_name"))
-                break
-            if value != expected and not _trusted(ev, expected):  # (another credential may trust another ServiceAccount)
-                # At the value that differs: the tfvars or default line of the variable the subject is built from, else the subject's line.
-                parts = str(value).removeprefix("system:serviceaccount:").split(":") if str(value).startswith("system:serviceaccount:") else []
-                wrong = [(var, want) for var, want, got in zip(SUBJECT_VARIABLES, sa, parts) if got != want and ev.variable(var) == got]
-                at = variable_origin(cfg, wrong[0][0], None if label == "variable defaults" else label)[:2] if wrong else (subject.file, subject.line)
-                fix = f'set {wrong[0][0]} = "{wrong[0][1]}"' if wrong else f'build the subject as "{expected}" from var.{" and var.".join(SUBJECT_VARIABLES)}'
-                mismatched.setdefault((*at, where, value, fix), []).append(label)
-    out += _untrusted_accounts(sources or Sources.load(root), scopes, sa)
-    for (file, line, where, value, fix), labels in mismatched.items():  # one cause, once: at its line, with every variable set that shows it
-        out.append(Finding(file, line, where, "terraform-federated-subject",
-                           f"{where} subject is {value!r} with {' | '.join(labels)}, but the workload ServiceAccount in {SERVICE_ACCOUNT_FILE} is "
-                           f"{sa[0]}/{sa[1]} ({expected}): Azure would refuse its token exchange",
-                           f"{fix} (the workload ServiceAccount in {SERVICE_ACCOUNT_FILE}), or name the ServiceAccount as Terraform does"))
-    return out
-
-
-def _trusted(ev: Evaluation, subject: str) -> bool | None:
-    """Whether a federated identity credential of `ev` trusts `subject`; None when one's subject is known only at apply."""
-    values = [c.body.get("subject") for c in ev.of_type("azurerm_federated_identity_credential")]
-    if any(v is not None and not v.error and v.known and v.value == subject for v in values):
-        return True
-    return None if any(v is None or v.error or not v.known for v in values) else False
-
-
-def _untrusted_accounts(sources: Sources, scopes: list[tuple[str, Evaluation]], first: tuple[str, str]) -> list[Finding]:
-    """Another ServiceAccount with the workload identity annotation (a team's copy in its own namespace) whose subject no
-    federated identity credential trusts with some variable set: Azure refuses its pods' token exchange."""
-    out = []
-    for doc in sources.docs:
-        meta = as_map(doc.obj.get("metadata"))
-        ns, name = meta.get("namespace"), meta.get("name")
-        if doc.obj.get("kind") != "ServiceAccount" or CLIENT_ID_ANNOTATION not in as_map(meta.get("annotations")) or \
-                not isinstance(ns, str) or not isinstance(name, str) or "${" in ns + name or (ns, name) == first:
-            continue
-        subject = f"system:serviceaccount:{ns}:{name}"
-        refused = [label for label, ev in scopes if _trusted(ev, subject) is False]
-        if refused:
-            out.append(Finding(doc.file, doc.line, f"ServiceAccount/{ns}/{name}", "terraform-federated-subject",
-                               f"ServiceAccount {ns}/{name} has annotation {CLIENT_ID_ANNOTATION}, but no azurerm_federated_identity_credential "
-                               f"trusts {subject} ({' | '.join(refused)}): Azure refuses its pods' token exchange",
-                               f'add an azurerm_federated_identity_credential with subject = "{subject}" to {TERRAFORM_DIR}/identity.tf, or '
-                               f"run the jobs as {first[0]}/{first[1]}"))
     return out
 
 

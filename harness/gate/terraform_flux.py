@@ -1,5 +1,7 @@
 """The AKS Flux configuration terraform/ writes (azurerm_kubernetes_flux_configuration) against the clusters it bootstraps.
 
+Without a Flux configuration, each cluster Terraform provisions must be `flux bootstrap`'s: its folder's
+flux-system/gotk-sync.yaml reconciles the folder (both ways are valid; the two at once collide, object-collision).
 The microsoft.flux extension makes of the configuration a GitRepository named after it and, per `kustomizations` block,
 a Flux Kustomization named <configuration>-<kustomization> that builds the block's `path` from that repository.
 - `flux_findings` (terraform-flux-configuration, with each cluster's tfvars): the configuration is named flux-system (the
@@ -18,13 +20,12 @@ from pathlib import Path
 
 from harness.gate.config import DEFAULTS, GateConfig
 from harness.gate.findings import Finding
-from harness.gate.render import Build, ClusterRender, flux_path, object_key
-from harness.gate.sources import as_map, kustomization_file
+from harness.gate.render import BOOTSTRAP_SYNC, Build, ClusterRender, flux_path, is_flux_kustomization, object_key
+from harness.gate.sources import SourceError, as_map, kustomization_file, load_yaml_all
 from harness.gate.terraform import (TERRAFORM_DIR, Block, Body, Evaluation, TerraformConfig, TerraformError, load_tfvars,
-                                    tfvars_cluster)
+                                    tfvars_cluster, variable_origin)
 
 CONFIG_TYPE = "azurerm_kubernetes_flux_configuration"
-ENTRY_PATH = "./clusters/${var.cluster_name}"
 
 
 def _cluster_name(ev: Evaluation, label: str) -> str:
@@ -67,19 +68,44 @@ def _nearest(root: Path, path: str) -> str:
     return f' (did you mean "./{near[0]}"?)' if near else ""
 
 
+def bootstrapped(root: Path, folder: str) -> bool:
+    """Whether `flux bootstrap` set the cluster folder up: its flux-system/gotk-sync.yaml has a Flux Kustomization whose path
+    is the folder itself (Flux then reconciles the folder without the AKS extension)."""
+    sync = root / folder / BOOTSTRAP_SYNC
+    try:
+        docs = load_yaml_all(sync, root) if sync.is_file() else []
+    except SourceError:
+        return False  # yaml-syntax reports it
+    return any(isinstance(d, dict) and is_flux_kustomization(d) and flux_path(as_map(d.get("spec")).get("path", "./")) == folder for d in docs)
+
+
+def _unbootstrapped(root: Path, cfg: TerraformConfig, scopes: list[tuple[str, Evaluation]], clusters: str) -> list[Finding]:
+    """Without a Flux configuration in Terraform, Flux comes from `flux bootstrap`: a cluster Terraform provisions whose
+    folder has no gotk-sync.yaml applying it gets no Flux at all (one finding per cluster, at its tfvars' cluster_name)."""
+    out = []
+    for label, ev in scopes[1:]:
+        cluster = _cluster_name(ev, label)
+        if (root / clusters / cluster).is_dir() and not bootstrapped(root, f"{clusters}/{cluster}"):  # (no folder: capacity-terraform)
+            out.append(Finding(*variable_origin(cfg, "cluster_name", label)[:2], "", "terraform-flux-configuration",
+                               f"cluster {cluster}: Terraform has no {CONFIG_TYPE} and {clusters}/{cluster}/{BOOTSTRAP_SYNC} does not "
+                               f"reconcile {clusters}/{cluster} (`flux bootstrap`): nothing installs Flux or applies the cluster's folder",
+                               f"run `flux bootstrap --path={clusters}/{cluster}` and commit the {BOOTSTRAP_SYNC} it writes, or add the "
+                               f"microsoft.flux extension and a {CONFIG_TYPE} for ./{clusters}/${{var.cluster_name}} to {TERRAFORM_DIR}/"))
+    return out
+
+
 def flux_findings(root: Path, cfg: TerraformConfig, scopes: list[tuple[str, Evaluation]], clusters: str = "clusters") -> list[Finding]:
     """terraform-flux-configuration (`scopes`: the variable defaults, then each cluster's tfvars over them)."""
-    clusters = clusters.rstrip("/")
     configs = cfg.of_type(CONFIG_TYPE)
     if not configs:
-        return [Finding(f"{TERRAFORM_DIR}/flux.tf", None, "", "terraform-flux-configuration", f"no {CONFIG_TYPE}: nothing bootstraps Flux",
-                        f"add the microsoft.flux extension and a Flux configuration for {clusters}/<cluster_name>")]
+        return _unbootstrapped(root, cfg, scopes, clusters)
+    entry_path = f"./{clusters}/${{var.cluster_name}}"  # what each cluster's tfvars resolves to its own folder
     out, where = [], {}  # where: (file, line, address, message with {whom}, hint) -> the clusters (variable sets) it holds for
     for fc in configs:
         name = fc.body.get("name")
         if name is None or name.value != "flux-system":
             out.append(Finding(name.file if name else fc.file, name.line if name else fc.line, fc.address, "terraform-flux-configuration",
-                               f"{fc.address} is named {name.value if name else None!r}; the GitRepository it creates must be flux-system, the sourceRef of clusters/*/*.yaml",
+                               f"{fc.address} is named {name.value if name else None!r}; the GitRepository it creates must be flux-system, the sourceRef of {clusters}/*/*.yaml",
                                'set name = "flux-system"'))
         for label, ev in scopes[1:]:
             block = ev.instance(fc.address)
@@ -90,12 +116,12 @@ def flux_findings(root: Path, cfg: TerraformConfig, scopes: list[tuple[str, Eval
             want = f"{clusters}/{cluster}"
             if entry is None:
                 where.setdefault((fc.file, fc.line, fc.address, f"{fc.address} has no kustomizations block: Flux applies nothing to {{whom}}",
-                                  f'add kustomizations {{ name = "cluster", path = "{ENTRY_PATH}" }}'), []).append(cluster)
+                                  f'add kustomizations {{ name = "cluster", path = "{entry_path}" }}'), []).append(cluster)
             for k, v, path in ([entry] if entry else []) + others:
                 at = (v.file, v.line) if v is not None else (k.file or fc.file, k.line or fc.line)
                 kname = _name(k)
                 if isinstance(path, TerraformError):
-                    where.setdefault((*at, fc.address, f"{path} ({{whom}})", f'use path = "{ENTRY_PATH}"' if k is entry[0] else
+                    where.setdefault((*at, fc.address, f"{path} ({{whom}})", f'use path = "{entry_path}"' if k is entry[0] else
                                       "give path a value known before apply"), []).append(label)
                 elif k is entry[0] and path != want:
                     whose = "another cluster's folder" if path.startswith(f"{clusters}/") and (root / path).is_dir() else \
@@ -103,7 +129,7 @@ def flux_findings(root: Path, cfg: TerraformConfig, scopes: list[tuple[str, Eval
                     where.setdefault((*at, fc.address, f"kustomization {kname!r} path is not {clusters}/<cluster_name> for {{whom}}: the "
                                       "Flux extension would reconcile that instead of the cluster's own folder, so the cluster gets another "
                                       "cluster's layers and queues, or none, and never its own",
-                                      f'set path = "./{clusters}/${{var.cluster_name}}", which each cluster\'s tfvars resolves to its own folder'),
+                                      f'set path = "{entry_path}", which each cluster\'s tfvars resolves to its own folder'),
                                      []).append(f"cluster {cluster} ({label}: {path!r}, {whose})")
                 elif k is not entry[0] and not (root / path).is_dir():  # (a directory without a kustomization file: Flux's generator builds it)
                     where.setdefault((*at, fc.address, f"kustomization {kname!r} path {path!r} ({{whom}}) is no directory of the repository: "

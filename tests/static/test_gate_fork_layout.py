@@ -351,3 +351,133 @@ def test_a_sku_component_copied_for_one_cluster_keeps_its_other_layouts_patch(re
     unmatched = [f for f in found if f.rule == "patch-unmatched"]
     assert [(f.file, f.line) for f in unmatched] == [(f"{sku}/kustomization.yaml", 9)], "\n".join(f.text() for f in found)
     assert "keep it" in unmatched[0].hint and "remove the patch" in unmatched[0].hint, unmatched[0].hint
+
+
+# -- This repository moved under fleet/ with its Terraform kept (review H 1-5, 10) ---------------------------------------
+# clusters/ renamed fleet/envs, base, overlays, components and flux moved to fleet/, the samples files renamed, and every
+# path of .ray-kueue-gate.yaml written with ./ or a trailing / (the gate reads them in their normal form).
+MOVED_CONFIG = """\
+clusters: ./fleet/envs/
+queue_overlays:
+  ./fleet/overlays/single-queue: one ClusterQueue for every team
+  fleet/overlays/team-queues/: one ClusterQueue per team, borrowing in a cohort
+samples: ray-samples.yaml
+terraform: {tfvars: terraform/clusters/}
+"""
+ENVS = "fleet/envs"
+PROD_ENV = f"{ENVS}/prod-eastus2"
+
+
+def _moved(repo: Path) -> Path:
+    import re
+
+    fleet = repo / "fleet"
+    fleet.mkdir()
+    (repo / "clusters").rename(fleet / "envs")
+    for d in ("base", "overlays", "components", "flux"):
+        (repo / d).rename(fleet / d)
+    for f in [*fleet.rglob("*.yaml"), *(repo / "terraform").glob("*.tf")]:
+        text = f.read_text()
+        moved = re.sub(r"(?<![\w.])\./(clusters|base|overlays|components|flux)\b",
+                       lambda m: "./fleet/" + ("envs" if m[1] == "clusters" else m[1]), text)
+        if moved != text:
+            f.write_text(moved)
+    for samples in (fleet / "envs").glob("*/samples.yaml"):
+        samples.rename(samples.with_name("ray-samples.yaml"))
+    (repo / ".sourceignore").write_text("/*\n!/fleet/\n")
+    (repo / ".ray-kueue-gate.yaml").write_text(MOVED_CONFIG)
+    return repo
+
+
+def _line(repo: Path, rel: str, marker: str) -> int:
+    return next(i for i, line in enumerate((repo / rel).read_text().splitlines(), 1) if marker in line)
+
+
+def _text(report) -> str:
+    return "\n".join(f.text() for f in report.findings)
+
+
+def test_a_moved_layout_with_terraform_is_clean(repo_copy):
+    """Terraform kept: the workload ServiceAccount is found in fleet/base (no terraform-federated-subject), the Flux
+    configuration's path is judged against fleet/envs, and the ./-written paths select the overlays."""
+    report = validate_repository(_moved(repo_copy))
+    assert not report.findings, _text(report)
+
+
+def test_a_moved_layouts_findings_name_the_file_and_line(repo_copy):
+    repo = _moved(repo_copy)
+    # A Flux Kustomization's setting in prod's file (every cluster names its Kustomization alike): prod's line.
+    queues = repo / f"{PROD_ENV}/queues.yaml"
+    queues.write_text(queues.read_text().replace("  prune: true\n", "  prune: true\n  targetNamespace: ml\n", 1))
+    # The GPU VM size changed without its gpu-sku component (now under fleet/components): one root cause.
+    tfvars = repo / "terraform/clusters/prod-eastus2.tfvars"
+    tfvars.write_text(tfvars.read_text().replace('"Standard_ND96amsr_A100_v4"', '"Standard_NC24ads_A100_v4"'))
+    # A sample submitted to no LocalQueue: the hint names the renamed samples file.
+    samples = repo / f"{ENVS}/dev-westus3/ray-samples.yaml"
+    samples.write_text(samples.read_text().replace("queue: ", "queue: team-x #", 1))
+    found = {f.rule: f for f in validate_repository(repo).findings}
+    target = found["flux-target-namespace"]
+    assert (target.file, target.line) == (f"{PROD_ENV}/queues.yaml", _line(repo, f"{PROD_ENV}/queues.yaml", "targetNamespace")), target.text()
+    sku = found["capacity-sku-component"]
+    assert (sku.file, sku.line) == ("fleet/overlays/team-queues/kustomization.yaml",
+                                    _line(repo, "fleet/overlays/team-queues/kustomization.yaml", "standard-nd96amsr-a100-v4")), sku.text()
+    assert "fleet/components/gpu-sku/standard-nc24ads-a100-v4" in sku.message and "capacity-quota" not in found, sku.text()
+    queue = found["sample-queue"]
+    assert queue.file == f"{ENVS}/dev-westus3/ray-samples.yaml" and "ray-samples.yaml `queue`" in queue.hint, queue.text()
+
+
+def test_a_moved_workload_service_account_is_named_where_it_is(repo_copy):
+    repo = _moved(repo_copy)
+    variables = repo / "terraform/variables.tf"
+    variables.write_text(variables.read_text().replace('default     = "ray-workload"\n', 'default     = "ray-worker"\n'))
+    found = [f for f in validate_repository(repo).findings if f.rule == "terraform-federated-subject"]
+    assert [(f.file, f.line) for f in found] == [("terraform/variables.tf", _line(repo, "terraform/variables.tf", '"ray-worker"'))], found
+    assert "fleet/base/service-account.yaml:" in found[0].message, found[0].text()
+
+
+def _without_flux_extension(repo: Path) -> None:
+    """terraform/flux.tf without the microsoft.flux extension and its Flux configuration (Flux from `flux bootstrap`)."""
+    import re
+
+    flux = repo / "terraform/flux.tf"
+    text = re.sub(r'resource "azurerm_kubernetes_(cluster_extension" "flux|flux_configuration" "this)" \{.*?\n\}\n', "", flux.read_text(), flags=re.S)
+    flux.write_text(text.replace("azurerm_kubernetes_cluster_extension.flux, ", ""))
+    outputs = repo / "terraform/outputs.tf"
+    outputs.write_text(re.sub(r'output "flux_configuration_id" \{.*?\n\}\n', "", outputs.read_text(), flags=re.S))
+
+
+def test_terraform_with_flux_bootstrap_instead_of_the_extension(repo_copy):
+    """Terraform for AKS and `flux bootstrap` for Flux is a valid layout: each cluster folder's gotk-sync.yaml reconciles
+    it. A cluster Terraform provisions with neither is one finding, at its tfvars' cluster_name."""
+    repo = _moved(repo_copy)
+    _without_flux_extension(repo)
+    for cluster in ("prod-eastus2", "dev-westus3"):
+        (repo / f"{ENVS}/{cluster}/flux-system/gotk-sync.yaml").write_text(
+            _gotk_sync(cluster).replace("fleet/clusters/", f"{ENVS}/").replace("example/fleet", "example/ray-on-aks"))
+    found = [f for f in validate_repository(repo).findings if f.is_error]
+    assert not found, "\n".join(f.text() for f in found)
+    (repo / f"{ENVS}/dev-westus3/flux-system/gotk-sync.yaml").write_text("# Replaced by `flux bootstrap`.\n")
+    found = [f for f in validate_repository(repo).findings if f.rule == "terraform-flux-configuration"]
+    tfvars = "terraform/clusters/dev-westus3.tfvars"
+    assert [(f.file, f.line) for f in found] == [(tfvars, _line(repo, tfvars, "cluster_name"))], found
+    assert f"flux bootstrap --path={ENVS}/dev-westus3" in found[0].hint, found[0].hint
+
+
+def test_configured_paths_are_read_in_their_normal_form(repo_copy):
+    """./, a trailing / and a/../b name one path: a `disable` entry written so covers the findings, one over nothing the
+    gate checks is a warning, one leaving the repository is refused."""
+    repo = _moved(repo_copy)
+    queues = repo / f"{PROD_ENV}/queues.yaml"
+    queues.write_text(queues.read_text().replace("  prune: true\n", "  prune: true\n  targetNamespace: ml\n", 1))
+    (repo / "docs").mkdir()
+    (repo / "docs/notes.md").write_text("notes\n")
+    config = repo / ".ray-kueue-gate.yaml"
+    config.write_text(MOVED_CONFIG + "disable:\n"
+                      "  - {rules: [flux-target-namespace], path: ./fleet/base/../envs/prod-eastus2/, reason: moved on purpose here}\n"
+                      "  - {rules: [sample-fits], path: ./docs, reason: a path nothing is checked at}\n")
+    report = validate_repository(repo)
+    assert [(f.rule, f.file, f.line, f.severity) for f in report.findings] == [("gate-config", ".ray-kueue-gate.yaml", 9, "warning")], _text(report)
+    assert report.suppressed == 1 and report.disabled[0].startswith("1 rule disabled for fleet/envs/prod-eastus2:"), report.disabled
+    config.write_text(MOVED_CONFIG.replace("clusters: ./fleet/envs/", "clusters: fleet/../../envs"))
+    found = [(f.rule, f.line) for f in validate_repository(repo).findings if f.rule == "gate-config"]
+    assert found == [("gate-config", 1)], found

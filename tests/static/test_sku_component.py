@@ -31,10 +31,12 @@ def line_of(root: Path, rel: str, marker: str) -> int:
 
 
 def test_component_names_follow_the_vm_size():
+    from harness.core.versions import REPO_ROOT
+
     assert sku_component.component_of("Standard_ND96amsr_A100_v4") == "standard-nd96amsr-a100-v4"
-    assert sku_component.written_in("components/gpu-sku/standard-nc24ads-a100-v4/kustomization.yaml") == "standard-nc24ads-a100-v4"
-    assert sku_component.written_in("overlays/team-queues/team-a.yaml") is None
-    assert sku_component.written_in("components/gpu-sku") is None
+    assert sku_component.written_in(REPO_ROOT, f"{NC24}/kustomization.yaml") == NC24
+    assert sku_component.written_in(REPO_ROOT, "overlays/team-queues/team-a.yaml") is None  # a kustomization, not a Component
+    assert sku_component.written_in(REPO_ROOT, "components/gpu-sku") is None
 
 
 def test_vm_size_changed_without_the_component_is_one_root_cause(repo_copy: Path):

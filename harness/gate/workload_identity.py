@@ -1,0 +1,149 @@
+"""The workload identity Terraform sets up against the manifests: the federated identity credential trusts
+system:serviceaccount:<ns>:<name> of the workload ServiceAccount (the one with the workload identity annotation, found
+among the repository's sources wherever it is written), the AKS cluster has the OIDC issuer and the workload identity
+webhook, and every other annotated ServiceAccount is trusted too (rules in harness.gate.terraform_checks.RULES)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.gate.findings import Finding
+from harness.gate.sources import Sources, as_map
+from harness.gate.terraform import TERRAFORM_DIR, Evaluation, TerraformConfig, TerraformError, variable_origin
+
+CLIENT_ID_ANNOTATION = "azure.workload.identity/client-id"
+TOKEN_AUDIENCE = "api://AzureADTokenExchange"
+SUBJECT_VARIABLES = ("workload_namespace", "workload_service_account_name")  # what local.workload_subject is built from
+
+
+@dataclass(frozen=True)
+class WorkloadAccount:
+    """The workload ServiceAccount: namespace, name and the file and line that define it."""
+    namespace: str
+    name: str
+    file: str
+    line: int | None
+    namespaced: bool = True  # its namespace is written (else "default" stands for the one a kustomization may set)
+
+    def __iter__(self):  # (namespace, name), as the subject names them
+        return iter((self.namespace, self.name))
+
+    def where(self) -> str:
+        return f"{self.file}:{self.line}" if self.line else self.file
+
+
+def annotated_accounts(sources: Sources) -> list[WorkloadAccount]:
+    """The ServiceAccounts of the repository's sources with the workload identity annotation (a fixed name, not ${VAR})."""
+    out = []
+    for doc in sources.docs:
+        meta = as_map(doc.obj.get("metadata"))
+        ns, name = meta.get("namespace", "default"), meta.get("name")
+        if doc.obj.get("kind") == "ServiceAccount" and CLIENT_ID_ANNOTATION in as_map(meta.get("annotations")) and \
+                isinstance(ns, str) and isinstance(name, str) and "${" not in ns + name:
+            out.append(WorkloadAccount(ns, name, doc.file, doc.line, "namespace" in meta))
+    return out
+
+
+def _workload_service_account(sources: Sources, scopes: list[tuple[str, Evaluation]], clusters: str) -> WorkloadAccount | None:
+    """The workload ServiceAccount, wherever the repository keeps it: of the annotated ServiceAccounts, the one a federated
+    credential trusts with the variable defaults, else the first outside the clusters' directories (a shared layer), else
+    the first."""
+    found = annotated_accounts(sources)
+    trusted = [a for a in found if _trusted(scopes[0][1], f"system:serviceaccount:{a.namespace}:{a.name}")]
+    shared = [a for a in found if not a.file.startswith(clusters + "/")]
+    return next(iter(trusted or shared or found), None)
+
+
+def identity_findings(cfg: TerraformConfig, scopes: list[tuple[str, Evaluation]], sources: Sources, clusters: str) -> list[Finding]:
+    """terraform-federated-subject and terraform-workload-identity (`scopes`: the variable defaults, then each cluster's tfvars)."""
+    out = []
+    sa = _workload_service_account(sources, scopes, clusters)
+    creds = cfg.of_type("azurerm_federated_identity_credential")
+    if sa is None:
+        at = (creds[0].file, creds[0].line, creds[0].address) if creds else (f"{TERRAFORM_DIR}/identity.tf", None, "")
+        wanted = "/".join(str(scopes[0][1].variable(v) or "?") for v in SUBJECT_VARIABLES)
+        return [Finding(*at, "terraform-federated-subject",
+                        f"no ServiceAccount of the repository has annotation {CLIENT_ID_ANNOTATION}: the federated credential trusts a "
+                        "workload identity no pod can use",
+                        f"restore the workload ServiceAccount {wanted} with annotation {CLIENT_ID_ANNOTATION} in the layer every cluster applies",
+                        absent=(f"ServiceAccount/{wanted}",))]  # (folding: the object-ref findings of its absence go under it)
+    expected = f"system:serviceaccount:{sa.namespace}:{sa.name}"
+    off: set[tuple] = set()  # (cluster, setting): reported once, with the first variable set that shows it
+    mismatched: dict[tuple, list[str]] = {}  # (file, line, credential, subject, fix) -> the variable sets that give it
+    for label, ev in scopes:  # the cluster's OIDC issuer and the workload identity webhook, which the identity needs
+        for aks in ev.of_type("azurerm_kubernetes_cluster"):
+            for attr in ("oidc_issuer_enabled", "workload_identity_enabled"):
+                v = aks.body.get(attr)
+                if (v is None or (v.known and v.value is not True)) and (aks.address, attr) not in off:
+                    off.add((aks.address, attr))
+                    out.append(Finding(v.file if v else aks.file, v.line if v else aks.line, aks.address, "terraform-workload-identity",
+                                       f"{aks.address} {attr} is {v.text if v else 'not set (false)'} ({label}), but pods of {sa.namespace}/{sa.name} use "
+                                       f"workload identity: {'the federated credential has no issuer' if attr.startswith('oidc') else 'no token is injected'}"
+                                       ", so their Azure calls fail", f"set {attr} = true"))
+    if not creds:
+        return [Finding(f"{TERRAFORM_DIR}/identity.tf", None, "", "terraform-federated-subject",
+                        f"no azurerm_federated_identity_credential: pods of {sa.namespace}/{sa.name} get no Azure token",
+                        f'add one with subject = "{expected}" and issuer = the cluster\'s oidc_issuer_url')]
+    for cred in creds:
+        where = f"{cred.address}"
+        if "subject" not in cred.body:
+            out.append(Finding(cred.file, cred.line, where, "terraform-federated-subject",
+                               f"{where} has no subject; it must trust {expected} (the ServiceAccount at {sa.where()})",
+                               f'set subject = "{expected}" (local.workload_subject)'))
+            continue
+        audience = cred.body.get("audience")
+        if audience is None or audience.value != [TOKEN_AUDIENCE]:
+            out.append(Finding(audience.file if audience else cred.file, audience.line if audience else cred.line, where, "terraform-federated-subject",
+                               f"{where} audience is {audience.text if audience else None!r}, not [{TOKEN_AUDIENCE!r}]: the workload identity webhook's tokens would be refused",
+                               f'set audience = ["{TOKEN_AUDIENCE}"]'))
+        for label, ev in scopes:
+            block = ev.instance(cred.address)
+            subject = block.body.get("subject") if block else None
+            if subject is None or subject.error:
+                continue  # terraform-expression reports it
+            try:
+                value = subject.get(f"{where} subject")
+            except TerraformError as err:
+                out.append(Finding(subject.file, subject.line, where, "terraform-federated-subject", f"{err} ({label})",
+                                   "build the subject from var.workload_namespace and var.workload_service_account_name"))
+                break
+            if value != expected and not _trusted(ev, expected):  # (another credential may trust another ServiceAccount)
+                # At the value that differs: the tfvars or default line of the variable the subject is built from, else the subject's line.
+                parts = str(value).removeprefix("system:serviceaccount:").split(":") if str(value).startswith("system:serviceaccount:") else []
+                wrong = [(var, want) for var, want, got in zip(SUBJECT_VARIABLES, sa, parts) if got != want and ev.variable(var) == got]
+                at = variable_origin(cfg, wrong[0][0], None if label == "variable defaults" else label)[:2] if wrong else (subject.file, subject.line)
+                fix = f'set {wrong[0][0]} = "{wrong[0][1]}"' if wrong else f'build the subject as "{expected}" from var.{" and var.".join(SUBJECT_VARIABLES)}'
+                mismatched.setdefault((*at, where, value, fix), []).append(label)
+    out += _untrusted_accounts(sources, scopes, sa)
+    for (file, line, where, value, fix), labels in mismatched.items():  # one cause, once: at its line, with every variable set that shows it
+        out.append(Finding(file, line, where, "terraform-federated-subject",
+                           f"{where} subject is {value!r} with {' | '.join(labels)}, but the workload ServiceAccount at {sa.where()} is "
+                           f"{sa.namespace}/{sa.name} ({expected}): Azure would refuse its token exchange",
+                           f"{fix} (the workload ServiceAccount at {sa.where()}), or name the ServiceAccount as Terraform does"))
+    return out
+
+
+def _trusted(ev: Evaluation, subject: str) -> bool | None:
+    """Whether a federated identity credential of `ev` trusts `subject`; None when one's subject is known only at apply."""
+    values = [c.body.get("subject") for c in ev.of_type("azurerm_federated_identity_credential")]
+    if any(v is not None and not v.error and v.known and v.value == subject for v in values):
+        return True
+    return None if any(v is None or v.error or not v.known for v in values) else False
+
+
+def _untrusted_accounts(sources: Sources, scopes: list[tuple[str, Evaluation]], first: WorkloadAccount) -> list[Finding]:
+    """Another ServiceAccount with the workload identity annotation (a team's copy in its own namespace) whose subject no
+    federated identity credential trusts with some variable set: Azure refuses its pods' token exchange."""
+    out = []
+    for account in annotated_accounts(sources):
+        ns, name = account.namespace, account.name
+        if (ns, name) == tuple(first) or not account.namespaced:
+            continue
+        subject = f"system:serviceaccount:{ns}:{name}"
+        refused = [label for label, ev in scopes if _trusted(ev, subject) is False]
+        if refused:
+            out.append(Finding(account.file, account.line, f"ServiceAccount/{ns}/{name}", "terraform-federated-subject",
+                               f"ServiceAccount {ns}/{name} has annotation {CLIENT_ID_ANNOTATION}, but no azurerm_federated_identity_credential "
+                               f"trusts {subject} ({' | '.join(refused)}): Azure refuses its pods' token exchange",
+                               f'add an azurerm_federated_identity_credential with subject = "{subject}" to {TERRAFORM_DIR}/identity.tf, or '
+                               f"run the jobs as {first.namespace}/{first.name}"))
+    return out
