@@ -29,13 +29,28 @@ def test_exact_pins_are_clean(repo_copy, old, new):
 @pytest.mark.parametrize("old,new,line", [
     ("    tag: 0.17.1\n", '    semver: "~0.17.1"\n', 15),
     ("    tag: 0.17.1\n", '    semver: "<=0.17.1 || >=0.18.0"\n', 15),
+    ("    tag: 0.17.1\n", '    semver: "0.17.1 || 0.18.3"\n', 15),
     ("    tag: 0.17.1\n", f"    digest: {DIGEST}\n", 15),
     ("          tag: v0.17.1\n", f"          tag: v0.17.2@{DIGEST}\n", 49),
-], ids=["semver-range", "semver-union", "digest-alone", "image-other-tag-with-digest"])
+], ids=["semver-range", "semver-union", "semver-union-of-exact-versions", "digest-alone", "image-other-tag-with-digest"])
 def test_pins_that_admit_another_version_are_drift(repo_copy, old, new, line):
     edit(repo_copy, KUEUE, old, new)
     found = [(f.rule, f.file, f.line) for f in validate_repository(repo_copy).findings]
     assert found == [("versions-drift", KUEUE, line)], found
+
+
+@pytest.mark.parametrize("constraint,pins", [
+    ("0.17.1", True), ("=0.17.1", True), ("v0.17.1", True), (">=0.17.1 <0.17.2", True), ("0.17.1 || 0.16.0", True),
+    ("<=0.17.1", True), ("0.17.1 || 0.18.3", False), ("0.17.1 || 0.17.3", False), ("0.17.1 || 0.19.2", False),
+    (">=0.17.1 <0.20", False), ("0.17.x", False), ("~0.17.1", False), ("^0.17.1", False), ("0.17", False),
+    (">=0.17.1 <0.17.2 || >0.17.5 <0.17.7", False), ("0.17.1 || *", False), ("!=0.17.0 >=0.17.1", False),
+    ("0.17.0 || 0.16.9", False),
+])
+def test_a_constraint_pins_only_when_it_admits_production_and_nothing_higher(constraint, pins):
+    """Flux installs the highest tag a constraint admits: a union or range that admits any higher release is no pin,
+    however far from production that release is (the decision uses the constraint's own groups, not a few neighbours)."""
+    answer = version_rules.parsed(constraints=[(constraint, "0.17.1")])["constraints"][0]
+    assert answer == {"pins": pins}, answer
 
 
 def test_values_without_an_image_tag_install_the_charts_default_tag(repo_copy):
