@@ -179,6 +179,25 @@ def test_the_sync_file_flux_bootstrap_writes_beside_the_kustomization_is_one_col
     assert "terraform/flux.tf:" in found[0].message and found[0].hint.startswith(f"leave the files of {PROD}/flux-system/ empty")
 
 
+def test_other_objects_of_the_flux_system_folder_on_an_extension_cluster_are_clean(repo_copy):
+    """Only what `flux bootstrap` writes there collides with the extension's Flux: a ConfigMap beside it is applied like any
+    other object of the cluster folder."""
+    (repo_copy / PROD / "flux-system/settings.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: platform-settings\n  namespace: flux-system\ndata:\n  owner: platform\n")
+    edit(repo_copy, f"{PROD}/flux-system/kustomization.yaml", "  - gotk-sync.yaml\n", "  - gotk-sync.yaml\n  - settings.yaml\n")
+    assert [f.text() for f in validate_repository(repo_copy).findings] == []
+
+
+def test_flux_installs_controllers_in_the_flux_system_folder_collide_on_an_extension_cluster(repo_copy):
+    """gotk-components.yaml's objects (labelled app.kubernetes.io/part-of: flux by `flux install`) are the extension's own."""
+    (repo_copy / PROD / "flux-system/gotk-components.yaml").write_text(
+        "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: source-controller\n  namespace: flux-system\n  labels:\n"
+        "    app.kubernetes.io/instance: flux-system\n    app.kubernetes.io/part-of: flux\n")
+    found = validate_repository(repo_copy).findings
+    assert [(f.rule, f.file, f.line) for f in found] == [("object-collision", f"{PROD}/flux-system/gotk-components.yaml", 1)], \
+        "\n".join(f.text() for f in found)
+
+
 def test_the_sync_kustomizations_patches_are_applied_to_the_entry(repo_copy):
     """Flux builds the entry with flux-system's spec: a patch of it that matches nothing breaks the whole cluster."""
     (repo_copy / PROD / "flux-system/gotk-sync.yaml").write_text(
