@@ -101,6 +101,15 @@ def flux_path(value) -> str:
     return posixpath.normpath("/" + str(value)).lstrip("/") or "."
 
 
+def only_included(builds: list[Build], clusters: list[ClusterRender], reached) -> set[str]:
+    """The plain builds' directories that are only ever built as part of another (a team folder an overlay lists): no
+    Flux Kustomization's path, no cluster's entry, but read by another plain build (`reached`: directory -> the
+    directories, with a trailing /, its build reads). Their cross-object rules are judged where they are included (a
+    LocalQueue's ClusterQueue is the including overlay's), not in a stand-alone build no cluster applies."""
+    applied = {b.dir for c in clusters for b in [c.entry, *c.flux]}
+    return {b.dir for b in builds if b.dir not in applied and any(o.dir != b.dir and b.dir + "/" in reached(o.dir) for o in builds)}
+
+
 def is_flux_kustomization(obj: dict) -> bool:
     return obj.get("kind") == "Kustomization" and str(obj.get("apiVersion", "")).startswith(FLUX_KS_API + "/")
 

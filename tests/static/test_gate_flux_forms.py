@@ -114,6 +114,24 @@ def test_a_finding_points_at_the_overlay_the_cluster_applies(repo_copy):
         "\n".join(f.text() for f in found)
 
 
+TEAM_C = {"kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: team-c\nresources:\n"
+                               "  - ns.yaml\n  - lq.yaml\n",
+          "ns.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-c\n",
+          "lq.yaml": "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata:\n  name: default\nspec:\n  clusterQueue: %s\n"}
+
+
+@pytest.mark.parametrize("queue,found", [("team-b-cq", []), ("nope", [("localqueue-clusterqueue", "overlays/team-queues/team-c/lq.yaml", 6)])],
+                         ids=["its-clusterqueue-in-the-overlay", "a-missing-clusterqueue"])
+def test_a_folder_the_overlay_includes_is_judged_in_the_overlay(repo_copy, queue, found):
+    """A team folder with its own kustomization.yaml (namespace: team-c), listed by overlays/team-queues: no cluster applies
+    it alone, so its LocalQueue's ClusterQueue is the overlay's (team-b-cq there: clean), and a missing one is reported once."""
+    (repo_copy / "overlays/team-queues/team-c").mkdir()
+    for name, text in TEAM_C.items():
+        (repo_copy / "overlays/team-queues/team-c" / name).write_text(text % queue if name == "lq.yaml" else text)
+    edit(repo_copy, "overlays/team-queues/kustomization.yaml", "  - team-b.yaml\n", "  - team-b.yaml\n  - team-c\n")
+    assert [(f.rule, f.file, f.line) for f in validate_repository(repo_copy).findings] == found
+
+
 def test_one_clusters_flux_patches_stay_on_that_cluster(repo_copy):
     """kustomize-controller builds each Kustomization in its own copy of the artifact: dev-westus3's patch of the Kueue
     HelmRelease (flux/infrastructure/controllers, a path prod-eastus2's Kustomization builds too) is not prod's."""
