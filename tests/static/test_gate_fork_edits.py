@@ -157,3 +157,12 @@ def test_a_number_beyond_int32_in_a_kind_without_a_webhook_is_refused_at_its_lin
     report = validate_repository(repo_copy)
     assert [(f.rule, f.file, f.line) for f in report.findings] == [("kueue-webhook", "base/priority-classes.yaml", 8)], _text(report)
     assert "Kueue cannot read it" in report.findings[0].message and "2147483647" in report.findings[0].hint, _text(report)
+
+
+def test_a_shell_default_in_a_workload_is_one_finding_at_its_line_with_the_fix(repo_copy):
+    """`${QUEUE_NAME:=team-a}` (the Flux layers' syntax) is no ${VAR} of the samples' envsubst form: one finding at the
+    workload's line, whichever clusters' entries use the sample, and the fix is the plain ${VAR}."""
+    edit(repo_copy, "workloads/batch-inference.yaml", "queue-name: ${QUEUE_NAME}", "queue-name: ${QUEUE_NAME:=team-a}")
+    report = validate_repository(repo_copy)
+    assert [(f.rule, f.file, f.line) for f in report.findings] == [("sample-render", "workloads/batch-inference.yaml", 11)], _text(report)
+    assert "${QUEUE_NAME:=team-a}" in report.findings[0].message and report.findings[0].hint.startswith("write ${QUEUE_NAME}:"), _text(report)
