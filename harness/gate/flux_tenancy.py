@@ -13,7 +13,8 @@ creates that ServiceAccount, bound to cluster-admin, only in the namespace of th
 `flux bootstrap` sets neither flag, so a repository can work there and fail on AKS.
 
 object-collision (bootstrap_collisions): on a cluster terraform/ bootstraps with the extension, `flux bootstrap`'s files
-(clusters/<cluster>/flux-system/gotk-*.yaml, which the repository ships empty) are applied by the extension's
+(clusters/<cluster>/flux-system/gotk-*.yaml, which the repository ships empty: the objects `flux install` labels
+app.kubernetes.io/part-of: flux, Flux's CRDs, the GitRepository and Kustomization flux-system; nothing else there) are applied by the extension's
 Kustomization: their GitRepository flux-system replaces the extension's (an ssh URL, a deploy key no bootstrap made),
 and their Kustomization is a second root of the cluster folder. One finding per cluster; what those files' objects
 cause besides (their deploy key Secret, the second root's collisions) folds under it (folding.fold).
@@ -75,8 +76,21 @@ def _refs(obj: dict) -> list[tuple[list, dict]]:
 BOOTSTRAPPED = "`flux bootstrap`'s objects on a cluster the AKS Flux extension bootstraps"  # the message's start (folding.fold)
 
 
+def _bootstrapped(obj: dict) -> bool:
+    """An object of what `flux bootstrap` writes there: gotk-components.yaml (`flux install`'s controllers, CRDs and their
+    RBAC, every one labelled app.kubernetes.io/part-of: flux) or gotk-sync.yaml (the GitRepository and Kustomization
+    flux-system). Anything else the folder holds (a ConfigMap, a notification Provider) collides with nothing."""
+    meta = as_map(obj.get("metadata"))
+    if as_map(meta.get("labels")).get("app.kubernetes.io/part-of") == "flux":
+        return True
+    if obj.get("kind") == "CustomResourceDefinition":
+        return str(as_map(obj.get("spec")).get("group", "")).endswith(".toolkit.fluxcd.io")
+    source = str(obj.get("apiVersion", "")).startswith("source.toolkit.fluxcd.io/") and obj.get("kind") == "GitRepository"
+    return (source or is_flux_kustomization(obj)) and meta.get("name") == "flux-system"
+
+
 def bootstrap_collisions(ctx, root: Path, cluster: ClusterRender) -> list[Finding]:
-    """object-collision at the first object the cluster applies from its flux-system/ folder, when terraform/ bootstraps
+    """object-collision at the first of `flux bootstrap`'s objects the cluster applies from its flux-system/ folder, when terraform/ bootstraps
     the cluster (it has a tfvars file) with the microsoft.flux extension and a Flux configuration."""
     if not ctx.config.terraform or not (root / TERRAFORM_DIR).is_dir() or not (root / ctx.config.tfvars_file(cluster.name, root)).is_file():
         return []
@@ -89,7 +103,7 @@ def bootstrap_collisions(ctx, root: Path, cluster: ClusterRender) -> list[Findin
     configs = cfg.of_type("azurerm_kubernetes_flux_configuration")
     folder = f"{ctx.config.clusters.rstrip('/')}/{cluster.name}/flux-system/"
     placed = [(obj, ctx.finding(obj, cluster.entry, "", "", "")) for obj in cluster.entry.objects] if ext and configs else []
-    placed = [(obj, f) for obj, f in placed if f.file and f.file.startswith(folder)]
+    placed = [(obj, f) for obj, f in placed if f.file and f.file.startswith(folder) and _bootstrapped(obj)]
     if not placed:
         return []
     obj, at = placed[0]

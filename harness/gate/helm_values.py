@@ -93,7 +93,7 @@ def helm_rules(ctx, root: Path, clusters: list) -> list[Finding]:
                 continue
             if pin not in schemas.CHART_SOURCES:
                 continue  # no chart offline: not judged
-            module = chart_module(pin, index.chart_version_of(hr))
+            module = version_rules.chart_module(pin, index.chart_version_of(hr))
             try:
                 chart = schemas.chart_dir(pin, tuple(ctx.config.crd_files(root)), module) if module else None
             except HarnessError as err:  # a candidate's module the Go module proxy cannot give now (offline, not in the cache)
@@ -161,17 +161,6 @@ def helm_rules(ctx, root: Path, clusters: list) -> list[Finding]:
             + operator_placement.placement_findings(ctx, root, releases, answers, problems))
 
 
-def chart_module(pin: str, installed: str | None) -> str | None:
-    """The module version whose chart a HelmRelease of chart `pin` installing chart version `installed` (None: a range,
-    a digest or none, which versions-drift reports) is rendered with: the version this run selects (--kueue, as that
-    upgrade installs it), else the one that ships `installed` among versions.yaml's pin and candidates (the pin for
-    None); None when none does."""
-    if pin in versions.selection() or installed is None:
-        return versions.module(pin)[1]
-    listed = [versions.pinned(pin), *(c["version"] for c in versions.candidates(pin))]
-    return next((v for v in listed if versions.chart_version(pin, v).removeprefix("v") == installed.removeprefix("v")), None)
-
-
 def _not_judged(ctx, root: Path, index: ClusterIndex, build, hr: dict, pin: str, failed: str = "") -> list[Finding]:
     """A warning that a HelmRelease's values are not rendered: its chart's module could not be fetched (`failed`), or
     the chart version it installs is in no module this gate lists, said only when that version is the checked
@@ -185,7 +174,7 @@ def _not_judged(ctx, root: Path, index: ClusterIndex, build, hr: dict, pin: str,
     spec = as_map(hr.get("spec"))
     return [finding_at(ctx, root, hr, build, ["spec", "chartRef" if spec.get("chartRef") else "chart"], "helm-values",
                        f"HelmRelease {as_map(hr.get('metadata')).get('name')} installs the {pin} chart {installed}, and {why}: the "
-                       "values are not rendered, so helm-values, helm-values-unused and operator-placement do not judge them",
+                       "values are not rendered, so helm-values, helm-values-unused, operator-placement and versions-drift's image do not judge them",
                        "run the gate where the Go module proxy (or its module cache) serves that module" if failed else
                        f"validate with a gate whose versions.yaml lists {pin} {installed} (as its pin or a candidate)",
                        cluster=index.cluster.name, severity="warning")]

@@ -107,6 +107,17 @@ def flux_path(value) -> str:
     return posixpath.normpath("/" + str(value)).lstrip("/") or "."
 
 
+def only_included(builds: list[Build], clusters: list[ClusterRender], reached) -> set[str]:
+    """The plain builds' directories that are only built as part of the directory above them (a team folder an overlay
+    lists): no Flux Kustomization's path, no cluster's entry, but read by the build of a directory that holds them
+    (`reached`: directory -> the directories, with a trailing /, its build reads). Their cross-object rules are judged
+    where they are included (a LocalQueue's ClusterQueue is the including overlay's), not in a stand-alone build no
+    cluster applies. An overlay or base/ that a cluster's folder includes from beside it stays judged alone too."""
+    applied = {b.dir for c in clusters for b in [c.entry, *c.flux]}
+    return {b.dir for b in builds if b.dir not in applied and any(b.dir.startswith(o.dir.rstrip("/") + "/") and b.dir + "/" in reached(o.dir)
+                                                                  for o in builds)}
+
+
 def is_flux_kustomization(obj: dict) -> bool:
     return obj.get("kind") == "Kustomization" and str(obj.get("apiVersion", "")).startswith(FLUX_KS_API + "/")
 

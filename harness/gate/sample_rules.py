@@ -64,6 +64,9 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
             out.append(Finding(samples_file, line_at(root, samples_file, None, [i, err.key]) or entry_line, f"sample/{e.get('sample')}",
                                "sample-render", str(err), err.hint, where))
             continue
+        except workloads.TemplateSyntax as err:  # written in the workload file: one finding there, whichever entries use it
+            out.append(Finding(err.file, err.line, f"sample/{e.get('sample')}", "sample-render", str(err), err.hint, where))
+            continue
         except workloads.WorkloadError as err:
             out.append(Finding(samples_file, entry_line, f"sample/{e.get('sample')}", "sample-render", str(err),
                                "each entry needs `sample` (a file in workloads/) and `queue`; pass every ${VAR} in `vars`", where))

@@ -308,7 +308,7 @@ def _findings(ctx, validated: list[tuple[object, dict, str | None]], problems: l
             # KubeRay's controller errors name no field: the fields its message names are where the values are written,
             # the first one the sample's file writes itself (not through a samples.yaml var) preferred.
             fields = deeper_fields(obj, err) if err.get("field") or problem.rule != "kuberay-validation" else mentioned_fields(obj, err["message"])
-            candidates = [ctx.finding(obj, b, problem.rule, f"{what_for(problem.rule, obj)}: {err['message']}", hint_for(problem.rule, err), file=file,
+            candidates = [ctx.finding(obj, b, problem.rule, f"{what_for(problem.rule, obj, str(err['message']))}: {err['message']}", hint_for(problem.rule, err), file=file,
                                       context=label, field=f or None) for f in fields or [None]]
             found = next((c for c in candidates if workloads.var_at(ctx.sources.root, c, ctx.sample_vars.get(id(obj), {})) is None), candidates[0])
             if problem.rule in WARNING_RULES:
@@ -328,7 +328,7 @@ def _findings(ctx, validated: list[tuple[object, dict, str | None]], problems: l
             uses.append(f"{found.file}:{found.line}")
     out = _one_per_quota_cause(out)
     for (name, file, line, given, _, _), (first, errors, uses, obj) in by_var.items():
-        out.append(replace(first, file=file, line=line, message=f"{what_for(first.rule, obj)}: {'; '.join(errors)} "
+        out.append(replace(first, file=file, line=line, message=f"{what_for(first.rule, obj, errors[0])}: {'; '.join(errors)} "
                                                                  f"(with {given}, which fills ${{{name}}} at {', '.join(sorted(set(uses)))})",
                            hint=f"give {given} of this entry a value those fields accept (see the message)"
                                 + (", or drop it to use the default" if given.startswith("vars ") else "")))

@@ -10,7 +10,8 @@ RULES = {
                       "metadata), and every built-in object its create validation (metadata; the spec by the REST strategy of its kind "
                       "for the kinds tools/kubecheck knows: core, apps, batch, RBAC, scheduling, networking, policy), offline",
     "kueue-webhook": "every Kueue object and RayJob, and every RayCluster and RayService of an integration the cluster's Kueue manager "
-                     "runs, passes Kueue's validating webhook (its own code at the pinned version; the Ray kinds' when queued), offline",
+                     "runs, passes Kueue's validating webhook (its own code at the pinned version; the Ray kinds' when queued), and every Kueue "
+                     "object decodes into the typed object Kueue's controllers read (a kind without a webhook too), offline",
     "kuberay-validation": "every RayJob, RayCluster and RayService passes what the pinned KubeRay operator's controllers validate "
                           "before they act (their own functions; a RayJob after Kueue's mutating webhook suspended it), and a RayJob's "
                           "submissionMode is one its controller submits in; else it never runs",
@@ -84,7 +85,7 @@ NARROWER_HINTS = {
     ("kueue-webhook", "should delete the cluster after finishing"): "add spec.shutdownAfterJobFinishes: true (unset, it is false): "
                                                                     "Kueue's RayJob webhook requires it, else the RayCluster keeps the queue's quota after the job",
     ("kueue-webhook", "cannot unmarshal number"): "write a number the field's Go type holds (an int32 is at most 2147483647): the "
-                                                  "apiserver accepts a larger one, Kueue's webhook cannot decode it",
+                                                  "apiserver accepts a larger one, Kueue cannot decode it",
     ("kueue-inadmissible", "spec.podSets: Too many"): "use at most 6 worker groups with submissionMode K8sJobMode (the default), or "
                                                        "submissionMode HTTPMode or SidecarMode: a Workload has at most 8 pod sets (the head, "
                                                        "one per worker group and K8sJobMode's submitter), and Kueue's RayJob webhook, "
@@ -94,9 +95,14 @@ NARROWER_HINTS = {
 }
 
 
-def what_for(rule: str, obj) -> str:
+# Refusals of a rule that another part of the component makes than the rule's WHAT says, by the words of the message.
+NARROWER_WHAT = {("kueue-webhook", "as its controllers read it"): "is accepted by the apiserver, but Kueue cannot read it"}
+
+
+def what_for(rule: str, obj, message: str = "") -> str:
     """What the rule's refusal means for the object: a queued one whose pods are refused holds its quota once admitted."""
-    return WHAT[rule] + (" (once Kueue admits it, it holds its quota while none of them runs)" if rule == "pod-validation" and queue_name(obj) else "")
+    narrower = next((what for (r, words), what in NARROWER_WHAT.items() if r == rule and words in message), None)
+    return narrower or WHAT[rule] + (" (once Kueue admits it, it holds its quota while none of them runs)" if rule == "pod-validation" and queue_name(obj) else "")
 
 
 def hint_for(rule: str, err: dict) -> str:

@@ -185,14 +185,14 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
     checked = schema_check.submit(ctx, checker, rendered, [manager_for(b) for b, _, _ in rendered])
     # What follows judges Kueue's objects as Kueue stores them (v1beta1 ones converted); the checks above, as written.
     per_area["rules"] += conversion.convert_stored(ctx, builds, clusters)
-    validated: list[tuple] = []  # (label, object, source file, Kueue manager) of samples and variables, for the checks
+    validated, nested = [], render.only_included(builds, clusters, ctx.reached)  # (label, object, source file, Kueue manager) of samples and variables, for the checks
     for b in builds:
         if b.error:
             # A YAML error in a file it reads, or a directory it includes that fails on its own, is the cause: reported once.
             if not ctx.cause_of(b.dir):
                 per_area["render"].append(build_errors.build_error(root, b))
             continue
-        per_area["rules"] += rules.kueue_rules(ctx, b, b.objects)
+        per_area["rules"] += rules.kueue_rules(ctx, b, b.objects) if b.dir not in nested else []  # judged where included
     presuming: list[tuple[Finding, tuple]] = []  # (sample-fits finding, the flavors its reasons name): folding.fold
     pending_fits: dict = {}  # per cluster name, Kueue's flavor assigner's answers for its samples (sample_rules)
     pinned = version_rules.pins(root)

@@ -4,8 +4,9 @@ spec.chart.spec.version of a HelmRepository's chart), their chart repository and
 renders them for the cluster. A drifted pin means the harness proves one version while AKS runs another. Pins are read as
 Flux and the container runtime read them (tools/fluxbuild's op pins: Masterminds semver for spec.ref.semver and a chart
 version, distribution/reference for an image), so an exact constraint, a digest beside the pinned tag and a `tag@digest`
-image are the pin; values that write no image tag are judged by the image the rendered chart runs
-(rendered_image_findings, from helm_values)."""
+image are the pin. The image of a release the gate renders (Kueue's) is judged as the rendered chart runs it after
+spec.postRenderers (rendered_image_findings, from helm_values: a values tag, an empty one or none, an `images` entry or a
+patch); the values' tag as written only for a chart the gate does not render (KubeRay's)."""
 from __future__ import annotations
 
 import functools
@@ -16,12 +17,13 @@ import os
 from pathlib import Path
 
 from harness.core import HarnessError, atomic_write, cache_root, releases, versions
-from harness.gate import DATA_SCHEMAS, chart_values
+from harness.gate import DATA_SCHEMAS, chart_values, schemas
 from harness.gate.cluster_index import ClusterIndex, finding_at
 from harness.gate.findings import Finding
 from harness.gate.helper import helper
 from harness.gate.origin import line_at, written_prefix
 from harness.gate.render import ClusterRender
+from harness.gate.schema_check import KUBERNETES_VERSION
 from harness.gate.sources import SourceError, as_list, as_map, load_yaml
 
 RULES = {"versions-drift": "each cluster's Kueue and KubeRay charts and images are the versions.yaml production pins",
@@ -159,6 +161,8 @@ def version_rules(ctx, root: Path, cluster: ClusterRender, pinned: dict | None) 
             if have != url:
                 out.append(ctx.finding(obj, sbuild, "versions-drift", f"url {have!r}, but versions.yaml's chart repository gives {url!r}",
                                        f"set spec.url: {url}", field="spec.url" if have else None))
+        if renders_image(index, hr):
+            continue  # its image is judged as the rendered chart installs it (rendered_image_findings)
         value = as_map(spec.get("values"))
         for part in IMAGE_TAG[component][:-1]:
             value = as_map(value.get(part))
@@ -175,33 +179,83 @@ def version_rules(ctx, root: Path, cluster: ClusterRender, pinned: dict | None) 
 
 
 def rendered_image_findings(ctx, root: Path, rendered: list, answers: dict) -> list[Finding]:
-    """versions-drift for a pinned component's HelmRelease whose values write no image tag (helm_values' rendered releases:
-    (index, build, hr, chart, request key) and Helm's answers): the tag the chart then installs (its values.yaml default,
-    or its appVersion), read from the image of the containers it renders from the values' image repository."""
+    """versions-drift for the image of a pinned component's HelmRelease the gate renders (helm_values' rendered releases:
+    (index, build, hr, chart, request key) and Helm's answers, after spec.postRenderers as helm-controller applies them):
+    the image the chart's containers of the values' image repository really run, whatever the values write there (a tag,
+    an empty tag or none: the chart then installs its values.yaml default or its appVersion). Its cause is located by
+    rendering the release once more without its post-renderers: an image those change is reported at spec.postRenderers,
+    else at the values' tag (or where the values would write it)."""
     pinned, out = pins(root), []
     for index, build, hr, pin, key in rendered:
         component = next((c for c in COMPONENTS if pinned and as_map(pinned.get(c)).get("chart") == pin), None)
         answer = answers[key]
         if component is None or answer.get("error") or answer.get("valuesError") or index.chart_version_of(hr) not in (None, answer.get("version")):
             continue  # another chart version than the rendered one: its default image is that chart's (versions-drift says so)
-        inline, composed = as_map(as_map(hr.get("spec")).get("values")), as_map(answer.get("values") or as_map(hr.get("spec")).get("values"))
-        written, defaults = _at(inline, IMAGE_TAG[component][:-1]), _at(_chart_values(key), IMAGE_TAG[component][:-1])
-        if written.get(IMAGE_TAG[component][-1]) is not None:
-            continue  # version_rules judges the tag as written
-        repository = _at(composed, IMAGE_TAG[component][:-1]).get("repository") or defaults.get("repository")
-        images = sorted({str(c.get("image")) for item in answer.get("objects") or [] for c in _containers(item["object"]) if c.get("image")})
-        if not repository or not images:
-            continue
-        want, *found = parsed(images=[str(repository), *images])["images"]
         production = str(as_map(pinned.get(component)).get("production", ""))
-        for image, ref in zip(images, found):
-            if ref.get("name") and ref.get("name") == want.get("name") and ref.get("tag") != f"v{production}":
-                path = ".".join(IMAGE_TAG[component])
-                out.append(finding_at(ctx, root, hr, build, ["spec", "values", *written_prefix(inline, list(IMAGE_TAG[component]))],
-                                      "versions-drift", f"values.{path} is not written, so the {pin} chart {answer.get('version')} "
-                                      f"installs {image}, not v{production} (versions.yaml's {component} production pin)",
-                                      f"set values.{path}: v{production}", cluster=index.cluster.name))
+        before = _without_post_renderers(key) if json.loads(key).get("postRenderers") else answer
+        inline, composed = as_map(as_map(hr.get("spec")).get("values")), as_map(answer.get("values") or as_map(hr.get("spec")).get("values"))
+        repository = _at(composed, IMAGE_TAG[component][:-1]).get("repository") or \
+            _at(_chart_values(key), IMAGE_TAG[component][:-1]).get("repository")
+        if not repository or before.get("error"):
+            continue
+        after = {slot: image for item in answer.get("objects") or [] for slot, image in _images(item["object"])}
+        slots = [(slot, image, after.get(slot)) for item in before.get("objects") or [] for slot, image in _images(item["object"])]
+        refs = iter(parsed(images=[str(repository), *(i for _, b, a in slots for i in (b, a or b))])["images"])
+        want, drifted = next(refs), {}
+        for _, image, post in slots:
+            ref, post_ref = next(refs), next(refs)
+            if ref.get("name") and ref.get("name") == want.get("name") and post is not None and post_ref.get("tag") != f"v{production}":
+                drifted.setdefault(ref.get("tag") != f"v{production}" or post == image, post)
+        path, tag = ".".join(IMAGE_TAG[component]), _at(inline, IMAGE_TAG[component][:-1]).get(IMAGE_TAG[component][-1])
+        for from_values, image in drifted.items():  # one finding per cause: the values (or the chart's default), or the post-renderers
+            if not from_values:
+                message, hint, where = (f"spec.postRenderers change the {pin} chart's image to {image}, not v{production} (versions.yaml's "
+                                        f"{component} production pin)", f"remove the image change (an `images` entry's newTag, newName or "
+                                        f"digest, or a patch of the image) from spec.postRenderers, or change {component}.production in "
+                                        "versions.yaml", ["spec", "postRenderers"])
+            elif tag not in (None, ""):
+                message, hint, where = (f"values.{path} {tag!r}, so the {pin} chart {answer.get('version')} installs {image}, but "
+                                        f"versions.yaml pins {component} {production}", f"set values.{path}: v{production}, or change "
+                                        f"{component}.production in versions.yaml", ["spec", "values", *IMAGE_TAG[component]])
+            else:
+                message, hint, where = (f"values.{path} is {'empty' if tag == '' else 'not written'}, so the {pin} chart "
+                                        f"{answer.get('version')} installs {image}, not v{production} (versions.yaml's {component} "
+                                        "production pin)", f"set values.{path}: v{production}",
+                                        ["spec", "values", *written_prefix(inline, list(IMAGE_TAG[component]))])
+            out.append(finding_at(ctx, root, hr, build, where, "versions-drift", message, hint, cluster=index.cluster.name))
     return out
+
+
+def renders_image(index, hr: dict) -> bool:
+    """Whether helm_values renders this HelmRelease's chart (rendered_image_findings then judges its image as installed):
+    a chart a pinned module carries, at a version such a module ships, on a cluster whose layers all render."""
+    pin = index.chart_of(hr)
+    return index.complete and pin in schemas.CHART_SOURCES and chart_module(pin, index.chart_version_of(hr)) is not None
+
+
+def chart_module(pin: str, installed: str | None) -> str | None:
+    """The module version whose chart a HelmRelease of chart `pin` installing chart version `installed` (None: a range,
+    a digest or none, which versions-drift reports) is rendered with: the version this run selects (--kueue, as that
+    upgrade installs it), else the one that ships `installed` among versions.yaml's pin and candidates (the pin for
+    None); None when none does."""
+    if pin in versions.selection() or installed is None:
+        return versions.module(pin)[1]
+    listed = [versions.pinned(pin), *(c["version"] for c in versions.candidates(pin))]
+    return next((v for v in listed if versions.chart_version(pin, v).removeprefix("v") == installed.removeprefix("v")), None)
+
+
+def _without_post_renderers(key: str) -> dict:
+    """Helm's answer for an op helm request (its JSON key) without its spec.postRenderers."""
+    request = {k: v for k, v in json.loads(key).items() if k not in ("postRenderers", "postRenderStrategy")}
+    return helper().call("helm", PinsError, helm=request, kubernetes_version=KUBERNETES_VERSION)
+
+
+def _images(obj: dict):
+    """((kind, namespace, name, container), image) of a rendered workload's containers and init containers."""
+    meta = as_map(obj.get("metadata"))
+    for c in _containers(obj):
+        if c.get("image"):
+            yield (obj.get("kind"), meta.get("namespace"), meta.get("name"), c.get("name")), str(c.get("image"))
 
 
 def _at(values: dict, path) -> dict:

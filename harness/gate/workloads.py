@@ -6,6 +6,7 @@ string.Template is that same syntax, and `substitute` refuses to leave a variabl
 from __future__ import annotations
 
 import difflib
+import re
 import string
 from decimal import Decimal
 from pathlib import Path
@@ -33,6 +34,25 @@ class MissingVariable(WorkloadError):
     def __init__(self, message: str, name: str, file: str):
         super().__init__(message)
         self.name, self.file = name, file
+
+
+class TemplateSyntax(WorkloadError):
+    """A `$` of a workload file that string.Template (envsubst's ${VAR} form) cannot read, such as a shell default
+    `${QUEUE_NAME:=team-a}`: written in the workload file, at `line`."""
+
+    def __init__(self, file: str, text: str, at: int):
+        line_start, line_end = text.rfind("\n", 0, at) + 1, (text.find("\n", at) + 1 or len(text) + 1) - 1
+        close = text.find("}", at, line_end)
+        written = text[at:close + 1] if close >= 0 else text[at:line_end].strip()
+        named = re.match(string.Template.idpattern, text[at + 2:], re.IGNORECASE | re.ASCII) if written.startswith("${") else None
+        super().__init__(f"{file}: {written} is not a ${{VAR}} the samples' substitution reads (envsubst's form: no defaults, "
+                         "no shell expansions), so no sample of this file renders")
+        self.file, self.line = file, text.count("\n", 0, line_start) + 1
+        name = named.group(0) if named else None
+        given = {"QUEUE_NAME": "the samples.yaml entry's `queue` gives it", "JOB_NAME": "the entry's `sample` name gives it"}
+        self.hint = (f"write ${{{name}}}: " + (given.get(name) or f"put its default in {WORKLOADS_DIR}/defaults.yaml (`{name}: ...`); "
+                                                                 "an entry's `vars` sets it per sample")
+                     if name else "write $$ for a literal $, or ${VAR} for a value the samples set")
 
 
 def sample_names(root: Path = REPO_ROOT) -> list[str]:
@@ -92,14 +112,18 @@ def render(sample: str, queue: str, values: dict[str, str] | None = None, root: 
         raise WorkloadError(f"no sample named {sample!r} (have: {', '.join(sample_names(root))})")
     mapping = {**defaults(root), "JOB_NAME": sample, "QUEUE_NAME": queue, **(values or {})}
     try:
-        text = string.Template(read_source(path, root)).substitute(mapping)
+        source = read_source(path, root)
+        text = string.Template(source).substitute(mapping)
     except SourceError as err:
         raise WorkloadError(str(err)) from None
     except KeyError as err:
         raise MissingVariable(f"{path.relative_to(root)}: variable ${{{err.args[0]}}} has no value; pass it with --set {err.args[0]}=...",
                               str(err.args[0]), str(path.relative_to(root))) from None
-    except ValueError as err:
-        raise WorkloadError(f"{path.relative_to(root)}: {err}") from None
+    except ValueError as err:  # string.Template's own pattern finds the `$` it cannot read
+        bad = next((m for m in string.Template.pattern.finditer(source) if m.group("invalid") is not None), None)
+        if bad is None:
+            raise WorkloadError(f"{path.relative_to(root)}: {err}") from None
+        raise TemplateSyntax(path.relative_to(root).as_posix(), source, bad.start()) from None
     try:
         job = parse_yaml(text)
     except yaml.YAMLError as err:

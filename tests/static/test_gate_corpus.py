@@ -356,6 +356,8 @@ CORPUS = [
      lambda r: edit(r, "workloads/aurora-finetune.yaml", "  entrypoint:", "  entrypointt:")),
     ("unknown-sample", "sample-render", f"{PROD}/samples.yaml",
      lambda r: edit(r, f"{PROD}/samples.yaml", "sample: batch-inference", "sample: batch-inferense"), 10),
+    ("workload-shell-default", "sample-render", "workloads/batch-inference.yaml",  # one cause in the workload, not per entry
+     lambda r: edit(r, "workloads/batch-inference.yaml", "queue-name: ${QUEUE_NAME}", "queue-name: ${QUEUE_NAME:=team-a}"), 11),
     # What source-controller leaves out of the artifact is not there for kustomize-controller either.
     ("sourceignored-resource", "kustomize-build", ".sourceignore",  # at the pattern that leaves it out of the artifact
      lambda r: append(r, ".sourceignore", "/overlays/team-queues/team-b.yaml\n"), 8),

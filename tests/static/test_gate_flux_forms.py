@@ -114,6 +114,24 @@ def test_a_finding_points_at_the_overlay_the_cluster_applies(repo_copy):
         "\n".join(f.text() for f in found)
 
 
+TEAM_C = {"kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: team-c\nresources:\n"
+                               "  - ns.yaml\n  - lq.yaml\n",
+          "ns.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-c\n",
+          "lq.yaml": "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata:\n  name: default\nspec:\n  clusterQueue: %s\n"}
+
+
+@pytest.mark.parametrize("queue,found", [("team-b-cq", []), ("nope", [("localqueue-clusterqueue", "overlays/team-queues/team-c/lq.yaml", 6)])],
+                         ids=["its-clusterqueue-in-the-overlay", "a-missing-clusterqueue"])
+def test_a_folder_the_overlay_includes_is_judged_in_the_overlay(repo_copy, queue, found):
+    """A team folder with its own kustomization.yaml (namespace: team-c), listed by overlays/team-queues: no cluster applies
+    it alone, so its LocalQueue's ClusterQueue is the overlay's (team-b-cq there: clean), and a missing one is reported once."""
+    (repo_copy / "overlays/team-queues/team-c").mkdir()
+    for name, text in TEAM_C.items():
+        (repo_copy / "overlays/team-queues/team-c" / name).write_text(text % queue if name == "lq.yaml" else text)
+    edit(repo_copy, "overlays/team-queues/kustomization.yaml", "  - team-b.yaml\n", "  - team-b.yaml\n  - team-c\n")
+    assert [(f.rule, f.file, f.line) for f in validate_repository(repo_copy).findings] == found
+
+
 def test_one_clusters_flux_patches_stay_on_that_cluster(repo_copy):
     """kustomize-controller builds each Kustomization in its own copy of the artifact: dev-westus3's patch of the Kueue
     HelmRelease (flux/infrastructure/controllers, a path prod-eastus2's Kustomization builds too) is not prod's."""
@@ -177,6 +195,25 @@ def test_the_sync_file_flux_bootstrap_writes_beside_the_kustomization_is_one_col
     assert [(f.rule, f.severity, f.file, f.line) for f in found] == [
         ("object-collision", "error", f"{PROD}/flux-system/gotk-sync.yaml", 3)], "\n".join(f.text() for f in found)
     assert "terraform/flux.tf:" in found[0].message and found[0].hint.startswith(f"leave the files of {PROD}/flux-system/ empty")
+
+
+def test_other_objects_of_the_flux_system_folder_on_an_extension_cluster_are_clean(repo_copy):
+    """Only what `flux bootstrap` writes there collides with the extension's Flux: a ConfigMap beside it is applied like any
+    other object of the cluster folder."""
+    (repo_copy / PROD / "flux-system/settings.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: platform-settings\n  namespace: flux-system\ndata:\n  owner: platform\n")
+    edit(repo_copy, f"{PROD}/flux-system/kustomization.yaml", "  - gotk-sync.yaml\n", "  - gotk-sync.yaml\n  - settings.yaml\n")
+    assert [f.text() for f in validate_repository(repo_copy).findings] == []
+
+
+def test_flux_installs_controllers_in_the_flux_system_folder_collide_on_an_extension_cluster(repo_copy):
+    """gotk-components.yaml's objects (labelled app.kubernetes.io/part-of: flux by `flux install`) are the extension's own."""
+    (repo_copy / PROD / "flux-system/gotk-components.yaml").write_text(
+        "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: source-controller\n  namespace: flux-system\n  labels:\n"
+        "    app.kubernetes.io/instance: flux-system\n    app.kubernetes.io/part-of: flux\n")
+    found = validate_repository(repo_copy).findings
+    assert [(f.rule, f.file, f.line) for f in found] == [("object-collision", f"{PROD}/flux-system/gotk-components.yaml", 1)], \
+        "\n".join(f.text() for f in found)
 
 
 def test_the_sync_kustomizations_patches_are_applied_to_the_entry(repo_copy):

@@ -148,3 +148,21 @@ def test_a_queue_written_in_a_file_no_kustomization_lists_is_named_in_the_hint(r
     found = [f for f in validate_repository(repo_copy).findings if f.rule == "sample-queue"]
     assert [(f.file, f.line) for f in found] == [(f"{PROD}/samples.yaml", 13)], "\n".join(f.text() for f in found)
     assert "list overlays/team-queues/team-c.yaml" in found[0].hint, found[0].text()
+
+
+def test_a_number_beyond_int32_in_a_kind_without_a_webhook_is_refused_at_its_line(repo_copy):
+    """WorkloadPriorityClass has no Kueue webhook and the apiserver stores value 3000000000 (format int32 is dropped), but
+    Kueue's typed informer cannot decode it: reported at the value's line, as Kueue cannot read it."""
+    edit(repo_copy, "base/priority-classes.yaml", "value: 1000\n", "value: 3000000000\n")
+    report = validate_repository(repo_copy)
+    assert [(f.rule, f.file, f.line) for f in report.findings] == [("kueue-webhook", "base/priority-classes.yaml", 8)], _text(report)
+    assert "Kueue cannot read it" in report.findings[0].message and "2147483647" in report.findings[0].hint, _text(report)
+
+
+def test_a_shell_default_in_a_workload_is_one_finding_at_its_line_with_the_fix(repo_copy):
+    """`${QUEUE_NAME:=team-a}` (the Flux layers' syntax) is no ${VAR} of the samples' envsubst form: one finding at the
+    workload's line, whichever clusters' entries use the sample, and the fix is the plain ${VAR}."""
+    edit(repo_copy, "workloads/batch-inference.yaml", "queue-name: ${QUEUE_NAME}", "queue-name: ${QUEUE_NAME:=team-a}")
+    report = validate_repository(repo_copy)
+    assert [(f.rule, f.file, f.line) for f in report.findings] == [("sample-render", "workloads/batch-inference.yaml", 11)], _text(report)
+    assert "${QUEUE_NAME:=team-a}" in report.findings[0].message and report.findings[0].hint.startswith("write ${QUEUE_NAME}:"), _text(report)

@@ -29,13 +29,28 @@ def test_exact_pins_are_clean(repo_copy, old, new):
 @pytest.mark.parametrize("old,new,line", [
     ("    tag: 0.17.1\n", '    semver: "~0.17.1"\n', 15),
     ("    tag: 0.17.1\n", '    semver: "<=0.17.1 || >=0.18.0"\n', 15),
+    ("    tag: 0.17.1\n", '    semver: "0.17.1 || 0.18.3"\n', 15),
     ("    tag: 0.17.1\n", f"    digest: {DIGEST}\n", 15),
     ("          tag: v0.17.1\n", f"          tag: v0.17.2@{DIGEST}\n", 49),
-], ids=["semver-range", "semver-union", "digest-alone", "image-other-tag-with-digest"])
+], ids=["semver-range", "semver-union", "semver-union-of-exact-versions", "digest-alone", "image-other-tag-with-digest"])
 def test_pins_that_admit_another_version_are_drift(repo_copy, old, new, line):
     edit(repo_copy, KUEUE, old, new)
     found = [(f.rule, f.file, f.line) for f in validate_repository(repo_copy).findings]
     assert found == [("versions-drift", KUEUE, line)], found
+
+
+@pytest.mark.parametrize("constraint,pins", [
+    ("0.17.1", True), ("=0.17.1", True), ("v0.17.1", True), (">=0.17.1 <0.17.2", True), ("0.17.1 || 0.16.0", True),
+    ("<=0.17.1", True), ("0.17.1 || 0.18.3", False), ("0.17.1 || 0.17.3", False), ("0.17.1 || 0.19.2", False),
+    (">=0.17.1 <0.20", False), ("0.17.x", False), ("~0.17.1", False), ("^0.17.1", False), ("0.17", False),
+    (">=0.17.1 <0.17.2 || >0.17.5 <0.17.7", False), ("0.17.1 || *", False), ("!=0.17.0 >=0.17.1", False),
+    ("0.17.0 || 0.16.9", False),
+])
+def test_a_constraint_pins_only_when_it_admits_production_and_nothing_higher(constraint, pins):
+    """Flux installs the highest tag a constraint admits: a union or range that admits any higher release is no pin,
+    however far from production that release is (the decision uses the constraint's own groups, not a few neighbours)."""
+    answer = version_rules.parsed(constraints=[(constraint, "0.17.1")])["constraints"][0]
+    assert answer == {"pins": pins}, answer
 
 
 def test_values_without_an_image_tag_install_the_charts_default_tag(repo_copy):
@@ -44,6 +59,36 @@ def test_values_without_an_image_tag_install_the_charts_default_tag(repo_copy):
     found = [f for f in validate_repository(repo_copy).findings]
     assert [(f.rule, f.file, f.line) for f in found] == [("versions-drift", KUEUE, 47)], [f.text() for f in found]
     assert ":release-0.17, not v0.17.1" in found[0].message and found[0].hint == "set values.controllerManager.manager.image.tag: v0.17.1"
+
+
+def test_an_empty_image_tag_installs_the_charts_app_version(repo_copy):
+    """`tag: ""`: the Kueue chart renders `image.tag | default .Chart.AppVersion`, v0.17.1: the pinned image, no drift."""
+    edit(repo_copy, KUEUE, "          tag: v0.17.1\n", '          tag: ""\n')
+    assert [f.text() for f in validate_repository(repo_copy).findings] == []
+
+
+POST_RENDER_IMAGES = "  postRenderers:\n    - kustomize:\n        images:\n          - name: mcr.microsoft.com/oss/v2/kueue/kueue\n"
+POST_RENDER_PATCH = ("  postRenderers:\n    - kustomize:\n        patches:\n          - target: {kind: Deployment}\n            patch: |\n"
+                     "              - {op: replace, path: /spec/template/spec/containers/0/image, value: %s}\n")
+
+
+@pytest.mark.parametrize("renderers,image", [
+    (POST_RENDER_IMAGES + "            newTag: v0.18.3\n", "mcr.microsoft.com/oss/v2/kueue/kueue:v0.18.3"),
+    (POST_RENDER_IMAGES + "            newName: registry.example.com/kueue\n            newTag: v0.18.3\n", "registry.example.com/kueue:v0.18.3"),
+    (POST_RENDER_PATCH % "registry.example.com/kueue:v0.18.3", "registry.example.com/kueue:v0.18.3"),
+], ids=["images-new-tag", "images-new-name-and-tag", "json6902-image"])
+def test_an_image_the_post_renderers_change_is_drift_at_the_post_renderers(repo_copy, renderers, image):
+    """helm-controller applies spec.postRenderers' images and patches to what the chart renders: the Deployment runs
+    that image, judged after them and reported where the post-renderers are written."""
+    (repo_copy / KUEUE).write_text((repo_copy / KUEUE).read_text() + renderers)
+    found = [f for f in validate_repository(repo_copy).findings]
+    assert [(f.rule, f.file, f.line) for f in found] == [("versions-drift", KUEUE, 83)], [f.text() for f in found]
+    assert image in found[0].message and "spec.postRenderers" in found[0].hint, found[0].text()
+
+
+def test_post_renderers_that_keep_the_pinned_image_are_clean(repo_copy):
+    (repo_copy / KUEUE).write_text((repo_copy / KUEUE).read_text() + POST_RENDER_IMAGES + "            newTag: v0.17.1\n")
+    assert [f.text() for f in validate_repository(repo_copy).findings] == []
 
 
 def test_a_production_pin_the_gate_has_as_candidate_names_the_option_that_checks_it(repo_copy):

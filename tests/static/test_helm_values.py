@@ -8,7 +8,7 @@ import re
 import pytest
 
 from harness import toolchain
-from harness.gate import helm_values, schemas
+from harness.gate import helm_values, schemas, version_rules
 
 pytestmark = pytest.mark.static
 
@@ -149,10 +149,10 @@ def test_a_candidate_chart_that_cannot_be_fetched_is_said_not_judged(repo_copy, 
 def test_a_selected_kueue_renders_its_own_chart(monkeypatch):
     """--kueue V (the rehearsal's candidate side): every Kueue HelmRelease is rendered with V's chart, the one that upgrade
     installs; without it, the chart of the version the HelmRelease names."""
-    assert [helm_values.chart_module("kueue", v) for v in ("0.17.1", "0.19.2", "v0.18.3", "0.20.0", None)] == \
+    assert [version_rules.chart_module("kueue", v) for v in ("0.17.1", "0.19.2", "v0.18.3", "0.20.0", None)] == \
         ["v0.17.1", "v0.19.2", "v0.18.3", None, "v0.17.1"]
     monkeypatch.setenv("RAY_KUEUE_VERSIONS", "kueue=v0.19.2")
-    assert [helm_values.chart_module("kueue", v) for v in ("0.17.1", "0.20.0", None)] == ["v0.19.2"] * 3
+    assert [version_rules.chart_module("kueue", v) for v in ("0.17.1", "0.20.0", None)] == ["v0.19.2"] * 3
 
 
 def test_a_chart_ref_to_a_helm_chart_is_read_for_its_version(repo_copy):

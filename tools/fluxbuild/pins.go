@@ -1,6 +1,8 @@
 package main
 
 import (
+	"strings"
+
 	"github.com/Masterminds/semver/v3"
 	"github.com/distribution/reference"
 )
@@ -39,6 +41,37 @@ type pinsAnswer struct {
 	Images      []imageAnswer      `json:"images"`
 }
 
+// admitsHigher: whether the constraint admits a release above v. The library's own parse splits the constraint into
+// its OR groups of AND'ed atoms (Constraints.String writes them back: " || " between groups, " " between atoms). Every
+// atom (=, !=, <, <=, >, >=, ~, ^, x-ranges) admits or refuses a whole run of releases between boundaries that are its
+// version or that version's next patch, minor or major; so the releases that decide are each boundary above v, the
+// release right after it (inside the run that starts there) and v's own next patch. Checking these with the
+// library's Check decides the question exactly, for `0.17.1 || 0.19.2` as for `>=0.17.1 <0.20` or `~0.17.1`.
+func admitsHigher(c *semver.Constraints, v *semver.Version) bool {
+	candidates := []semver.Version{v.IncPatch()}
+	for _, group := range strings.Split(c.String(), " || ") {
+		for _, atom := range strings.Fields(group) {
+			bound, err := semver.NewVersion(wildcards.Replace(strings.TrimLeft(atom, "=!<>~^")))
+			if err != nil {
+				continue // "*" or "" (any version): v's next patch already answers
+			}
+			base := *semver.New(bound.Major(), bound.Minor(), bound.Patch(), "", "")
+			for _, b := range []semver.Version{base, base.IncPatch(), base.IncMinor(), base.IncMajor()} {
+				candidates = append(candidates, b, b.IncPatch())
+			}
+		}
+	}
+	for i := range candidates {
+		if candidates[i].GreaterThan(v) && c.Check(&candidates[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// wildcards: an x-range's wildcard parts read as 0 (the library's own reading of 0.17.x is 0.17.0 with the patch free).
+var wildcards = strings.NewReplacer("x", "0", "X", "0", "*", "0")
+
 func pinsAnswers(req pinsRequest) pinsAnswer {
 	out := pinsAnswer{Constraints: make([]constraintAnswer, len(req.Constraints)), Images: make([]imageAnswer, len(req.Images))}
 	for i, q := range req.Constraints {
@@ -52,15 +85,7 @@ func pinsAnswers(req pinsRequest) pinsAnswer {
 			out.Constraints[i].Error = err.Error()
 			continue
 		}
-		// Higher versions the constraint would prefer: the next patch, minor and major (a range that admits any
-		// higher release admits one of these or a later one of the same kind).
-		pins := c.Check(v)
-		for _, higher := range []semver.Version{v.IncPatch(), v.IncMinor(), v.IncMajor(), *semver.New(v.Major()+1000, 0, 0, "", "")} {
-			if c.Check(&higher) {
-				pins = false
-			}
-		}
-		out.Constraints[i].Pins = pins
+		out.Constraints[i].Pins = c.Check(v) && !admitsHigher(c, v)
 	}
 	for i, image := range req.Images {
 		ref, err := reference.ParseNormalizedNamed(image)

@@ -12,11 +12,11 @@ import (
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/controller/jobs/raycluster"
 	"sigs.k8s.io/kueue/pkg/controller/jobs/rayjob"
 	"sigs.k8s.io/kueue/pkg/controller/jobs/rayservice"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	"sigs.k8s.io/kueue/pkg/webhooks"
 )
 
@@ -59,6 +59,11 @@ func webhookErrors(ctx context.Context, u *unstructured.Unstructured) []fieldErr
 			}
 			_, err := (&webhooks.CohortWebhook{}).ValidateCreate(ctx, cohort)
 			return aggregateErrors(err)
+		default: // no webhook (WorkloadPriorityClass, LocalQueue, AdmissionCheck, ...): Kueue's controllers still read it typed
+			if into, err := webhookScheme.New(gvk); err == nil {
+				return typedDecode(u, into, "Kueue cannot decode the object as its controllers read it (the typed informer's list "+
+					"fails on it, so Kueue's cache of the kind never syncs): ")
+			}
 		}
 	case gvk.GroupVersion() == rayv1.GroupVersion && gvk.Kind == "RayJob":
 		job := &rayv1.RayJob{}
@@ -130,6 +135,15 @@ var unmarshalField = regexp.MustCompile(`Go struct field \w+\.(\S+) of type`)
 // JSON into the typed object, and answers Errored(400) when that fails (a value the apiserver accepts because it drops
 // format: int32 from CRD schemas, e.g. maxPriorityThreshold 3000000000); then the typed conversion the checks use.
 func webhookDecode(u *unstructured.Unstructured, into runtime.Object) []fieldError {
+	if errs := typedDecode(u, into, "Kueue's webhook cannot decode the object (controller-runtime answers 400): "); errs != nil {
+		return errs
+	}
+	return fromUnstructured(u, into)
+}
+
+// typedDecode reads the object's JSON into its typed Go object as Kueue's clients do (the scheme's JSON decoding: a
+// number its int32 field cannot hold fails), the error said after `why`.
+func typedDecode(u *unstructured.Unstructured, into runtime.Object, why string) []fieldError {
 	raw, err := u.MarshalJSON()
 	if err == nil {
 		err = admission.NewDecoder(webhookScheme).DecodeRaw(runtime.RawExtension{Raw: raw}, into.DeepCopyObject())
@@ -139,10 +153,10 @@ func webhookDecode(u *unstructured.Unstructured, into runtime.Object) []fieldErr
 		if m := unmarshalField.FindStringSubmatch(err.Error()); m != nil {
 			path = m[1]
 		}
-		msg := "Kueue's webhook cannot decode the object (controller-runtime answers 400): " + err.Error()
+		msg := why + err.Error()
 		return []fieldError{{Field: path, Type: "Invalid", Detail: msg, Message: msg}}
 	}
-	return fromUnstructured(u, into)
+	return nil
 }
 
 func fromUnstructured(u *unstructured.Unstructured, into interface{}) []fieldError {
