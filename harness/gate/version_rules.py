@@ -9,19 +9,17 @@ spec.postRenderers (rendered_image_findings, from helm_values: a values tag, an 
 patch); the values' tag as written only for a chart the gate does not render (KubeRay's)."""
 from __future__ import annotations
 
-import functools
-import hashlib
-from dataclasses import dataclass
 import json
 import os
 from pathlib import Path
 
-from harness.core import HarnessError, atomic_write, cache_root, releases, versions
-from harness.gate import DATA_SCHEMAS, chart_values, schemas
+from harness.core import HarnessError, releases, versions
+from harness.gate import chart_values, pin_schema, schemas
 from harness.gate.cluster_index import ClusterIndex, finding_at
 from harness.gate.findings import Finding
 from harness.gate.helper import helper
 from harness.gate.origin import line_at, written_prefix
+from harness.gate.pin_schema import COMPONENTS
 from harness.gate.render import ClusterRender
 from harness.gate.schema_check import KUBERNETES_VERSION
 from harness.gate.sources import SourceError, as_list, as_map, load_yaml
@@ -30,7 +28,6 @@ RULES = {"versions-drift": "each cluster's Kueue and KubeRay charts and images a
          "versions-pins": "(warning) versions.yaml's production Kueue and KubeRay are the versions whose own code the gate runs (its "
                           "versions.yaml's module versions), and each production pin differs from its module version only with a "
                           "`skew` saying why (the pin file's contract)"}
-COMPONENTS = ("kueue", "kuberay")
 IMAGE_TAG = {"kueue": ("controllerManager", "manager", "image", "tag"), "kuberay": ("image", "tag")}
 
 
@@ -106,7 +103,7 @@ def pins_findings(root: Path) -> list[Finding]:
     if not path.is_file():
         return []
     if pins(root) is not None:
-        return _refused_pins(root, pins(root)) + _pin_findings(root, pins(root))
+        return pin_schema.refused_pins(root, pins(root)) + _pin_findings(root, pins(root))
     try:
         doc = load_yaml(path, root)
     except SourceError:
@@ -128,7 +125,7 @@ def version_rules(ctx, root: Path, cluster: ClusterRender, pinned: dict | None) 
     index = ClusterIndex.build(root, cluster)
     for build, hr in index.of_kind("HelmRelease"):
         component = next((c for c in COMPONENTS if as_map(pinned.get(c)).get("chart") and index.chart_of(hr) == as_map(pinned.get(c)).get("chart")), None)
-        if component is None or _refused(pinned, component):
+        if component is None or pin_schema.refused(pinned, component):
             continue  # (a pin versions.schema.json refuses is the finding, at versions.yaml: not the files that match it)
         production, repository = str(as_map(pinned.get(component)).get("production", "")), as_map(pinned.get("charts")).get("repository")
         spec = as_map(hr.get("spec"))
@@ -318,7 +315,7 @@ def _pin_findings(root: Path, pinned: dict) -> list[Finding]:
     differs from the module version without a `skew`. A production version the gate's own versions.yaml pins too is
     the gate's own skew, recorded there: not repeated."""
     out = []
-    for component in (c for c in COMPONENTS if not _refused(pinned, c)):
+    for component in (c for c in COMPONENTS if not pin_schema.refused(pinned, c)):
         pin, own = as_map(pinned.get(component)), as_map(versions.pins().get(component))
         production, module = str(pin.get("production", "")), str(pin.get("version", "")).removeprefix("v")
         runs = str(own.get("version", "")).removeprefix("v")
@@ -340,69 +337,4 @@ def _pin_findings(root: Path, pinned: dict) -> list[Finding]:
         if said:
             out.append(Finding("versions.yaml", line_at(root, "versions.yaml", None, [component, "production"]), "", "versions-pins",
                                f"{component}.production is {production}: " + "; ".join(said), "; ".join(fixes), severity="warning"))
-    return out
-
-
-@functools.lru_cache(maxsize=1)
-def _pin_schema() -> dict:
-    """What the drift rule reads of a component (its chart and production), as harness/schemas-for-data/versions.schema.json
-    has it."""
-    schema = json.loads((DATA_SCHEMAS / "versions.schema.json").read_text())
-    read = {k: schema["$defs"]["goPin"]["properties"][k] for k in ("chart", "production")}
-    return {"$defs": schema["$defs"], "type": "object", "properties": {c: {"type": "object", "properties": read} for c in COMPONENTS}}
-
-
-_VERDICTS_KEPT = 64  # the newest verdicts kept (a pin edit, a branch switch); older ones are computed again if needed
-
-
-@dataclass(frozen=True)
-class _Refusal:
-    absolute_path: tuple
-    instance: object
-    message: str
-
-
-def _schema_errors(pinned: dict) -> list[_Refusal]:
-    """jsonschema's errors for the components' chart and production. Its verdict on the same text is kept under
-    cache_root()/verdicts (keyed by the pins and the schema), so a run on unchanged pins does not import jsonschema
-    (~0.06 s, a tenth of the gate)."""
-    instance = {c: pinned.get(c) for c in COMPONENTS}
-    text = json.dumps([instance, _pin_schema()], sort_keys=True, default=str)
-    memo = cache_root() / "verdicts" / f"versions-schema-{hashlib.sha256(text.encode()).hexdigest()[:32]}.json"
-    try:
-        return [_Refusal(tuple(e[0]), e[1], e[2]) for e in json.loads(memo.read_text())]
-    except (OSError, ValueError, TypeError, IndexError):
-        pass
-    from jsonschema import Draft202012Validator  # here, as config.py does
-
-    verdict = json.dumps([[list(e.absolute_path), e.instance, e.message] for e in Draft202012Validator(_pin_schema()).iter_errors(instance)],
-                         default=str)
-    try:
-        atomic_write(memo, verdict)
-        kept = sorted(memo.parent.glob("versions-schema-*.json"), key=lambda p: p.stat().st_mtime)
-        for old in kept[:-_VERDICTS_KEPT]:
-            old.unlink(missing_ok=True)
-    except OSError:
-        pass  # a read-only cache: the verdict is computed again next time
-    return [_Refusal(tuple(e[0]), e[1], e[2]) for e in json.loads(verdict)]  # as a later run reads it back
-
-
-def _refused(pinned: dict, component: str) -> bool:
-    return any(list(e.absolute_path)[:1] == [component] for e in _schema_errors(pinned))
-
-
-def _refused_pins(root: Path, pinned: dict) -> list[Finding]:
-    """versions-drift at a component's chart or production that versions.schema.json refuses (production `v0.17.1`, the
-    module's spelling): one finding at that line, and the Flux files are not judged against it."""
-    out = []
-    for e in _schema_errors(pinned):
-        path = [str(p) for p in e.absolute_path]
-        value, named = e.instance, ".".join(path)
-        fixed = str(value).removeprefix("v")
-        hint = (f"set {named}: {fixed} (a chart version is written without v; `version` is the module's, with v)"
-                if path[-1:] == ["production"] and fixed != str(value) and not _schema_errors({**pinned, path[0]: {**pinned[path[0]], "production": fixed}})
-                else f"write {named} as harness/schemas-for-data/versions.schema.json says")
-        out.append(Finding("versions.yaml", line_at(root, "versions.yaml", None, path), "", "versions-drift",
-                           f"{named} is {value!r}, which versions.schema.json refuses ({e.message}): the charts and images the "
-                           f"clusters install are not checked against it", hint))
     return out
