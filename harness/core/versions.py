@@ -137,7 +137,7 @@ def listed_version(name: str, version: str, source: str) -> str:
 def selection(env: dict[str, str] | None = None) -> dict[str, str]:
     """The versions $RAY_KUEUE_VERSIONS selects (empty: the pins)."""
     env = os.environ if env is None else env
-    return _parsed(env.get(SELECT_ENV, ""))
+    return dict(_parsed(env.get(SELECT_ENV, "")))  # a copy: the parse is kept per text, and callers add to what they get
 
 
 @functools.lru_cache(maxsize=None)

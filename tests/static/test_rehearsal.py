@@ -96,7 +96,8 @@ def test_a_refused_version_names_the_flag_and_the_checked_repository_s_candidate
     from harness.core import versions
     from harness.gate.validate import main
 
-    monkeypatch.delenv(versions.SELECT_ENV, raising=False)
+    monkeypatch.setenv(versions.SELECT_ENV, "")  # recorded, so that the selection main() makes below is undone after the test
+    monkeypatch.delenv(versions.SELECT_ENV)
     pins = yaml.safe_load((repo_copy / "versions.yaml").read_text())
     pins["kuberay"]["candidates"].append({"version": "v1.6.3", "chart": "1.6.3"})
     (repo_copy / "versions.yaml").write_text(yaml.safe_dump(pins))

@@ -306,3 +306,12 @@ def test_the_local_operators_get_the_feature_gates_the_helm_values_pass(tmp_path
         monkeypatch.setattr(operators, attr, copy)
     assert operators.production_kuberay_flags() == ["--feature-gates=RayCronJob=true"]
     assert operators.production_kueue_config()["featureGates"] == {"ElasticJobsViaWorkloadSlices": True, "FinishOrphanedWorkloads": False}
+
+
+def test_a_selection_a_caller_changes_is_not_the_next_callers(monkeypatch):
+    """selection() keeps its parse per text: what one caller adds to its answer (--kuberay merged into it) must not
+    become every later caller's pins (it once made the pinned modules look like the candidate's in the same process)."""
+    monkeypatch.setenv(versions.SELECT_ENV, "")
+    mine = versions.selection()
+    mine["kuberay"] = versions.candidates("kuberay")[0]["version"]
+    assert versions.selection() == {} and versions.module("kuberay")[1] == versions.pinned("kuberay")
