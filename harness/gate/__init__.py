@@ -17,7 +17,7 @@ from pathlib import Path
 SKIP_DIRS = frozenset({".git", ".venv", "build", "__pycache__", ".pytest_cache", "node_modules", ".terraform"})
 
 # The JSON schemas of the files the gate reads and writes (the harness's package data; a plain path, without
-# importlib.resources, a twentieth of the gate's imports: the package is never run from a zip).
+# importlib.resources, about 7 ms of the gate's 85 ms of imports: the package is never run from a zip).
 DATA_SCHEMAS = Path(__file__).resolve().parent.parent / "schemas-for-data"
 
 # Public name -> (module of this package, its name there).
