@@ -23,7 +23,7 @@ from decimal import Decimal
 
 from harness.gate import placement
 from harness.gate.pools import Pool
-from harness.gate.sources import as_map, in_namespace_of
+from harness.gate.sources import POD_ADMISSION_KINDS, as_map, in_namespace_of
 from harness.gate.workloads import pod_requests
 
 
@@ -33,7 +33,7 @@ def on_pools(objects: list[dict], pools: list[Pool]) -> list[Pool]:
     names: dict[str, list[str]] = {}
     for ds in (o for o in objects if o.get("kind") == "DaemonSet" and str(o.get("apiVersion", "")).startswith("apps/")):
         template = as_map(as_map(ds.get("spec")).get("template"))
-        need = {**pod_requests(template, in_namespace_of(ds, objects, ("LimitRange",))), "pods": Decimal(1)}
+        need = {**pod_requests(template, in_namespace_of(ds, objects, POD_ADMISSION_KINDS)), "pods": Decimal(1)}
         for pool in placement.landing(placement.pod_view(template), (), pools):
             per_node = taken.setdefault(pool.address + f"@{pool.zone}", {})
             for r, q in need.items():

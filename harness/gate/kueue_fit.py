@@ -3,7 +3,7 @@ Kueue's own scheduler code in the gate's Go helper (tools/fluxbuild kueueadmit.g
 ResourceFlavors, Topologies, Cohorts and ClusterQueues in Kueue's scheduler cache (its AdmissionChecks as active: Kueue
 reserves quota before they run, and the queue-activity rules judge whether they can be), the Workload Kueue's
 Ray integration for its kind builds of the RayJob, RayCluster or RayService (a sample, or a queued one a layer applies; with its
-namespace's LimitRange defaults, and the manager
+namespace's LimitRange defaults and the pod overhead of its RuntimeClass, and the manager
 configuration's resource transformations and excluded prefixes), and Kueue's flavor assigner on the
 idle cluster. What it cannot fit there (one flavor per resource group and pod set, nominal quota plus
 what the cohort tree lends, the pods resource, TAS-only flavors) it never admits: the job pends forever.
@@ -23,6 +23,7 @@ from harness.gate.config import GateConfig
 from harness.gate.findings import Finding
 from harness.gate.helper import helper
 from harness.gate.kueue_manager import manager_of
+from harness.gate.pod_refs import pod_templates
 from harness.gate.pools import cluster_pools
 from harness.gate.render import ClusterRender
 from harness.gate.scheduling import node_objects
@@ -40,8 +41,8 @@ class AdmitError(HarnessError):
 @dataclass
 class Candidate:
     """One sample submitted on a cluster, or a queued Ray object a layer applies: its RayJob (RayCluster, RayService), the
-    ClusterQueue its LocalQueue points at, its namespace's LimitRanges, and where a finding about it points (`what`: how
-    the message names it, by default "<wfile> as submitted")."""
+    ClusterQueue its LocalQueue points at, its namespace's LimitRanges and the cluster's RuntimeClasses (`limit_ranges`),
+    and where a finding about it points (`what`: how the message names it, by default "<wfile> as submitted")."""
 
     job: dict
     cq: dict
@@ -255,8 +256,9 @@ def _sum(*values) -> Decimal | None:
 
 def _finding(c: Candidate, answer: dict, queue_objects: list[dict] = (), ask=None) -> Finding:
     cq = as_map(c.cq.get("metadata")).get("name")
-    named = ", ".join(sorted(resource_id(lr) for lr in c.limit_ranges))
+    named = ", ".join(sorted(resource_id(lr) for lr in c.limit_ranges if lr.get("kind") == "LimitRange"))
     defaults = f", its containers with the defaults of {named}" if named else ""
+    defaults += f", its pods with the overhead.podFixed of {overhead}" if (overhead := _overheads(c)) else ""
     sets = "; ".join(f"{ps['name']} {ps['count']} pod(s): " + (", ".join(f"{r} {_quantity(r, q)}" for r, q in sorted(ps["requests"].items()))
                                                                   or "no requests") for ps in answer.get("pod_sets") or [])
     reason = answer.get("message") or "no flavor fits"
@@ -271,6 +273,7 @@ def _finding(c: Candidate, answer: dict, queue_objects: list[dict] = (), ask=Non
                 "that do), or remove the topology request")
     else:
         hint = "shrink the job (fewer workers, smaller pods) or raise the quota through the cluster's gpu-sku component"
+        hint += f" (Kueue charges the overhead of {overhead} too: lower it, or drop runtimeClassName)" if overhead else ""
         unlimited = (lambda resource, flavor: ask(_without_borrowing_limit(queue_objects, c.cq, resource, flavor), c)) if ask else None
         capping = _capping_limits(queue_objects, c.cq, reason, unlimited)
         if capping:
@@ -278,6 +281,14 @@ def _finding(c: Candidate, answer: dict, queue_objects: list[dict] = (), ask=Non
     return Finding(c.samples_file, c.line, resource_id(c.job), "sample-fits",
                    f"{c.what or f'{c.wfile} as submitted'} ({sets}{defaults}) is never admitted by ClusterQueue {cq}, not even on an idle cluster: "
                    f"Kueue's flavor assigner says \"{reason}\"; it would pend forever", hint, c.where)
+
+
+def _overheads(c: Candidate) -> str:
+    """The RuntimeClasses among the candidate's related objects whose pod overhead Kueue charges its pods (one a pod
+    template names, with overhead.podFixed), by resource id."""
+    used = {spec.get("runtimeClassName") for _, spec in pod_templates(c.job)}
+    return ", ".join(sorted(resource_id(rc) for rc in c.limit_ranges if rc.get("kind") == "RuntimeClass"
+                            and as_map(rc.get("metadata")).get("name") in used and as_map(rc.get("overhead")).get("podFixed")))
 
 
 def _quantity(resource: str, value: str) -> str:

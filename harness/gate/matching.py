@@ -73,7 +73,8 @@ def selector_matches(selector: dict | None, labels: dict[str, str]) -> tuple[boo
 def pod_requests(template: dict | None, limit_ranges: list[dict] = ()) -> dict[str, str]:
     """What the pinned Kueue charges its ClusterQueue for one pod of `template` ({resource: quantity}): the larger of
     the biggest init container and the containers plus sidecars, after the defaults of `limit_ranges` (the LimitRanges
-    of the pod's namespace) and with limits standing in for missing requests (Kueue's workload.NewInfo after
-    AdjustResources). {} for a template that does not decode (the schema check reports it)."""
-    query = {"template": template if isinstance(template, dict) else {}, "limitRanges": list(limit_ranges)}
+    of the pod's namespace; the cluster's RuntimeClasses among them add the overhead of the one the pod names) and with
+    limits standing in for missing requests (Kueue's workload.NewInfo after AdjustResources). {} for a template that
+    does not decode (the schema check reports it)."""
+    query = {"template": template if isinstance(template, dict) else {}, "related": list(limit_ranges)}
     return _ask({"podRequests": query}).get("requests") or {}

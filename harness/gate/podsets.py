@@ -21,7 +21,7 @@ from harness.gate.matching import taint_text
 from harness.gate.pools import Pool, node_matches, untolerated
 from harness.gate.sku import allocatable, sku_table
 from harness.gate.podset_lines import PodSetLines, entry_var_lines, request_line, workload_lines
-from harness.gate.sources import QUEUE_LABEL, SourceError, as_map, in_namespace_of, load_yaml, name_key, read_source, resource_id
+from harness.gate.sources import POD_ADMISSION_KINDS, QUEUE_LABEL, SourceError, as_map, in_namespace_of, load_yaml, name_key, read_source, resource_id
 
 
 
@@ -84,7 +84,7 @@ def sample_problems(root: Path, cluster: ClusterRender, objects: list[dict], poo
     submitted = _submitted(root, entries, objects, flavors)
     if fits is None:
         fits = kueue_fit.fits(Checker(tuple(gate_config.crd_files(root))).start(), root, cluster, [
-            kueue_fit.Candidate(job, cq, in_namespace_of(job, objects, ("LimitRange",)), samples_rel, None, "", "", i)
+            kueue_fit.Candidate(job, cq, in_namespace_of(job, objects, POD_ADMISSION_KINDS), samples_rel, None, "", "", i)
             for i, _, _, job, cq in submitted], gate_config)
     for i, entry, sample, job, cq in submitted:
         answer = fits.answer(i)
@@ -98,7 +98,7 @@ def sample_problems(root: Path, cluster: ClusterRender, objects: list[dict], poo
             lines = []
         templates = pod_templates(job)
         context = f"{ctx}, sample {sample} on {entry['queue']}"
-        sets = workloads.pod_sets(job, limit_ranges=in_namespace_of(job, objects, ("LimitRange",)))
+        sets = workloads.pod_sets(job, limit_ranges=in_namespace_of(job, objects, POD_ADMISSION_KINDS))
         groups = groups_of(cq)
         before = (len(errors), sum(len(labels) for _, labels in shared.values()))
         assign, roles = {}, {}

@@ -16,7 +16,7 @@ from harness.gate.origin import line_at
 from harness.gate.render import ClusterRender
 from harness.gate.rules import Context
 from harness.gate.schema_check import Checker
-from harness.gate.sources import (QUEUE_LABEL, SourceError, as_list, as_map, in_namespace_of, is_kustomization_file, load_yaml, name_key,
+from harness.gate.sources import (POD_ADMISSION_KINDS, QUEUE_LABEL, SourceError, as_list, as_map, in_namespace_of, is_kustomization_file, load_yaml, name_key,
                                   queue_name, resource_id)
 
 
@@ -165,7 +165,7 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
             continue
         cq = cqs.get(name_key(as_map(lq.get("spec")).get("clusterQueue")))
         if cq:
-            candidates.append(kueue_fit.Candidate(job, cq, in_namespace_of(job, objects, ("LimitRange",)), samples_file, entry_line, wfile, where, i))
+            candidates.append(kueue_fit.Candidate(job, cq, in_namespace_of(job, objects, POD_ADMISSION_KINDS), samples_file, entry_line, wfile, where, i))
     for name, uses in missing.items():
         (line, e, err), files = uses[0], sorted({u[2].file for u in uses})
         message = str(err) if len(uses) == 1 else (
@@ -198,7 +198,7 @@ def _layer_candidates(ctx: Context, root: Path, cluster: ClusterRender, objects:
         if cq is None:
             continue  # workload-queue / localqueue-clusterqueue report it
         at = finding_at(ctx, root, obj, build, ["metadata", "labels", QUEUE_LABEL], "sample-fits", "", "", cluster=cluster.name)
-        out.append(kueue_fit.Candidate(obj, cq, in_namespace_of(obj, objects, ("LimitRange",)), at.file, at.line, at.file, at.context,
+        out.append(kueue_fit.Candidate(obj, cq, in_namespace_of(obj, objects, POD_ADMISSION_KINDS), at.file, at.line, at.file, at.context,
                                        what=f"{kind} {ns}/{meta.get('name')} as its layer applies it"))
     return out
 

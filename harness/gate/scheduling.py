@@ -12,7 +12,7 @@ from decimal import Decimal
 from harness.core import HarnessError
 from harness.gate.helper import helper
 from harness.gate.pools import NodeSpec, Pool
-from harness.gate.sources import in_namespace_of
+from harness.gate.sources import POD_ADMISSION_KINDS, in_namespace_of
 
 
 def node_name(pool: str, index: int) -> str:
@@ -62,5 +62,5 @@ def unplaced(pools: list[Pool], jobs: list[dict], assigns: list[dict[str, dict]]
     if not jobs:
         return []
     nodes = node_objects([p.node_spec() for p in pools if p.count > 0 and p.linux])  # Ray's pods are Linux pods
-    related = [in_namespace_of(job, objects, ("LimitRange",)) for job in jobs]
+    related = [in_namespace_of(job, objects, POD_ADMISSION_KINDS) for job in jobs]
     return helper("kubecheck").call("place", SchedulingError, objects=jobs, nodes=nodes, assign=assigns, related=related)

@@ -23,7 +23,7 @@ from harness.core import HarnessError, versions
 from harness.gate import schemas, workloads
 from harness.gate.findings import Finding
 from harness.gate.origin import dotted, mentioned_fields, segments, value_at
-from harness.gate.sources import as_map, resource_id
+from harness.gate.sources import POD_ADMISSION_KINDS, as_map, resource_id
 from harness.gate.helper import helper
 from harness.gate.schema_texts import HINTS, WARNING_RULES, WHAT, hint_for, what_for
 
@@ -50,8 +50,9 @@ STAGE_RULES = {
 ACCOUNTING_STAGES = ("accounting", "idle-quota")  # about the pods KubeRay creates once admitted: after kubecheck's stages
 
 # What a Ray object's admission reads in its namespace (sources.in_namespace_of): the pods' admission (LimitRanges,
-# ResourceQuotas, the Namespace's PodSecurity labels) and Kueue's mutating webhook (a LocalQueue named `default`).
-RELATED_KINDS = ("LimitRange", "ResourceQuota", "Namespace", "LocalQueue")
+# ResourceQuotas, the Namespace's PodSecurity labels, the cluster's RuntimeClasses) and Kueue's mutating webhook (a
+# LocalQueue named `default`).
+RELATED_KINDS = ("LimitRange", "ResourceQuota", "Namespace", "LocalQueue", "RuntimeClass")
 PSA_ENFORCE = "pod-security.kubernetes.io/enforce"  # the namespace label of the level the PodSecurity admission enforces
 
 # The kinds whose pods KubeRay creates, validated as pods by tools/kubecheck.
@@ -146,11 +147,11 @@ class Checker:
         groups: dict[str, list[int]] = {}
         for i, (_, _, manager) in enumerate(triples):
             groups.setdefault(json.dumps(manager, sort_keys=True), []).append(i)
-        # Kueue's mutating webhook (fluxbuild) reads the namespace's LocalQueue `default`, its scheduler the LimitRanges;
-        # kubecheck takes the ResourceQuotas and the Namespace too.
+        # Kueue's mutating webhook (fluxbuild) reads the namespace's LocalQueue `default`, its scheduler the LimitRanges and
+        # RuntimeClasses; kubecheck takes the ResourceQuotas and the Namespace too.
         answers = [(members, helper().submit(
             "check", CheckError, objects=[pairs[i][0] for i in members], kueue_manager=triples[members[0]][2],
-            related=[[o for o in pairs[i][1] if isinstance(o, dict) and o.get("kind") in ("LimitRange", "LocalQueue")] for i in members],
+            related=[[o for o in pairs[i][1] if isinstance(o, dict) and o.get("kind") in ("LocalQueue", *POD_ADMISSION_KINDS)] for i in members],
             **self.schema_request())) for members in groups.values()]
         ray = [i for i, (o, _) in enumerate(pairs) if is_ray_workload(o)]
         builtin = [i for i, (o, _) in enumerate(pairs) if is_builtin(o)]

@@ -58,6 +58,7 @@ def as_list(value) -> list:
 
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"  # the label that puts a job in a LocalQueue of its namespace
+POD_ADMISSION_KINDS = ("LimitRange", "RuntimeClass")  # what a pod's admission and Kueue's AdjustResources read besides the pod
 
 
 def queue_name(obj):
@@ -98,13 +99,13 @@ def strip_lines(value):
     return value
 
 
-def in_namespace_of(obj: dict, objects: list[dict], kinds: tuple[str, ...] = ("LimitRange", "ResourceQuota", "Namespace")) -> list[dict]:
-    """The objects of `kinds` in `obj`'s namespace (default when it names none), and that Namespace when asked: by
-    default what the apiserver's admission of its pods reads, the LimitRanges (as the apiserver stores them),
-    ResourceQuotas and the Namespace's PodSecurity labels."""
+def in_namespace_of(obj: dict, objects: list[dict], kinds: tuple[str, ...] = ("LimitRange", "ResourceQuota", "Namespace", "RuntimeClass")) -> list[dict]:
+    """The objects of `kinds` in `obj`'s namespace (default when it names none), that Namespace and the RuntimeClasses when asked: by
+    default what its pods' admission reads, LimitRanges (as stored), ResourceQuotas, PodSecurity labels, RuntimeClasses (overhead)."""
     ns = as_map(obj.get("metadata")).get("namespace", "default")
     found = [o for o in objects if o.get("kind") in kinds
-             and (as_map(o.get("metadata")).get("name") if o.get("kind") == "Namespace" else as_map(o.get("metadata")).get("namespace")) == ns]
+             and (o.get("kind") == "RuntimeClass"
+                  or (as_map(o.get("metadata")).get("name") if o.get("kind") == "Namespace" else as_map(o.get("metadata")).get("namespace")) == ns)]
     if not any(o.get("kind") == "LimitRange" for o in found):
         return found
     from harness.gate.schema_check import stored  # the helpers' module imports this one

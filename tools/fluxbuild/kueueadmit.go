@@ -34,7 +34,7 @@ import (
 // cluster's ResourceFlavors, Topologies, AdmissionChecks (active), Cohorts and ClusterQueues (defaulted as the
 // apiserver stores them) go into Kueue's own scheduler cache, with the cluster's Nodes for topology-aware flavors; the
 // Workload is the one Kueue's Ray integration for its kind builds (the kind's PodSets, AdjustResources with the namespace's
-// LimitRanges), seen through the manager configuration's resource transformations and excluded
+// LimitRanges and the pod overhead of the cluster's RuntimeClasses), seen through the manager configuration's resource transformations and excluded
 // prefixes (workload.NewInfo, as cmd/kueue configures its caches). Kueue's flavor assigner then assigns
 // it on the cluster with nothing else admitted: the most it can ever get (nominal quota, borrowing
 // through the cohort tree, one flavor per resource group and pod set, TAS-only flavors, the pods
@@ -50,7 +50,7 @@ type admitRequest struct {
 type admitJob struct {
 	Object       map[string]interface{}   `json:"object"`
 	ClusterQueue string                   `json:"cluster_queue"`
-	Related      []map[string]interface{} `json:"related"` // the LimitRanges of its namespace
+	Related      []map[string]interface{} `json:"related"` // the LimitRanges of its namespace, the cluster's RuntimeClasses
 }
 
 type admitAnswer struct {
@@ -137,7 +137,7 @@ func admitOne(ctx context.Context, s *schemaSet, snap *schdcache.Snapshot, preem
 	wl := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Name: u.GetName(), Namespace: u.GetNamespace()}, Spec: kueue.WorkloadSpec{PodSets: podSets}}
 	cluster, err := clusterWith(j.Related)
 	if err != nil {
-		return admitAnswer{Skipped: fmt.Sprintf("a LimitRange of the namespace does not decode: %v", err)}
+		return admitAnswer{Skipped: fmt.Sprintf("a LimitRange of the namespace or a RuntimeClass does not decode: %v", err)}
 	}
 	workload.AdjustResources(ctx, cluster, wl)
 	info := workload.NewInfo(wl, infoOptions...)

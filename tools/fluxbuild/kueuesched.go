@@ -8,6 +8,7 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -30,7 +31,7 @@ import (
 // namespace's LimitRange, leaves the Workload inadmissible ("resources validation failed", "resources
 // didn't satisfy LimitRange constraints") for as long as it exists, although the apiserver, Kueue's
 // webhook and KubeRay accept the RayJob. `related` are the LimitRanges of the RayJob's namespace on its
-// cluster (none: a namespace without any); the pods have no RuntimeClass overhead. Other kinds: nil.
+// cluster (none: a namespace without any) and the cluster's RuntimeClasses (their pod overhead). Other kinds: nil.
 func schedulerErrors(ctx context.Context, crds *crdSet, u *unstructured.Unstructured, related []map[string]interface{}) (errs []fieldError) {
 	job, errs := rayJobOf(u)
 	if job == nil {
@@ -56,7 +57,7 @@ func schedulerErrors(ctx context.Context, crds *crdSet, u *unstructured.Unstruct
 	}
 	cluster, err := clusterWith(related)
 	if err != nil {
-		msg := fmt.Sprintf("a LimitRange of the namespace does not decode: %v", err)
+		msg := fmt.Sprintf("a LimitRange of the namespace or a RuntimeClass does not decode: %v", err)
 		return []fieldError{{Field: "metadata.namespace", Type: "InternalError", Detail: msg, Message: msg}}
 	}
 	workload.AdjustResources(ctx, cluster, wl)
@@ -108,19 +109,38 @@ func workloadCreateErrors(ctx context.Context, crds *crdSet, job *rayv1.RayJob, 
 	return errs
 }
 
-// clusterWith is a client of a cluster holding only `objects` (the namespace's LimitRanges); the
-// empty cluster when there are none.
+// clusterWith is a client of a cluster holding only `objects`: the LimitRanges of the job's namespace (Kueue's
+// AdjustResources gives their defaults) and the cluster's RuntimeClasses (it charges the pod overhead of the one a pod
+// names, handlePodOverhead); the empty cluster when there are none. Other kinds are left out; of two objects with one
+// name, the later stands (as the later apply leaves it).
 func clusterWith(objects []map[string]interface{}) (client.Client, error) {
 	if len(objects) == 0 {
 		return emptyCluster(), nil
 	}
-	builder := clusterBuilder()
+	type key struct{ kind, namespace, name string }
+	builder, seen := clusterBuilder(), map[key]client.Object{}
+	var order []key
 	for _, obj := range objects {
-		lr := &corev1.LimitRange{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, lr); err != nil {
-			return nil, err
+		var typed client.Object
+		switch obj["kind"] {
+		case "LimitRange":
+			typed = &corev1.LimitRange{}
+		case "RuntimeClass":
+			typed = &nodev1.RuntimeClass{}
+		default:
+			continue
 		}
-		builder = builder.WithObjects(lr)
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, typed); err != nil {
+			return nil, fmt.Errorf("%s does not decode: %v", obj["kind"], err)
+		}
+		k := key{fmt.Sprint(obj["kind"]), typed.GetNamespace(), typed.GetName()}
+		if _, found := seen[k]; !found {
+			order = append(order, k)
+		}
+		seen[k] = typed
+	}
+	for _, k := range order {
+		builder = builder.WithObjects(seen[k])
 	}
 	return builder.Build(), nil
 }

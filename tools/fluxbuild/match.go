@@ -27,7 +27,7 @@ import (
 //	    -> {"match": bool, "error": ""}   nodeaffinity.GetRequiredNodeAffinity(pod).Match(node)
 //	{"selector": {"selector": LabelSelector, "labels": {...}}}
 //	    -> {"match": bool, "error": ""}   metav1.LabelSelectorAsSelector(...).Matches(labels)
-//	{"podRequests": {"template": PodTemplateSpec, "limitRanges": [LimitRange]}}
+//	{"podRequests": {"template": PodTemplateSpec, "related": [LimitRange or RuntimeClass]}}
 //	    -> {"requests": {name: quantity}, "error": ""}   what Kueue charges one pod of the template (podRequests)
 type query struct {
 	Untolerated *struct {
@@ -45,7 +45,7 @@ type query struct {
 	} `json:"selector,omitempty"`
 	PodRequests *struct {
 		Template    json.RawMessage          `json:"template"` // decoded here: one that does not decode is this answer's error only
-		LimitRanges []map[string]interface{} `json:"limitRanges"`
+		Related     []map[string]interface{} `json:"related"` // the namespace's LimitRanges, the cluster's RuntimeClasses
 	} `json:"podRequests,omitempty"`
 }
 
@@ -84,7 +84,7 @@ func answerQuery(q query) answer {
 		}
 		return answer{Match: sel.Matches(labels.Set(q.Selector.Labels))}
 	case q.PodRequests != nil:
-		return podRequests(q.PodRequests.Template, q.PodRequests.LimitRanges)
+		return podRequests(q.PodRequests.Template, q.PodRequests.Related)
 	}
 	return answer{Error: "empty query"}
 }
@@ -92,22 +92,24 @@ func answerQuery(q query) answer {
 // podRequests is what the pinned Kueue charges a ClusterQueue for one pod of a pod set built from the
 // template: the Workload's requests as workload.NewInfo computes them (resourcehelpers.PodRequests: the
 // larger of the biggest init container and the containers plus sidecars), after the job reconciler's
-// workload.AdjustResources with the namespace's LimitRanges (their defaults, then limits standing in for
-// missing requests). A RuntimeClass's overhead is not added: the cluster it asks holds no RuntimeClass.
-func podRequests(raw json.RawMessage, limitRanges []map[string]interface{}) answer {
+// workload.AdjustResources with `related`: the pod overhead of the RuntimeClass the pod names (handlePodOverhead; a
+// RuntimeClass not among them adds none: object-ref reports it), the defaults of the namespace's LimitRanges, then limits
+// standing in for missing requests.
+func podRequests(raw json.RawMessage, related []map[string]interface{}) answer {
 	var template v1.PodTemplateSpec
 	if err := json.Unmarshal(raw, &template); err != nil {
 		return answer{Error: err.Error()}
 	}
-	cluster, err := clusterWith(limitRanges)
+	cluster, err := clusterWith(related)
 	if err != nil {
 		return answer{Error: err.Error()}
 	}
 	wl := &kueue.Workload{Spec: kueue.WorkloadSpec{PodSets: []kueue.PodSet{{Name: kueue.DefaultPodSetName, Count: 1, Template: template}}}}
-	for _, lr := range limitRanges { // the Workload lives in the namespace whose LimitRanges these are
-		wl.Namespace, _, _ = unstructured.NestedString(lr, "metadata", "namespace")
+	for _, lr := range related { // the Workload lives in the namespace whose LimitRanges these are
+		if lr["kind"] == "LimitRange" {
+			wl.Namespace, _, _ = unstructured.NestedString(lr, "metadata", "namespace")
+		}
 	}
-	wl.Spec.PodSets[0].Template.Spec.RuntimeClassName = nil // its overhead is not known here (see above)
 	workload.AdjustResources(context.Background(), cluster, wl)
 	requests := map[string]string{}
 	for name, quantity := range workload.NewInfo(wl).TotalRequests[0].Requests.ToResourceList() {

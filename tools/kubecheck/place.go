@@ -8,7 +8,8 @@ package main
 // plugins rank first and then counts for the next (its resources, its labels for (anti-)affinity and
 // spread). What it leaves unplaced would stay Pending on the cluster while Kueue holds the job's quota.
 //
-// The pods get their namespace's LimitRange defaults first, as the LimitRanger admission gives them. Not
+// The pods get their namespace's LimitRange defaults first, as the LimitRanger admission gives them, and their
+// RuntimeClass's overhead and scheduling, as the RuntimeClass admission sets them (NodeResourcesFit counts the overhead). Not
 // simulated: other workloads, preemption, the cluster autoscaler's choice among pools (an autoscaling pool is
 // given at its max_count) and the plugins that need cluster state the gate does not have (volumes, dynamic
 // resources); their objects are checked by the gate's own rules.
@@ -226,9 +227,9 @@ func scheduleOne(ctx context.Context, sched framework.Framework, lister *liveLis
 	return scores[best].Name, ""
 }
 
-// defaulted is the pod with its namespace's LimitRange defaults, as the LimitRanger admission sets them before the
-// scheduler sees it (a container without requests gets the defaultRequest). A pod the LimitRanger refuses is
-// returned as it is: the pod check reports the refusal.
+// defaulted is the pod as the mutating admission leaves it before the scheduler sees it: its namespace's LimitRange
+// defaults (a container without requests gets the defaultRequest), its RuntimeClass's overhead and scheduling. A pod
+// the admission refuses is returned as it is: the pod check reports the refusal.
 func (ns namespaceObjects) defaulted(pod *corev1.Pod) *corev1.Pod {
 	internal := &api.Pod{}
 	if corev1defaults.Convert_v1_Pod_To_core_Pod(pod, internal, nil) != nil || ns.admitted(internal) != nil {

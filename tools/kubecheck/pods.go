@@ -32,7 +32,8 @@ type built struct {
 }
 
 // check builds the object's pods with KubeRay's code and takes each through the apiserver's create
-// path in its namespace (`related`: the namespace's LimitRanges and ResourceQuotas on the cluster). An
+// path in its namespace (`related`: the namespace's LimitRanges and ResourceQuotas on the cluster, the cluster's
+// RuntimeClasses). An
 // object that is no RayJob, RayCluster or RayService, or does not decode (the CRD checks report that), has no pods.
 func check(obj map[string]interface{}, related []map[string]interface{}) (r result) {
 	r.Errors, r.Quota, r.Security = []fieldError{}, []fieldError{}, []fieldError{}
@@ -220,12 +221,12 @@ func validate(pod corev1.Pod, ns namespaceObjects) (*api.Pod, []metav1.StatusCau
 		return nil, []metav1.StatusCause{{Type: metav1.CauseTypeFieldValueInvalid, Field: "spec", Message: err.Error()}}
 	}
 	if err := ns.admitted(internal); err != nil {
-		return nil, []metav1.StatusCause{{Type: metav1.CauseTypeForbidden, Message: err.Error()}}
+		return nil, []metav1.StatusCause{{Type: metav1.CauseTypeForbidden, Field: refusalField(err), Message: err.Error()}}
 	}
 	if causes := beforeCreate(podstore.Strategy, genericapirequest.WithNamespace(context.Background(), internal.Namespace), internal); len(causes) > 0 {
 		return internal, causes
 	}
-	return internal, ns.limitErrors(internal)
+	return internal, append(ns.limitErrors(internal), ns.classes.validate(internal)...) // the validating admission, in plugin order
 }
 
 // located is the cause with its field under the template the pod came from.

@@ -28,10 +28,14 @@ type namespaceObjects struct {
 	limitRanges []*corev1.LimitRange
 	quotas      []*corev1.ResourceQuota
 	namespace   *corev1.Namespace // its labels: the PodSecurity level it enforces (security.go)
+	classes     runtimeClasses    // the cluster's RuntimeClasses, with the apiserver's admission of them (runtimeclass.go)
 }
 
+// namespaceOf: `related` are the LimitRanges, ResourceQuotas and Namespace of the pods' namespace and the cluster's
+// RuntimeClasses.
 func namespaceOf(related []map[string]interface{}) (namespaceObjects, error) {
 	var ns namespaceObjects
+	var classes []map[string]interface{}
 	for _, obj := range related {
 		switch obj["kind"] {
 		case "LimitRange":
@@ -57,19 +61,24 @@ func namespaceOf(related []map[string]interface{}) (namespaceObjects, error) {
 			// a namespace where nothing else runs.
 			rq.Status.Hard = rq.Spec.Hard.DeepCopy()
 			ns.quotas = append(ns.quotas, rq)
+		case "RuntimeClass":
+			classes = append(classes, obj)
 		}
 	}
-	return ns, nil
+	var err error
+	ns.classes, err = newRuntimeClasses(classes)
+	return ns, err
 }
 
-// admitted is the pod as the LimitRanger's defaults leave it (the mutating admission before validation).
+// admitted is the pod as the mutating admission before validation leaves it, in the apiserver's plugin order: the
+// LimitRanger's defaults, then the RuntimeClass's overhead and scheduling.
 func (ns namespaceObjects) admitted(pod *api.Pod) error {
 	for _, lr := range ns.limitRanges {
 		if err := limitranger.PodMutateLimitFunc(lr, pod); err != nil {
 			return err
 		}
 	}
-	return nil
+	return ns.classes.admit(pod)
 }
 
 // limitErrors are the LimitRanger's validating admission's refusals of the pod (after the object's validation): a
