@@ -13,7 +13,9 @@ from pathlib import Path
 from harness.gate import kueue_manager
 from harness.gate.cluster_index import ClusterIndex
 from harness.gate.findings import Finding
-from harness.gate.kueue_fit import SHORT_QUOTA
+from harness.gate.kueue_fit import SHORT_QUOTA, overheads
+from harness.gate.origin import dotted
+from harness.gate.pod_refs import overhead_text
 from harness.gate.render import ClusterRender
 from harness.gate.sources import as_map, as_maps
 
@@ -21,11 +23,14 @@ _TAS_ONLY = re.compile(r'Flavor "([^"]+)" supports only TopologyAwareScheduling'
 _UNAVAILABLE = re.compile(r"resource (\S+) unavailable in ClusterQueue")
 
 
-def relocator(ctx, root: Path, cluster: ClusterRender) -> Callable:
-    """fn(finding, candidate, answer) -> the finding at its cause in the cluster's configuration, or as it is."""
+def relocator(ctx, root: Path, cluster: ClusterRender, what_if: Callable | None = None) -> Callable:
+    """fn(finding, candidate, answer) -> the finding at its cause in the cluster's configuration, or as it is. `what_if`:
+    fn(candidate) -> the assigner's answer for a changed candidate (kueue_fit.Fits.what_if)."""
     index = ClusterIndex.build(root, cluster)
 
     def relocate(found: Finding, candidate, answer: dict) -> Finding:
+        if overhead := _overhead_cause(ctx, candidate, what_if):
+            return overhead
         reason = answer.get("message") or ""
         tas = _TAS_ONLY.search(reason)
         if tas and ("ResourceFlavor", None, tas[1]) in index.named:
@@ -56,6 +61,25 @@ def relocator(ctx, root: Path, cluster: ClusterRender) -> Callable:
         return _quota_hint(ctx, index, found, candidate, reason)
     return relocate
 
+
+
+def _overhead_cause(ctx, c, what_if: Callable | None) -> Finding | None:
+    """A job Kueue would admit but for the pod overhead of the RuntimeClass its pods name (Kueue's AdjustResources charges
+    it to every such pod): at the first runtimeClassName that names one, in the file the job is written in."""
+    charged = overheads(c)
+    if not charged or what_if is None:
+        return None
+    without = what_if(replace(c, limit_ranges=[o for o in c.limit_ranges if o.get("kind") != "RuntimeClass"]))
+    if (without or {}).get("mode") not in ("Fit", "Preempt"):
+        return None  # too big without it as well: the job is the cause (the finding names the overhead)
+    path, charge = next(iter(charged.values()))
+    name = charge[0]
+    return ctx.finding(c.job, None, "sample-fits",
+                       f"{dotted(path)} names RuntimeClass {name}: Kueue charges every pod of the template {overhead_text(charge)} on "
+                       f"top of its requests, and with it the job's ClusterQueue never admits {c.what or f'{c.wfile} as submitted'}, "
+                       "not even on an idle cluster (without it, it would); it would pend forever",
+                       f"drop runtimeClassName, lower RuntimeClass {name}'s overhead.podFixed, or make room for it (smaller pods, or more "
+                       "quota through the cluster's gpu-sku component)", file=c.wfile, context=c.where, field=dotted(path))
 
 
 def _quota_hint(ctx, index: ClusterIndex, found: Finding, candidate, reason: str) -> Finding:

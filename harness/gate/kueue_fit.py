@@ -23,7 +23,7 @@ from harness.gate.config import GateConfig
 from harness.gate.findings import Finding
 from harness.gate.helper import helper
 from harness.gate.kueue_manager import manager_of
-from harness.gate.pod_refs import pod_templates
+from harness.gate.pod_refs import charged_overhead, overhead_text, pod_templates
 from harness.gate.pools import cluster_pools
 from harness.gate.render import ClusterRender
 from harness.gate.scheduling import node_objects
@@ -66,6 +66,10 @@ class Fits:
         self._queue_objects = list(queue_objects)
         self._ask = ask  # fn(queue objects, candidate): the assigner's answer for it on those (a what-if, for the hint)
         self.relocate = None  # fn(finding, candidate, answer): a finding at its cause in the configuration (fit_causes)
+
+    def what_if(self, c: Candidate) -> dict | None:
+        """The assigner's answer for `c` (as changed) on the same queue objects; None when it cannot be asked."""
+        return self._ask(self._queue_objects, c) if self._ask else None
 
     def _answers(self) -> list[dict]:
         return self._pending.result() if self._pending is not None else []
@@ -258,7 +262,8 @@ def _finding(c: Candidate, answer: dict, queue_objects: list[dict] = (), ask=Non
     cq = as_map(c.cq.get("metadata")).get("name")
     named = ", ".join(sorted(resource_id(lr) for lr in c.limit_ranges if lr.get("kind") == "LimitRange"))
     defaults = f", its containers with the defaults of {named}" if named else ""
-    defaults += f", its pods with the overhead.podFixed of {overhead}" if (overhead := _overheads(c)) else ""
+    overhead = "; ".join(overhead_text(found) for _, found in overheads(c).values())
+    defaults += f", the pods that name a RuntimeClass with {overhead}" if overhead else ""
     sets = "; ".join(f"{ps['name']} {ps['count']} pod(s): " + (", ".join(f"{r} {_quantity(r, q)}" for r, q in sorted(ps["requests"].items()))
                                                                   or "no requests") for ps in answer.get("pod_sets") or [])
     reason = answer.get("message") or "no flavor fits"
@@ -273,7 +278,7 @@ def _finding(c: Candidate, answer: dict, queue_objects: list[dict] = (), ask=Non
                 "that do), or remove the topology request")
     else:
         hint = "shrink the job (fewer workers, smaller pods) or raise the quota through the cluster's gpu-sku component"
-        hint += f" (Kueue charges the overhead of {overhead} too: lower it, or drop runtimeClassName)" if overhead else ""
+        hint += " (Kueue charges the RuntimeClass's overhead too: lower it, or drop runtimeClassName)" if overhead else ""
         unlimited = (lambda resource, flavor: ask(_without_borrowing_limit(queue_objects, c.cq, resource, flavor), c)) if ask else None
         capping = _capping_limits(queue_objects, c.cq, reason, unlimited)
         if capping:
@@ -283,12 +288,15 @@ def _finding(c: Candidate, answer: dict, queue_objects: list[dict] = (), ask=Non
                    f"Kueue's flavor assigner says \"{reason}\"; it would pend forever", hint, c.where)
 
 
-def _overheads(c: Candidate) -> str:
-    """The RuntimeClasses among the candidate's related objects whose pod overhead Kueue charges its pods (one a pod
-    template names, with overhead.podFixed), by resource id."""
-    used = {spec.get("runtimeClassName") for _, spec in pod_templates(c.job)}
-    return ", ".join(sorted(resource_id(rc) for rc in c.limit_ranges if rc.get("kind") == "RuntimeClass"
-                            and as_map(rc.get("metadata")).get("name") in used and as_map(rc.get("overhead")).get("podFixed")))
+def overheads(c: Candidate) -> dict[str, tuple[list, tuple[str, dict]]]:
+    """Per RuntimeClass among the candidate's related objects whose pod overhead Kueue charges (AdjustResources: one a pod
+    template of the job names, with an overhead.podFixed), the field path of the first runtimeClassName that names it and
+    pod_refs.charged_overhead's answer."""
+    out = {}
+    for path, spec in pod_templates(c.job):
+        if (found := charged_overhead(spec, c.limit_ranges)) and found[0] not in out:
+            out[found[0]] = ([*path, "runtimeClassName"], found)
+    return out
 
 
 def _quantity(resource: str, value: str) -> str:

@@ -97,3 +97,19 @@ def pod_key_refs(path: list, pod: dict) -> list[tuple[list, str, object, object]
         elif keys == "items":
             out += [([*at, "items", k, "key"], kind, ref[name_field], item["key"]) for k, item in enumerate(as_maps(ref.get("items"))) if "key" in item]
     return out
+
+
+def charged_overhead(pod: dict, related: list[dict]) -> tuple[str, dict] | None:
+    """(name, overhead.podFixed) of the RuntimeClass among `related` that the pod spec names, when it has an overhead: what
+    the RuntimeClass admission writes into the pod's spec.overhead, and Kueue's AdjustResources adds to its charge (of two
+    with its name, the later, as the later apply leaves it)."""
+    name = pod.get("runtimeClassName")
+    found = [o for o in related if o.get("kind") == "RuntimeClass" and as_map(o.get("metadata")).get("name") == name] if name else []
+    fixed = as_map(as_map(found[-1].get("overhead")).get("podFixed")) if found else {}
+    return (name, fixed) if fixed else None
+
+
+def overhead_text(overhead: tuple[str, dict]) -> str:
+    """"the overhead.podFixed of RuntimeClass NAME (cpu 250m, memory 120Mi)"."""
+    return f"the overhead.podFixed of RuntimeClass {overhead[0]} ({', '.join(f'{r} {q}' for r, q in sorted(overhead[1].items()))})"
+

@@ -14,6 +14,7 @@ from harness.core import format_quantity
 from harness.gate import fit_hints, kueue_fit, scheduling, workloads
 from harness.gate.findings import Finding
 from harness.gate.config import GateConfig
+from harness.gate.pod_refs import charged_overhead, overhead_text
 from harness.gate.placement import Flavor, Problem, PodView, flavor, flavors_of, groups_of, landing, pod_templates, pod_view
 from harness.gate.render import ClusterRender
 from harness.gate.schema_check import Checker
@@ -98,7 +99,8 @@ def sample_problems(root: Path, cluster: ClusterRender, objects: list[dict], poo
             lines = []
         templates = pod_templates(job)
         context = f"{ctx}, sample {sample} on {entry['queue']}"
-        sets = workloads.pod_sets(job, limit_ranges=in_namespace_of(job, objects, POD_ADMISSION_KINDS))
+        related = in_namespace_of(job, objects, POD_ADMISSION_KINDS)
+        sets = workloads.pod_sets(job, limit_ranges=related)
         groups = groups_of(cq)
         before = (len(errors), sum(len(labels) for _, labels in shared.values()))
         assign, roles = {}, {}
@@ -113,6 +115,8 @@ def sample_problems(root: Path, cluster: ClusterRender, objects: list[dict], poo
             pod = pod_view(templates[idx] if idx < len(templates) else None)
             head = f"cluster {cluster.name}: ClusterQueue {cq['metadata']['name']}: pod {set_name} of sample {sample}"
             asked = ", ".join(f"{r} {format_quantity(r, q)}" for r, q in sorted(need.items()))
+            if overhead := charged_overhead(as_map(as_map(templates[idx] if idx < len(templates) else None).get("spec")), related):
+                asked += f" ({overhead_text(overhead)} included, which its runtimeClassName adds to every such pod)"
 
             def finding(rule: str, line, message: str, hint: str, file: str = wfile, severity: str = "error") -> Finding:
                 return Finding(file, line, resource_id(job), rule, f"{head}{message}", hint, context, severity=severity)
@@ -184,7 +188,8 @@ def sample_problems(root: Path, cluster: ClusterRender, objects: list[dict], poo
                                                f" requests {asked}, but it can land only on pools whose one node offers less: {offer} "
                                                f"(flavors {combos}); Kueue would admit it and the pod would stay Pending",
                                                fit_hints.fits_node_hint(pools, seen, need, short, pod, where.constraints and f"{wfile}:{where.constraints}",
-                                                                        combo, cq, flavors, _max_pods_hint(seen, need)))]))
+                                                                        combo, cq, flavors, _max_pods_hint(seen, need))
+                                               + (f"; or lower RuntimeClass {overhead[0]}'s overhead.podFixed, or drop runtimeClassName" if overhead else ""))]))
                 continue
             for p, r in unjudged[:1]:  # said once per pod set: the verdict on that resource is not given
                 errors.append(Problem([finding("capacity-pod-fits-node", request_line(where, r),

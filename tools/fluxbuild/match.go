@@ -44,8 +44,8 @@ type query struct {
 		Labels   map[string]string     `json:"labels"`
 	} `json:"selector,omitempty"`
 	PodRequests *struct {
-		Template    json.RawMessage          `json:"template"` // decoded here: one that does not decode is this answer's error only
-		Related     []map[string]interface{} `json:"related"` // the namespace's LimitRanges, the cluster's RuntimeClasses
+		Template json.RawMessage          `json:"template"` // decoded here: one that does not decode is this answer's error only
+		Related  []map[string]interface{} `json:"related"`  // the namespace's LimitRanges, the cluster's RuntimeClasses
 	} `json:"podRequests,omitempty"`
 }
 

@@ -24,6 +24,8 @@ import (
 	"k8s.io/kubernetes/plugin/pkg/admission/runtimeclass"
 )
 
+const overheadHint = " (the RuntimeClass admission sets spec.overhead from the pod's runtimeClassName: remove it from the template)"
+
 // runtimeClasses is the plugin on a cluster with `classes` (by name; a later one of a name replaces an earlier).
 type runtimeClasses struct {
 	plugin *runtimeclass.RuntimeClass
@@ -76,11 +78,10 @@ func (r runtimeClasses) admit(pod *api.Pod) error {
 		return nil
 	}
 	if err := r.plugin.Admit(context.Background(), r.attributes(pod), nil); err != nil {
-		field := "spec.nodeSelector" // setScheduling's conflict with the RuntimeClass's scheduling.nodeSelector
-		if strings.Contains(err.Error(), "Overhead") {
-			field = "spec.overhead" // setOverhead: the pod's own overhead differs from its RuntimeClass's
+		if strings.Contains(err.Error(), "Overhead") { // setOverhead: the pod's own overhead differs from its RuntimeClass's
+			return &admissionRefusal{"spec.overhead", fmt.Errorf("%v%s", err, overheadHint)}
 		}
-		return &admissionRefusal{field, err}
+		return &admissionRefusal{"spec.nodeSelector", err} // setScheduling's conflict with the RuntimeClass's scheduling.nodeSelector
 	}
 	return nil
 }
@@ -92,8 +93,7 @@ func (r runtimeClasses) validate(pod *api.Pod) []metav1.StatusCause {
 		return nil
 	}
 	if err := r.plugin.Validate(context.Background(), r.attributes(pod), nil); err != nil {
-		return []metav1.StatusCause{{Type: metav1.CauseTypeForbidden, Field: "spec.overhead", Message: err.Error() +
-			" (the RuntimeClass admission sets spec.overhead from the pod's runtimeClassName: remove it from the template)"}}
+		return []metav1.StatusCause{{Type: metav1.CauseTypeForbidden, Field: "spec.overhead", Message: err.Error() + overheadHint}}
 	}
 	return nil
 }
