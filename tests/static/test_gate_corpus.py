@@ -242,6 +242,16 @@ def two_dev_gpu_nodes(root: Path) -> None:
         edit(root, nc24, f"{path}, value: {old}}}", f"{path}, value: {new}}}")
 
 
+def runtime_class(root: Path, overhead: str, template: str = "", sets: str = "            runtimeClassName: kata-vm\n") -> None:
+    """base/ applies RuntimeClass kata-vm with `overhead` as its overhead.podFixed; the first worker template of `template`
+    (workloads/NAME.yaml) gets `sets` after its serviceAccountName."""
+    write(root, "base/runtime-class.yaml", f"apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata:\n  name: kata-vm\nhandler: kata\n"
+                                           f"overhead:\n  podFixed: {overhead}\n")
+    edit(root, "base/kustomization.yaml", "resources:\n", "resources:\n  - runtime-class.yaml\n")
+    if template:
+        edit(root, template, "            serviceAccountName: ray-workload\n", "            serviceAccountName: ray-workload\n" + sets)
+
+
 def sops_secret(root: Path) -> None:
     """prod-eastus2's queues layer applies SOPS_SECRET."""
     write(root, f"{PROD}/queues/storage-secret.yaml", SOPS_SECRET)
@@ -713,6 +723,20 @@ CORPUS = [
                                                  "spec:\n  limits:\n    - type: Container\n      min: {memory: 512Mi}\n"
                                                  "      default: {memory: 1Gi}\n      defaultRequest: {memory: 1Gi}\n"),
                 edit(r, "base/kustomization.yaml", "resources:\n", "resources:\n  - limit-range.yaml\n")), 74),
+    # A RuntimeClass's overhead.podFixed: Kueue charges it to each pod that names it (AdjustResources), 4 x (16 + 20) cpu on
+    # prod, 4 + 36 on dev; at the runtimeClassName that adds it (the job fits without it).
+    ("runtime-class-overhead-over-the-queue", "sample-fits", "workloads/llm-training.yaml",
+     lambda r: runtime_class(r, '{cpu: "20", memory: 8Gi}', "workloads/llm-training.yaml"), 81),
+    # The same on the nodes (the RuntimeClass admission sets spec.overhead, NodeResourcesFit counts it): 18 + 6 cpu > 23.66.
+    ("runtime-class-overhead-beyond-the-node", "capacity-pod-fits-node", "workloads/aurora-finetune.yaml",
+     lambda r: (two_dev_gpu_nodes(r), runtime_class(r, '{cpu: "6", memory: 1Gi}', "workloads/aurora-finetune.yaml")), 91),
+    # spec.overhead written in a template: the RuntimeClass admission refuses the pods, without a RuntimeClass or with another overhead.
+    ("pod-overhead-without-runtime-class", "pod-validation", "workloads/batch-inference.yaml",
+     lambda r: edit(r, "workloads/batch-inference.yaml", "            serviceAccountName: ray-workload\n",
+                    "            serviceAccountName: ray-workload\n            overhead: {cpu: 250m, memory: 120Mi}\n"), 78),
+    ("pod-overhead-not-the-runtime-classes", "pod-validation", "workloads/batch-inference.yaml",
+     lambda r: runtime_class(r, "{cpu: 250m, memory: 120Mi}", "workloads/batch-inference.yaml",
+                             "            runtimeClassName: kata-vm\n            overhead: {cpu: 500m, memory: 120Mi}\n"), 79),
     # The pods KubeRay makes of a template the RayJob's schema lets through, refused by the apiserver's pod validation.
     ("gpu-fractional", "pod-validation", "workloads/aurora-finetune.yaml",
      lambda r: edit(r, "workloads/aurora-finetune.yaml", 'requests: {cpu: "18", memory: 160Gi, nvidia.com/gpu: "1"}',
@@ -1225,6 +1249,25 @@ def test_an_infrastructure_layer_with_a_health_check_on_kueue_is_in_order(repo_c
     edit(repo_copy, f"{PROD}/infrastructure.yaml", "  wait: true\n", "  wait: false\n  healthChecks:\n    - apiVersion: helm.toolkit.fluxcd.io/v2\n"
                                                                    "      kind: HelmRelease\n      name: kueue\n      namespace: flux-system\n")
     found = [f for f in validate_repository(repo_copy).findings if f.rule == "flux-layer-order"]
+    assert found == [], "\n".join(f.text() for f in found)
+
+
+def test_a_runtime_class_overhead_that_keeps_a_job_out_is_one_finding(repo_copy):
+    """The overhead Kueue charges on top of the template's requests is the cause: one finding at the runtimeClassName, for
+    both clusters, naming the overhead (no sample-fits at the samples files beside)."""
+    runtime_class(repo_copy, '{cpu: "20", memory: 8Gi}', "workloads/llm-training.yaml")
+    found = validate_repository(repo_copy).findings
+    assert [(f.rule, f.file, f.line) for f in found] == [("sample-fits", "workloads/llm-training.yaml", 81)], "\n".join(f.text() for f in found)
+    assert "cpu 20, memory 8Gi" in found[0].message and "dev-westus3" in found[0].context and "prod-eastus2" in found[0].context, found[0].text()
+
+
+def test_a_runtime_class_overhead_that_fits_is_clean(repo_copy):
+    """A small overhead on a worker group, and a template that writes its RuntimeClass's own overhead: Kueue admits, the
+    pods fit their nodes, and the RuntimeClass admission accepts them."""
+    runtime_class(repo_copy, "{cpu: 250m, memory: 120Mi}", "workloads/aurora-finetune.yaml")
+    edit(repo_copy, "workloads/batch-inference.yaml", "            serviceAccountName: ray-workload\n",
+         "            serviceAccountName: ray-workload\n            runtimeClassName: kata-vm\n            overhead: {cpu: 250m, memory: 120Mi}\n")
+    found = validate_repository(repo_copy).findings
     assert found == [], "\n".join(f.text() for f in found)
 
 
