@@ -263,7 +263,7 @@ def _finding(c: Candidate, answer: dict, queue_objects: list[dict] = (), ask=Non
     named = ", ".join(sorted(resource_id(lr) for lr in c.limit_ranges if lr.get("kind") == "LimitRange"))
     defaults = f", its containers with the defaults of {named}" if named else ""
     overhead = "; ".join(overhead_text(found) for _, found in overheads(c).values())
-    defaults += f", the pods that name a RuntimeClass with {overhead}" if overhead else ""
+    defaults += f", with {overhead} on each pod that names it" if overhead else ""
     sets = "; ".join(f"{ps['name']} {ps['count']} pod(s): " + (", ".join(f"{r} {_quantity(r, q)}" for r, q in sorted(ps["requests"].items()))
                                                                   or "no requests") for ps in answer.get("pod_sets") or [])
     reason = answer.get("message") or "no flavor fits"

@@ -110,6 +110,6 @@ def charged_overhead(pod: dict, related: list[dict]) -> tuple[str, dict] | None:
 
 
 def overhead_text(overhead: tuple[str, dict]) -> str:
-    """"the overhead.podFixed of RuntimeClass NAME (cpu 250m, memory 120Mi)"."""
-    return f"the overhead.podFixed of RuntimeClass {overhead[0]} ({', '.join(f'{r} {q}' for r, q in sorted(overhead[1].items()))})"
+    """"RuntimeClass NAME's overhead.podFixed (cpu 250m, memory 120Mi)"."""
+    return f"RuntimeClass {overhead[0]}'s overhead.podFixed ({', '.join(f'{r} {q}' for r, q in sorted(overhead[1].items()))})"
 

@@ -1261,6 +1261,19 @@ def test_a_runtime_class_overhead_that_keeps_a_job_out_is_one_finding(repo_copy)
     assert "cpu 20, memory 8Gi" in found[0].message and "dev-westus3" in found[0].context and "prod-eastus2" in found[0].context, found[0].text()
 
 
+def test_a_job_too_big_with_or_without_its_runtime_class_overhead_names_the_overhead(repo_copy):
+    """A worker too big for the queues anyway (32 cpu): the finding stays at the samples files, and names the overhead
+    Kueue charges on top in its message and hint."""
+    for field in ("requests", "limits"):
+        edit(repo_copy, "workloads/llm-training.yaml", f'{field}: {{cpu: "16", memory: 128Gi', f'{field}: {{cpu: "32", memory: 128Gi')
+    runtime_class(repo_copy, "{cpu: 250m}", "workloads/llm-training.yaml")
+    found = validate_repository(repo_copy).findings
+    assert sorted((f.rule, f.file) for f in found) == [("sample-fits", f"{DEV}/samples.yaml"), ("sample-fits", f"{PROD}/samples.yaml")], \
+        "\n".join(f.text() for f in found)
+    assert all("RuntimeClass kata-vm's overhead.podFixed (cpu 250m)" in f.message and "runtimeClassName" in f.hint for f in found), \
+        "\n".join(f.text() for f in found)
+
+
 def test_a_runtime_class_overhead_that_fits_is_clean(repo_copy):
     """A small overhead on a worker group, and a template that writes its RuntimeClass's own overhead: Kueue admits, the
     pods fit their nodes, and the RuntimeClass admission accepts them."""
