@@ -73,6 +73,13 @@ class Fits:
         """The assigner's answer for the samples-file entry `index`; None when it was not asked (no ClusterQueue known)."""
         return next((a for c, a in zip(self._candidates, self._answers()) if c.index == index), None)
 
+    def without_limit_ranges(self, c: Candidate) -> dict | None:
+        """The assigner's answer for `c` with its namespace's LimitRanges left out (what their defaults cost it); None
+        when it cannot be asked."""
+        if self._ask is None:
+            return None
+        return self._ask(self._queue_objects, replace(c, limit_ranges=[o for o in c.limit_ranges if o.get("kind") != "LimitRange"]))
+
     def findings(self) -> list[tuple[Finding, tuple[str, ...]]]:
         """sample-fits for each candidate it cannot fit: (the finding, presuming its RayJob, its ClusterQueue and those
         that may lend to it accepted; when its every reason is where the pods may land, the flavors named)."""

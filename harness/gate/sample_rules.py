@@ -178,7 +178,7 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
     if complete:
         candidates += _layer_candidates(ctx, root, cluster, objects, lqs, cqs, manager)
     fits = kueue_fit.fits(ctx.checker or Checker(tuple(ctx.config.crd_files(root))).start(), root, cluster, candidates, ctx.config)
-    fits.relocate = fit_causes.relocator(ctx, root, cluster)
+    fits.relocate = fit_causes.relocator(ctx, root, cluster, fits)
     return out, rendered, fits
 
 
