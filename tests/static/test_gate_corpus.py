@@ -350,8 +350,9 @@ CORPUS = [
      lambda r: edit(r, f"{PROD}/samples.yaml", 'NUM_WORKERS: "4"', 'NUM_WORKERS: "9"'), 7),
     ("workload-larger-than-small-sku", "sample-fits", f"{DEV}/samples.yaml",
      lambda r: edit(r, "clusters/dev-westus3/samples.yaml", 'NUM_WORKERS: "1"', 'NUM_WORKERS: "4"'), 5),
-    ("uncovered-resource", "sample-fits", f"{PROD}/samples.yaml",
-     lambda r: edit(r, "workloads/aurora-finetune.yaml", 'nvidia.com/gpu: "1"}', 'nvidia.com/gpu: "1", rdma/ib: "1"}'), 5),
+    # A resource no ClusterQueue covers: one finding at the request (fit_causes.py), not one per cluster at samples.yaml.
+    ("uncovered-resource", "sample-fits", "workloads/aurora-finetune.yaml",
+     lambda r: edit(r, "workloads/aurora-finetune.yaml", 'nvidia.com/gpu: "1"}', 'nvidia.com/gpu: "1", rdma/ib: "1"}'), 90),
     ("rayjob-unknown-field", "schema", "workloads/aurora-finetune.yaml",
      lambda r: edit(r, "workloads/aurora-finetune.yaml", "  entrypoint:", "  entrypointt:")),
     ("unknown-sample", "sample-render", f"{PROD}/samples.yaml",
@@ -601,9 +602,10 @@ CORPUS = [
      lambda r: (write(r, "clusters/eu/west/flux-system/kustomization.yaml", "resources: [gotk-sync.yaml]\n"),
                 write(r, "clusters/eu/west/flux-system/gotk-sync.yaml", (r / f"{PROD}/flux-system/gotk-sync.yaml").read_text())),
      None, "warning"),
-    ("limit-range-default-over-the-queue", "sample-fits", f"{DEV}/samples.yaml",
+    # ... one finding at the default that keeps the jobs out, not one per sample (fit_causes.py).
+    ("limit-range-default-over-the-queue", "sample-fits", "base/namespace.yaml",
      lambda r: append(r, "base/namespace.yaml", "---\napiVersion: v1\nkind: LimitRange\nmetadata:\n  name: defaults\n  namespace: ray\n"
-                      "spec:\n  limits:\n    - type: Container\n      default: {cpu: \"30\", memory: 1Gi}\n      defaultRequest: {cpu: \"30\", memory: 1Gi}\n"), 3),
+                      "spec:\n  limits:\n    - type: Container\n      default: {cpu: \"30\", memory: 1Gi}\n      defaultRequest: {cpu: \"30\", memory: 1Gi}\n"), 15),
     # The queue layer ordered after the layer that installs Kueue, which waits for it (served_apis.py; the README's layers).
     ("queues-before-kueue", "flux-layer-order", f"{PROD}/queues.yaml",
      lambda r: edit(r, f"{PROD}/queues.yaml", "  dependsOn:\n    - name: infra-controllers\n", ""), 9, "warning"),
