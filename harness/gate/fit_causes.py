@@ -60,14 +60,16 @@ def relocator(ctx, root: Path, cluster: ClusterRender, fits=None) -> Callable:
                            f"{source} {short[1]} instead, and admits none of them; they pend forever",
                            f"add {short[1]} to a resource group of each ClusterQueue (with the quota the transformation needs), or "
                            "change or remove the transformation", located.context)
-        if short:
-            return _uncovered_request(ctx, found, candidate, short[1], reason)
-        defaulted = _limit_range_default(ctx, index, candidate, answer, fits) if fits is not None else None
+        requested = _uncovered_request(ctx, candidate, short[1], reason) if short else None
+        if requested:
+            return requested
+        res = short or SHORT_QUOTA.search(reason)  # not the job's own request: a LimitRange default may be what asks it
+        defaulted = _limit_range_default(ctx, index, candidate, answer, fits, res[1]) if fits is not None and res else None
         return defaulted or _quota_hint(ctx, index, found, candidate, reason)
     return relocate
 
 
-def _uncovered_request(ctx, found: Finding, candidate, res: str, reason: str) -> Finding:
+def _uncovered_request(ctx, candidate, res: str, reason: str) -> Finding | None:
     """A resource no resource group of the ClusterQueue covers: at the first pod template that requests it (Kueue assigns
     the pod sets in that order and stops there), in the job's file; the ClusterQueue is named in the context."""
     for path, pod in pod_templates(candidate.job):
@@ -85,18 +87,17 @@ def _uncovered_request(ctx, found: Finding, candidate, res: str, reason: str) ->
                                    "with quota the nodes can give (through the cluster's gpu-sku component)",
                                    file=candidate.wfile, context=f"{candidate.where}, ClusterQueue {cq}",
                                    field=f"{dotted([*path, group, i, 'resources', part])}[{res}]")
-    return found
+    return None
 
 
-def _limit_range_default(ctx, index: ClusterIndex, candidate, answer: dict, fits) -> Finding | None:
-    """A quota the job outgrows only with what its namespace's LimitRanges give the containers that write no request (Kueue
-    charges the default, workload.AdjustResources): at the LimitRange value the apiserver makes that default from
-    (defaultRequest, else default, else max), when Kueue's assigner admits the job without the LimitRanges."""
-    short = SHORT_QUOTA.search(answer.get("message") or "")
+def _limit_range_default(ctx, index: ClusterIndex, candidate, answer: dict, fits, res: str) -> Finding | None:
+    """A quota the job outgrows (or a resource no resource group covers, `res`) only with what its namespace's LimitRanges
+    give the containers that write no request (Kueue charges the default, workload.AdjustResources): at the LimitRange
+    value the apiserver makes that default from (defaultRequest, else default, else max), when Kueue's assigner admits
+    the job without the LimitRanges."""
     ranges = sorted((o for o in candidate.limit_ranges if o.get("kind") == "LimitRange"), key=resource_id)
-    if not short or not ranges:
+    if not ranges:
         return None
-    res = short[1]
     ranges = [index.named.get(kind_key(lr), (None, lr))[1] for lr in ranges]  # as written (the apiserver fills in default/defaultRequest)
     written = next(((lr, i, key, as_map(item.get(key))[res]) for lr in ranges
                     for i, item in enumerate(as_maps(as_map(lr.get("spec")).get("limits"))) if item.get("type") == "Container"
