@@ -302,3 +302,13 @@ def test_the_fit_hint_names_where_the_short_quota_is_written(repo_copy):
     found = [f for f in validate_repository(repo_copy).findings if f.rule == "sample-fits"]
     line = 1 + (repo_copy / single).read_text().splitlines().index('              nominalQuota: "2"')
     assert found and all(f"written at {single}:{line}" in f.hint for f in found), "\n".join(f.text() for f in found)
+
+
+def test_a_limit_range_default_of_a_resource_no_queue_covers_is_at_the_limit_range(repo_copy):
+    """No job writes hugepages-2Mi: the LimitRange's default gives it to every container, and no ClusterQueue covers it.
+    One finding at that default for every job on both clusters, not one per sample at samples.yaml."""
+    append(repo_copy, "base/namespace.yaml", "---\napiVersion: v1\nkind: LimitRange\nmetadata: {name: hp, namespace: ray}\n"
+                                             "spec:\n  limits:\n    - type: Container\n      defaultRequest: {hugepages-2Mi: 2Mi}\n")
+    found = _fits(repo_copy)
+    assert [(f.file, f.line, f.resource) for f in found] == [("base/namespace.yaml", 12, "LimitRange/ray/hp")], found
+    assert len(found[0].context.split("; ")) == 6 and "unavailable in ClusterQueue" in found[0].context, found[0].context
