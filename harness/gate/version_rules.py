@@ -3,8 +3,9 @@ HelmReleases (the tag of the OCIRepository a chartRef names, spec.version of the
 spec.chart.spec.version of a HelmRepository's chart), their chart repository and the image tag of their values, as Flux
 renders them for the cluster. A drifted pin means the harness proves one version while AKS runs another. Pins are read as
 Flux and the container runtime read them (tools/fluxbuild's op pins: Masterminds semver for spec.ref.semver and a chart
-version, distribution/reference for an image), so an exact constraint, a digest beside the pinned tag and a `tag@digest`
-image are the pin. The image of a release the gate renders (Kueue's) is judged as the rendered chart runs it after
+version, pre-releases included where a constraint names one; an OCI HelmRepository's version as the tag written, as
+source-controller pulls it; distribution/reference for an image), so an exact constraint, a digest beside the pinned tag
+and a `tag@digest` image are the pin. The image of a release the gate renders (Kueue's) is judged as the rendered chart runs it after
 spec.postRenderers (rendered_image_findings, from helm_values: a values tag, an empty one or none, an `images` entry or a
 patch); the values' tag as written only for a chart the gate does not render (KubeRay's)."""
 from __future__ import annotations
