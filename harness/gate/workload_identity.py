@@ -146,6 +146,8 @@ def untrusted_accounts(cfg: TerraformConfig, scopes: list[tuple[str, Evaluation]
                 not isinstance(ns, str) or not isinstance(name, str) or "${" in ns + name or (ns, name) in seen:
             continue
         seen.add((ns, name))
+        if sources.locate(obj) == (first.file, first.line):
+            continue  # the workload account itself, moved by a layer (flux-target-namespace reports that, once)
         subject = f"system:serviceaccount:{ns}:{name}"
         refused = [label for label, ev in scopes if _trusted(ev, subject) is False]
         if refused:
