@@ -14,7 +14,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from harness.gate import config
-from harness.gate.artifact import symlinked
+from harness.gate.artifact import cluster_left_out, symlinked
 from harness.gate.findings import Finding
 from harness.gate.flux_rules import cycles
 from harness.gate.kustomize_warnings import reachable
@@ -171,6 +171,8 @@ def _cluster_queue_rules(ctx: Context, build: Build, cq: dict, flavors: set[str]
 def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Finding]:
     out = []
     entry_file = cluster.entry_file
+    if (away := cluster_left_out(root, cluster.entry.dir, cluster.name)) is not None:  # nothing of it reaches Flux
+        return [away]
     if cluster.bootstrap and cluster.entry.error and not ctx.cause_of(cluster.entry.dir, flux=True):
         # Flux's generator builds the directory (a `flux bootstrap` or Flux extension cluster): no plain build reports it.
         own = [n for n in (ctx.config.samples, ctx.config.cluster_variables) if f"{cluster.entry.dir}/{n}" in cluster.entry.error]

@@ -28,7 +28,7 @@ from pathlib import Path
 import yaml
 
 from harness.gate import kubernetes_version, subnets, terraform_flux, version_rules
-from harness.gate.workload_identity import CLIENT_ID_ANNOTATION, identity_findings
+from harness.gate.workload_identity import CLIENT_ID_ANNOTATION, identity_findings, untrusted_accounts
 from harness.gate.config import DEFAULTS, GateConfig
 from harness.gate.terraform import (TERRAFORM_DIR, TFVARS_DIR, Block, Evaluation, TerraformConfig, TerraformError, load_tfvars, tfvars_paths)
 from harness.gate.findings import Finding
@@ -67,6 +67,18 @@ def _scopes(root: Path, cfg: TerraformConfig, tfvars_dir: str = TFVARS_DIR) -> l
         except TerraformError:
             continue  # capacity-terraform reports it
     return scopes
+
+
+def account_findings(root: Path, gate_config: GateConfig, sources: Sources, clusters: list) -> list[Finding]:
+    """terraform-federated-subject for the annotated ServiceAccounts the rendered `clusters` apply besides the workload one."""
+    root = Path(root).resolve()
+    if not gate_config.terraform or not (root / TERRAFORM_DIR).is_dir():
+        return []
+    try:
+        cfg = TerraformConfig.load(root)
+    except TerraformError:
+        return []  # capacity-terraform reports it
+    return untrusted_accounts(cfg, _scopes(root, cfg, gate_config.tfvars), sources, gate_config.clusters, clusters)
 
 
 def wiring_findings(root: Path, gate_config: GateConfig = DEFAULTS, sources: Sources | None = None) -> list[Finding]:

@@ -164,6 +164,7 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
     timed("terraform", t_tf)
     builds, clusters = joined(rendering)
     timings["render"] = time.monotonic() - t
+    per_area["terraform"] += terraform_checks.account_findings(root, gate_config, sources, clusters)  # (the namespaces as rendered)
     per_area["yaml"] += [e for e in sources.errors if gate_config.reads(root, e.file, {b.dir for c in clusters for b in c.flux if b.dir})]
     helm = beside("rules", helm_values.helm_rules, ctx, root, clusters)  # it waits on the helpers: beside the rules below
 
