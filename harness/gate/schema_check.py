@@ -40,8 +40,8 @@ STAGE_RULES = {
     "webhook": "kueue-webhook",  # Kueue's validating webhook
     "controller": "kuberay-validation",  # what KubeRay's controllers validate before they act on a RayJob, RayCluster or RayService
     "scheduler": "kueue-inadmissible",  # what Kueue's scheduler checks of the job's Workload before it looks for quota
-    "accounting": "kueue-unaccounted-pods",  # pods KubeRay creates for a queued RayJob beyond those Kueue charges
-    "idle-quota": "kueue-idle-quota",  # (warning) quota Kueue charges a queued RayJob for pods KubeRay never creates
+    "accounting": "kueue-unaccounted-pods",  # pods KubeRay creates for a queued Ray object beyond those Kueue charges
+    "idle-quota": "kueue-idle-quota",  # (warning) quota Kueue charges a queued Ray object for pods KubeRay never creates
     "pod": "pod-validation",  # the apiserver's validation of the pods KubeRay creates once Kueue admits the job (tools/kubecheck)
     "security": "pod-security",  # the PodSecurity admission of those pods by their namespace's level (tools/kubecheck)
     "quota": "resource-quota",  # the ResourceQuota admission of those pods in their namespace (tools/kubecheck)

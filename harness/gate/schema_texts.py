@@ -20,10 +20,11 @@ RULES = {
                           "groups' names, lowercased, distinct) and passes what the pinned Kueue's scheduler checks before it looks for "
                           "quota (its own workload.ValidateResources and ValidateLimitRange: requests within limits and within the "
                           "namespace's LimitRanges on the cluster); else the job is never admitted",
-    "kueue-unaccounted-pods": "a queued RayJob's worker groups create no more pods than Kueue charges to its ClusterQueue: Kueue's Ray "
-                              "integration charges replicas (times numOfHosts), the pinned KubeRay's RayCluster controller creates "
+    "kueue-unaccounted-pods": "a queued RayJob's, RayCluster's or RayService's (its Kueue integration enabled) worker groups create no more "
+                              "pods than Kueue charges to its ClusterQueue: the kind's Kueue integration charges replicas (times "
+                              "numOfHosts; a replicas left out is the CRD's default 0), the pinned KubeRay's RayCluster controller creates "
                               "replicas raised to minReplicas (both their own code); else the pods beyond run outside every quota",
-    "kueue-idle-quota": "(warning) a queued RayJob's worker groups are charged no more pods than KubeRay creates (replicas above "
+    "kueue-idle-quota": "(warning) a queued RayJob's, RayCluster's or RayService's worker groups are charged no more pods than KubeRay creates (replicas above "
                         "maxReplicas: KubeRay creates maxReplicas, Kueue charges replicas); else quota stays reserved and unused while "
                         "other jobs wait for it",
     "pod-validation": "every pod KubeRay would create for a RayJob, RayCluster or RayService (head, each worker group, a RayJob's submitter), built by "

@@ -809,6 +809,12 @@ CORPUS = [
      lambda r: (queued_ray_sample(r, "RayService", "1"), edit(r, "workloads/notebook.yaml", "        spec:\n          containers:\n            - name: ray-head",
                                                                 "        spec:\n          nodeSelector: {agentpool: nope}\n          containers:\n"
                                                                 "            - name: ray-head")), 17),
+    # Kueue charges a RayCluster's or RayService's worker group replicas (the CRD's default 0 when left out), KubeRay creates minReplicas.
+    ("raycluster-sample-workers-below-min-replicas", "kueue-unaccounted-pods", "workloads/notebook.yaml",
+     lambda r: (queued_ray_sample(r, "RayCluster", "1"), edit(r, "workloads/notebook.yaml", "minReplicas: 1\n", "minReplicas: 3\n"),
+                edit(r, "workloads/notebook.yaml", "maxReplicas: 1\n", "maxReplicas: 3\n")), 22),
+    ("rayservice-sample-workers-replicas-left-out", "kueue-unaccounted-pods", "workloads/notebook.yaml",  # at the group: no replicas line
+     lambda r: (queued_ray_sample(r, "RayService", "1"), edit(r, "workloads/notebook.yaml", "        replicas: 1\n", "")), 24),
     ("layer-rayjob-never-admitted", "sample-fits", "overlays/team-queues/nightly.yaml", layer_rayjob_of_nine_gpus, 11),
     ("layer-raycluster-never-admitted", "sample-fits", "overlays/team-queues/notebook.yaml",
      lambda r: queued_layer_object(r, "notebook.yaml", QUEUED_RAY_CLUSTER.replace("1\n      minReplicas: 1\n      maxReplicas: 1", "9\n      "
@@ -1262,6 +1268,8 @@ def test_a_queued_ray_object_of_an_integration_off_is_not_judged_for_fit(repo_co
     """A RayCluster sample too large for its queue, with ray.io/raycluster left out of the manager's frameworks: Kueue
     ignores its queue label, so it is kueue-integration-off alone (no sample-fits about a Workload Kueue never makes)."""
     queued_ray_sample(repo_copy, "RayCluster", "9")
+    edit(repo_copy, "workloads/notebook.yaml", "minReplicas: 1\n", "minReplicas: 3\n")  # nor kueue-unaccounted-pods: Kueue charges nothing
+    edit(repo_copy, "workloads/notebook.yaml", "maxReplicas: 1\n", "maxReplicas: 3\n")
     edit(repo_copy, KUEUE, "            - ray.io/raycluster\n", "")
     found = validate_repository(repo_copy).findings
     assert {f.rule for f in found} == {"kueue-integration-off"}, "\n".join(f.text() for f in found)
