@@ -120,6 +120,13 @@ def queued_ray_sample(root: Path, kind: str, gpus: str) -> None:
     integration(root, "ray.io/raycluster" if kind == "RayCluster" else "ray.io/rayservice")
 
 
+def resource_quota(root: Path, hard: str) -> None:
+    """base/resource-quota.yaml: ResourceQuota ray/ray-quota of the samples' namespace with the hard limits `hard` (flow style)."""
+    write(root, "base/resource-quota.yaml", "apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: ray-quota\n  namespace: ray\n"
+                                            f"spec:\n  hard: {{{hard}}}\n")
+    edit(root, "base/kustomization.yaml", "resources:\n", "resources:\n  - resource-quota.yaml\n")
+
+
 def layer_rayjob_of_nine_gpus(root: Path) -> None:
     """overlays/team-queues/nightly.yaml: llm-training as a RayJob of 9 one-GPU workers (8 CPU each) on team-a."""
     text = (root / "workloads/llm-training.yaml").read_text()
@@ -745,6 +752,16 @@ CORPUS = [
      lambda r: (write(r, "base/resource-quota.yaml", "apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: ray-quota\n  namespace: ray\n"
                                                     "spec:\n  hard:\n    requests.nvidia.com/gpu: \"2\"\n"),
                 edit(r, "base/kustomization.yaml", "resources:\n", "resources:\n  - resource-quota.yaml\n")), 7),
+    # ResourceQuotas refusing the objects other than pods KubeRay creates for a job: a LoadBalancer head Service (at its
+    # serviceType), the submitter Job of every sample (one finding), a RayService's three Services (its cluster's head, its own
+    # head and serve Services; a RayJob makes one).
+    ("resource-quota-refuses-head-service-type", "resource-quota", "workloads/batch-inference.yaml",
+     lambda r: (resource_quota(r, 'services.loadbalancers: "0"'),
+                edit(r, "workloads/batch-inference.yaml", "    headGroupSpec:\n", "    headGroupSpec:\n      serviceType: LoadBalancer\n")), 38),
+    ("resource-quota-refuses-submitter-jobs", "resource-quota", f"{DEV}/samples.yaml",
+     lambda r: resource_quota(r, 'count/jobs.batch: "0"'), 3),
+    ("resource-quota-refuses-ray-service-services", "resource-quota", f"{PROD}/samples.yaml",
+     lambda r: (queued_ray_sample(r, "RayService", "1"), resource_quota(r, 'services: "2"')), 12),
     # A tfvars name terraform/ does not declare: Terraform ignores it with a warning; misspelt, the variable keeps its default.
     ("tfvars-variable-misspelt", "terraform-undeclared-variable", "terraform/clusters/prod-eastus2.tfvars",
      lambda r: edit(r, "terraform/clusters/prod-eastus2.tfvars", "gpu_node_count = 1", "gpu_nodes_count = 1"), 12),
@@ -811,6 +828,12 @@ CORPUS = [
      lambda r: (queued_ray_sample(r, "RayService", "1"), edit(r, "workloads/notebook.yaml", "        spec:\n          containers:\n            - name: ray-head",
                                                                 "        spec:\n          nodeSelector: {agentpool: nope}\n          containers:\n"
                                                                 "            - name: ray-head")), 17),
+    # Kueue charges a RayCluster's or RayService's worker group replicas (the CRD's default 0 when left out), KubeRay creates minReplicas.
+    ("raycluster-sample-workers-below-min-replicas", "kueue-unaccounted-pods", "workloads/notebook.yaml",
+     lambda r: (queued_ray_sample(r, "RayCluster", "1"), edit(r, "workloads/notebook.yaml", "minReplicas: 1\n", "minReplicas: 3\n"),
+                edit(r, "workloads/notebook.yaml", "maxReplicas: 1\n", "maxReplicas: 3\n")), 22),
+    ("rayservice-sample-workers-replicas-left-out", "kueue-unaccounted-pods", "workloads/notebook.yaml",  # at the group: no replicas line
+     lambda r: (queued_ray_sample(r, "RayService", "1"), edit(r, "workloads/notebook.yaml", "        replicas: 1\n", "")), 24),
     ("layer-rayjob-never-admitted", "sample-fits", "overlays/team-queues/nightly.yaml", layer_rayjob_of_nine_gpus, 11),
     ("layer-raycluster-never-admitted", "sample-fits", "overlays/team-queues/notebook.yaml",
      lambda r: queued_layer_object(r, "notebook.yaml", QUEUED_RAY_CLUSTER.replace("1\n      minReplicas: 1\n      maxReplicas: 1", "9\n      "
@@ -1264,6 +1287,8 @@ def test_a_queued_ray_object_of_an_integration_off_is_not_judged_for_fit(repo_co
     """A RayCluster sample too large for its queue, with ray.io/raycluster left out of the manager's frameworks: Kueue
     ignores its queue label, so it is kueue-integration-off alone (no sample-fits about a Workload Kueue never makes)."""
     queued_ray_sample(repo_copy, "RayCluster", "9")
+    edit(repo_copy, "workloads/notebook.yaml", "minReplicas: 1\n", "minReplicas: 3\n")  # nor kueue-unaccounted-pods: Kueue charges nothing
+    edit(repo_copy, "workloads/notebook.yaml", "maxReplicas: 1\n", "maxReplicas: 3\n")
     edit(repo_copy, KUEUE, "            - ray.io/raycluster\n", "")
     found = validate_repository(repo_copy).findings
     assert {f.rule for f in found} == {"kueue-integration-off"}, "\n".join(f.text() for f in found)
@@ -1293,3 +1318,21 @@ spec:
     edit(repo_copy, "base/kustomization.yaml", "resources:\n", "resources:\n  - nightly-wl.yaml\n")
     found = validate_repository(repo_copy).findings
     assert found and "kueue-prebuilt-workload" not in {f.rule for f in found}, "\n".join(f.text() for f in found)
+
+
+def test_a_resource_quota_on_objects_kuberay_creates_is_judged_per_job_and_one_finding(repo_copy):
+    """A quota with room for what KubeRay creates for each job (its Services, RayCluster, submitter Job) is clean; one that
+    refuses them all (the ResourceQuota admission's object count and service evaluators) is one finding for every job, and a
+    RayService's three Services (its cluster's head, its own head and serve) are counted."""
+    queued_ray_sample(repo_copy, "RayService", "1")
+    resource_quota(repo_copy, 'services: "3", services.loadbalancers: "0", services.nodeports: "0", count/jobs.batch: "1", '
+                              'count/rayclusters.ray.io: "1"')
+    found = validate_repository(repo_copy).findings
+    assert found == [], "\n".join(f.text() for f in found)
+    edit(repo_copy, "base/resource-quota.yaml", 'services: "3"', 'services: "2"')
+    found = [f for f in validate_repository(repo_copy).findings if f.rule == "resource-quota"]
+    assert len(found) == 1 and "RayService's serve Service" in found[0].message and (found[0].file, found[0].line) == (f"{PROD}/samples.yaml", 12), \
+        "\n".join(f.text() for f in found)
+    edit(repo_copy, "base/resource-quota.yaml", 'count/jobs.batch: "1"', 'count/jobs.batch: "0"')
+    found = [f for f in validate_repository(repo_copy).findings if f.rule == "resource-quota" and "submitter Job" in f.message]
+    assert len(found) == 1 and f"RayJob/ray/batch-inference ({PROD}/samples.yaml:10)" in found[0].message, "\n".join(f.text() for f in found)
