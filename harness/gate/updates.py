@@ -92,7 +92,7 @@ def render_base(root: Path, ref: str, gate_config) -> list[ClusterRender]:
         with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
             tar.extractall(scratch, filter="tar")
         tree = scratch / prefix
-        with FluxBuild(tree) as session:
+        with FluxBuild(tree, prefix.rstrip("/")) as session:  # its Flux paths start from the Git root, as the work tree's
             return render_repository(tree, session=session, gate_config=gate_config)[1]
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
