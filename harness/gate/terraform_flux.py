@@ -122,19 +122,20 @@ def flux_findings(root: Path, cfg: TerraformConfig, scopes: list[tuple[str, Eval
             for k, v, path in ([entry] if entry else []) + others:
                 at = (v.file, v.line) if v is not None else (k.file or fc.file, k.line or fc.line)
                 kname = _name(k)
+                shown = written(path, prefix) if isinstance(path, str) and outside(path) else path  # (from the Git root)
                 if isinstance(path, TerraformError):
                     where.setdefault((*at, fc.address, f"{path} ({{whom}})", f'use path = "{entry_path}"' if k is entry[0] else
                                       "give path a value known before apply"), []).append(label)
                 elif k is entry[0] and path != want:
                     whose = "another cluster's folder" if path.startswith(f"{clusters}/") and (root / path).is_dir() else \
                         "no directory of the repository" if not (root / path).is_dir() else "no cluster folder"
-                    where.setdefault((*at, fc.address, f"kustomization {kname!r} path is not {clusters}/<cluster_name> for {{whom}}: the "
+                    where.setdefault((*at, fc.address, f"kustomization {kname!r} path is not {written(clusters, prefix)}/<cluster_name> for {{whom}}: the "
                                       "Flux extension would reconcile that instead of the cluster's own folder, so the cluster gets another "
                                       "cluster's layers and queues, or none, and never its own",
                                       f'set path = "{entry_path}", which each cluster\'s tfvars resolves to its own folder'),
-                                     []).append(f"cluster {cluster} ({label}: {path!r}, {whose})")
+                                     []).append(f"cluster {cluster} ({label}: {shown!r}, {whose})")
                 elif k is not entry[0] and not (root / path).is_dir():  # (a directory without a kustomization file: Flux's generator builds it)
-                    where.setdefault((*at, fc.address, f"kustomization {kname!r} path {path!r} ({{whom}}) is no directory of the repository: "
+                    where.setdefault((*at, fc.address, f"kustomization {kname!r} path {shown!r} ({{whom}}) is no directory of the repository: "
                                       f"the extension's Flux Kustomization {fc.body.value('name', '?')}-{kname} fails to build",
                                       f"point path at the directory this kustomization should apply{_nearest(root, path, prefix)}, or remove the block"),
                                      []).append(label)
