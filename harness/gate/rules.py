@@ -239,7 +239,7 @@ def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Find
                 continue  # the schema check reports it
             target = (name_key(dep.get("namespace", ns)), name_key(dep.get("name")))
             graph[me].append(target)
-            if target not in names:
+            if target not in names and not cluster.outside:  # (a layer the gate does not check may define it)
                 out.append(ctx.finding(ks, build, "flux-depends-on", f"dependsOn {target[0]}/{target[1]} is not a Kustomization of this cluster",
                                        "fix the name, or add the Kustomization it should wait for", field=f"spec.dependsOn[{i}].name"))
         out += [undefined_variable(ctx, cluster, build, msg) for msg in build.undefined]

@@ -102,3 +102,41 @@ def test_flux_bootstrap_with_a_path_from_the_git_root(platform):
     (platform / "clusters/dev-westus3/flux-system/gotk-sync.yaml").write_text("# Replaced by `flux bootstrap`.\n")
     found = [f for f in validate_repository(platform).findings if f.rule == "terraform-flux-configuration"]
     assert len(found) == 1 and f"flux bootstrap --path={P}/clusters/dev-westus3`" in found[0].hint, show(found)
+
+
+def test_what_only_a_layer_outside_the_checked_tree_defines_is_no_finding(platform):
+    """The unchecked layer defines a Flux Kustomization and a GitRepository the checked layers name (dependsOn,
+    sourceRef): that they are not in the gate's render is no missing reference."""
+    shared = platform.parent / "shared/infra"
+    shutil.copytree(platform / "flux/infrastructure/controllers", shared)
+    (shared / "extras.yaml").write_text(f"""\
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {{name: extras, namespace: flux-system}}
+spec:
+  interval: 10m
+  path: ./{P}/nothing-here
+  prune: true
+  sourceRef: {{kind: GitRepository, name: flux-system}}
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {{name: shared-repo, namespace: flux-system}}
+spec: {{interval: 1h, url: https://example.com/shared.git, ref: {{branch: main}}}}
+""")
+    set_path(platform, "clusters/prod-eastus2/infrastructure.yaml", "./shared/infra")
+    queues = platform / "clusters/prod-eastus2/queues.yaml"
+    queues.write_text(queues.read_text().replace("    - name: infra-controllers\n", "    - name: infra-controllers\n    - name: extras\n", 1))
+    layer = platform / "clusters/prod-eastus2/queues"
+    (layer / "extra.yaml").write_text(f"""\
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {{name: extra, namespace: flux-system}}
+spec: {{interval: 10m, path: ./{P}/flux/extra, prune: true, sourceRef: {{kind: GitRepository, name: shared-repo}}}}
+""")
+    (layer / "kustomization.yaml").write_text((layer / "kustomization.yaml").read_text() + "  - extra.yaml\n")
+    (platform / "flux/extra").mkdir()
+    (platform / "flux/extra/kustomization.yaml").write_text("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+                                                      "configMapGenerator: [{name: extra, namespace: flux-system, literals: [a=b]}]\n")
+    found = validate_repository(platform).findings
+    assert [f.rule for f in found] == ["flux-path-outside"], show(found)
