@@ -140,3 +140,16 @@ spec: {{interval: 10m, path: ./{P}/flux/extra, prune: true, sourceRef: {{kind: G
                                                       "configMapGenerator: [{name: extra, namespace: flux-system, literals: [a=b]}]\n")
     found = validate_repository(platform).findings
     assert [f.rule for f in found] == ["flux-path-outside"], show(found)
+
+
+def test_base_ref_of_a_monorepo_renders_the_checked_tree_with_its_git_root_paths(platform):
+    """--base REF renders the checked tree as it was at REF (git archive from it), its Flux paths from the Git root: the
+    queues layer it held is there, so a LocalQueue pointed at another ClusterQueue is refused as an update."""
+    from tests.static.test_gate_updates import committed, line_of
+
+    committed(platform.parent)
+    team_a = platform / "overlays/team-queues/team-a.yaml"
+    team_a.write_text(team_a.read_text().replace("team-a-cq", "research-cq"))
+    found = [f for f in validate_repository(platform, base="base").findings if f.rule == "update-refused"]
+    assert [(f.file, f.line) for f in found] == [("overlays/team-queues/team-a.yaml",
+                                                  line_of(platform, "overlays/team-queues/team-a.yaml", "clusterQueue: research-cq"))], show(found)
