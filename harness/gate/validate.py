@@ -148,7 +148,7 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
     # Rendering needs nothing parsed here: it starts first, and the sources are read while the helper renders.
     t = time.monotonic()
     rendering = rendering or beside("render", lambda: render_repository(root, session=session, gate_config=gate_config))
-    based = base and beside("render", updates.render_base, root, base, gate_config)  # --base: that tree's clusters
+    based = base and beside("render", updates.render_base, root, base, gate_config, session.prefix)  # --base: that tree's clusters
     t_parse = time.monotonic()
     sources = Sources.load(root)
     checker.expect({(str(d.obj.get("apiVersion")), str(d.obj.get("kind"))) for d in sources.docs})
