@@ -43,7 +43,7 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
         return [Finding(samples_file, None, "", "sample-render", f"is a {type(entries).__name__}, not a list of samples",
                         f"make {ctx.config.samples} a list of entries `- sample: NAME` / `queue: LQ` / `vars: {{...}}`", f"cluster {cluster.name}")], rendered, fits
     objects = [o for _, o in cluster.applied()]
-    complete = not cluster.entry.error and not any(b.error for b in cluster.flux)
+    complete = cluster.complete
     lqs = {(name_key(as_map(o.get("metadata")).get("namespace")), name_key(o["metadata"]["name"])): o for o in objects if o.get("kind") == "LocalQueue"}
     cqs = {name_key(o["metadata"]["name"]): o for o in objects if o.get("kind") == "ClusterQueue"}
     candidates: list[kueue_fit.Candidate] = []  # the samples whose ClusterQueue is known: Kueue's flavor assigner judges them below

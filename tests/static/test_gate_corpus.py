@@ -1259,7 +1259,7 @@ ELSEWHERE = {"file-read": "test_gate_robustness.py", "gate-config": "test_gate_f
              "capacity-unknown-sku": "test_capacity.py", "terraform-federated-subject": "test_capacity.py",
              "terraform-cluster-vars": "test_terraform.py", "terraform-flux-configuration": "test_terraform.py",
              "flux-variables-applied": "test_gate_flux_forms.py", "update-refused": "test_gate_updates.py",
-             "update-recreates": "test_gate_updates.py"}
+             "update-recreates": "test_gate_updates.py", "flux-path-outside": "test_gate_monorepo.py"}
 
 
 def test_every_rule_has_a_broken_variant():
