@@ -7,9 +7,12 @@ effect that is not NoSchedule, PreferNoSchedule or NoExecute: the pool's nodes n
 tools/kubecheck (op node-pools) runs k8s.io/kubelet's label rule and the pinned apiserver's ValidateNode.
 Beside them, pool settings AKS refuses or that change what the nodes offer: a Spot pool in System mode (AKS's system
 pools cannot use Spot VMs: the apply fails), a Spot-only setting (eviction_policy, spot_max_price) on a Regular pool
-(azurerm's node pool create refuses it), gpu_instance_profile (the ARM API's gpuInstanceProfile, which azurerm 4.x
-spells gpu_instance: `terraform plan` refuses the other name) and a gpu_instance (MIG: the nodes advertise GPU instances,
-which the capacity checks count under both names the device plugin may use, harness.gate.sku.mig_resources).
+(azurerm's node pool create refuses it), upgrade_settings.max_surge on a Spot pool (the AKS resource provider: "Spot pools
+can't set max surge"), what azurerm's schema refuses (harness.gate.azurerm_schema: an argument the block does not have, such
+as gpu_instance_profile, the ARM API's name for gpu_instance, or priority on default_node_pool; a value outside a case-sensitive
+enum, such as priority = "spot"), each at its own line and the one finding of its pool's setting, and a gpu_instance (MIG: the
+nodes advertise GPU instances, which the capacity checks count under both names the device plugin may use,
+harness.gate.sku.mig_resources; on a size whose GPU has no MIG, T4 or A10, an error and whole GPUs counted).
 """
 from __future__ import annotations
 
@@ -29,8 +32,10 @@ RULES = {
                               "--node-labels (no kubernetes.io / k8s.io label outside its allowed set) and the apiserver's Node validation "
                               "(label syntax; taints key=value:Effect with NoSchedule, PreferNoSchedule or NoExecute); no Spot-only setting "
                               "(eviction_policy, spot_max_price other than -1) on a pool whose priority is Regular (azurerm refuses it at apply); no "
-                              "gpu_instance_profile (azurerm names the MIG profile gpu_instance: `terraform plan` refuses it); a gpu_instance azurerm's schema "
-                              "accepts (MIG1g, MIG2g, MIG3g, MIG4g or MIG7g, case-sensitive)",
+                              "upgrade_settings.max_surge on a Spot pool (AKS refuses it); no argument its block's azurerm schema lacks "
+                              "(gpu_instance_profile, which azurerm names gpu_instance; priority, mode, os_type... on default_node_pool); the "
+                              "values azurerm's case-sensitive enums accept (priority, eviction_policy, mode, os_type, os_sku, kubelet_disk_type, "
+                              "gpu_instance: MIG1g..MIG7g ...); a gpu_instance only on a MIG-capable size (A100, H100: sku.yaml `mig`)",
     "capacity-spot-system-pool": "no node pool in mode System has priority = \"Spot\" (AKS refuses Spot system pools: the apply fails)",
     "capacity-gpu-mig": "warning: a GPU pool with gpu_instance (MIG) is named: its nodes advertise MIG instances under a resource name "
                         "the device plugin's MIG strategy decides (nvidia.com/gpu with `single`, nvidia.com/mig-<profile> with `mixed`, "
