@@ -12,7 +12,7 @@ from harness.gate import validate_repository
 from harness.gate.azurerm_schema import refused_value
 from harness.gate.pools import node_pools
 from harness.gate.sku import mig_resources, sku_table
-from tests.static.test_capacity import DEV_TFVARS, line_of
+from tests.static.test_capacity import DEV_TFVARS, drop_gpu_upgrade_settings, line_of
 from tests.static.test_gate_corpus import edit
 
 pytestmark = pytest.mark.static
@@ -67,8 +67,7 @@ def test_a_spot_pool_with_max_surge_is_refused_at_the_max_surge_line(repo_copy: 
 
 def test_a_spot_pool_without_upgrade_settings_is_clean(repo_copy: Path):
     _spot(repo_copy)
-    edit(repo_copy, POOLS, '  upgrade_settings {\n    max_surge = "10%"\n  }\n\n  tags = local.tags\n}\n\nresource "azurerm_kubernetes_cluster_node_pool" "cpu"',
-         '  tags = local.tags\n}\n\nresource "azurerm_kubernetes_cluster_node_pool" "cpu"')
+    drop_gpu_upgrade_settings(repo_copy)
     assert _settings(repo_copy) == [], text(_settings(repo_copy))
 
 
@@ -79,8 +78,7 @@ def test_a_spot_pool_without_upgrade_settings_is_clean(repo_copy: Path):
 def test_a_case_variant_of_an_azurerm_enum_is_one_finding_at_its_line(repo_copy: Path, before: str, after: str, near: str):
     """priority = "spot" is the finding at priority's line, not a Spot-only eviction_policy on a Regular pool (a follow-on)."""
     _spot(repo_copy)
-    edit(repo_copy, POOLS, '  upgrade_settings {\n    max_surge = "10%"\n  }\n\n  tags = local.tags\n}\n\nresource "azurerm_kubernetes_cluster_node_pool" "cpu"',
-         '  tags = local.tags\n}\n\nresource "azurerm_kubernetes_cluster_node_pool" "cpu"')
+    drop_gpu_upgrade_settings(repo_copy)
     edit(repo_copy, POOLS, before, after)
     found = _settings(repo_copy)
     assert [(f.rule, f.file, f.line) for f in found] == [("capacity-node-settings", POOLS, line_of(repo_copy, POOLS, after))], text(found)
