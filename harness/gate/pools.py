@@ -296,7 +296,8 @@ class _Builder:
         pool.os_disk_gib, pool.os = os_disk, os
         pool.settings = {a: (get(a), self.origin(block, a, body.get(a))) for a in SETTINGS if body.get(a) is not None}
         for upgrade in body.nested("upgrade_settings")[:1]:
-            if (surge := upgrade.get("max_surge")) is not None and self.value(block, surge, "upgrade_settings.max_surge") not in (None, ""):
+            surge = upgrade.get("max_surge")  # set, even if known only after apply; one that does not evaluate is terraform-expression's
+            if surge is not None and not surge.error and not (surge.known and surge.value in (None, "")):
                 pool.settings["upgrade_settings.max_surge"] = (surge.value, self.origin(block, "max_surge", surge))
         pool.unsupported = {a: (Origin(body.get(a).file, body.get(a).line, f"{a} = {body.get(a).text}"), fix)
                             for a, fix in unsupported(NODE_POOL if block.type == NODE_POOL else DEFAULT_POOL, body.attrs).items()}
