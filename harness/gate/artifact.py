@@ -4,20 +4,25 @@ symlinks. A file kustomize cannot find in the artifact while the checkout has it
 names which, where it can tell."""
 from __future__ import annotations
 
+import posixpath
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.gate.findings import Finding
 from harness.gate.sources import kustomization_file
-from harness.gate.render import Build
+
+if TYPE_CHECKING:  # (render imports the configuration, which asks symlinked() of the configured paths)
+    from harness.gate.render import Build
 
 IGNORE_FILE = ".sourceignore"
 
 
 def symlinked(root: Path, path: Path) -> Path | None:
-    """The first symlink on the way from `root` to `path` (the path itself included), which the artifact does not hold."""
+    """The first symlink on the way from `root` to `path` (the path itself included), which the artifact does not hold; `path`
+    is taken lexically (a/b/../c is a/c), as kustomize and Flux join paths inside the artifact."""
     root = root.absolute()
     current = root
-    for part in path.absolute().relative_to(root).parts:
+    for part in Path(posixpath.normpath(path.absolute())).relative_to(root).parts:
         current = current / part
         if current.is_symlink():
             return current
@@ -66,6 +71,19 @@ def left_out(root: Path, path: Path) -> tuple[str, str, str | None, int | None] 
     files = [i.relative_to(root.absolute()).as_posix() for i in ignore_files(root, path)]
     return (f"a pattern of {' or '.join(files)} leaves it out of the artifact source-controller packs, so Flux never sees it",
             "remove or narrow the pattern that matches it (the last pattern that matches a path decides)", None, None) if files else None
+
+
+def cluster_left_out(root: Path, rel: str, cluster: str) -> Finding | None:
+    """kustomize-build at the symlink on the way to the cluster folder `rel`: the artifact holds none, so Flux finds no
+    path ./<rel> and applies nothing of the cluster (the gate then checks nothing of it either); None without one. One
+    symlink above several clusters' folders is one finding (the clusters merge, as repeats from other clusters do)."""
+    link = symlinked(root, root / rel)
+    if link is None:
+        return None
+    why, fix, _, _ = left_out(root, link)
+    return Finding(link.absolute().relative_to(root.absolute()).as_posix(), None, "", "kustomize-build",
+                   f"{why.removesuffix(', so Flux never sees it')}, so Flux finds no entry point of cluster {cluster} there, and "
+                   "applies (and the gate checks) nothing of it", fix, f"cluster {cluster}")
 
 
 def artifact_finding(root: Path, build: Build, entry: Path | None, file: str, line: int | None) -> Finding | None:

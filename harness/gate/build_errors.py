@@ -10,10 +10,11 @@ import yaml
 
 from harness.gate.artifact import artifact_finding
 from harness.gate.findings import Finding
+from harness.gate.flux_paths import flux_path, written
 from harness.gate.kustomize_warnings import PATH_LISTS, kustomization_doc, reachable, references
 from harness.gate.origin import compose, descend, line_at, quoted_value_line, step
 from harness.gate.render import Build
-from harness.gate.sources import as_list, kustomization_file, kustomization_path
+from harness.gate.sources import as_list, as_map, kustomization_file, kustomization_path
 
 
 def build_error(root: Path, build: Build) -> Finding:
@@ -137,3 +138,51 @@ def _build_hint(build: Build) -> str:
                 "reconcile, unpinned unless its ref is: vendor the manifests into the repository, or reference them "
                 "through a Flux GitRepository/OCIRepository source and a Flux Kustomization")
     return f"run `kustomize build {build.dir}` and fix the reference or patch it names"
+
+
+_INVALID_VAR = re.compile(r"'([^']*)' var name is invalid")
+_HEALTH_CHECK = re.compile(r"healthchecks\[(\d+)\](?:: failed to parse the expression (Current|InProgress|Failed))?")
+
+
+def flux_build_error(ks: dict, error: str, root: Path, prefix: str = "") -> tuple[str, str, str, str | None]:
+    """(rule, message, hint, field) for a Flux Kustomization whose build fails, at the setting that makes it fail. `prefix`:
+    the checked tree `root`'s directory in its Git work tree, which spec.path starts from (flux_paths)."""
+    spec = as_map(ks.get("spec"))
+    message = f"spec.path {spec.get('path')!r}: {error}"
+    invalid = _INVALID_VAR.search(error)
+    if invalid:
+        name = invalid.group(1)
+        where = f"spec.postBuild.substitute[{name}]" if name in as_map(as_map(spec.get("postBuild")).get("substitute")) else "spec.postBuild"
+        return ("kustomize-build", f"postBuild variable {name!r} is no valid name, so kustomize-controller builds nothing of this layer: {error}",
+                "name variables with letters, digits and underscores, not starting with a digit (in substitute and in the substituteFrom sources)",
+                where)
+    if "InvalidCELExpression" in error and (check := _HEALTH_CHECK.search(error)):
+        index, which = check.groups()
+        where = f"spec.healthCheckExprs[{index}]" + (f".{which[0].lower()}{which[1:]}" if which else "")
+        return ("flux-health-check-expr", f"{where}: {error.splitlines()[0]}", "fix the CEL expression (kustomize-controller compiles every "
+                "healthCheckExprs entry before it builds the layer; one GroupKind per entry, `current` required)", where)
+    if "is SOPS encrypted, configuring decryption is required" in error:
+        return ("flux-decryption", f"spec.path {spec.get('path')!r}: {error}; nothing of this layer is applied",
+                "add spec.decryption: {provider: sops, secretRef: {name: <the Secret in the Kustomization's namespace holding the "
+                "age/PGP key>}} to this Kustomization", "spec")
+    if "post build failed" in error:
+        return "kustomize-build", message, "fix spec.postBuild (its substitute values and substituteFrom sources)", "spec.postBuild"
+    if spec.get("targetNamespace") and "namespace transformation" in error:
+        return ("kustomize-build", f"spec.targetNamespace {spec['targetNamespace']!r}: {error}",
+                "drop spec.targetNamespace or set one that no two objects of the layer collide in (a Namespace object is renamed to it too)",
+                "spec.targetNamespace")
+    if spec.get("components") and "accumulating components" in error:
+        return "kustomize-build", message, "point each spec.components entry at a kustomize Component, relative to spec.path", "spec.components"
+    if spec.get("patches") and any(w in error for w in ("operation does not apply", "patch", "no matches for Id", "failed to find unique target")):
+        return ("kustomize-build", f"spec.patches: {error}", "fix the spec.patches entry the message names (its target, its op's path), "
+                "or remove it: kustomize-controller builds nothing of this layer while it fails", "spec.patches")
+    if "not a directory" in error:
+        return ("flux-path", f"spec.path {spec.get('path')!r} is a file: kustomize-controller builds a directory, so nothing of this "
+                "layer is applied", "point spec.path at the directory that holds the kustomization file", "spec.path")
+    mine = flux_path(spec.get("path", "./"))  # the path as if written from the checked tree
+    if "not found" in error and prefix and (root / mine).is_dir():  # Flux reads it from the Git root, above the checked tree
+        return ("flux-path", f"{message}: spec.path starts from the Git root, where this tree is {prefix}/", f"point spec.path at "
+                f"{written(mine, prefix)}", "spec.path")
+    if "not found" in error or "escapes" in error:
+        return "flux-path", message, "point spec.path at a directory of this repository that builds with kustomize", "spec.path"
+    return "kustomize-build", message, "point spec.path at a directory of this repository that builds with kustomize", None

@@ -47,7 +47,7 @@ class ClusterIndex:
     @classmethod
     def build(cls, root: Path, cluster: ClusterRender) -> "ClusterIndex":
         index = cls(cluster, cluster.applied(), cluster_scoped=set(CLUSTER_SCOPED),
-                    complete=not cluster.entry.error and not any(b.error for b in cluster.flux))
+                    complete=cluster.complete)
         for ns in ALWAYS_NAMESPACES:
             index.namespaces[ns] = {NAMESPACE_NAME_LABEL: ns}
         for build, o in index.objects:

@@ -26,6 +26,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from harness.gate import DATA_SCHEMAS, origin
+from harness.gate.artifact import symlinked
 from harness.gate.findings import Finding
 from harness.gate.sources import SourceError, kustomization_file, load_yaml, load_yaml_all, read_source
 from harness.gate.terraform import TERRAFORM_DIR, tfvars_rel
@@ -214,6 +215,23 @@ def _paths(doc: dict, text: str) -> tuple[dict, list[Finding]]:
     return doc, found
 
 
+def _unlinked(root: Path, rel: str, where: list, text: str, found: list[Finding]) -> str:
+    """`rel`, a directory Flux reads from its artifact, or (a gate-config finding added) the real directory when a symlink
+    is on its way: the artifact source-controller packs holds no symlinks, so Flux would see nothing under `rel`. The rest of
+    the run checks the real directory (one inside the repository), whose path is the one Flux can be given."""
+    link = symlinked(Path(root), Path(root) / rel)
+    if link is None:
+        return rel
+    real, top = (Path(root) / rel).resolve(), Path(root).resolve()
+    name = link.absolute().relative_to(Path(root).absolute()).as_posix()
+    inside = real.is_relative_to(top) and not set(real.relative_to(top).parts) & {".git"}
+    found.append(_finding(_line(text, where), f"{where[0]}: {rel} " + ("is a symlink" if name == rel else f"leads through the symlink {name}")
+                          + ", and the artifact source-controller packs holds no symlinks, so Flux sees nothing under it", f"name the real directory "
+                          f"({real.relative_to(top).as_posix()}) here and in the Flux paths" if inside else
+                          f"move the directory {name} leads to into the repository in place of the symlink"))
+    return real.relative_to(top).as_posix() if inside else rel
+
+
 def _checked_under(root: Path, rel: str, cfg: GateConfig) -> bool:
     """Whether a file the gate reports on is `rel` or under it: a YAML file it reads (GateConfig.reads) or Terraform's."""
     path = root / rel
@@ -262,10 +280,14 @@ def load(root: Path, known_rules: set[str] | frozenset[str] = frozenset()) -> Ga
     for key in ("clusters",):
         if key in doc and not (Path(root) / doc[key]).is_dir():
             found.append(_finding(_line(text, [key]), f"{key}: {doc[key]} is not a directory", "name the directory that holds the clusters"))
-    for overlay in doc.get("queue_overlays") or {}:
+        elif key in doc:
+            doc[key] = _unlinked(root, doc[key], [key], text, found)
+    for overlay in list(doc.get("queue_overlays") or {}):
         if not (Path(root) / overlay).is_dir():
             found.append(_finding(_line(text, ["queue_overlays", overlay]), f"queue_overlays: {overlay} is not a directory",
                                   "name each queue overlay's directory, or remove it"))
+        elif (real := _unlinked(root, overlay, ["queue_overlays", overlay], text, found)) != overlay:
+            doc["queue_overlays"] = {real if k == overlay else k: v for k, v in doc["queue_overlays"].items()}
     crds: list[str] = []  # the CRD files the checks load: those named, or under a directory named, that hold CRDs
     for i, crd in enumerate(doc.get("crds") or []):
         if not (Path(root) / crd).exists():

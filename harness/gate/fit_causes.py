@@ -1,8 +1,13 @@
 """sample-fits at its cause when the cause is one value of the cluster's configuration, not the job: Kueue's flavor
 assigner refusing every job that needs a topology-only flavor beside flavors without a topology (at that flavor's
-topologyName), or a resource the manager configuration's resources.transformations make that the ClusterQueue has no
-quota for (at that transformation's output). One finding per cluster and cause, for all the jobs it keeps out, instead
-of one per sample at samples.yaml."""
+topologyName), a resource the manager configuration's resources.transformations make that the ClusterQueue has no
+quota for (at that transformation's output), or a LimitRange default that Kueue charges to the containers that write no
+request of their own and that the jobs do not fit with (at that default: Kueue's assigner admits them without the
+namespace's LimitRanges), or a RuntimeClass's pod overhead the jobs do not fit with (at the runtimeClassName that adds it).
+One finding for all the jobs it keeps out, on every cluster, instead of one per sample at
+samples.yaml (the findings say the same but for their context, which findings.keep_once joins). A resource the job
+requests that no resource group of its ClusterQueue covers is the job's own value: one finding at the request's line in
+the workload file, naming the clusters."""
 from __future__ import annotations
 
 import re
@@ -11,26 +16,24 @@ from dataclasses import replace
 from pathlib import Path
 
 from harness.gate import kueue_manager
-from harness.gate.cluster_index import ClusterIndex
+from harness.gate.cluster_index import ClusterIndex, kind_key
 from harness.gate.findings import Finding
 from harness.gate.kueue_fit import SHORT_QUOTA, overheads
 from harness.gate.origin import dotted
-from harness.gate.pod_refs import overhead_text
+from harness.gate.pod_refs import overhead_text, pod_templates
 from harness.gate.render import ClusterRender
-from harness.gate.sources import as_map, as_maps
+from harness.gate.sources import as_map, as_maps, resource_id
 
 _TAS_ONLY = re.compile(r'Flavor "([^"]+)" supports only TopologyAwareScheduling')
 _UNAVAILABLE = re.compile(r"resource (\S+) unavailable in ClusterQueue")
 
 
-def relocator(ctx, root: Path, cluster: ClusterRender, what_if: Callable | None = None) -> Callable:
-    """fn(finding, candidate, answer) -> the finding at its cause in the cluster's configuration, or as it is. `what_if`:
-    fn(candidate) -> the assigner's answer for a changed candidate (kueue_fit.Fits.what_if)."""
+def relocator(ctx, root: Path, cluster: ClusterRender, fits=None) -> Callable:
+    """fn(finding, candidate, answer) -> the finding at its cause in the cluster's configuration (or at the job's own
+    request), or as it is. `fits`: the kueue_fit.Fits the answers are from (it asks the what-ifs)."""
     index = ClusterIndex.build(root, cluster)
 
     def relocate(found: Finding, candidate, answer: dict) -> Finding:
-        if overhead := _overhead_cause(ctx, candidate, what_if):
-            return overhead
         reason = answer.get("message") or ""
         tas = _TAS_ONLY.search(reason)
         if tas and ("ResourceFlavor", None, tas[1]) in index.named:
@@ -58,19 +61,44 @@ def relocator(ctx, root: Path, cluster: ClusterRender, what_if: Callable | None 
                            f"{source} {short[1]} instead, and admits none of them; they pend forever",
                            f"add {short[1]} to a resource group of each ClusterQueue (with the quota the transformation needs), or "
                            "change or remove the transformation", located.context)
-        return _quota_hint(ctx, index, found, candidate, reason)
+        requested = _uncovered_request(ctx, candidate, short[1], reason) if short else None
+        if requested:
+            return requested
+        if overhead := _overhead_cause(ctx, candidate, fits):
+            return overhead
+        res = short or SHORT_QUOTA.search(reason)  # not the job's own request: a LimitRange default may be what asks it
+        defaulted = _limit_range_default(ctx, index, candidate, answer, fits, res[1]) if fits is not None and res else None
+        return defaulted or _quota_hint(ctx, index, found, candidate, reason)
     return relocate
 
 
+def _uncovered_request(ctx, candidate, res: str, reason: str) -> Finding | None:
+    """A resource no resource group of the ClusterQueue covers: at the first pod template that requests it (Kueue assigns
+    the pod sets in that order and stops there), in the job's file; the ClusterQueue is named in the context."""
+    for path, pod in pod_templates(candidate.job):
+        for group in ("initContainers", "containers"):
+            for i, container in enumerate(as_maps(pod.get(group))):
+                resources = as_map(container.get("resources"))
+                part = next((p for p in ("requests", "limits") if res in as_map(resources.get(p))), None)
+                if part is None:
+                    continue
+                cq = as_map(candidate.cq.get("metadata")).get("name")
+                return ctx.finding(candidate.job, None, "sample-fits",
+                                   f"requests {res}, which no resource group of the job's ClusterQueue covers: Kueue's flavor assigner "
+                                   f"says \"{reason}\", so the job is never admitted, not even on an idle cluster; it would pend forever",
+                                   f"drop the {res} request (and limit), or add {res} to a resource group of the ClusterQueue named here, "
+                                   "with quota the nodes can give (through the cluster's gpu-sku component)",
+                                   file=candidate.wfile, context=f"{candidate.where}, ClusterQueue {cq}",
+                                   field=f"{dotted([*path, group, i, 'resources', part])}[{res}]")
+    return None
 
-def _overhead_cause(ctx, c, what_if: Callable | None) -> Finding | None:
+
+def _overhead_cause(ctx, c, fits) -> Finding | None:
     """A job Kueue would admit but for the pod overhead of the RuntimeClass its pods name (Kueue's AdjustResources charges
     it to every such pod): at the first runtimeClassName that names one, in the file the job is written in."""
     charged = overheads(c)
-    if not charged or what_if is None:
-        return None
-    without = what_if(replace(c, limit_ranges=[o for o in c.limit_ranges if o.get("kind") != "RuntimeClass"]))
-    if (without or {}).get("mode") not in ("Fit", "Preempt"):
+    bare = fits.without(c, "RuntimeClass") if charged and fits is not None else None
+    if not bare or bare.get("mode") not in ("Fit", "Preempt"):
         return None  # too big without it as well: the job is the cause (the finding names the overhead)
     path, charge = next(iter(charged.values()))
     name = charge[0]
@@ -80,6 +108,46 @@ def _overhead_cause(ctx, c, what_if: Callable | None) -> Finding | None:
                        "not even on an idle cluster (without it, it would); it would pend forever",
                        f"drop runtimeClassName, lower RuntimeClass {name}'s overhead.podFixed, or make room for it (smaller pods, or more "
                        "quota through the cluster's gpu-sku component)", file=c.wfile, context=c.where, field=dotted(path))
+
+
+def _limit_range_default(ctx, index: ClusterIndex, candidate, answer: dict, fits, res: str) -> Finding | None:
+    """A quota the job outgrows (or a resource no resource group covers, `res`) only with what its namespace's LimitRanges
+    give the containers that write no request (Kueue charges the default, workload.AdjustResources): at the LimitRange
+    value the apiserver makes that default from (defaultRequest, else default, else max), when Kueue's assigner admits
+    the job without the LimitRanges."""
+    ranges = sorted((o for o in candidate.limit_ranges if o.get("kind") == "LimitRange"), key=resource_id)
+    if not ranges:
+        return None
+    ranges = [index.named.get(kind_key(lr), (None, lr))[1] for lr in ranges]  # as written (the apiserver fills in default/defaultRequest)
+    written = next(((lr, i, key, as_map(item.get(key))[res]) for lr in ranges
+                    for i, item in enumerate(as_maps(as_map(lr.get("spec")).get("limits"))) if item.get("type") == "Container"
+                    for key in ("defaultRequest", "default", "max") if res in as_map(item.get(key))), None)
+    if written is None:
+        return None
+    bare = fits.without(candidate, "LimitRange")
+    if not bare or bare.get("mode") not in ("Fit", "Preempt"):
+        return None  # the job does not fit without the defaults either: a quota it outgrows (the hint names it)
+    own = {ps.get("name"): as_map(ps.get("requests")).get(res) for ps in bare.get("pod_sets") or []}
+    took = [ps.get("name") for ps in answer.get("pod_sets") or [] if as_map(ps.get("requests")).get(res) != own.get(ps.get("name"))]
+    lr, i, key, value = written
+    field = f"spec.limits[{i}].{key}[{res}]"
+    build = index.named.get(kind_key(lr), (None, None))[0]
+    made = {"defaultRequest": "", "default": ", which the apiserver copies into defaultRequest (not written),",
+            "max": ", which the apiserver copies into default and defaultRequest (neither is written),"}[key]
+    lower = (f"lower {key} {res} in this LimitRange to what such a container needs" if key != "max" else
+             f"write defaultRequest {res} in this LimitRange (what such a container needs): the apiserver takes max for it only "
+             "when neither default nor defaultRequest is written")
+    kueue_said = (answer.get("message") or "").split(": ", 1)[-1].replace("; ", ", ")
+    sets = f"pod set {took[0]} takes" if len(took) == 1 else f"pod sets {', '.join(map(str, took))} take" if took else "its pods take"
+    return ctx.finding(lr, build, "sample-fits",
+                       f"{key} {res} {value} of spec.limits[{i}]{made} is the {res} request Kueue charges every container that writes "
+                       "none, and with it the jobs named here are never admitted by their ClusterQueue, not even on an idle cluster "
+                       "(Kueue's flavor assigner admits them without the namespace's LimitRange defaults); they would pend forever",
+                       f"give the containers that take the default their own {res} request (a RayJob's default submitter writes none: "
+                       f"set spec.submitterPodTemplate with a container that requests what it needs), or {lower}",
+                       context=f"{candidate.where}: {sets} {res} {value} from it, and Kueue's flavor assigner says \"{kueue_said}\"",
+                       field=field)
+
 
 
 def _quota_hint(ctx, index: ClusterIndex, found: Finding, candidate, reason: str) -> Finding:

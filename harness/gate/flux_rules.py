@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from harness.gate.findings import Finding
+from harness.gate.flux_paths import written
 from harness.gate.render import ClusterRender, is_flux_kustomization
 from harness.gate.sources import as_list, as_map, kustomization_file, name_key
 
@@ -17,6 +18,8 @@ RULES = {
                        "source-controller never fetches the chart index and the HelmReleases of its charts never install",
     "flux-other-cluster-path": "(warning) a cluster's Flux Kustomization builds no other cluster's layer while the cluster's own "
                                "directory of that name goes unbuilt (a cluster folder copied without its paths)",
+    "flux-path-outside": "(warning) a Flux Kustomization's spec.path names a directory of the Git repository outside the checked tree "
+                         "(a monorepo's other directory): Flux applies it, the gate does not check it",
 }
 
 SOURCE_API = "source.toolkit.fluxcd.io"
@@ -42,7 +45,7 @@ def flux_rules(ctx, cluster: ClusterRender) -> list[Finding]:
         for where, ref in _source_refs(obj):
             ns = as_map(obj.get("metadata")).get("namespace", "flux-system")
             target = (name_key(ref.get("kind")), name_key(ref.get("namespace", ns)), name_key(ref.get("name")))
-            if target not in sources:
+            if target not in sources and not cluster.outside:  # (a layer the gate does not check may define it)
                 have = sorted(f"{n}/{m}" for k, n, m in sources if k == target[0])
                 out.append(ctx.finding(obj, build, "flux-source-ref",
                                        f"{where} {target[0]} {target[1]}/{target[2]} is not a source the cluster has "
@@ -50,6 +53,7 @@ def flux_rules(ctx, cluster: ClusterRender) -> list[Finding]:
                                        f"name one of the cluster's {target[0]} objects, in the namespace of the referencing object unless the "
                                        "reference sets one", cluster=cluster.name, field=f"{where}.name"))
     out += _release_dependencies(ctx, cluster, builds) + _other_clusters_layers(ctx, cluster, builds) + _source_urls(ctx, cluster, builds)
+    out += _outside(ctx, cluster, builds)
     for build in cluster.flux:
         ks = build.flux_kustomization or {}
         queues = sorted({o.get("kind") for o in build.objects if o.get("kind") in QUEUE_KINDS})
@@ -107,7 +111,24 @@ def _other_clusters_layers(ctx, cluster: ClusterRender, builds: list) -> list[Fi
         found = ctx.finding(b.flux_kustomization, owner, "flux-other-cluster-path",
                             f"cluster {cluster.name} applies {b.dir}, cluster {other}'s layer, while its own {mine} is applied by none "
                             f"of its Flux Kustomizations: what {mine} holds never reaches cluster {cluster.name}",
-                            f"point spec.path at ./{mine} (or remove {mine} if this cluster means to share {other}'s layer)",
+                            f"point spec.path at {written(mine, ctx.prefix)} (or remove {mine} if this cluster means to share {other}'s layer)",
+                            cluster=cluster.name, field="spec.path")
+        out.append(replace(found, severity="warning"))
+    return out
+
+
+def _outside(ctx, cluster: ClusterRender, builds: list) -> list[Finding]:
+    """flux-path-outside: a Flux Kustomization whose spec.path, from the Git root, is a directory outside the checked tree
+    (render.ClusterRender.outside): a monorepo's layer the gate neither renders nor judges, once, with no follow-on."""
+    out = []
+    for ks in cluster.outside:
+        owner = next((o for o in builds if any(x is ks for x in o.objects)), cluster.entry)
+        path = as_map(ks.get("spec")).get("path")
+        found = ctx.finding(ks, owner, "flux-path-outside",
+                            f"cluster {cluster.name}: Flux Kustomization {as_map(ks.get('metadata')).get('name')} applies {path}, a directory "
+                            f"of the Git repository outside {ctx.prefix}/, which the gate checks: that layer was not checked",
+                            f"move the layer under {ctx.prefix}/ (and point spec.path there, from the Git root) for the gate to check it with "
+                            f"the cluster, or, when {path} is checked on its own, disable flux-path-outside for this file",
                             cluster=cluster.name, field="spec.path")
         out.append(replace(found, severity="warning"))
     return out

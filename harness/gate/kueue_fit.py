@@ -67,16 +67,19 @@ class Fits:
         self._ask = ask  # fn(queue objects, candidate): the assigner's answer for it on those (a what-if, for the hint)
         self.relocate = None  # fn(finding, candidate, answer): a finding at its cause in the configuration (fit_causes)
 
-    def what_if(self, c: Candidate) -> dict | None:
-        """The assigner's answer for `c` (as changed) on the same queue objects; None when it cannot be asked."""
-        return self._ask(self._queue_objects, c) if self._ask else None
-
     def _answers(self) -> list[dict]:
         return self._pending.result() if self._pending is not None else []
 
     def answer(self, index: int) -> dict | None:
         """The assigner's answer for the samples-file entry `index`; None when it was not asked (no ClusterQueue known)."""
         return next((a for c, a in zip(self._candidates, self._answers()) if c.index == index), None)
+
+    def without(self, c: Candidate, kind: str) -> dict | None:
+        """The assigner's answer for `c` with its related objects of `kind` left out (what the namespace's LimitRange
+        defaults, or the RuntimeClasses' pod overhead, cost it); None when it cannot be asked."""
+        if self._ask is None:
+            return None
+        return self._ask(self._queue_objects, replace(c, limit_ranges=[o for o in c.limit_ranges if o.get("kind") != kind]))
 
     def findings(self) -> list[tuple[Finding, tuple[str, ...]]]:
         """sample-fits for each candidate it cannot fit: (the finding, presuming its RayJob, its ClusterQueue and those

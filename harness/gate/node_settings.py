@@ -7,15 +7,19 @@ effect that is not NoSchedule, PreferNoSchedule or NoExecute: the pool's nodes n
 tools/kubecheck (op node-pools) runs k8s.io/kubelet's label rule and the pinned apiserver's ValidateNode.
 Beside them, pool settings AKS refuses or that change what the nodes offer: a Spot pool in System mode (AKS's system
 pools cannot use Spot VMs: the apply fails), a Spot-only setting (eviction_policy, spot_max_price) on a Regular pool
-(azurerm's node pool create refuses it), gpu_instance_profile (the ARM API's gpuInstanceProfile, which azurerm 4.x
-spells gpu_instance: `terraform plan` refuses the other name) and a gpu_instance (MIG: the nodes advertise GPU instances,
-which the capacity checks count under both names the device plugin may use, harness.gate.sku.mig_resources).
+(azurerm's node pool create refuses it), upgrade_settings.max_surge on a Spot pool (the AKS resource provider: "Spot pools
+can't set max surge"), what azurerm's schema refuses (harness.gate.azurerm_schema: an argument the block does not have, such
+as gpu_instance_profile, the ARM API's name for gpu_instance, or priority on default_node_pool; a value outside a case-sensitive
+enum, such as priority = "spot"), each at its own line and the one finding of its pool's setting, and a gpu_instance (MIG: the
+nodes advertise GPU instances, which the capacity checks count under both names the device plugin may use,
+harness.gate.sku.mig_resources; on a size whose GPU has no MIG, T4 or A10, an error and whole GPUs counted).
 """
 from __future__ import annotations
 
 import re
 
 from harness.core import HarnessError
+from harness.gate.azurerm_schema import DEFAULT_POOL, NODE_POOL, refused_value
 from harness.gate.findings import Finding
 from harness.gate.helper import helper
 from harness.gate.matching import taint_dict
@@ -28,8 +32,10 @@ RULES = {
                               "--node-labels (no kubernetes.io / k8s.io label outside its allowed set) and the apiserver's Node validation "
                               "(label syntax; taints key=value:Effect with NoSchedule, PreferNoSchedule or NoExecute); no Spot-only setting "
                               "(eviction_policy, spot_max_price other than -1) on a pool whose priority is Regular (azurerm refuses it at apply); no "
-                              "gpu_instance_profile (azurerm names the MIG profile gpu_instance: `terraform plan` refuses it); a gpu_instance azurerm's schema "
-                              "accepts (MIG1g, MIG2g, MIG3g, MIG4g or MIG7g, case-sensitive)",
+                              "upgrade_settings.max_surge on a Spot pool (AKS refuses it); no argument its block's azurerm schema lacks "
+                              "(gpu_instance_profile, which azurerm names gpu_instance; priority, mode, os_type... on default_node_pool); the "
+                              "values azurerm's case-sensitive enums accept (priority, eviction_policy, mode, os_type, os_sku, kubelet_disk_type, "
+                              "gpu_instance: MIG1g..MIG7g ...); a gpu_instance only on a MIG-capable size (A100, H100: sku.yaml `mig`)",
     "capacity-spot-system-pool": "no node pool in mode System has priority = \"Spot\" (AKS refuses Spot system pools: the apply fails)",
     "capacity-gpu-mig": "warning: a GPU pool with gpu_instance (MIG) is named: its nodes advertise MIG instances under a resource name "
                         "the device plugin's MIG strategy decides (nvidia.com/gpu with `single`, nvidia.com/mig-<profile> with `mixed`, "
@@ -41,50 +47,87 @@ class NodeSettingsError(HarnessError, RuntimeError):
     pass
 
 
+def _schema_findings(pool: Pool, context: str) -> tuple[list[Finding], set[str]]:
+    """capacity-node-settings for the arguments azurerm's schema refuses (harness.gate.azurerm_schema): one its pool block does not
+    have, at the argument's line; an enum value outside azurerm's case-sensitive set, at the line that gives the value. With the
+    arguments reported, whose other checks would only be follow-ons."""
+    out = []
+    for attr, (at, fix) in pool.unsupported.items():
+        out.append(Finding(at.file, at.line, pool.address, "capacity-node-settings",
+                           f"{pool.address} (pool {pool.name}) sets {attr} ({at.text} at {at.where()}), which azurerm's "
+                           f"{DEFAULT_POOL if pool.default else NODE_POOL} schema does not have, so `terraform validate` fails (\"Unsupported "
+                           f"argument: An argument named \"{attr}\" is not expected here\")"
+                           + ("; the capacity checks read it as gpu_instance" if attr == "gpu_instance_profile" else ""), fix, context))
+    for attr, (value, at) in pool.settings.items():
+        refused = None if attr in pool.unsupported else refused_value(attr, value)
+        if refused:
+            values, near = refused
+            out.append(Finding(at.file, at.line, pool.address, "capacity-node-settings",
+                               f"{pool.address} (pool {pool.name}) sets {attr} = {value!r} ({at.text} at {at.where()}): azurerm's schema "
+                               f"accepts only {', '.join(values)} (case-sensitive), so `terraform plan` fails (\"expected {attr} to be one of "
+                               f"[{' '.join(chr(34) + v + chr(34) for v in values)}], got {value}\")",
+                               f"set {attr} to one of {', '.join(values)}" + (f" (did you mean {near}?)" if near else "")
+                               + (", or remove it to schedule whole GPUs" if attr == "gpu_instance" else ""), context))
+    return out, {*pool.unsupported, *(a for a, (v, _) in pool.settings.items() if refused_value(a, v))}
+
+
+def _mig_findings(pool: Pool, context: str) -> list[Finding]:
+    """A gpu_instance azurerm accepts: an error on a size whose GPUs have no MIG (sku.yaml `mig`), else capacity-gpu-mig."""
+    profile, at = pool.settings.get("gpu_instance", (None, None))
+    if not profile or str(profile) not in MIG_PROFILES:
+        return []
+    if pool.sku and not pool.sku.mig:
+        size = f"{pool.vm_size} ({pool.sku.gpu or 'no GPU'}{', ' + pool.vm_size_origin.text + ' at ' + pool.vm_size_origin.where() if pool.vm_size_origin else ''})"
+        return [Finding(at.file, at.line, pool.address, "capacity-node-settings",
+                        f"{pool.address} (pool {pool.name}) sets gpu_instance = {profile} ({at.text} at {at.where()}) on {size}, whose GPU has "
+                        "no MIG: AKS partitions only MIG-capable GPUs (A100, H100-class sizes; learn.microsoft.com/azure/aks/gpu-multi-instance), "
+                        "and no device plugin advertises MIG instances of it; the capacity checks count its whole GPUs",
+                        "remove gpu_instance (the pool schedules whole GPUs), or use a MIG-capable size (e.g. Standard_NC24ads_A100_v4) "
+                        "for the pool", context)]
+    names = " and ".join(sorted(pool.mig())) or "nvidia.com/gpu"
+    return [Finding(at.file, at.line, pool.address, "capacity-gpu-mig",
+                    f"{pool.address} (pool {pool.name}) sets gpu_instance = {profile} ({at.where()}): its nodes advertise MIG "
+                    "instances, not whole GPUs, under the name the device plugin's MIG strategy decides (`single`: nvidia.com/gpu "
+                    "counts instances; `mixed`: nvidia.com/mig-<profile>; `none`: whole GPUs, which MIG leaves unusable), which "
+                    f"the gate cannot see; the capacity checks count {MIG_PROFILES[str(profile)][1]} instance(s) per GPU under {names}, so "
+                    "quotas and requests under the other name pass here and pend on the cluster",
+                    "run the device plugin with the MIG strategy whose resource name the quotas and requests use (the GPU "
+                    "Operator's mig.strategy, the device-plugin chart's migStrategy), or remove gpu_instance to schedule whole GPUs",
+                    context, severity="warning")]
+
+
 def pool_setting_findings(pools: list[Pool], context: str) -> list[Finding]:
-    """capacity-spot-system-pool, the Spot-only settings of capacity-node-settings and capacity-gpu-mig for the pools of one cluster (each pool once, not once per zone)."""
+    """capacity-node-settings (the schema's, the Spot settings), capacity-spot-system-pool and capacity-gpu-mig for the pools of one
+    cluster (each pool once, not once per zone); an argument the schema refuses is its one finding."""
     out = []
     for pool in {p.address: p for p in pools}.values():
+        found, refused = _schema_findings(pool, context)
+        out += found
         priority, at = pool.settings.get("priority", (None, None))
-        if pool.system and priority == "Spot":
+        if pool.system and priority == "Spot" and "priority" not in refused:
             out.append(Finding(at.file, at.line, pool.address, "capacity-spot-system-pool",
                                f"{pool.address} (pool {pool.name}) is a System pool with priority = \"Spot\" ({at.text} at {at.where()}): AKS "
                                "refuses Spot VMs for system pools, so `terraform apply` fails", "set mode = \"User\" on the Spot pool (Spot "
                                "pools are user pools; keep a Regular-priority pool in System mode), or remove priority = \"Spot\"", context))
+        surge, where = pool.settings.get("upgrade_settings.max_surge", (None, None))
+        if priority == "Spot" and where and "priority" not in refused:
+            out.append(Finding(where.file, where.line, pool.address, "capacity-node-settings",
+                               f"{pool.address} (pool {pool.name}) is a Spot pool (priority = \"Spot\" at {at.where()}) with upgrade_settings "
+                               f"{where.text} ({where.where()}): the AKS resource provider refuses it on create (\"Spot pools can't set max "
+                               "surge\"; azurerm: \"`max_surge` cannot be set when `priority` is set to `Spot`\"), so `terraform apply` fails",
+                               "remove the upgrade_settings block from the Spot pool (Spot nodes are replaced, not surged, on upgrade)", context))
         for attr in ("eviction_policy", "spot_max_price"):
             value, where = pool.settings.get(attr, (None, None))
+            if "priority" in refused or attr in refused:
+                continue  # the refused priority (or the argument itself) is the finding
             if priority != "Spot" and value not in (None, "") and not (attr == "spot_max_price" and value == -1):
                 out.append(Finding(where.file, where.line, pool.address, "capacity-node-settings",
                                    f"{pool.address} (pool {pool.name}) sets {attr} ({where.text} at {where.where()}) while its priority is "
                                    f"{priority or 'Regular (the default)'}: azurerm refuses it (\"`{attr}` can only be set when `priority` is set "
                                    "to `Spot`\"), so `terraform apply` fails", f"remove {attr} (or set it to null), or set priority = \"Spot\" "
                                    "if the pool is meant to run on Spot VMs", context))
-        value, where = pool.settings.get("gpu_instance_profile", (None, None))
-        if where:
-            out.append(Finding(where.file, where.line, pool.address, "capacity-node-settings",
-                               f"{pool.address} (pool {pool.name}) sets gpu_instance_profile ({where.text} at {where.where()}): azurerm "
-                               "has no such argument (the MIG profile is `gpu_instance`), so `terraform plan` fails (\"An argument named "
-                               "\"gpu_instance_profile\" is not expected here\"); the capacity checks read it as gpu_instance", "rename it to gpu_instance", context))
-        profile, at = pool.settings.get("gpu_instance", (None, None))
-        if profile and str(profile) not in MIG_PROFILES:  # azurerm's schema: validation.StringInSlice(MIG1g..MIG7g, false), case-sensitive
-            near = next((p for p in MIG_PROFILES if p.lower() == str(profile).lower()), None)
-            out.append(Finding(at.file, at.line, pool.address, "capacity-node-settings",
-                               f"{pool.address} (pool {pool.name}) sets gpu_instance = {profile!r} ({at.text} at {at.where()}): azurerm's schema "
-                               f"accepts only {', '.join(MIG_PROFILES)} (case-sensitive), so `terraform plan` fails (\"expected gpu_instance to be "
-                               f"one of [{' '.join(f'{chr(34)}{p}{chr(34)}' for p in MIG_PROFILES)}], got {profile}\")", f"set gpu_instance to one of {', '.join(MIG_PROFILES)}"
-                               + (f" (did you mean {near}?)" if near else "") + ", or remove it to schedule whole GPUs", context))
-        elif profile:
-            per_gpu = MIG_PROFILES[str(profile)][1]
-            names = " and ".join(sorted(pool.mig())) or "nvidia.com/gpu"
-            out.append(Finding(at.file, at.line, pool.address, "capacity-gpu-mig",
-                               f"{pool.address} (pool {pool.name}) sets gpu_instance = {profile} ({at.where()}): its nodes advertise MIG "
-                               "instances, not whole GPUs, under the name the device plugin's MIG strategy decides (`single`: nvidia.com/gpu "
-                               "counts instances; `mixed`: nvidia.com/mig-<profile>; `none`: whole GPUs, which MIG leaves unusable), which "
-                               f"the gate cannot see; the capacity checks count {per_gpu} instance(s) per GPU under {names}, so quotas and "
-                               "requests under the other name pass here and pend on the cluster",
-                               "run the device plugin with the MIG strategy whose resource name the quotas and requests use (the GPU "
-                               "Operator's mig.strategy, the device-plugin chart's migStrategy), or remove gpu_instance to schedule whole GPUs",
-                               context, severity="warning"))
+        if "gpu_instance" not in refused:
+            out += _mig_findings(pool, context)
     return out
 
 

@@ -24,6 +24,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from harness.gate import autoscaling, matching
+from harness.gate.azurerm_schema import DEFAULT_POOL, ENUMS, NODE_POOL, unsupported
 from harness.gate.autoscaling import AUTOSCALING_KEYS
 from harness.gate.node_labels import aks_labels
 from harness.gate.sku import Sku, allocatable, mig_resources, repository_skus, sku_table
@@ -34,7 +35,7 @@ from harness.gate.terraform import (Block, Body, TerraformConfig, TerraformError
 SYSTEM_TAINT = "CriticalAddonsOnly=true:NoSchedule"
 SPOT_LABEL = "kubernetes.azure.com/scalesetpriority"
 SPOT_TAINT = f"{SPOT_LABEL}=spot:NoSchedule"
-SETTINGS = ("priority", "gpu_instance", "gpu_instance_profile", "max_pods", "eviction_policy", "spot_max_price", "kubelet_disk_type")  # where written: for node_settings and podsets' findings
+SETTINGS = ("gpu_instance_profile", "max_pods", "spot_max_price", *ENUMS)  # where written: for node_settings and podsets' findings
 
 
 class PoolSettingError(TerraformError):
@@ -106,9 +107,15 @@ class Pool:
     written: dict[str, tuple[object, Origin]] = field(default_factory=dict)  # node_labels / node_taints as the pool sets them
     os_disk_gib: int = DEFAULT_OS_DISK_GIB  # os_disk_size_gb: the kubelet's root filesystem, its ephemeral-storage
     os: str = "linux"  # kubernetes.io/os of its nodes: "windows" for os_type = "Windows" (or a Windows os_sku)
-    settings: dict[str, tuple[object, Origin]] = field(default_factory=dict)  # SETTINGS the pool writes, with where
+    settings: dict[str, tuple[object, Origin]] = field(default_factory=dict)  # SETTINGS the pool writes (and upgrade_settings.max_surge), with where
+    unsupported: dict[str, tuple[Origin, str]] = field(default_factory=dict)  # arguments its block's azurerm schema lacks: where written, the fix
     daemons: dict[str, Decimal] = field(default_factory=dict)  # what the rendered DaemonSets' pods take of each node (harness.gate.daemonsets)
     daemon_names: tuple[str, ...] = ()
+
+    @property
+    def default(self) -> bool:
+        """The cluster's default_node_pool (in azurerm_kubernetes_cluster), not an azurerm_kubernetes_cluster_node_pool."""
+        return not self.address.startswith(f"{NODE_POOL}.")
 
     @property
     def linux(self) -> bool:
@@ -288,6 +295,12 @@ class _Builder:
         pool.vm_size_origin = self.origin(block, "vm_size", body.get("vm_size"))
         pool.os_disk_gib, pool.os = os_disk, os
         pool.settings = {a: (get(a), self.origin(block, a, body.get(a))) for a in SETTINGS if body.get(a) is not None}
+        for upgrade in body.nested("upgrade_settings")[:1]:
+            surge = upgrade.get("max_surge")  # set, even if known only after apply; one that does not evaluate is terraform-expression's
+            if surge is not None and not surge.error and not (surge.known and surge.value in (None, "")):
+                pool.settings["upgrade_settings.max_surge"] = (surge.value, self.origin(block, "max_surge", surge))
+        pool.unsupported = {a: (Origin(body.get(a).file, body.get(a).line, f"{a} = {body.get(a).text}"), fix)
+                            for a, fix in unsupported(NODE_POOL if block.type == NODE_POOL else DEFAULT_POOL, body.attrs).items()}
         pool.written = {a: (get(a), self.origin(block, a, body.get(a))) for a in ("node_labels", "node_taints") if body.get(a) is not None}
         if get("gpu_driver") is not None:
             pool.gpu_driver, pool.gpu_driver_origin = str(get("gpu_driver")), self.origin(block, "gpu_driver", body.get("gpu_driver"))

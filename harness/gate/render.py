@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import itertools
 import os
-import posixpath
 import re
 import threading
 import time
@@ -23,6 +22,8 @@ from pathlib import Path
 from harness.core import HarnessError
 from harness.gate.config import DEFAULTS, GateConfig
 from harness.gate.config import load as load_config
+from harness.gate.entry import in_git
+from harness.gate.flux_paths import flux_path, outside, written
 from harness.gate.helper import helper
 from harness.gate.sources import SKIP_DIRS, SourceError, as_map, kustomization_dirs, kustomization_file, load_yaml, load_yaml_all, name_key
 
@@ -66,6 +67,7 @@ class ClusterRender:
     bootstrap: bool = False  # a `flux bootstrap` cluster: no kustomization.yaml, Flux's generator builds the directory
     provided: list[dict] = field(default_factory=list)  # objects the platform creates outside the repository (flux_tenancy)
     entry_name: str = "kustomization.yaml"  # its entry file, relative to its directory (entry_file)
+    outside: list[dict] = field(default_factory=list)  # Flux Kustomizations of a monorepo's directory the gate does not check
 
     @property
     def folder(self) -> str:
@@ -78,6 +80,11 @@ class ClusterRender:
         """The file that makes the directory a cluster: its kustomization file, flux-system/gotk-sync.yaml, or (the Flux
         extension's style) its first file of Flux Kustomizations."""
         return f"{self.entry.dir}/{self.entry_name}"
+
+    @property
+    def complete(self) -> bool:
+        """Whether every layer rendered: none failed, none is outside the checked tree; else what it applies is unknown."""
+        return not self.entry.error and not any(b.error for b in self.flux) and not self.outside
 
     def kustomizations(self) -> list[dict]:
         return [o for b in [self.entry, *self.flux] for o in b.objects if is_flux_kustomization(o)]
@@ -99,12 +106,6 @@ def object_key(obj: dict) -> tuple:
     """(API group, kind, namespace, name): what makes an object one object on a cluster."""
     api, meta = str(obj.get("apiVersion", "")), as_map(obj.get("metadata"))
     return (api.split("/")[0] if "/" in api else "", name_key(obj.get("kind")), name_key(meta.get("namespace", "")), name_key(meta.get("name")))
-
-
-def flux_path(value) -> str:
-    """A Flux Kustomization's spec.path as a repository-relative directory. kustomize-controller joins it
-    under the artifact's root (securejoin): "./a", "a" and "/a" are one directory, and ".." stops at the root."""
-    return posixpath.normpath("/" + str(value)).lstrip("/") or "."
 
 
 def only_included(builds: list[Build], clusters: list[ClusterRender], reached) -> set[str]:
@@ -132,8 +133,9 @@ class FluxBuild:
 
     _sessions = itertools.count(1)
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, prefix: str | None = None):
         self.root = root
+        self.prefix = in_git(root) if prefix is None else prefix  # the tree's directory in its Git work tree (flux_paths)
         self._session = f"{os.getpid()}-{next(self._sessions)}"
         self._used = False
 
@@ -160,7 +162,7 @@ class FluxBuild:
         if not jobs:
             return dict
         self._used = True
-        answer = helper().submit("render", RenderError, session=self._session, root=str(self.root),
+        answer = helper().submit("render", RenderError, session=self._session, root=str(self.root), prefix=self.prefix,
                                  skip_dirs=sorted(SKIP_DIRS), jobs=jobs, probe=probe)
         return lambda: {r["id"]: r for r in answer.result()}
 
@@ -285,11 +287,11 @@ def _settle(future: Future, fn) -> None:
         future.set_exception(err)
 
 
-def _bootstrap_entry(name: str, rel: str) -> dict:
+def _bootstrap_entry(rel: str, prefix: str) -> dict:
     """The Flux Kustomization `flux bootstrap --path=<rel>` creates (flux-system/gotk-sync.yaml):
     kustomize-controller builds the directory with its generator."""
     return {"apiVersion": f"{FLUX_KS_API}/v1", "kind": "Kustomization", "metadata": {"name": "flux-system", "namespace": "flux-system"},
-            "spec": {"interval": "10m", "path": f"./{rel}", "prune": True, "sourceRef": {"kind": "GitRepository", "name": "flux-system"}}}
+            "spec": {"interval": "10m", "path": written(rel, prefix), "prune": True, "sourceRef": {"kind": "GitRepository", "name": "flux-system"}}}
 
 
 def _render_all(fb: FluxBuild, root: Path, skip_dirs: set[str], gate_config: GateConfig) -> tuple[list[Build], list[ClusterRender]]:
@@ -301,8 +303,7 @@ def _render_all(fb: FluxBuild, root: Path, skip_dirs: set[str], gate_config: Gat
             plain_jobs.append({"id": rel, "dir": rel})
             plain_builds[rel] = Build(rel, rel)
     for rid, res in fb.run(plain_jobs).items():
-        b = plain_builds[rid]
-        b.take(res)
+        plain_builds[rid].take(res)
 
     clusters, bootstrap_jobs = [], {}
     for cdir in cluster_dirs(root, gate_config):
@@ -311,10 +312,10 @@ def _render_all(fb: FluxBuild, root: Path, skip_dirs: set[str], gate_config: Gat
         bootstrap = is_bootstrap_cluster(cdir)
         if bootstrap:
             entry = Build(rel, rel)
-            bootstrap_jobs[rel] = {"id": rel, "kustomization": _bootstrap_entry(cdir.name, rel), "sources": variables}
+            bootstrap_jobs[rel] = {"id": rel, "kustomization": _bootstrap_entry(rel, fb.prefix), "sources": variables}
         else:
             entry = plain_builds.get(rel) or Build(rel, rel, error="cluster entry point was not built")
-            own = _own_kustomization(entry, rel)
+            own = _own_kustomization(entry, rel, fb.prefix)
             if own is not None:  # `flux bootstrap`'s gotk-sync.yaml beside a kustomization.yaml: Flux builds the entry with it
                 entry = Build(rel, rel, flux_kustomization=own)
                 bootstrap_jobs[rel] = {"id": rel, "kustomization": own, "sources": variables}
@@ -323,16 +324,15 @@ def _render_all(fb: FluxBuild, root: Path, skip_dirs: set[str], gate_config: Gat
         clusters.append(ClusterRender(cdir.name, entry, variables=variables, bootstrap=bootstrap,
                                       entry_name=found.name if found else BOOTSTRAP_SYNC if rel in bootstrap_jobs else "kustomization.yaml"))
     for rid, res in fb.run(list(bootstrap_jobs.values())).items():
-        entry = next(c.entry for c in clusters if c.entry.dir == rid)
-        entry.take(res)
+        next(c.entry for c in clusters if c.entry.dir == rid).take(res)
     _render_flux(fb, root, clusters)
     return list(plain_builds.values()), clusters
 
 
-def _own_kustomization(entry: Build, rel: str) -> dict | None:
+def _own_kustomization(entry: Build, rel: str, prefix: str) -> dict | None:
     """The Flux Kustomization among the entry's objects that applies the entry's own directory (`flux bootstrap`'s
     flux-system, in flux-system/gotk-sync.yaml), if any."""
-    return next((o for o in entry.objects if is_flux_kustomization(o) and flux_path(as_map(o.get("spec")).get("path", "./")) == rel), None)
+    return next((o for o in entry.objects if is_flux_kustomization(o) and flux_path(as_map(o.get("spec")).get("path", "./"), prefix) == rel), None)
 
 
 def _sources(cluster: ClusterRender) -> list[dict]:
@@ -361,7 +361,10 @@ def _render_flux(fb: FluxBuild, root: Path, clusters: list[ClusterRender]) -> No
         for cluster, ks in pending:
             meta = ks.get("metadata") or {}
             bid = f"cluster {cluster.name}: Kustomization/{meta.get('namespace', 'flux-system')}/{meta.get('name')}"
-            path = flux_path((ks.get("spec") or {}).get("path", "./"))
+            path = flux_path((ks.get("spec") or {}).get("path", "./"), fb.prefix)
+            if outside(path) and (root / path).is_dir():  # another directory of the monorepo: flux-path-outside, not followed
+                cluster.outside += [] if any(o is ks for o in cluster.outside) else [ks]
+                continue
             if path == cluster.entry.dir or bid in builds or any(b.id == bid for b in cluster.flux):
                 # flux bootstrap's flux-system Kustomization is the entry point itself, already built; a Kustomization
                 # that a layer applies again (its own path holds it) is one object on the cluster, rendered once
@@ -371,8 +374,7 @@ def _render_flux(fb: FluxBuild, root: Path, clusters: list[ClusterRender]) -> No
         results = fb.run(jobs)
         pending = []
         for bid, (cluster, build) in builds.items():
-            res = results[bid]
-            build.take(res)
+            build.take(results[bid])
             cluster.flux.append(build)
             pending += [(cluster, o) for o in build.objects if is_flux_kustomization(o)]
     # A layer reading a ConfigMap or Secret that a layer rendered after it applies (its dependsOn orders them on the
@@ -380,8 +382,7 @@ def _render_flux(fb: FluxBuild, root: Path, clusters: list[ClusterRender]) -> No
     again = [(c, b) for c in clusters for b in c.flux if "substitute from '" in b.error]
     results = fb.run([{"id": b.id, "kustomization": b.flux_kustomization, "sources": _sources(c)} for c, b in again]) if again else {}
     for _, build in again:
-        res = results[build.id]
-        build.take(res)
+        build.take(results[build.id])
 
 
 def render_cluster(root: Path, name: str, entry_dir: str, gate_config: GateConfig = DEFAULTS) -> ClusterRender:

@@ -14,7 +14,8 @@ from collections import defaultdict
 from pathlib import Path
 
 from harness.gate import config
-from harness.gate.artifact import symlinked
+from harness.gate.artifact import cluster_left_out, symlinked
+from harness.gate.build_errors import flux_build_error
 from harness.gate.findings import Finding
 from harness.gate.flux_rules import cycles
 from harness.gate.kustomize_warnings import reachable
@@ -75,6 +76,7 @@ class Context:
         self.sample_related: dict[int, list[dict]] = {}  # id(rendered sample) -> its namespace's LimitRanges, ResourceQuotas on its cluster
         self.sample_entries: dict[int, tuple[str, int | None]] = {}  # id(rendered sample) -> (samples file, line of its entry)
         self.pod_security: list[tuple[dict, dict, Finding]] = []  # (object, error, finding) of each pod template a namespace's level forbids
+        self.prefix = ""  # the checked tree's directory in its Git work tree (render.FluxBuild.prefix; set by the gate)
         self.checker = None  # the run's schema_check.Checker (set by the gate; rules that ask its helper make one when it is not)
         self._reach: dict[str, tuple[str, ...]] = {}  # build directory -> the directories it reads (_reached)
         self.writers = Writers()  # the patch probe's answers: which patch writes a field (set by kustomize_warnings.probe_patches)
@@ -171,6 +173,8 @@ def _cluster_queue_rules(ctx: Context, build: Build, cq: dict, flavors: set[str]
 def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Finding]:
     out = []
     entry_file = cluster.entry_file
+    if (away := cluster_left_out(root, cluster.entry.dir, cluster.name)) is not None:  # nothing of it reaches Flux
+        return [away]
     if cluster.bootstrap and cluster.entry.error and not ctx.cause_of(cluster.entry.dir, flux=True):
         # Flux's generator builds the directory (a `flux bootstrap` or Flux extension cluster): no plain build reports it.
         own = [n for n in (ctx.config.samples, ctx.config.cluster_variables) if f"{cluster.entry.dir}/{n}" in cluster.entry.error]
@@ -184,7 +188,7 @@ def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Find
                         "object, a file that is not a manifest)", f"cluster {cluster.name}")]
     own = cluster.entry.flux_kustomization  # flux-system, when gotk-sync.yaml sits beside the entry's kustomization.yaml
     if own and cluster.entry.error and not ctx.cause_of(cluster.entry.dir, flux=True) and "substitute from '" not in cluster.entry.error:
-        rule, message, hint, where = _flux_build_error(own, cluster.entry.error)
+        rule, message, hint, where = flux_build_error(own, cluster.entry.error, root, ctx.prefix)
         return [ctx.finding(own, cluster.entry, rule, message, hint, field=where)]
     stand_ins = {object_key(v) for v in cluster.variables}
     applied_vars = [o for o in cluster.entry.objects if object_key(o) in stand_ins] if cluster.bootstrap else []
@@ -207,7 +211,7 @@ def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Find
             if rel in known:
                 overlays.add(rel)
     # With no overlay reached and a Flux layer that does not build, that layer's finding is the cause.
-    if known and len(overlays) != 1 and not (not overlays and (cluster.entry.error or any(b.error for b in cluster.flux))):
+    if known and len(overlays) != 1 and not (not overlays and not cluster.complete):
         which = ", ".join(sorted(overlays)) or "none"
         choices = "; ".join(f"{o} ({what})" for o, what in known.items())
         out.append(Finding(entry_file, None, f"cluster/{cluster.name}", "cluster-overlay",
@@ -224,7 +228,7 @@ def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Find
         me = (ns, name_key(ks["metadata"]["name"]))
         if build.error and not ctx.cause_of(build.dir, flux=True) and "substitute from '" not in build.error:
             # (a substituteFrom source the cluster lacks: object-ref names it at its line)
-            rule, message, hint, where = _flux_build_error(ks, build.error)
+            rule, message, hint, where = flux_build_error(ks, build.error, root, ctx.prefix)
             link = symlinked(root, root / build.dir) if rule == "flux-path" and (root / build.dir).exists() else None
             if link is not None:  # the checkout has it through a symlink; the artifact holds no symlinks
                 message, hint = f"{message} ({link.relative_to(root).as_posix()} is a symlink, which the artifact source-controller " \
@@ -237,7 +241,7 @@ def cluster_rules(ctx: Context, root: Path, cluster: ClusterRender) -> list[Find
                 continue  # the schema check reports it
             target = (name_key(dep.get("namespace", ns)), name_key(dep.get("name")))
             graph[me].append(target)
-            if target not in names:
+            if target not in names and not cluster.outside:  # (a layer the gate does not check may define it)
                 out.append(ctx.finding(ks, build, "flux-depends-on", f"dependsOn {target[0]}/{target[1]} is not a Kustomization of this cluster",
                                        "fix the name, or add the Kustomization it should wait for", field=f"spec.dependsOn[{i}].name"))
         out += [undefined_variable(ctx, cluster, build, msg) for msg in build.undefined]
@@ -353,46 +357,3 @@ def _unsubstituted(ctx: Context, cluster: ClusterRender, build: Build, ks: dict)
                         f"substitution: {names} (which the cluster's layers substitute) reach the cluster as written",
                         f"apply it through a layer with spec.postBuild (a Flux Kustomization such as the queues layer), not from "
                         f"{cluster.entry_file}")]
-
-
-_INVALID_VAR = re.compile(r"'([^']*)' var name is invalid")
-_HEALTH_CHECK = re.compile(r"healthchecks\[(\d+)\](?:: failed to parse the expression (Current|InProgress|Failed))?")
-
-
-def _flux_build_error(ks: dict, error: str) -> tuple[str, str, str, str | None]:
-    """(rule, message, hint, field) for a Flux Kustomization whose build fails, at the setting that makes it fail."""
-    spec = as_map(ks.get("spec"))
-    message = f"spec.path {spec.get('path')!r}: {error}"
-    invalid = _INVALID_VAR.search(error)
-    if invalid:
-        name = invalid.group(1)
-        where = f"spec.postBuild.substitute[{name}]" if name in as_map(as_map(spec.get("postBuild")).get("substitute")) else "spec.postBuild"
-        return ("kustomize-build", f"postBuild variable {name!r} is no valid name, so kustomize-controller builds nothing of this layer: {error}",
-                "name variables with letters, digits and underscores, not starting with a digit (in substitute and in the substituteFrom sources)",
-                where)
-    if "InvalidCELExpression" in error and (check := _HEALTH_CHECK.search(error)):
-        index, which = check.groups()
-        where = f"spec.healthCheckExprs[{index}]" + (f".{which[0].lower()}{which[1:]}" if which else "")
-        return ("flux-health-check-expr", f"{where}: {error.splitlines()[0]}", "fix the CEL expression (kustomize-controller compiles every "
-                "healthCheckExprs entry before it builds the layer; one GroupKind per entry, `current` required)", where)
-    if "is SOPS encrypted, configuring decryption is required" in error:
-        return ("flux-decryption", f"spec.path {spec.get('path')!r}: {error}; nothing of this layer is applied",
-                "add spec.decryption: {provider: sops, secretRef: {name: <the Secret in the Kustomization's namespace holding the "
-                "age/PGP key>}} to this Kustomization", "spec")
-    if "post build failed" in error:
-        return "kustomize-build", message, "fix spec.postBuild (its substitute values and substituteFrom sources)", "spec.postBuild"
-    if spec.get("targetNamespace") and "namespace transformation" in error:
-        return ("kustomize-build", f"spec.targetNamespace {spec['targetNamespace']!r}: {error}",
-                "drop spec.targetNamespace or set one that no two objects of the layer collide in (a Namespace object is renamed to it too)",
-                "spec.targetNamespace")
-    if spec.get("components") and "accumulating components" in error:
-        return "kustomize-build", message, "point each spec.components entry at a kustomize Component, relative to spec.path", "spec.components"
-    if spec.get("patches") and any(w in error for w in ("operation does not apply", "patch", "no matches for Id", "failed to find unique target")):
-        return ("kustomize-build", f"spec.patches: {error}", "fix the spec.patches entry the message names (its target, its op's path), "
-                "or remove it: kustomize-controller builds nothing of this layer while it fails", "spec.patches")
-    if "not a directory" in error:
-        return ("flux-path", f"spec.path {spec.get('path')!r} is a file: kustomize-controller builds a directory, so nothing of this "
-                "layer is applied", "point spec.path at the directory that holds the kustomization file", "spec.path")
-    if "not found" in error or "escapes" in error:
-        return "flux-path", message, "point spec.path at a directory of this repository that builds with kustomize", "spec.path"
-    return "kustomize-build", message, "point spec.path at a directory of this repository that builds with kustomize", None

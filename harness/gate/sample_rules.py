@@ -43,7 +43,7 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
         return [Finding(samples_file, None, "", "sample-render", f"is a {type(entries).__name__}, not a list of samples",
                         f"make {ctx.config.samples} a list of entries `- sample: NAME` / `queue: LQ` / `vars: {{...}}`", f"cluster {cluster.name}")], rendered, fits
     objects = [o for _, o in cluster.applied()]
-    complete = not cluster.entry.error and not any(b.error for b in cluster.flux)
+    complete = cluster.complete
     lqs = {(name_key(as_map(o.get("metadata")).get("namespace")), name_key(o["metadata"]["name"])): o for o in objects if o.get("kind") == "LocalQueue"}
     cqs = {name_key(o["metadata"]["name"]): o for o in objects if o.get("kind") == "ClusterQueue"}
     candidates: list[kueue_fit.Candidate] = []  # the samples whose ClusterQueue is known: Kueue's flavor assigner judges them below
@@ -178,7 +178,7 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
     if complete:
         candidates += _layer_candidates(ctx, root, cluster, objects, lqs, cqs, manager)
     fits = kueue_fit.fits(ctx.checker or Checker(tuple(ctx.config.crd_files(root))).start(), root, cluster, candidates, ctx.config)
-    fits.relocate = fit_causes.relocator(ctx, root, cluster, fits.what_if)
+    fits.relocate = fit_causes.relocator(ctx, root, cluster, fits)
     return out, rendered, fits
 
 

@@ -40,11 +40,11 @@ STAGE_RULES = {
     "webhook": "kueue-webhook",  # Kueue's validating webhook
     "controller": "kuberay-validation",  # what KubeRay's controllers validate before they act on a RayJob, RayCluster or RayService
     "scheduler": "kueue-inadmissible",  # what Kueue's scheduler checks of the job's Workload before it looks for quota
-    "accounting": "kueue-unaccounted-pods",  # pods KubeRay creates for a queued RayJob beyond those Kueue charges
-    "idle-quota": "kueue-idle-quota",  # (warning) quota Kueue charges a queued RayJob for pods KubeRay never creates
+    "accounting": "kueue-unaccounted-pods",  # pods KubeRay creates for a queued Ray object beyond those Kueue charges
+    "idle-quota": "kueue-idle-quota",  # (warning) quota Kueue charges a queued Ray object for pods KubeRay never creates
     "pod": "pod-validation",  # the apiserver's validation of the pods KubeRay creates once Kueue admits the job (tools/kubecheck)
     "security": "pod-security",  # the PodSecurity admission of those pods by their namespace's level (tools/kubecheck)
-    "quota": "resource-quota",  # the ResourceQuota admission of those pods in their namespace (tools/kubecheck)
+    "quota": "resource-quota",  # the ResourceQuota admission of those pods and the other objects KubeRay creates (tools/kubecheck)
 }
 
 ACCOUNTING_STAGES = ("accounting", "idle-quota")  # about the pods KubeRay creates once admitted: after kubecheck's stages
@@ -252,8 +252,11 @@ def _one_per_quota_cause(found: list[Finding]) -> list[Finding]:
     out = [f for f in found if f.rule != "resource-quota"]
     for same in groups.values():
         same.sort()
-        others = ", ".join(dict.fromkeys(f"{f.resource} ({f.file}:{f.line})" for f in same[1:] if (f.resource, f.file, f.line) != (same[0].resource, same[0].file, same[0].line)))
-        out.append(replace(same[0], message=same[0].message + (f"; the same for {others}" if others else "")))
+        first = (same[0].resource, same[0].file, same[0].line)
+        others = ", ".join(dict.fromkeys(f"{f.resource} ({f.file}:{f.line})" for f in same[1:] if (f.resource, f.file, f.line) != first))
+        message = same[0].message + (f"; the same for {others}" if others else "")
+        # the same finding from another cluster (at a value of the workload file, not at a samples.yaml entry): kept for its context
+        out += [replace(f, message=message) for f in same if f is same[0] or ((f.resource, f.file, f.line) == first and f.context != same[0].context)]
     return out
 
 
@@ -317,8 +320,9 @@ def _findings(ctx, validated: list[tuple[object, dict, str | None]], problems: l
             if problem.rule == "resource-quota" and id(obj) in ctx.sample_entries:  # the sample as submitted to the namespace
                 quota = next((o for o in ctx.sample_related.get(id(obj), []) if resource_id(o) == err.get("object")), None)
                 written = ctx.finding(quota, None, "", "", "") if quota is not None else None
-                found = replace(found, file=ctx.sample_entries[id(obj)][0], line=ctx.sample_entries[id(obj)][1],
-                                message=found.message + (f" (the quota is written at {written.file}:{written.line})" if written else ""))
+                found = replace(found, message=found.message + (f" (the quota is written at {written.file}:{written.line})" if written else ""))
+                if not err.get("field"):  # (else at the value that makes an object count: a head Service's serviceType)
+                    found = replace(found, file=ctx.sample_entries[id(obj)][0], line=ctx.sample_entries[id(obj)][1])
             var = workloads.var_at(ctx.sources.root, found, ctx.sample_vars.get(id(obj), {}))
             if var is None:
                 out.append(found)

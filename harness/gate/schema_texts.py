@@ -20,10 +20,11 @@ RULES = {
                           "groups' names, lowercased, distinct) and passes what the pinned Kueue's scheduler checks before it looks for "
                           "quota (its own workload.ValidateResources and ValidateLimitRange: requests within limits and within the "
                           "namespace's LimitRanges on the cluster); else the job is never admitted",
-    "kueue-unaccounted-pods": "a queued RayJob's worker groups create no more pods than Kueue charges to its ClusterQueue: Kueue's Ray "
-                              "integration charges replicas (times numOfHosts), the pinned KubeRay's RayCluster controller creates "
+    "kueue-unaccounted-pods": "a queued RayJob's, RayCluster's or RayService's (its Kueue integration enabled) worker groups create no more "
+                              "pods than Kueue charges to its ClusterQueue: the kind's Kueue integration charges replicas (times "
+                              "numOfHosts; a replicas left out is the CRD's default 0), the pinned KubeRay's RayCluster controller creates "
                               "replicas raised to minReplicas (both their own code); else the pods beyond run outside every quota",
-    "kueue-idle-quota": "(warning) a queued RayJob's worker groups are charged no more pods than KubeRay creates (replicas above "
+    "kueue-idle-quota": "(warning) a queued RayJob's, RayCluster's or RayService's worker groups are charged no more pods than KubeRay creates (replicas above "
                         "maxReplicas: KubeRay creates maxReplicas, Kueue charges replicas); else quota stays reserved and unused while "
                         "other jobs wait for it",
     "pod-validation": "every pod KubeRay would create for a RayJob, RayCluster or RayService (head, each worker group, a RayJob's submitter), built by "
@@ -33,9 +34,10 @@ RULES = {
     "pod-security": "every pod KubeRay would create for a sample or a Ray object a layer applies meets the PodSecurity level "
                     "its namespace enforces (label pod-security.kubernetes.io/enforce; the pinned apiserver's own policy checks, "
                     "tools/kubecheck); else Kueue admits the job and the apiserver forbids its pods",
-    "resource-quota": "a sample's pods (head, every worker replica, the submitter) together fit each ResourceQuota of its namespace on "
-                      "its cluster and carry every resource it tracks (the apiserver's quota evaluator, tools/kubecheck); Kueue does not "
-                      "look at ResourceQuotas, so it admits the job and the pods beyond the quota are forbidden",
+    "resource-quota": "what KubeRay creates for a sample (its pods: head, every worker replica, the submitter; the RayCluster of a "
+                      "RayJob or RayService, the head, headless and serve Services, the submitter Job) together fits each ResourceQuota "
+                      "of its namespace on its cluster, and the pods carry every resource it tracks (the apiserver's quota evaluators, "
+                      "tools/kubecheck); Kueue does not look at ResourceQuotas, so it admits the job and what is beyond the quota is forbidden",
 }
 
 HINTS = {
@@ -71,7 +73,7 @@ WHAT = {
     "kueue-unaccounted-pods": "once admitted, runs pods Kueue does not charge to the queue",
     "kueue-idle-quota": "once admitted, holds quota for pods KubeRay never creates",
     "pod-validation": "is accepted, but the apiserver refuses the pods KubeRay creates for it",
-    "resource-quota": "would be admitted, but not all of its pods could be created",
+    "resource-quota": "would be admitted, but not all that KubeRay creates for it could be created",
     "pod-security": "would be admitted, but the apiserver's PodSecurity admission forbids its pods",
 }
 
@@ -90,6 +92,12 @@ NARROWER_HINTS = {
                                                        "submissionMode HTTPMode or SidecarMode: a Workload has at most 8 pod sets (the head, "
                                                        "one per worker group and K8sJobMode's submitter), and Kueue's RayJob webhook, "
                                                        "counting only the head, lets 7 worker groups through",
+    ("resource-quota", "is exceeded by what KubeRay creates"): "raise the namespace's ResourceQuota named on the resources the message "
+                                                              "lists (or drop them from its hard limits): KubeRay creates these objects "
+                                                              "for every job; a head Service of type LoadBalancer or NodePort: leave "
+                                                              "headGroupSpec.serviceType out (ClusterIP; reach the dashboard with kubectl "
+                                                              "port-forward); the submitter Job: submissionMode HTTPMode or SidecarMode "
+                                                              "creates none",
     ("kueue-inadmissible", "LimitRange"): "bring the container's requests and limits within its namespace's LimitRange (or change the "
                                           "LimitRange)",
 }

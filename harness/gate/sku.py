@@ -27,6 +27,7 @@ class Sku:
     arch: str = "amd64"  # kubernetes.io/arch of its nodes (an Arm size, the "p" of Dpsv5, is arm64)
     gpu: str = ""  # the GPU model as sku.yaml writes it ("A100 80GB"): its memory names the MIG instances
     temp_disk_gib: int | None = None  # the VM's temporary disk (kubelet_disk_type = "Temporary" puts the kubelet there); None: unknown
+    mig: bool = False  # its GPUs can be partitioned with MIG (gpu_instance): A100 / H100-class sizes only (sku.yaml `mig`)
 
     def node_capacity(self) -> dict[str, Decimal]:
         return {"cpu": Decimal(self.vcpu), "memory": Decimal(self.memory_gib) * 2**30, "nvidia.com/gpu": Decimal(self.gpus)}
@@ -35,7 +36,7 @@ class Sku:
 def sku_of(name: str, entry: dict) -> Sku:
     """A size from an entry of sku.yaml's `skus` (or of the gate configuration's, which has their shape)."""
     return Sku(name, int(entry["vcpu"]), int(entry["memory_gib"]), int(entry.get("gpus", 0)), str(entry.get("arch", "amd64")),
-               str(entry.get("gpu", "")), None if entry.get("temp_disk_gib") is None else int(entry["temp_disk_gib"]))
+               str(entry.get("gpu", "")), None if entry.get("temp_disk_gib") is None else int(entry["temp_disk_gib"]), entry.get("mig") is True)
 
 
 @lru_cache(maxsize=None)
@@ -61,8 +62,9 @@ def mig_resources(sku: Sku, profile: str) -> dict[str, Decimal]:
     """What the NVIDIA device plugin advertises on a node of `sku` whose GPUs AKS partitions with `profile`: every
     instance as nvidia.com/gpu under the MIG strategy `single`, as nvidia.com/mig-<g>g.<memory>gb under `mixed`. The
     gate cannot see which strategy the plugin runs with (AKS's, the GPU Operator's or a chart's setting), so it offers
-    both: a quota or request of either counts instances, never whole GPUs. {} for a profile or size it cannot size."""
-    if profile not in MIG_PROFILES or not sku.gpus:
+    both: a quota or request of either counts instances, never whole GPUs. {} for a profile or size it cannot size, and for a
+    size whose GPUs have no MIG (`sku.mig` false: a T4 or A10 is whole GPUs, or none; capacity-node-settings reports the gpu_instance)."""
+    if profile not in MIG_PROFILES or not sku.gpus or not sku.mig:
         return {}
     slices, per_gpu, eighths = MIG_PROFILES[profile]
     out = {"nvidia.com/gpu": Decimal(sku.gpus * per_gpu)}

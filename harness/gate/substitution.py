@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from harness.gate.findings import Finding
+from harness.gate.flux_paths import flux_path
 from harness.gate.origin import line_at
 from harness.gate.render import ClusterRender, Build, is_flux_kustomization
 from harness.gate.sources import as_map, as_maps, name_key, reachable_dirs, resource_id
@@ -16,18 +17,18 @@ _NOT_SET = re.compile(r'variable not set \(strict mode\): "?([A-Za-z_][A-Za-z0-9
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)")  # the name of a ${VAR}, ${VAR:=default}, ${VAR:-default}
 
 
-def substituted_dirs(root: Path, clusters: list[ClusterRender], builds: list = ()) -> set[str]:
+def substituted_dirs(root: Path, clusters: list[ClusterRender], builds: list = (), prefix: str = "") -> set[str]:
     """The directories (repository-relative) a Flux Kustomization with spec.postBuild builds: kustomize-controller
     replaces the ${VAR}s of their objects, which the gate checks as substituted in that cluster's render. Those a
     plain build's Flux Kustomizations name count too (an entry point that is no cluster of the gate's, such as
-    clusters/local/entry): Flux substitutes them as well."""
+    clusters/local/entry): Flux substitutes them as well. `prefix`: the checked tree's directory in its Git work tree."""
     substituting = [b.flux_kustomization for c in clusters for b in c.flux if b.flux_kustomization]
     substituting += [o for b in builds for o in b.objects if is_flux_kustomization(o)]
     out: set[str] = set()
     for ks in substituting:
         spec = as_map(ks.get("spec"))
         if isinstance(spec.get("postBuild"), dict) and isinstance(spec.get("path"), str):
-            start = (root / spec["path"].lstrip("/")).resolve()
+            start = (root / flux_path(spec["path"], prefix)).resolve()
             if start.is_relative_to(root.resolve()) and start.is_dir():
                 out |= {d.relative_to(root).as_posix() for d in reachable_dirs(root, start) if d.is_relative_to(root)}
     return out

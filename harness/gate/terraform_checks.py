@@ -28,7 +28,7 @@ from pathlib import Path
 import yaml
 
 from harness.gate import kubernetes_version, subnets, terraform_flux, version_rules
-from harness.gate.workload_identity import CLIENT_ID_ANNOTATION, identity_findings
+from harness.gate.workload_identity import CLIENT_ID_ANNOTATION, identity_findings, untrusted_accounts
 from harness.gate.config import DEFAULTS, GateConfig
 from harness.gate.terraform import (TERRAFORM_DIR, TFVARS_DIR, Block, Evaluation, TerraformConfig, TerraformError, load_tfvars, tfvars_paths)
 from harness.gate.findings import Finding
@@ -69,8 +69,21 @@ def _scopes(root: Path, cfg: TerraformConfig, tfvars_dir: str = TFVARS_DIR) -> l
     return scopes
 
 
-def wiring_findings(root: Path, gate_config: GateConfig = DEFAULTS, sources: Sources | None = None) -> list[Finding]:
-    """`sources`: the checkout's YAML as the gate read it (read here when not given)."""
+def account_findings(root: Path, gate_config: GateConfig, sources: Sources, clusters: list) -> list[Finding]:
+    """terraform-federated-subject for the annotated ServiceAccounts the rendered `clusters` apply besides the workload one."""
+    root = Path(root).resolve()
+    if not gate_config.terraform or not (root / TERRAFORM_DIR).is_dir():
+        return []
+    try:
+        cfg = TerraformConfig.load(root)
+    except TerraformError:
+        return []  # capacity-terraform reports it
+    return untrusted_accounts(cfg, _scopes(root, cfg, gate_config.tfvars), sources, gate_config.clusters, clusters)
+
+
+def wiring_findings(root: Path, gate_config: GateConfig = DEFAULTS, sources: Sources | None = None, prefix: str = "") -> list[Finding]:
+    """`sources`: the checkout's YAML as the gate read it (read here when not given); `prefix`: the checked tree's directory
+    in its Git work tree (render.FluxBuild.prefix), which Flux paths start from."""
     root = Path(root).resolve()
     if not gate_config.terraform or not (root / TERRAFORM_DIR).is_dir():
         return []  # capacity-terraform reports the missing directory
@@ -82,7 +95,7 @@ def wiring_findings(root: Path, gate_config: GateConfig = DEFAULTS, sources: Sou
     production = str(as_map(as_map(version_rules.pins(root)).get("kubernetes")).get("production") or "") or None
     sources = sources or Sources.load(root)
     return (_expression_findings(scopes) + _undeclared_findings(scopes) + identity_findings(cfg, scopes, sources, gate_config.clusters) + _cluster_vars_findings(root, cfg, gate_config)
-            + terraform_flux.flux_findings(root, cfg, scopes, gate_config.clusters) + kubernetes_version.version_findings(cfg, scopes, production) + subnets.subnet_findings(root, cfg, scopes))
+            + terraform_flux.flux_findings(root, cfg, scopes, gate_config.clusters, prefix) + kubernetes_version.version_findings(cfg, scopes, production) + subnets.subnet_findings(root, cfg, scopes))
 
 
 def _expression_findings(scopes: list[tuple[str, Evaluation]]) -> list[Finding]:

@@ -20,7 +20,8 @@ from pathlib import Path
 
 from harness.gate.config import DEFAULTS, GateConfig
 from harness.gate.findings import Finding
-from harness.gate.render import BOOTSTRAP_SYNC, Build, ClusterRender, flux_path, is_flux_kustomization, object_key
+from harness.gate.flux_paths import flux_path, outside, written
+from harness.gate.render import BOOTSTRAP_SYNC, Build, ClusterRender, is_flux_kustomization, object_key
 from harness.gate.sources import SourceError, as_map, kustomization_file, load_yaml_all
 from harness.gate.terraform import (TERRAFORM_DIR, Block, Body, Evaluation, TerraformConfig, TerraformError, load_tfvars,
                                     tfvars_cluster, variable_origin)
@@ -33,17 +34,17 @@ def _cluster_name(ev: Evaluation, label: str) -> str:
     return str(ev.variable("cluster_name") or tfvars_cluster(label))
 
 
-def _kustomizations(block: Block, clusters: str, cluster: str) -> tuple[tuple | None, list[tuple]]:
+def _kustomizations(block: Block, clusters: str, cluster: str, prefix: str = "") -> tuple[tuple | None, list[tuple]]:
     """(the entry kustomization, the others) of a Flux configuration, each (block, path Value, evaluated path or the
     TerraformError of it). The entry is the one whose path is clusters/<cluster>, else the first into the clusters folder,
-    else the first."""
+    else the first. `prefix`: the checked tree's directory in its Git work tree (flux_paths)."""
     items = []
     for k in block.body.nested("kustomizations"):
         v = k.get("path")
         if v is not None and v.error:
             continue  # terraform-expression reports it
         try:
-            items.append((k, v, flux_path(v.get("kustomization path") if v is not None else "")))
+            items.append((k, v, flux_path(v.get("kustomization path") if v is not None else "", prefix)))
         except TerraformError as err:
             items.append((k, v, err))
     want, folder = f"{clusters}/{cluster}", f"{clusters}/"
@@ -57,7 +58,7 @@ def _name(k: Body) -> str | None:
     return str(v.value) if v is not None and v.known else None
 
 
-def _nearest(root: Path, path: str) -> str:
+def _nearest(root: Path, path: str, prefix: str) -> str:
     """", e.g. <a directory of the repository named like it>" when one is, else ""."""
     parent = Path(path).parent
     while parent != Path(".") and not (root / parent).is_dir():
@@ -65,10 +66,10 @@ def _nearest(root: Path, path: str) -> str:
     dirs = [(parent / d.name).as_posix() for d in (root / parent).iterdir() if d.is_dir() and not d.name.startswith(".")] \
         if (root / parent).is_dir() else []
     near = difflib.get_close_matches(path, dirs, n=1)
-    return f' (did you mean "./{near[0]}"?)' if near else ""
+    return f' (did you mean "{written(near[0], prefix)}"?)' if near else ""
 
 
-def bootstrapped(root: Path, folder: str) -> bool:
+def bootstrapped(root: Path, folder: str, prefix: str = "") -> bool:
     """Whether `flux bootstrap` set the cluster folder up: its flux-system/gotk-sync.yaml has a Flux Kustomization whose path
     is the folder itself (Flux then reconciles the folder without the AKS extension)."""
     sync = root / folder / BOOTSTRAP_SYNC
@@ -76,30 +77,31 @@ def bootstrapped(root: Path, folder: str) -> bool:
         docs = load_yaml_all(sync, root) if sync.is_file() else []
     except SourceError:
         return False  # yaml-syntax reports it
-    return any(isinstance(d, dict) and is_flux_kustomization(d) and flux_path(as_map(d.get("spec")).get("path", "./")) == folder for d in docs)
+    return any(isinstance(d, dict) and is_flux_kustomization(d) and flux_path(as_map(d.get("spec")).get("path", "./"), prefix) == folder for d in docs)
 
 
-def _unbootstrapped(root: Path, cfg: TerraformConfig, scopes: list[tuple[str, Evaluation]], clusters: str) -> list[Finding]:
+def _unbootstrapped(root: Path, cfg: TerraformConfig, scopes: list[tuple[str, Evaluation]], clusters: str, prefix: str) -> list[Finding]:
     """Without a Flux configuration in Terraform, Flux comes from `flux bootstrap`: a cluster Terraform provisions whose
     folder has no gotk-sync.yaml applying it gets no Flux at all (one finding per cluster, at its tfvars' cluster_name)."""
     out = []
     for label, ev in scopes[1:]:
         cluster = _cluster_name(ev, label)
-        if (root / clusters / cluster).is_dir() and not bootstrapped(root, f"{clusters}/{cluster}"):  # (no folder: capacity-terraform)
+        if (root / clusters / cluster).is_dir() and not bootstrapped(root, f"{clusters}/{cluster}", prefix):  # (no folder: capacity-terraform)
             out.append(Finding(*variable_origin(cfg, "cluster_name", label)[:2], "", "terraform-flux-configuration",
                                f"cluster {cluster}: Terraform has no {CONFIG_TYPE} and {clusters}/{cluster}/{BOOTSTRAP_SYNC} does not "
                                f"reconcile {clusters}/{cluster} (`flux bootstrap`): nothing installs Flux or applies the cluster's folder",
-                               f"run `flux bootstrap --path={clusters}/{cluster}` and commit the {BOOTSTRAP_SYNC} it writes, or add the "
-                               f"microsoft.flux extension and a {CONFIG_TYPE} for ./{clusters}/${{var.cluster_name}} to {TERRAFORM_DIR}/"))
+                               f"run `flux bootstrap --path={written(f'{clusters}/{cluster}', prefix)[2:]}` and commit the {BOOTSTRAP_SYNC} it writes, or add the "
+                               f"microsoft.flux extension and a {CONFIG_TYPE} for {written(clusters, prefix)}/${{var.cluster_name}} to {TERRAFORM_DIR}/"))
     return out
 
 
-def flux_findings(root: Path, cfg: TerraformConfig, scopes: list[tuple[str, Evaluation]], clusters: str = "clusters") -> list[Finding]:
-    """terraform-flux-configuration (`scopes`: the variable defaults, then each cluster's tfvars over them)."""
+def flux_findings(root: Path, cfg: TerraformConfig, scopes: list[tuple[str, Evaluation]], clusters: str = "clusters", prefix: str = "") -> list[Finding]:
+    """terraform-flux-configuration (`scopes`: the variable defaults, then each cluster's tfvars over them; `prefix`: the
+    checked tree's directory in its Git work tree, which the paths start from)."""
     configs = cfg.of_type(CONFIG_TYPE)
     if not configs:
-        return _unbootstrapped(root, cfg, scopes, clusters)
-    entry_path = f"./{clusters}/${{var.cluster_name}}"  # what each cluster's tfvars resolves to its own folder
+        return _unbootstrapped(root, cfg, scopes, clusters, prefix)
+    entry_path = f"{written(clusters, prefix)}/${{var.cluster_name}}"  # what each cluster's tfvars resolves to its own folder
     out, where = [], {}  # where: (file, line, address, message with {whom}, hint) -> the clusters (variable sets) it holds for
     for fc in configs:
         name = fc.body.get("name")
@@ -112,7 +114,7 @@ def flux_findings(root: Path, cfg: TerraformConfig, scopes: list[tuple[str, Eval
             cluster = _cluster_name(ev, label)
             if block is None:
                 continue
-            entry, others = _kustomizations(block, clusters, cluster)
+            entry, others = _kustomizations(block, clusters, cluster, prefix)
             want = f"{clusters}/{cluster}"
             if entry is None:
                 where.setdefault((fc.file, fc.line, fc.address, f"{fc.address} has no kustomizations block: Flux applies nothing to {{whom}}",
@@ -120,21 +122,22 @@ def flux_findings(root: Path, cfg: TerraformConfig, scopes: list[tuple[str, Eval
             for k, v, path in ([entry] if entry else []) + others:
                 at = (v.file, v.line) if v is not None else (k.file or fc.file, k.line or fc.line)
                 kname = _name(k)
+                shown = written(path, prefix) if isinstance(path, str) and outside(path) else path  # (from the Git root)
                 if isinstance(path, TerraformError):
                     where.setdefault((*at, fc.address, f"{path} ({{whom}})", f'use path = "{entry_path}"' if k is entry[0] else
                                       "give path a value known before apply"), []).append(label)
                 elif k is entry[0] and path != want:
                     whose = "another cluster's folder" if path.startswith(f"{clusters}/") and (root / path).is_dir() else \
                         "no directory of the repository" if not (root / path).is_dir() else "no cluster folder"
-                    where.setdefault((*at, fc.address, f"kustomization {kname!r} path is not {clusters}/<cluster_name> for {{whom}}: the "
+                    where.setdefault((*at, fc.address, f"kustomization {kname!r} path is not {written(clusters, prefix)}/<cluster_name> for {{whom}}: the "
                                       "Flux extension would reconcile that instead of the cluster's own folder, so the cluster gets another "
                                       "cluster's layers and queues, or none, and never its own",
                                       f'set path = "{entry_path}", which each cluster\'s tfvars resolves to its own folder'),
-                                     []).append(f"cluster {cluster} ({label}: {path!r}, {whose})")
+                                     []).append(f"cluster {cluster} ({label}: {shown!r}, {whose})")
                 elif k is not entry[0] and not (root / path).is_dir():  # (a directory without a kustomization file: Flux's generator builds it)
-                    where.setdefault((*at, fc.address, f"kustomization {kname!r} path {path!r} ({{whom}}) is no directory of the repository: "
+                    where.setdefault((*at, fc.address, f"kustomization {kname!r} path {shown!r} ({{whom}}) is no directory of the repository: "
                                       f"the extension's Flux Kustomization {fc.body.value('name', '?')}-{kname} fails to build",
-                                      f"point path at the directory this kustomization should apply{_nearest(root, path)}, or remove the block"),
+                                      f"point path at the directory this kustomization should apply{_nearest(root, path, prefix)}, or remove the block"),
                                      []).append(label)
     for (file, line, address, message, hint), whom in where.items():
         out.append(Finding(file, line, address, "terraform-flux-configuration", message.replace("{whom}", ", ".join(dict.fromkeys(whom))), hint))
@@ -168,7 +171,8 @@ def _overlap(root: Path, cluster: ClusterRender, path: str, plain: dict[str, Bui
     return [_layer(b, cluster.entry) for b in inside], f"the director{'y' if len(inside) == 1 else 'ies'} {', '.join(sorted({b.dir for b in inside}))}"
 
 
-def collision_findings(root: Path, clusters: list[ClusterRender], builds: list[Build], gate_config: GateConfig = DEFAULTS) -> list[Finding]:
+def collision_findings(root: Path, clusters: list[ClusterRender], builds: list[Build], gate_config: GateConfig = DEFAULTS,
+                       prefix: str = "") -> list[Finding]:
     """object-collision between a kustomizations block of the Flux configuration and the cluster's entry point."""
     root = Path(root).resolve()
     if not gate_config.terraform or not (root / TERRAFORM_DIR).is_dir():
@@ -186,9 +190,9 @@ def collision_findings(root: Path, clusters: list[ClusterRender], builds: list[B
         except TerraformError:
             ev = None  # capacity-terraform reports it
         for fc in ev.of_type(CONFIG_TYPE) if ev else []:
-            entry, others = _kustomizations(fc, gate_config.clusters.rstrip("/"), cluster.name)
+            entry, others = _kustomizations(fc, gate_config.clusters.rstrip("/"), cluster.name, prefix)
             for k, v, path in others:
-                hit = _overlap(root, cluster, path, plain) if isinstance(path, str) and v is not None and (root / path).is_dir() else None
+                hit = _overlap(root, cluster, path, plain) if isinstance(path, str) and v is not None and not outside(path) and (root / path).is_dir() else None
                 if hit:
                     ks = f"{fc.body.value('name', '?') if fc.body.get('name') and fc.body.get('name').known else '?'}-{_name(k)}"
                     where.setdefault((v.file, v.line, fc.address, _name(k), ks, path, tuple(hit[0]), hit[1]), []).append(cluster.name)

@@ -80,20 +80,19 @@ def check_ref(root: Path, ref: str) -> None:
         raise BaseError(f"--base {ref}: no such git ref in {root.resolve()}")
 
 
-def render_base(root: Path, ref: str, gate_config) -> list[ClusterRender]:
-    """The clusters of `root`'s tree at `ref`, rendered as the gate renders the working tree (`gate_config`'s layout)."""
+def render_base(root: Path, ref: str, gate_config, prefix: str = "") -> list[ClusterRender]:
+    """The clusters of `root`'s tree at `ref`, rendered as the gate renders the working tree (`gate_config`'s layout;
+    `prefix`: `root`'s directory in its Git work tree, render.FluxBuild.prefix, which its Flux paths start from)."""
     check_ref(root, ref)
-    prefix = _git(root, "rev-parse", "--show-prefix").stdout.decode().strip()  # `root` below the work tree's top
-    archive = _git(root, "archive", "--format=tar", ref, *([prefix] if prefix else []))
+    archive = _git(root, "archive", "--format=tar", ref)  # run in `root`: its own directory, paths relative to it
     if archive.returncode != 0:
         raise BaseError(f"--base {ref}: git archive failed: {archive.stderr.decode(errors='replace').strip()}")
     scratch = Path(tempfile.mkdtemp(prefix="gate-base-"))
     try:
         with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
             tar.extractall(scratch, filter="tar")
-        tree = scratch / prefix
-        with FluxBuild(tree) as session:
-            return render_repository(tree, session=session, gate_config=gate_config)[1]
+        with FluxBuild(scratch, prefix) as session:
+            return render_repository(scratch, session=session, gate_config=gate_config)[1]
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

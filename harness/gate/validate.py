@@ -148,22 +148,24 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
     # Rendering needs nothing parsed here: it starts first, and the sources are read while the helper renders.
     t = time.monotonic()
     rendering = rendering or beside("render", lambda: render_repository(root, session=session, gate_config=gate_config))
-    based = base and beside("render", updates.render_base, root, base, gate_config)  # --base: that tree's clusters
+    based = base and beside("render", updates.render_base, root, base, gate_config, session.prefix)  # --base: that tree's clusters
     t_parse = time.monotonic()
     sources = Sources.load(root)
     checker.expect({(str(d.obj.get("apiVersion")), str(d.obj.get("kind"))) for d in sources.docs})
     per_area["yaml"] += list(gate_config.findings)
     ctx = rules.Context(sources, gate_config)
+    ctx.prefix = session.prefix  # the checked tree's directory in its Git work tree: Flux paths start above it
     ctx.checker = checker
     timings["parse"] = time.monotonic() - t0
     timed("yaml", t_parse)
 
     # While the helper renders, the Terraform wiring (it needs no rendered object) is checked here.
     t_tf = time.monotonic()
-    per_area["terraform"] += terraform_checks.wiring_findings(root, gate_config, sources)
+    per_area["terraform"] += terraform_checks.wiring_findings(root, gate_config, sources, session.prefix)
     timed("terraform", t_tf)
     builds, clusters = joined(rendering)
     timings["render"] = time.monotonic() - t
+    per_area["terraform"] += terraform_checks.account_findings(root, gate_config, sources, clusters)  # (the namespaces as rendered)
     per_area["yaml"] += [e for e in sources.errors if gate_config.reads(root, e.file, {b.dir for c in clusters for b in c.flux if b.dir})]
     helm = beside("rules", helm_values.helm_rules, ctx, root, clusters)  # it waits on the helpers: beside the rules below
 
@@ -175,7 +177,7 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
     warnings = beside("rules", lambda: kustomize_warnings.repository_warnings(ctx, root, clusters) + probed())
     # The rendered objects go to the helper's checks now too; the samples and variables follow once the rules made them.
     # A ${VAR} in a directory Flux substitutes is checked as substituted, in the cluster's render, not as written.
-    substituted = substitution.substituted_dirs(root, clusters, builds)
+    substituted = substitution.substituted_dirs(root, clusters, builds, session.prefix)
     rendered = [(b, o, None) for b in builds if not b.error for o in b.objects if substitution.as_written(b, o, substituted)]
     rendered += [(fb, o, None) for c in clusters for fb in c.flux for o in fb.objects]
     manager_for = kueue_fit.managers(root, clusters)  # per build, the Kueue manager its objects meet
@@ -212,7 +214,7 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
         per_area["rules"] += queue_activity.queue_activity_rules(ctx, root, c) + served_apis.served_api_rules(ctx, root, c, samples, pinned, installed)
         validated += [(f"cluster {c.name}: {gate_config.samples}", s, f"{WORKLOADS_DIR}/{name}.yaml", manager_for(c.entry)) for name, s, _ in samples]
         validated += [(gate_config.variables_file(c.name), s, gate_config.variables_file(c.name), None) for s in c.variables]
-    per_area["rules"] += ctx.renames.findings() + terraform_flux.collision_findings(root, clusters, builds, gate_config)  # renames: once all asked
+    per_area["rules"] += ctx.renames.findings() + terraform_flux.collision_findings(root, clusters, builds, gate_config, session.prefix)  # renames: once all asked
     timed("rules", t)
     # A LimitRange or ResourceQuota the apiserver refuses never exists on the cluster: the samples meet none.
     rendered_found = checked()

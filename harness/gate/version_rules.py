@@ -3,8 +3,9 @@ HelmReleases (the tag of the OCIRepository a chartRef names, spec.version of the
 spec.chart.spec.version of a HelmRepository's chart), their chart repository and the image tag of their values, as Flux
 renders them for the cluster. A drifted pin means the harness proves one version while AKS runs another. Pins are read as
 Flux and the container runtime read them (tools/fluxbuild's op pins: Masterminds semver for spec.ref.semver and a chart
-version, distribution/reference for an image), so an exact constraint, a digest beside the pinned tag and a `tag@digest`
-image are the pin. The image of a release the gate renders (Kueue's) is judged as the rendered chart runs it after
+version, pre-releases included where a constraint names one; an OCI HelmRepository's version as the tag written, as
+source-controller pulls it; distribution/reference for an image), so an exact constraint, a digest beside the pinned tag
+and a `tag@digest` image are the pin. The image of a release the gate renders (Kueue's) is judged as the rendered chart runs it after
 spec.postRenderers (rendered_image_findings, from helm_values: a values tag, an empty one or none, an `images` entry or a
 patch); the values' tag as written only for a chart the gate does not render (KubeRay's)."""
 from __future__ import annotations
@@ -35,18 +36,26 @@ class PinsError(HarnessError, RuntimeError):
     pass
 
 
-def parsed(constraints: list[tuple[str, str]] = (), images: list[str] = ()) -> dict:
+def parsed(constraints: list[tuple[str, str]] = (), images: list[str] = (), oci: bool = False) -> dict:
     """tools/fluxbuild's op pins: per (semver constraint, version), whether the constraint admits that version and no higher
-    one (Masterminds semver, as source-controller resolves spec.ref.semver and a chart version); per image reference, its
-    name, tag and digest (distribution/reference, as the container runtime parses it)."""
-    return helper().call("pins", PinsError, pins={"constraints": [{"constraint": str(c), "version": str(v)} for c, v in constraints],
+    one (Masterminds semver, as source-controller resolves spec.ref.semver and a chart version; with `oci`, an OCI
+    HelmRepository's chart version, which is the tag itself when it is a version: `tag` in the answer); per image
+    reference, its name, tag and digest (distribution/reference, as the container runtime parses it)."""
+    return helper().call("pins", PinsError, pins={"constraints": [{"constraint": str(c), "version": str(v), "oci": oci} for c, v in constraints],
                                                    "images": [str(i) for i in images]})
 
 
-def _pins_exactly(constraint, production: str) -> bool:
-    """A chart version or spec.ref.semver that selects `production` (the string itself, or a constraint such as
-    `0.17.1` or `=0.17.1` that admits it and nothing higher)."""
-    return str(constraint) == production or parsed(constraints=[(str(constraint), production)])["constraints"][0]["pins"]
+def _pin_answer(constraint, production: str, oci: bool = False) -> dict:
+    """op pins' answer for a chart version or spec.ref.semver: `pins` when it selects `production` (the string itself,
+    or a constraint such as `0.17.1` or `=0.17.1` that admits it and nothing higher; from an OCI HelmRepository (`oci`)
+    a version only as the tag written, `tag`)."""
+    return {"pins": True} if str(constraint) == production else parsed(constraints=[(str(constraint), production)], oci=oci)["constraints"][0]
+
+
+def _oci(source) -> bool:
+    """Whether a chart's source (ClusterIndex.source_of) is an OCI HelmRepository, whose chart version source-controller
+    pulls as the tag written when it is a version (tools/fluxbuild's op pins, `oci`)."""
+    return source is not None and source[1].get("kind") == "HelmRepository" and as_map(source[1].get("spec")).get("type") == "oci"
 
 
 def pins(root: Path) -> dict | None:
@@ -134,13 +143,13 @@ def version_rules(ctx, root: Path, cluster: ClusterRender, pinned: dict | None) 
             continue  # the HelmRelease CRD's rule refuses both at once (api-validation): which source it uses is moot
         source = index.source_of(hr)
         if chart:
-            out += _chart_spec_drift(ctx, build, hr, chart, "spec.chart.spec", component, production)
+            out += _chart_spec_drift(ctx, build, hr, chart, "spec.chart.spec", component, production, _oci(source))
             url = repository
         elif source is not None and source[1].get("kind") == "HelmChart":  # chartRef to a HelmChart: its spec names the version
-            helm_chart = as_map(source[1].get("spec"))
-            out += _chart_spec_drift(ctx, source[0], source[1], helm_chart, "spec", component, production)
+            helm_chart, named = as_map(source[1].get("spec")), source
             # its repository: the source the HelmChart's sourceRef names, looked up as a chartRef is
             source = index.source_of({"metadata": source[1].get("metadata"), "spec": {"chartRef": helm_chart.get("sourceRef")}})
+            out += _chart_spec_drift(ctx, named[0], named[1], helm_chart, "spec", component, production, _oci(source))
             url = repository
         else:
             url = f"{repository}/{as_map(pinned.get(component)).get('chart')}"
@@ -160,19 +169,37 @@ def version_rules(ctx, root: Path, cluster: ClusterRender, pinned: dict | None) 
                                        f"set spec.url: {url}", field="spec.url" if have else None))
         if renders_image(index, hr):
             continue  # its image is judged as the rendered chart installs it (rendered_image_findings)
-        value = as_map(spec.get("values"))
-        for part in IMAGE_TAG[component][:-1]:
-            value = as_map(value.get(part))
-        tag = value.get(IMAGE_TAG[component][-1])
+        values = as_map(spec.get("values"))
+        tag, written, nulled = written_tag(values, component)
         # The chart writes `repository:tag`: the tag the runtime pulls is what the reference's parser finds there (a
         # digest may follow it: `v0.17.1@sha256:...` pins the same version immutably).
-        image = parsed(images=[f"{value.get('repository') or 'registry.invalid/image'}:{tag}"])["images"][0] if tag is not None else {}
+        repository = _at(values, IMAGE_TAG[component][:-1]).get("repository")
+        image = parsed(images=[f"{repository or 'registry.invalid/image'}:{tag}"])["images"][0] if tag is not None else {}
         if tag is not None and image.get("tag") != f"v{production}":
-            path = ".".join(IMAGE_TAG[component])
-            out.append(ctx.finding(hr, build, "versions-drift", f"values.{path} {tag!r}, but versions.yaml pins {component} {production}",
+            path, where = ".".join(IMAGE_TAG[component]), ".".join(written)
+            what = (f"values.{where} is null, which removes the chart's default (Helm's coalesce drops a null value), so " +
+                    ("the chart renders the image without a tag" if written == list(IMAGE_TAG[component]) else
+                     f"Helm fails to render the chart's `{{{{ .Values.{where}.repository }}}}:...` image (nil pointer) and the release fails")
+                    if nulled else f"values.{path} {tag!r}")
+            out.append(ctx.finding(hr, build, "versions-drift", f"{what}, but versions.yaml pins {component} {production}",
                                    f"set values.{path}: v{production}, or change {component}.production in versions.yaml",
-                                   field="spec.values." + ".".join(IMAGE_TAG[component])))
+                                   field="spec.values." + where))
     return out
+
+
+def written_tag(values: dict, component: str) -> tuple[object, list, bool]:
+    """The image tag a HelmRelease's `values` write for a pinned component's chart: (the tag, or None when none is written;
+    the path written of IMAGE_TAG's; whether a null on it removes the chart's default). Helm's coalesce deletes a key
+    whose value is null, the chart's default included, so a null `tag` (or `image`) is the tag `""` for a chart that
+    writes `repository:tag`: one reading for both."""
+    path = list(IMAGE_TAG[component])
+    written = written_prefix(values, path)
+    node = values
+    for part in written:
+        node = node[part]
+    if written and node is None:
+        return "", written, True
+    return (node if written == path else None), written, False
 
 
 def rendered_image_findings(ctx, root: Path, rendered: list, answers: dict) -> list[Finding]:
@@ -203,7 +230,7 @@ def rendered_image_findings(ctx, root: Path, rendered: list, answers: dict) -> l
             ref, post_ref = next(refs), next(refs)
             if ref.get("name") and ref.get("name") == want.get("name") and post is not None and post_ref.get("tag") != f"v{production}":
                 drifted.setdefault(ref.get("tag") != f"v{production}" or post == image, post)
-        path, tag = ".".join(IMAGE_TAG[component]), _at(inline, IMAGE_TAG[component][:-1]).get(IMAGE_TAG[component][-1])
+        path, (tag, written, nulled) = ".".join(IMAGE_TAG[component]), written_tag(inline, component)
         for from_values, image in drifted.items():  # one finding per cause: the values (or the chart's default), or the post-renderers
             if not from_values:
                 message, hint, where = (f"spec.postRenderers change the {pin} chart's image to {image}, not v{production} (versions.yaml's "
@@ -215,10 +242,11 @@ def rendered_image_findings(ctx, root: Path, rendered: list, answers: dict) -> l
                                         f"versions.yaml pins {component} {production}", f"set values.{path}: v{production}, or change "
                                         f"{component}.production in versions.yaml", ["spec", "values", *IMAGE_TAG[component]])
             else:
-                message, hint, where = (f"values.{path} is {'empty' if tag == '' else 'not written'}, so the {pin} chart "
-                                        f"{answer.get('version')} installs {image}, not v{production} (versions.yaml's {component} "
-                                        "production pin)", f"set values.{path}: v{production}",
-                                        ["spec", "values", *written_prefix(inline, list(IMAGE_TAG[component]))])
+                said = f"{'.'.join(written)} is null (which removes the chart's default)" if nulled else \
+                    f"{path} is {'empty' if tag == '' else 'not written'}"
+                message, hint, where = (f"values.{said}, so the {pin} chart {answer.get('version')} installs {image}, not "
+                                        f"v{production} (versions.yaml's {component} production pin)", f"set values.{path}: v{production}",
+                                        ["spec", "values", *written])
             out.append(finding_at(ctx, root, hr, build, where, "versions-drift", message, hint, cluster=index.cluster.name))
     return out
 
@@ -275,15 +303,20 @@ def _containers(obj: dict) -> list[dict]:
     return [as_map(c) for c in as_list(pod.get("containers")) + as_list(pod.get("initContainers"))]
 
 
-def _chart_spec_drift(ctx, build, obj: dict, chart: dict, at: str, component: str, production: str) -> list[Finding]:
+def _chart_spec_drift(ctx, build, obj: dict, chart: dict, at: str, component: str, production: str, oci: bool) -> list[Finding]:
     """The chart version a HelmRelease's spec.chart.spec (a HelmRepository's chart) or a HelmChart's spec names (`chart`,
-    written at `at`): helm-controller installs the newest chart a range or a missing version allows."""
-    version = chart.get("version")
-    if version is not None and _pins_exactly(version, production):
-        return []
-    what = (f"{at}.version {version!r}" if version is not None else f"{at} names no version, so Flux installs the newest chart")
+    written at `at`): helm-controller installs the newest chart a range or a missing version allows; from an OCI
+    HelmRepository (`oci`) a version is the tag pulled as written (`v0.17.1` is not the tag 0.17.1)."""
+    version, answer = chart.get("version"), {}
+    if version is not None:
+        answer = _pin_answer(version, production, oci)
+        if answer.get("pins"):
+            return []
+    what = (f"{at} names no version, so Flux installs the newest chart" if version is None else f"{at}.version {version!r}" +
+            (" is the tag the OCI HelmRepository pulls, as written" if answer.get("tag") else ""))
+    exact = "the tag as the registry holds it" if answer.get("tag") else "an exact version, not a range"
     return [ctx.finding(obj, build, "versions-drift", f"{what}, but versions.yaml pins {component} {production}",
-                        f"set {at}.version: {production} (an exact version, not a range), or change {component}.production in versions.yaml",
+                        f"set {at}.version: {production} ({exact}), or change {component}.production in versions.yaml",
                         field=f"{at}.version" if version is not None else (at if at != "spec" else None))]
 
 
@@ -297,7 +330,7 @@ def _chart_ref_drift(ref: dict, production: str) -> tuple[str, str | None] | Non
             return None
         return (f"spec.ref.digest {ref['digest']!r} picks the chart (it overrides {'the tag' if ref.get('tag') else 'a tag'}), so the "
                 "version is not the pinned one by name"), "spec.ref.digest"
-    if ref.get("semver") and _pins_exactly(ref["semver"], production):
+    if ref.get("semver") and _pin_answer(ref["semver"], production).get("pins"):
         return None
     if ref.get("semver"):
         return (f"spec.ref.semver {ref['semver']!r} lets the registry pick the chart at each reconcile (it overrides "

@@ -113,7 +113,6 @@ def identity_findings(cfg: TerraformConfig, scopes: list[tuple[str, Evaluation]]
                 at = variable_origin(cfg, wrong[0][0], None if label == "variable defaults" else label)[:2] if wrong else (subject.file, subject.line)
                 fix = f'set {wrong[0][0]} = "{wrong[0][1]}"' if wrong else f'build the subject as "{expected}" from var.{" and var.".join(SUBJECT_VARIABLES)}'
                 mismatched.setdefault((*at, where, value, fix), []).append(label)
-    out += _untrusted_accounts(sources, scopes, sa)
     for (file, line, where, value, fix), labels in mismatched.items():  # one cause, once: at its line, with every variable set that shows it
         out.append(Finding(file, line, where, "terraform-federated-subject",
                            f"{where} subject is {value!r} with {' | '.join(labels)}, but the workload ServiceAccount at {sa.where()} is "
@@ -130,18 +129,30 @@ def _trusted(ev: Evaluation, subject: str) -> bool | None:
     return None if any(v is None or v.error or not v.known for v in values) else False
 
 
-def _untrusted_accounts(sources: Sources, scopes: list[tuple[str, Evaluation]], first: WorkloadAccount) -> list[Finding]:
-    """Another ServiceAccount with the workload identity annotation (a team's copy in its own namespace) whose subject no
-    federated identity credential trusts with some variable set: Azure refuses its pods' token exchange."""
-    out = []
-    for account in annotated_accounts(sources):
-        ns, name = account.namespace, account.name
-        if (ns, name) == tuple(first) or not account.namespaced:
+def untrusted_accounts(cfg: TerraformConfig, scopes: list[tuple[str, Evaluation]], sources: Sources, clusters: str,
+                       rendered: list) -> list[Finding]:
+    """Another ServiceAccount with the workload identity annotation (a team's copy in its own namespace) that a cluster
+    applies (`rendered`: the ClusterRenders) whose subject no federated identity credential trusts with some variable set:
+    Azure refuses its pods' token exchange. Its namespace is the rendered one (a kustomization's `namespace:` sets it), and
+    the finding is at its source document."""
+    first = _workload_service_account(sources, scopes, clusters)
+    if first is None or not cfg.of_type("azurerm_federated_identity_credential"):
+        return []  # identity_findings reports the missing account or credential
+    out, seen = [], {tuple(first)}
+    for _, obj in (pair for cluster in rendered for pair in cluster.applied()):
+        meta = as_map(obj.get("metadata"))
+        ns, name = meta.get("namespace", "default"), meta.get("name")
+        if obj.get("kind") != "ServiceAccount" or CLIENT_ID_ANNOTATION not in as_map(meta.get("annotations")) or \
+                not isinstance(ns, str) or not isinstance(name, str) or "${" in ns + name or (ns, name) in seen:
             continue
+        seen.add((ns, name))
+        if sources.locate(obj) == (first.file, first.line):
+            continue  # the workload account itself, moved by a layer (flux-target-namespace reports that, once)
         subject = f"system:serviceaccount:{ns}:{name}"
         refused = [label for label, ev in scopes if _trusted(ev, subject) is False]
         if refused:
-            out.append(Finding(account.file, account.line, f"ServiceAccount/{ns}/{name}", "terraform-federated-subject",
+            file, line = sources.locate(obj)
+            out.append(Finding(file, line, f"ServiceAccount/{ns}/{name}", "terraform-federated-subject",
                                f"ServiceAccount {ns}/{name} has annotation {CLIENT_ID_ANNOTATION}, but no azurerm_federated_identity_credential "
                                f"trusts {subject} ({' | '.join(refused)}): Azure refuses its pods' token exchange",
                                f'add an azurerm_federated_identity_credential with subject = "{subject}" to {TERRAFORM_DIR}/identity.tf, or '

@@ -251,12 +251,19 @@ def test_tainted_gpu_pool_with_a_cpu_pool_is_clean(repo_copy: Path):
     assert report.findings == [], "\n".join(f.text() for f in report.findings)
 
 
+def drop_gpu_upgrade_settings(root: Path) -> None:
+    """The GPU pool without its upgrade_settings block (a Spot pool cannot set max_surge: AKS refuses it)."""
+    edit(root, "terraform/node_pools.tf", '  upgrade_settings {\n    max_surge = "10%"\n  }\n\n  tags = local.tags\n}\n\nresource "azurerm_kubernetes_cluster_node_pool" "cpu"',
+         '  tags = local.tags\n}\n\nresource "azurerm_kubernetes_cluster_node_pool" "cpu"')
+
+
 def test_spot_gpu_pool_whose_flavor_tolerates_it_with_a_cpu_pool_is_clean(repo_copy: Path):
     """A Spot GPU pool (AKS taints it kubernetes.azure.com/scalesetpriority=spot:NoSchedule) is the
     tainted-pool pattern with AKS's taint: clean once flavor gpu carries the toleration and a CPU pool
     takes the head pods; the pool's nodes carry the label and taint AKS gives them."""
     edit(repo_copy, "terraform/node_pools.tf", "  gpu_driver  = var.gpu_driver\n",
          '  gpu_driver  = var.gpu_driver\n  priority        = "Spot"\n  eviction_policy = "Delete"\n  spot_max_price  = -1\n')
+    drop_gpu_upgrade_settings(repo_copy)
     edit(repo_copy, "base/resource-flavors.yaml", GPU_FLAVOR, GPU_FLAVOR + "  tolerations:\n"
          "    - {key: kubernetes.azure.com/scalesetpriority, operator: Equal, value: spot, effect: NoSchedule}\n")
     add_cpu_pool(repo_copy)

@@ -120,6 +120,13 @@ def queued_ray_sample(root: Path, kind: str, gpus: str) -> None:
     integration(root, "ray.io/raycluster" if kind == "RayCluster" else "ray.io/rayservice")
 
 
+def resource_quota(root: Path, hard: str) -> None:
+    """base/resource-quota.yaml: ResourceQuota ray/ray-quota of the samples' namespace with the hard limits `hard` (flow style)."""
+    write(root, "base/resource-quota.yaml", "apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: ray-quota\n  namespace: ray\n"
+                                            f"spec:\n  hard: {{{hard}}}\n")
+    edit(root, "base/kustomization.yaml", "resources:\n", "resources:\n  - resource-quota.yaml\n")
+
+
 def layer_rayjob_of_nine_gpus(root: Path) -> None:
     """overlays/team-queues/nightly.yaml: llm-training as a RayJob of 9 one-GPU workers (8 CPU each) on team-a."""
     text = (root / "workloads/llm-training.yaml").read_text()
@@ -360,8 +367,9 @@ CORPUS = [
      lambda r: edit(r, f"{PROD}/samples.yaml", 'NUM_WORKERS: "4"', 'NUM_WORKERS: "9"'), 7),
     ("workload-larger-than-small-sku", "sample-fits", f"{DEV}/samples.yaml",
      lambda r: edit(r, "clusters/dev-westus3/samples.yaml", 'NUM_WORKERS: "1"', 'NUM_WORKERS: "4"'), 5),
-    ("uncovered-resource", "sample-fits", f"{PROD}/samples.yaml",
-     lambda r: edit(r, "workloads/aurora-finetune.yaml", 'nvidia.com/gpu: "1"}', 'nvidia.com/gpu: "1", rdma/ib: "1"}'), 5),
+    # A resource no ClusterQueue covers: one finding at the request (fit_causes.py), not one per cluster at samples.yaml.
+    ("uncovered-resource", "sample-fits", "workloads/aurora-finetune.yaml",
+     lambda r: edit(r, "workloads/aurora-finetune.yaml", 'nvidia.com/gpu: "1"}', 'nvidia.com/gpu: "1", rdma/ib: "1"}'), 90),
     ("rayjob-unknown-field", "schema", "workloads/aurora-finetune.yaml",
      lambda r: edit(r, "workloads/aurora-finetune.yaml", "  entrypoint:", "  entrypointt:")),
     ("unknown-sample", "sample-render", f"{PROD}/samples.yaml",
@@ -611,9 +619,10 @@ CORPUS = [
      lambda r: (write(r, "clusters/eu/west/flux-system/kustomization.yaml", "resources: [gotk-sync.yaml]\n"),
                 write(r, "clusters/eu/west/flux-system/gotk-sync.yaml", (r / f"{PROD}/flux-system/gotk-sync.yaml").read_text())),
      None, "warning"),
-    ("limit-range-default-over-the-queue", "sample-fits", f"{DEV}/samples.yaml",
+    # ... one finding at the default that keeps the jobs out, not one per sample (fit_causes.py).
+    ("limit-range-default-over-the-queue", "sample-fits", "base/namespace.yaml",
      lambda r: append(r, "base/namespace.yaml", "---\napiVersion: v1\nkind: LimitRange\nmetadata:\n  name: defaults\n  namespace: ray\n"
-                      "spec:\n  limits:\n    - type: Container\n      default: {cpu: \"30\", memory: 1Gi}\n      defaultRequest: {cpu: \"30\", memory: 1Gi}\n"), 3),
+                      "spec:\n  limits:\n    - type: Container\n      default: {cpu: \"30\", memory: 1Gi}\n      defaultRequest: {cpu: \"30\", memory: 1Gi}\n"), 15),
     # The queue layer ordered after the layer that installs Kueue, which waits for it (served_apis.py; the README's layers).
     ("queues-before-kueue", "flux-layer-order", f"{PROD}/queues.yaml",
      lambda r: edit(r, f"{PROD}/queues.yaml", "  dependsOn:\n    - name: infra-controllers\n", ""), 9, "warning"),
@@ -767,6 +776,16 @@ CORPUS = [
      lambda r: (write(r, "base/resource-quota.yaml", "apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: ray-quota\n  namespace: ray\n"
                                                     "spec:\n  hard:\n    requests.nvidia.com/gpu: \"2\"\n"),
                 edit(r, "base/kustomization.yaml", "resources:\n", "resources:\n  - resource-quota.yaml\n")), 7),
+    # ResourceQuotas refusing the objects other than pods KubeRay creates for a job: a LoadBalancer head Service (at its
+    # serviceType), the submitter Job of every sample (one finding), a RayService's three Services (its cluster's head, its own
+    # head and serve Services; a RayJob makes one).
+    ("resource-quota-refuses-head-service-type", "resource-quota", "workloads/batch-inference.yaml",
+     lambda r: (resource_quota(r, 'services.loadbalancers: "0"'),
+                edit(r, "workloads/batch-inference.yaml", "    headGroupSpec:\n", "    headGroupSpec:\n      serviceType: LoadBalancer\n")), 38),
+    ("resource-quota-refuses-submitter-jobs", "resource-quota", f"{DEV}/samples.yaml",
+     lambda r: resource_quota(r, 'count/jobs.batch: "0"'), 3),
+    ("resource-quota-refuses-ray-service-services", "resource-quota", f"{PROD}/samples.yaml",
+     lambda r: (queued_ray_sample(r, "RayService", "1"), resource_quota(r, 'services: "2"')), 12),
     # A tfvars name terraform/ does not declare: Terraform ignores it with a warning; misspelt, the variable keeps its default.
     ("tfvars-variable-misspelt", "terraform-undeclared-variable", "terraform/clusters/prod-eastus2.tfvars",
      lambda r: edit(r, "terraform/clusters/prod-eastus2.tfvars", "gpu_node_count = 1", "gpu_nodes_count = 1"), 12),
@@ -833,6 +852,12 @@ CORPUS = [
      lambda r: (queued_ray_sample(r, "RayService", "1"), edit(r, "workloads/notebook.yaml", "        spec:\n          containers:\n            - name: ray-head",
                                                                 "        spec:\n          nodeSelector: {agentpool: nope}\n          containers:\n"
                                                                 "            - name: ray-head")), 17),
+    # Kueue charges a RayCluster's or RayService's worker group replicas (the CRD's default 0 when left out), KubeRay creates minReplicas.
+    ("raycluster-sample-workers-below-min-replicas", "kueue-unaccounted-pods", "workloads/notebook.yaml",
+     lambda r: (queued_ray_sample(r, "RayCluster", "1"), edit(r, "workloads/notebook.yaml", "minReplicas: 1\n", "minReplicas: 3\n"),
+                edit(r, "workloads/notebook.yaml", "maxReplicas: 1\n", "maxReplicas: 3\n")), 22),
+    ("rayservice-sample-workers-replicas-left-out", "kueue-unaccounted-pods", "workloads/notebook.yaml",  # at the group: no replicas line
+     lambda r: (queued_ray_sample(r, "RayService", "1"), edit(r, "workloads/notebook.yaml", "        replicas: 1\n", "")), 24),
     ("layer-rayjob-never-admitted", "sample-fits", "overlays/team-queues/nightly.yaml", layer_rayjob_of_nine_gpus, 11),
     ("layer-raycluster-never-admitted", "sample-fits", "overlays/team-queues/notebook.yaml",
      lambda r: queued_layer_object(r, "notebook.yaml", QUEUED_RAY_CLUSTER.replace("1\n      minReplicas: 1\n      maxReplicas: 1", "9\n      "
@@ -1290,7 +1315,7 @@ ELSEWHERE = {"file-read": "test_gate_robustness.py", "gate-config": "test_gate_f
              "capacity-unknown-sku": "test_capacity.py", "terraform-federated-subject": "test_capacity.py",
              "terraform-cluster-vars": "test_terraform.py", "terraform-flux-configuration": "test_terraform.py",
              "flux-variables-applied": "test_gate_flux_forms.py", "update-refused": "test_gate_updates.py",
-             "update-recreates": "test_gate_updates.py"}
+             "update-recreates": "test_gate_updates.py", "flux-path-outside": "test_gate_monorepo.py"}
 
 
 def test_every_rule_has_a_broken_variant():
@@ -1318,6 +1343,8 @@ def test_a_queued_ray_object_of_an_integration_off_is_not_judged_for_fit(repo_co
     """A RayCluster sample too large for its queue, with ray.io/raycluster left out of the manager's frameworks: Kueue
     ignores its queue label, so it is kueue-integration-off alone (no sample-fits about a Workload Kueue never makes)."""
     queued_ray_sample(repo_copy, "RayCluster", "9")
+    edit(repo_copy, "workloads/notebook.yaml", "minReplicas: 1\n", "minReplicas: 3\n")  # nor kueue-unaccounted-pods: Kueue charges nothing
+    edit(repo_copy, "workloads/notebook.yaml", "maxReplicas: 1\n", "maxReplicas: 3\n")
     edit(repo_copy, KUEUE, "            - ray.io/raycluster\n", "")
     found = validate_repository(repo_copy).findings
     assert {f.rule for f in found} == {"kueue-integration-off"}, "\n".join(f.text() for f in found)
@@ -1347,3 +1374,21 @@ spec:
     edit(repo_copy, "base/kustomization.yaml", "resources:\n", "resources:\n  - nightly-wl.yaml\n")
     found = validate_repository(repo_copy).findings
     assert found and "kueue-prebuilt-workload" not in {f.rule for f in found}, "\n".join(f.text() for f in found)
+
+
+def test_a_resource_quota_on_objects_kuberay_creates_is_judged_per_job_and_one_finding(repo_copy):
+    """A quota with room for what KubeRay creates for each job (its Services, RayCluster, submitter Job) is clean; one that
+    refuses them all (the ResourceQuota admission's object count and service evaluators) is one finding for every job, and a
+    RayService's three Services (its cluster's head, its own head and serve) are counted."""
+    queued_ray_sample(repo_copy, "RayService", "1")
+    resource_quota(repo_copy, 'services: "3", services.loadbalancers: "0", services.nodeports: "0", count/jobs.batch: "1", '
+                              'count/rayclusters.ray.io: "1"')
+    found = validate_repository(repo_copy).findings
+    assert found == [], "\n".join(f.text() for f in found)
+    edit(repo_copy, "base/resource-quota.yaml", 'services: "3"', 'services: "2"')
+    found = [f for f in validate_repository(repo_copy).findings if f.rule == "resource-quota"]
+    assert len(found) == 1 and "RayService's serve Service" in found[0].message and (found[0].file, found[0].line) == (f"{PROD}/samples.yaml", 12), \
+        "\n".join(f.text() for f in found)
+    edit(repo_copy, "base/resource-quota.yaml", 'count/jobs.batch: "1"', 'count/jobs.batch: "0"')
+    found = [f for f in validate_repository(repo_copy).findings if f.rule == "resource-quota" and "submitter Job" in f.message]
+    assert len(found) == 1 and f"RayJob/ray/batch-inference ({PROD}/samples.yaml:10)" in found[0].message, "\n".join(f.text() for f in found)

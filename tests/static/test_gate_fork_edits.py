@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from harness.gate.validate import validate_repository
-from tests.static.test_gate_corpus import PROD, TEAM_A, TEAM_B, append, edit
+from tests.static.test_gate_corpus import PROD, TEAM_A, TEAM_B, append, edit, write
 
 pytestmark = pytest.mark.static
 
@@ -166,3 +166,26 @@ def test_a_shell_default_in_a_workload_is_one_finding_at_its_line_with_the_fix(r
     report = validate_repository(repo_copy)
     assert [(f.rule, f.file, f.line) for f in report.findings] == [("sample-render", "workloads/batch-inference.yaml", 11)], _text(report)
     assert "${QUEUE_NAME:=team-a}" in report.findings[0].message and report.findings[0].hint.startswith("write ${QUEUE_NAME}:"), _text(report)
+
+
+def test_a_team_service_account_namespaced_by_its_kustomization_needs_a_federated_credential(repo_copy):
+    """A team folder whose kustomization sets `namespace: team-c` over a ServiceAccount that writes none (the kustomize idiom):
+    the cluster applies team-c/ray-workload, which no credential trusts; the finding is at its source document. With a
+    credential for that subject, clean."""
+    write(repo_copy, "overlays/team-queues/team-c/kustomization.yaml", "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+          "namespace: team-c\nresources:\n  - ns.yaml\n  - sa.yaml\n")
+    write(repo_copy, "overlays/team-queues/team-c/ns.yaml", "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-c\n")
+    write(repo_copy, "overlays/team-queues/team-c/sa.yaml", "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: ray-workload\n"
+          '  annotations:\n    azure.workload.identity/client-id: "${WORKLOAD_IDENTITY_CLIENT_ID}"\n')
+    edit(repo_copy, "overlays/team-queues/kustomization.yaml", "  - team-b.yaml\n", "  - team-b.yaml\n  - team-c\n")
+    report = validate_repository(repo_copy)
+    assert [(f.rule, f.file, f.line, f.resource) for f in report.findings] == [
+        ("terraform-federated-subject", "overlays/team-queues/team-c/sa.yaml", 1, "ServiceAccount/team-c/ray-workload")], _text(report)
+    append(repo_copy, "terraform/identity.tf", '\nresource "azurerm_federated_identity_credential" "team_c" {\n  name                = "team-c-federated"\n'
+                                              "  resource_group_name = azurerm_resource_group.this.name\n"
+                                              "  parent_id           = azurerm_user_assigned_identity.ray_workload.id\n"
+                                              '  audience            = ["api://AzureADTokenExchange"]\n'
+                                              "  issuer              = azurerm_kubernetes_cluster.this.oidc_issuer_url\n"
+                                              '  subject             = "system:serviceaccount:team-c:ray-workload"\n}\n')
+    report = validate_repository(repo_copy)
+    assert report.findings == [], _text(report)

@@ -244,3 +244,44 @@ def test_a_flux_path_through_a_symlink_says_so(repo_copy):
     edit(repo_copy, "flux/queues-prod/kustomization.yaml", "  - ../../../overlays/team-queues", "  - ../../overlays/team-queues")
     found = [f for f in validate_repository(repo_copy).findings if f.rule == "flux-path"]
     assert found and "is a symlink" in found[0].message and "replace the symlink" in found[0].hint, "\n".join(f.text() for f in found)
+
+
+@pytest.mark.parametrize("case", ["clusters", "overlay"])
+def test_a_configured_directory_through_a_symlink_is_gate_config_and_the_real_one_is_checked(repo_copy, case):
+    """The artifact holds no symlinks: a configured clusters directory or queue overlay named through one is a gate-config
+    error at its line, its hint names the real directory, and the rest of the run checks that one (never a silent pass
+    with every cluster unrendered)."""
+    from harness.gate.validate import validate_repository
+    if case == "clusters":
+        (repo_copy / "envs").symlink_to("clusters")
+        write(repo_copy, ".ray-kueue-gate.yaml", "clusters: envs\n")
+        edit(repo_copy, "clusters/prod-eastus2/samples.yaml", "  queue: team-b\n", "  queue: team-x\n")
+    else:
+        (repo_copy / "overlays/tq").symlink_to("team-queues")
+        write(repo_copy, ".ray-kueue-gate.yaml", "queue_overlays:\n  overlays/single-queue: one\n  overlays/tq: per team\n")
+    found = validate_repository(repo_copy).findings
+    config = [f for f in found if f.rule == "gate-config"]
+    assert [(f.file, f.line) for f in config] == [(".ray-kueue-gate.yaml", 1 if case == "clusters" else 3)], "\n".join(f.text() for f in found)
+    assert "symlink" in config[0].message and ("(clusters)" if case == "clusters" else "(overlays/team-queues)") in config[0].hint
+    others = sorted(f.rule for f in found if f.rule != "gate-config")
+    assert others == (["sample-queue"] if case == "clusters" else []), "\n".join(f.text() for f in found)  # no hint through the link
+
+
+@pytest.mark.parametrize("case", ["cluster-folder", "clusters-directory"])
+def test_a_cluster_folder_through_a_symlink_is_one_finding_at_the_symlink(repo_copy, case):
+    """Flux finds no entry point through a symlink: one kustomize-build at it, whether it is one cluster's folder or the
+    clusters directory above them all (not one per cluster, and not a silent pass)."""
+    from harness.gate.validate import validate_repository
+    if case == "cluster-folder":
+        (repo_copy / "clusters/prod-eastus2").rename(repo_copy / "flux/prod-eastus2")
+        (repo_copy / "clusters/prod-eastus2").symlink_to("../flux/prod-eastus2")
+        link, names = "clusters/prod-eastus2", "prod-eastus2"
+    else:
+        (repo_copy / "clusters").rename(repo_copy / "envs")
+        (repo_copy / "clusters").symlink_to("envs")
+        (repo_copy / ".sourceignore").write_text((repo_copy / ".sourceignore").read_text().replace("!/clusters/", "!/envs/"))
+        link, names = "clusters", "dev-westus3, prod-eastus2"
+    found = [f for f in validate_repository(repo_copy).findings if f.is_error]
+    assert [(f.rule, f.file) for f in found] == [("kustomize-build", link)], "\n".join(f.text() for f in found)
+    assert f"{link} is a symlink" in found[0].message and f"cluster {names} " in found[0].message, found[0].message
+    assert found[0].hint.startswith(f"replace the symlink {link} "), found[0].hint

@@ -6,7 +6,7 @@ import pytest
 
 from harness.gate import pin_schema, version_rules
 from harness.gate.validate import validate_repository
-from tests.static.test_gate_corpus import KUEUE, edit
+from tests.static.test_gate_corpus import KUBERAY, KUEUE, edit
 
 pytestmark = pytest.mark.static
 
@@ -30,9 +30,10 @@ def test_exact_pins_are_clean(repo_copy, old, new):
     ("    tag: 0.17.1\n", '    semver: "~0.17.1"\n', 15),
     ("    tag: 0.17.1\n", '    semver: "<=0.17.1 || >=0.18.0"\n', 15),
     ("    tag: 0.17.1\n", '    semver: "0.17.1 || 0.18.3"\n', 15),
+    ("    tag: 0.17.1\n", '    semver: "0.17.1 || 0.18.0-rc.1"\n', 15),
     ("    tag: 0.17.1\n", f"    digest: {DIGEST}\n", 15),
     ("          tag: v0.17.1\n", f"          tag: v0.17.2@{DIGEST}\n", 49),
-], ids=["semver-range", "semver-union", "semver-union-of-exact-versions", "digest-alone", "image-other-tag-with-digest"])
+], ids=["semver-range", "semver-union", "semver-union-of-exact-versions", "semver-union-with-a-pre-release", "digest-alone", "image-other-tag-with-digest"])
 def test_pins_that_admit_another_version_are_drift(repo_copy, old, new, line):
     edit(repo_copy, KUEUE, old, new)
     found = [(f.rule, f.file, f.line) for f in validate_repository(repo_copy).findings]
@@ -44,13 +45,63 @@ def test_pins_that_admit_another_version_are_drift(repo_copy, old, new, line):
     ("<=0.17.1", True), ("0.17.1 || 0.18.3", False), ("0.17.1 || 0.17.3", False), ("0.17.1 || 0.19.2", False),
     (">=0.17.1 <0.20", False), ("0.17.x", False), ("~0.17.1", False), ("^0.17.1", False), ("0.17", False),
     (">=0.17.1 <0.17.2 || >0.17.5 <0.17.7", False), ("0.17.1 || *", False), ("!=0.17.0 >=0.17.1", False),
-    ("0.17.0 || 0.16.9", False),
+    ("0.17.0 || 0.16.9", False), ("0.17.1 || 0.18.0-rc.1", False), (">=0.17.1 <0.17.2-rc.1", False),
+    ("0.17.1 || >0.18.0-rc.1 <0.18.0-rc.2", False), ("0.17.1 || 0.16.0-rc.1", True), (">=0.17.1 <0.17.2-0", True),
+    ("0.17.1 || >=0.18.0-next <0.18.0-rc", False),
 ])
 def test_a_constraint_pins_only_when_it_admits_production_and_nothing_higher(constraint, pins):
     """Flux installs the highest tag a constraint admits: a union or range that admits any higher release is no pin,
-    however far from production that release is (the decision uses the constraint's own groups, not a few neighbours)."""
+    however far from production that release is (the decision uses the constraint's own groups, not a few neighbours);
+    a group that names a pre-release admits pre-releases (Masterminds semver), so one above production is no pin either."""
     answer = version_rules.parsed(constraints=[(constraint, "0.17.1")])["constraints"][0]
     assert answer == {"pins": pins}, answer
+
+
+@pytest.mark.parametrize("version,answer", [
+    ("v0.17.1", {"pins": False, "tag": True}), ("0.17.1", {"pins": True, "tag": True}), ("0.17.1 || 0.18.0-rc.1", {"pins": False}),
+    ("=0.17.1", {"pins": True}),
+])
+def test_an_oci_helm_repositorys_version_is_the_tag_written(version, answer):
+    """source-controller pulls an OCI HelmRepository's chart version that fluxcd/pkg/version parses as the tag written
+    (`v0.17.1` is the tag v0.17.1, not 0.17.1); anything else is a constraint, as from an https repository."""
+    assert version_rules.parsed(constraints=[(version, "0.17.1")], oci=True)["constraints"][0] == answer
+
+
+OCI_HELM_REPOSITORY = ("kind: OCIRepository\nmetadata:\n  name: kueue\n  namespace: flux-system\nspec:\n  interval: 24h\n"
+                       "  url: oci://mcr.microsoft.com/aks/ai-runtime/helm/kueue\n  ref:\n    tag: 0.17.1\n  layerSelector:\n"
+                       "    mediaType: application/vnd.cncf.helm.chart.content.v1.tar+gzip\n    operation: copy\n",
+                       "kind: HelmRepository\nmetadata:\n  name: aks-ai-runtime\n  namespace: flux-system\nspec:\n  type: oci\n"
+                       "  interval: 24h\n  url: oci://mcr.microsoft.com/aks/ai-runtime/helm\n")
+
+
+@pytest.mark.parametrize("version,said", [
+    ("v0.17.1", "'v0.17.1' is the tag the OCI HelmRepository pulls, as written"),
+    ("0.17.1 || 0.18.0-rc.1", "'0.17.1 || 0.18.0-rc.1', but"),
+    ("0.17.1", None),
+])
+def test_a_chart_version_from_an_oci_helm_repository(repo_copy, version, said):
+    edit(repo_copy, KUEUE, *OCI_HELM_REPOSITORY)
+    edit(repo_copy, KUEUE, "  chartRef:\n    kind: OCIRepository\n    name: kueue\n",
+         f'  chart:\n    spec:\n      chart: kueue\n      version: "{version}"\n      sourceRef:\n        kind: HelmRepository\n'
+         "        name: aks-ai-runtime\n")
+    found = validate_repository(repo_copy).findings
+    assert [(f.rule, f.file, f.line) for f in found] == ([("versions-drift", KUEUE, 32)] if said else []), [f.text() for f in found]
+    assert not said or said in found[0].message and found[0].hint.startswith("set spec.chart.spec.version: 0.17.1 ")
+
+
+@pytest.mark.parametrize("old,new,line,said", [
+    ("      tag: v1.6.1\n", "      tag: null\n", 47, "values.image.tag is null, which removes the chart's default"),
+    ("    image:\n      repository: mcr.microsoft.com/oss/v2/kuberay/operator\n      tag: v1.6.1\n", "    image: null\n", 45,
+     "values.image is null, which removes the chart's default (Helm's coalesce drops a null value), so Helm fails to render"),
+    ("      tag: v1.6.1\n", '      tag: ""\n', 47, "values.image.tag '', but"),
+], ids=["tag-null", "image-null", "tag-empty"])
+def test_a_null_kuberay_image_tag_removes_the_charts_default(repo_copy, old, new, line, said):
+    """KubeRay's chart writes `{{ .Values.image.repository }}:{{ .Values.image.tag }}` with no default, and Helm's
+    coalesce deletes a key whose value is null: `tag: null` renders the image without a tag, as `tag: ""` does."""
+    edit(repo_copy, KUBERAY, old, new)
+    found = validate_repository(repo_copy).findings
+    assert [(f.rule, f.file, f.line) for f in found] == [("versions-drift", KUBERAY, line)], [f.text() for f in found]
+    assert said in found[0].message and found[0].hint.startswith("set values.image.tag: v1.6.1"), found[0].text()
 
 
 def test_values_without_an_image_tag_install_the_charts_default_tag(repo_copy):

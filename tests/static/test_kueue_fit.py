@@ -80,8 +80,10 @@ def test_a_resource_the_manager_excludes_is_not_charged(repo_copy, excluded):
     if excluded:
         assert found == []
     else:
-        assert {(f.file, f.line) for f in found} == {(f"{DEV}/samples.yaml", 8), (f"{PROD}/samples.yaml", 10)}, found
-        assert all("ephemeral-storage unavailable in ClusterQueue" in f.message and "add the resource" in f.hint for f in found)
+        # One cause, one finding: at the request, naming both clusters (and their ClusterQueues), not one per cluster at samples.yaml.
+        assert [(f.file, f.line) for f in found] == [("workloads/batch-inference.yaml", 88)], found
+        assert "ephemeral-storage unavailable in ClusterQueue" in found[0].message and "drop the ephemeral-storage request" in found[0].hint
+        assert "cluster dev-westus3" in found[0].context and "ClusterQueue team-b-cq" in found[0].context, found[0].context
 
 
 TAS_QUEUE = """apiVersion: kueue.x-k8s.io/v1beta2
@@ -148,7 +150,23 @@ def test_a_limit_range_with_only_a_max_charges_it_to_containers_without_requests
                                                 "spec:\n  limits:\n    - type: Container\n      max: {cpu: \"32\", memory: 256Gi}\n")
     edit(repo_copy, "base/kustomization.yaml", "resources:\n", "resources:\n  - limits.yaml\n")
     found = [f for f in validate_repository(repo_copy).findings if f.rule == "sample-fits"]
-    assert found and all("submitter 1 pod(s): cpu 32, memory 256Gi" in f.message for f in found), found
+    # One finding, at the max the default is made of, for every job it keeps out on either cluster (not one per sample).
+    assert [(f.file, f.line, f.resource) for f in found] == [("base/limits.yaml", 9, "LimitRange/ray/guardrail")], found
+    assert "max cpu 32" in found[0].message and "write defaultRequest cpu" in found[0].hint and "submitterPodTemplate" in found[0].hint
+    assert {"cluster dev-westus3, sample aurora-finetune", "cluster prod-eastus2, sample llm-training"} <= \
+        {part.split(" on ")[0] for part in found[0].context.split("; ")}, found[0].context
+    assert "pod set submitter takes cpu 32" in found[0].context
+
+
+def test_a_job_too_large_beside_a_limit_range_is_its_own_finding(repo_copy):
+    """A LimitRange whose default is not what keeps the job out (without the LimitRange Kueue still does not admit it): the
+    finding stays at the sample's entry with the quota's hint, not at the LimitRange."""
+    append(repo_copy, "base/namespace.yaml", "---\napiVersion: v1\nkind: LimitRange\nmetadata: {name: defaults, namespace: ray}\n"
+                                             "spec:\n  limits:\n    - {type: Container, defaultRequest: {cpu: 100m}}\n")
+    edit(repo_copy, f"{PROD}/samples.yaml", 'NUM_WORKERS: "4"', 'NUM_WORKERS: "9"')
+    found = _fits(repo_copy)
+    assert [(f.file, f.line) for f in found] == [(f"{PROD}/samples.yaml", 7)], found
+    assert "raise the quota" in found[0].hint
 
 
 def test_a_topology_only_flavor_beside_plain_ones_gets_the_hint_that_fixes_it(repo_copy):
@@ -284,3 +302,13 @@ def test_the_fit_hint_names_where_the_short_quota_is_written(repo_copy):
     found = [f for f in validate_repository(repo_copy).findings if f.rule == "sample-fits"]
     line = 1 + (repo_copy / single).read_text().splitlines().index('              nominalQuota: "2"')
     assert found and all(f"written at {single}:{line}" in f.hint for f in found), "\n".join(f.text() for f in found)
+
+
+def test_a_limit_range_default_of_a_resource_no_queue_covers_is_at_the_limit_range(repo_copy):
+    """No job writes hugepages-2Mi: the LimitRange's default gives it to every container, and no ClusterQueue covers it.
+    One finding at that default for every job on both clusters, not one per sample at samples.yaml."""
+    append(repo_copy, "base/namespace.yaml", "---\napiVersion: v1\nkind: LimitRange\nmetadata: {name: hp, namespace: ray}\n"
+                                             "spec:\n  limits:\n    - type: Container\n      defaultRequest: {hugepages-2Mi: 2Mi}\n")
+    found = _fits(repo_copy)
+    assert [(f.file, f.line, f.resource) for f in found] == [("base/namespace.yaml", 12, "LimitRange/ray/hp")], found
+    assert len(found[0].context.split("; ")) == 6 and "unavailable in ClusterQueue" in found[0].context, found[0].context

@@ -8,7 +8,7 @@
 // request finishes. Requests run concurrently (checks and placement questions beside a render);
 // renders run one at a time, as kustomize keeps process-global state.
 //
-//	render  {"session", "root", "skip_dirs", "jobs"[, "probe"]} -> [result] (render.go; a probe renders in
+//	render  {"session", "root", "prefix", "skip_dirs", "jobs"[, "probe"]} -> [result] (render.go; a probe renders in
 //	        a scratch tree of some files of the session's copy with others written over them)
 //	release {"session"}                                     -> null: drops the session's copies
 //	prepare {"schema_dir", "kubernetes_version", "kinds"}   -> null at once; loads the CRDs and
@@ -47,6 +47,7 @@ type request struct {
 	Op                string                   `json:"op"`
 	Session           string                   `json:"session,omitempty"`
 	Root              string                   `json:"root,omitempty"`
+	Prefix            string                   `json:"prefix,omitempty"` // render: the root's directory in its Git work tree
 	SkipDirs          []string                 `json:"skip_dirs,omitempty"`
 	Jobs              []job                    `json:"jobs,omitempty"`
 	SchemaDir         string                   `json:"schema_dir,omitempty"`
@@ -172,7 +173,7 @@ func handle(req request) (resp response) {
 	}()
 	switch req.Op {
 	case "render":
-		resp.Answer = render(req.Session, req.Root, req.SkipDirs, req.Jobs, req.Probe)
+		resp.Answer = render(req.Session, req.Root, req.Prefix, req.SkipDirs, req.Jobs, req.Probe)
 	case "release":
 		release(req.Session)
 	case "prepare":

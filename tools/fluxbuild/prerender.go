@@ -50,7 +50,7 @@ func prerender(root string, skipDirs []string) {
 			return nil
 		}
 		rel, _ := filepath.Rel(work, path)
-		r := run(work, job{ID: rel, Dir: rel})
+		r := run(work, "", job{ID: rel, Dir: rel})
 		r.Error = strings.ReplaceAll(strings.ReplaceAll(r.Error, work+string(filepath.Separator), ""), work, ".")
 		pre.results[filepath.ToSlash(rel)] = r
 		return nil

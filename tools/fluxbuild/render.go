@@ -4,11 +4,13 @@
 // LoadRestrictionsNone, and postBuild variable substitution; then what the controller does beyond the build
 // (health-check CEL, SOPS decryption, the metadata its apply sets: fluxapply.go).
 //
-// A render request {"session", "root", "skip_dirs", "jobs": [{"id", "dir"}, {"id", "kustomization",
+// A render request {"session", "root", "prefix", "skip_dirs", "jobs": [{"id", "dir"}, {"id", "kustomization",
 // "sources"}]} names directories that hold no configuration (harness/gate/sources.py SKIP_DIRS) and
 // the ConfigMaps/Secrets that substituteFrom may name ("sources"). Its answer has one result per job
 // with the rendered objects or the error kustomize-controller would report, plus the variables that
-// strict substitution finds undefined. The tree is copied once per session and root.
+// strict substitution finds undefined. The tree is copied once per session and root. "prefix" is where root lies in its
+// Git work tree ("" at its top): a Flux Kustomization's spec.path is relative to the Git root, the root of the
+// GitRepository's artifact (harness/gate/flux_paths.py).
 package main
 
 import (
@@ -62,7 +64,7 @@ type probe struct {
 	Overlay map[string]string `json:"overlay"`
 }
 
-func render(session, root string, skipDirs []string, jobs []job, p *probe) []result {
+func render(session, root, prefix string, skipDirs []string, jobs []job, p *probe) []result {
 	rendering.Lock()
 	defer rendering.Unlock()
 	key := [2]string{session, root}
@@ -92,7 +94,7 @@ func render(session, root string, skipDirs []string, jobs []job, p *probe) []res
 			results = append(results, built)
 			continue
 		}
-		r := run(work, j)
+		r := run(work, prefix, j)
 		// Errors name the private copy; the caller's reader knows the repository's paths.
 		r.Error = strings.ReplaceAll(strings.ReplaceAll(r.Error, work+string(filepath.Separator), ""), work, ".")
 		results = append(results, r)
@@ -156,7 +158,7 @@ func removeCopies() {
 	}
 }
 
-func run(root string, j job) result {
+func run(root, prefix string, j job) result {
 	r := result{ID: j.ID, Objects: []map[string]interface{}{}}
 	if j.Kustomization == nil {
 		// A plain directory is built as `kustomize build --load-restrictor=LoadRestrictionsNone`
@@ -185,7 +187,7 @@ func run(root string, j job) result {
 		return r
 	}
 	path, _, _ := unstructured.NestedString(ks.Object, "spec", "path")
-	dir, err := securePath(root, path)
+	dir, err := securePath(root, prefix, path)
 	if err != nil {
 		r.Error = err.Error()
 		return r
@@ -300,9 +302,19 @@ func usesOpenAPI(dir string) bool {
 	return len(k.OpenAPI) > 0
 }
 
-// securePath resolves a Flux spec.path inside root, refusing paths that escape it.
-func securePath(root, path string) (string, error) {
-	clean := filepath.Join(root, filepath.Clean("/"+path))
+// securePath resolves a Flux spec.path inside root, refusing paths that escape it. The path is relative to the Git
+// root, normalised as kustomize-controller's securejoin does; root is the Git work tree's directory `prefix`, and a
+// path outside it is none of root's.
+func securePath(root, prefix, path string) (string, error) {
+	inside := filepath.Clean("/" + path)
+	if prefix != "" {
+		rel, err := filepath.Rel("/"+prefix, inside)
+		if err != nil || !filepath.IsLocal(rel) {
+			return "", fmt.Errorf("kustomization path not found: %s", path) // (one outside that exists is not sent: flux-path-outside)
+		}
+		inside = "/" + rel
+	}
+	clean := filepath.Join(root, inside)
 	if !strings.HasPrefix(clean, filepath.Clean(root)) {
 		return "", fmt.Errorf("path %q escapes the source root", path)
 	}

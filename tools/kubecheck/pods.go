@@ -53,8 +53,7 @@ func check(obj map[string]interface{}, related []map[string]interface{}) (r resu
 	if len(pods) > 0 {
 		r.Pods = map[string]*corev1.Pod{}
 	}
-	var admitted []*api.Pod
-	var counts []int
+	var admitted []charged
 	for _, b := range pods {
 		if b.pod.GenerateName != "" && len(b.pod.Name) == len(b.pod.GenerateName)+5 && strings.HasPrefix(b.pod.Name, b.pod.GenerateName) {
 			b.pod.Name = stable(b.pod.Name) // KubeRay's random suffix (utils.PodName)
@@ -68,7 +67,7 @@ func check(obj map[string]interface{}, related []map[string]interface{}) (r resu
 			if refused := ns.securityError(*defaulted, b.template); refused != nil {
 				r.Security = append(r.Security, *refused)
 			} else {
-				admitted, counts = append(admitted, internal), append(counts, b.count)
+				admitted = append(admitted, charged{internal, corev1.Resource("pods"), b.count, b.role + " pod", ""})
 			}
 		}
 		written := map[string]bool{}
@@ -93,7 +92,7 @@ func check(obj map[string]interface{}, related []map[string]interface{}) (r resu
 	errs, submitter := submitterJobErrors(obj)
 	r.Errors, r.Submitter = append(r.Errors, errs...), submitter
 	if len(r.Errors) == 0 {
-		r.Quota = append(r.Quota, ns.quotaErrors(admitted, counts)...)
+		r.Quota = append(r.Quota, ns.quotaErrors(append(admitted, createdObjects(obj, submitter)...))...)
 	}
 	return r
 }
@@ -114,10 +113,52 @@ func injected(field string, user corev1.PodTemplateSpec) bool {
 }
 
 func podsOf(obj map[string]interface{}) []built {
-	if obj["apiVersion"] != rayv1.GroupVersion.String() {
+	m, ok := madeOf(obj)
+	if !ok {
 		return nil
 	}
 	ctx := context.Background()
+	cluster := m.cluster
+	if m.job != nil && m.job.Spec.SubmissionMode == rayv1.SidecarMode {
+		// KubeRay's RayJob controller adds its default submitter container to the head pod (rayjob_controller.go,
+		// constructRayClusterForRayJob: getSubmitterContainer, then RestartPolicy Never); its command and environment
+		// (configureSubmitterContainer) change nothing that is validated or scheduled.
+		cluster.Spec = *cluster.Spec.DeepCopy()
+		head := &cluster.Spec.HeadGroupSpec.Template.Spec
+		head.Containers = append(head.Containers, common.GetDefaultSubmitterContainer(&cluster.Spec))
+		head.RestartPolicy = corev1.RestartPolicyNever
+	}
+	out := clusterPods(ctx, cluster, m.spec)
+	if job := m.job; job != nil && (job.Spec.SubmissionMode == "" || job.Spec.SubmissionMode == rayv1.K8sJobMode) {
+		// The submitter Job's pods (KubeRay then sets the container's command and environment).
+		template := common.GetSubmitterTemplate(&job.Spec, &cluster.Spec)
+		pod := corev1.Pod{ObjectMeta: template.ObjectMeta, Spec: template.Spec}
+		pod.GenerateName, pod.Namespace = job.Name+"-", cluster.Namespace
+		var user corev1.PodTemplateSpec
+		if job.Spec.SubmitterPodTemplate != nil {
+			user = *job.Spec.SubmitterPodTemplate
+		}
+		out = append(out, built{"submitter", "spec.submitterPodTemplate", pod, user, 1})
+	}
+	return out
+}
+
+// made is what KubeRay's controllers start from for a Ray object: the RayCluster (a RayCluster itself, or the one the
+// RayJob's or RayService's controller creates, with the object's annotations as it copies them) and the path of the
+// cluster spec in the object the user wrote, the RayJob or the RayService.
+type made struct {
+	cluster rayv1.RayCluster
+	spec    string
+	job     *rayv1.RayJob
+	service *rayv1.RayService
+}
+
+// madeOf: false for an object that is no RayJob, RayCluster or RayService, does not decode (the CRD checks report
+// that), or a RayJob on an existing cluster (clusterSelector).
+func madeOf(obj map[string]interface{}) (made, bool) {
+	if obj["apiVersion"] != rayv1.GroupVersion.String() {
+		return made{}, false
+	}
 	u := &unstructured.Unstructured{Object: obj}
 	if u.GetName() == "" && u.GetGenerateName() != "" { // `kubectl create` of a generateName: the apiserver names it first
 		u = u.DeepCopy()
@@ -129,53 +170,32 @@ func podsOf(obj map[string]interface{}) []built {
 		job := &rayv1.RayJob{}
 		if runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj, job, true) != nil || job.Spec.RayClusterSpec == nil ||
 			len(job.Spec.ClusterSelector) > 0 {
-			return nil
+			return made{}, false
 		}
-		cluster := rayv1.RayCluster{
+		return made{cluster: rayv1.RayCluster{
 			ObjectMeta: metav1.ObjectMeta{Name: stable(utils.GenerateRayClusterName(job.Name)), Namespace: namespaceName(job.Namespace),
 				Labels: map[string]string{utils.RayOriginatedFromCRDLabelKey: utils.RayOriginatedFromCRDLabelValue(utils.RayJobCRD),
-					utils.RayOriginatedFromCRNameLabelKey: job.Name}},
+					utils.RayOriginatedFromCRNameLabelKey: job.Name}, Annotations: job.Annotations},
 			Spec: *job.Spec.RayClusterSpec.DeepCopy(),
-		}
-		if job.Spec.SubmissionMode == rayv1.SidecarMode {
-			// KubeRay's RayJob controller adds its default submitter container to the head pod (rayjob_controller.go,
-			// constructRayClusterForRayJob: getSubmitterContainer, then RestartPolicy Never); its command and environment
-			// (configureSubmitterContainer) change nothing that is validated or scheduled.
-			head := &cluster.Spec.HeadGroupSpec.Template.Spec
-			head.Containers = append(head.Containers, common.GetDefaultSubmitterContainer(&cluster.Spec))
-			head.RestartPolicy = corev1.RestartPolicyNever
-		}
-		out := clusterPods(ctx, cluster, "spec.rayClusterSpec")
-		if job.Spec.SubmissionMode == "" || job.Spec.SubmissionMode == rayv1.K8sJobMode {
-			// The submitter Job's pods (KubeRay then sets the container's command and environment).
-			template := common.GetSubmitterTemplate(&job.Spec, &cluster.Spec)
-			pod := corev1.Pod{ObjectMeta: template.ObjectMeta, Spec: template.Spec}
-			pod.GenerateName, pod.Namespace = job.Name+"-", cluster.Namespace
-			var user corev1.PodTemplateSpec
-			if job.Spec.SubmitterPodTemplate != nil {
-				user = *job.Spec.SubmitterPodTemplate
-			}
-			out = append(out, built{"submitter", "spec.submitterPodTemplate", pod, user, 1})
-		}
-		return out
+		}, spec: "spec.rayClusterSpec", job: job}, true
 	case "RayCluster":
 		cluster := rayv1.RayCluster{}
 		if runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj, &cluster, true) != nil {
-			return nil
+			return made{}, false
 		}
 		cluster.Namespace = namespaceName(cluster.Namespace)
-		return clusterPods(ctx, cluster, "spec")
+		return made{cluster: cluster, spec: "spec"}, true
 	case "RayService":
-		svc := rayv1.RayService{}
-		if runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj, &svc, true) != nil {
-			return nil
+		svc := &rayv1.RayService{}
+		if runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj, svc, true) != nil {
+			return made{}, false
 		}
-		cluster := rayv1.RayCluster{ObjectMeta: metav1.ObjectMeta{Name: svc.Name, Namespace: namespaceName(svc.Namespace),
-			Labels: map[string]string{utils.RayOriginatedFromCRDLabelKey: utils.RayOriginatedFromCRDLabelValue(utils.RayServiceCRD)}},
-			Spec: svc.Spec.RayClusterSpec}
-		return clusterPods(ctx, cluster, "spec.rayClusterConfig")
+		svc.Namespace = namespaceName(svc.Namespace)
+		return made{cluster: rayv1.RayCluster{ObjectMeta: metav1.ObjectMeta{Name: svc.Name, Namespace: svc.Namespace,
+			Labels:      map[string]string{utils.RayOriginatedFromCRDLabelKey: utils.RayOriginatedFromCRDLabelValue(utils.RayServiceCRD)},
+			Annotations: svc.Annotations}, Spec: *svc.Spec.RayClusterSpec.DeepCopy()}, spec: "spec.rayClusterConfig", service: svc}, true
 	}
-	return nil
+	return made{}, false
 }
 
 func namespaceName(ns string) string {

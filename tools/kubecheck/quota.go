@@ -15,7 +15,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	quota "k8s.io/apiserver/pkg/quota/v1"
+	"k8s.io/apiserver/pkg/quota/v1/generic"
 	api "k8s.io/kubernetes/pkg/apis/core"
 	corev1defaults "k8s.io/kubernetes/pkg/apis/core/v1"
 	"k8s.io/kubernetes/pkg/quota/v1/evaluator/core"
@@ -121,30 +123,61 @@ func (ns namespaceObjects) limitErrors(pod *api.Pod) []metav1.StatusCause {
 	return out
 }
 
-// quotaErrors are the ResourceQuota admission's refusals of the job's pods, created in an otherwise
-// empty namespace: a pod that lacks a resource a quota tracks, or the pods' total usage above a hard limit.
-func (ns namespaceObjects) quotaErrors(pods []*api.Pod, counts []int) []fieldError {
-	evaluator := core.NewPodEvaluator(nil, clock.RealClock{})
+// charged is one object the job's creation makes in its namespace (count of them), as the ResourceQuota admission judges
+// it: `what` names it in a message, `field` is where the user wrote what makes it count ("" for the sample itself).
+type charged struct {
+	obj   runtime.Object
+	gr    schema.GroupResource
+	count int
+	what  string
+	field string
+}
+
+// evaluatorFor: the apiserver's quota evaluator of a resource, as its ResourceQuota admission picks it: the registered
+// ones of pods and services (pkg/quota/v1/evaluator/core), an object count evaluator for any other resource
+// (count/jobs.batch, count/rayclusters.ray.io), which the admission creates when it meets one (quotaEvaluator.Evaluate).
+func evaluatorFor(gr schema.GroupResource) quota.Evaluator {
+	switch gr {
+	case corev1.Resource("pods"):
+		return core.NewPodEvaluator(nil, clock.RealClock{})
+	case corev1.Resource("services"):
+		return core.NewServiceEvaluator(nil)
+	}
+	return generic.NewObjectCountEvaluator(gr, nil, "")
+}
+
+// quotaErrors are the ResourceQuota admission's refusals of what KubeRay creates for the job (its pods, and the other
+// objects: the RayCluster, its Services, the submitter Job), created in an otherwise empty namespace: a pod that lacks a
+// resource a quota tracks, or the objects' total usage above a hard limit.
+func (ns namespaceObjects) quotaErrors(items []charged) []fieldError {
 	var out []fieldError
 	for _, rq := range ns.quotas {
 		hard := rq.Status.Hard
 		names := quota.ResourceNames(hard)
 		used := corev1.ResourceList{}
+		by := map[corev1.ResourceName][]charged{} // the objects other than pods that use each resource
 		var missing []string
-		for i, pod := range pods {
-			if ok, err := evaluator.Matches(rq, pod); err != nil || !ok {
+		for _, item := range items {
+			evaluator := evaluatorFor(item.gr)
+			if ok, err := evaluator.Matches(rq, item.obj); err != nil || !ok {
 				continue
 			}
-			if err := evaluator.Constraints(names, pod); err != nil {
+			if err := evaluator.Constraints(names, item.obj); err != nil {
 				missing = append(missing, err.Error())
 				continue
 			}
-			usage, err := evaluator.Usage(pod)
+			usage, err := evaluator.Usage(item.obj)
 			if err != nil {
 				continue
 			}
-			for n := 0; n < counts[i]; n++ {
-				used = quota.Add(used, quota.Mask(usage, names))
+			usage = quota.Mask(usage, names)
+			for n := 0; n < item.count; n++ {
+				used = quota.Add(used, usage)
+			}
+			for name, q := range usage {
+				if !q.IsZero() && item.gr != corev1.Resource("pods") {
+					by[name] = append(by[name], item)
+				}
 			}
 		}
 		where := fmt.Sprintf("ResourceQuota %s/%s", rq.Namespace, rq.Name)
@@ -156,13 +189,30 @@ func (ns namespaceObjects) quotaErrors(pods []*api.Pod, counts []int) []fieldErr
 		}
 		if ok, over := quota.LessThanOrEqual(used, hard); !ok {
 			var parts []string
+			field, objects := "", false
 			for _, name := range over {
 				u, h := used[name], hard[name]
-				parts = append(parts, fmt.Sprintf("%s %s against %s", name, u.String(), h.String()))
+				part := fmt.Sprintf("%s %s against %s", name, u.String(), h.String())
+				var whats []string
+				for _, item := range by[name] {
+					whats = append(whats, item.what)
+					if field == "" {
+						field = item.field
+					}
+				}
+				if len(whats) > 0 {
+					part += " (" + strings.Join(whats, ", ") + ")"
+					objects = true
+				}
+				parts = append(parts, part)
 			}
 			sort.Strings(parts)
 			msg := fmt.Sprintf("%s is exceeded by the job's pods together (%s): the pods beyond it are forbidden", where, strings.Join(parts, ", "))
-			out = append(out, fieldError{Type: "Forbidden", Detail: msg, Message: msg, Object: "ResourceQuota/" + rq.Namespace + "/" + rq.Name})
+			if objects {
+				msg = fmt.Sprintf("%s is exceeded by what KubeRay creates for the job (%s): the creations beyond it are forbidden, so "+
+					"the job holds its Kueue quota without running", where, strings.Join(parts, ", "))
+			}
+			out = append(out, fieldError{Field: field, Type: "Forbidden", Detail: msg, Message: msg, Object: "ResourceQuota/" + rq.Namespace + "/" + rq.Name})
 		}
 	}
 	return out
