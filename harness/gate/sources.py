@@ -10,7 +10,7 @@ import yaml
 from harness.core import HarnessError
 from harness.gate import SKIP_DIRS  # directories that hold no configuration (fluxbuild gets this list too)
 from harness.gate.findings import Finding
-from harness.gate.yaml_keys import KEY_HINT, KeyLoader, SafeLoader
+from harness.gate.yaml_keys import KEY_HINT, KeyLoader, SafeLoader, key_string
 
 
 SafeDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml's emitter (and yaml_keys' loader): ten times faster
@@ -34,8 +34,8 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode):
     seen: dict = {}
     for key_node, _ in node.value:
         if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
-            key = loader.construct_object(key_node)
-            if isinstance(key, (str, int, float, bool)) and key in seen:
+            key = key_string(key_node, loader.construct_object(key_node))  # `1` and `true` are two keys
+            if key in seen:
                 raise yaml.constructor.ConstructorError(
                     None, None, f"key {key!r} is written twice in one mapping (first at line {seen[key]}); kustomize, kubectl "
                     "and Flux refuse the file", key_node.start_mark)

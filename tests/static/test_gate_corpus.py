@@ -378,7 +378,7 @@ CORPUS = [
                 append(r, "overlays/team-queues/kustomization.yaml", "  - ../../components/extra\n")), 4),
     # A nested key YAML reads as a number: kustomize cannot serialise the object; at the key, not at the component patching it.
     ("nonstring-key-in-a-patched-object", "kustomize-build", TEAM_A,
-     lambda r: edit(r, TEAM_A, "  name: team-a-cq\n", "  name: team-a-cq\n  labels:\n    1: x\n"), 6),
+     lambda r: edit(r, TEAM_A, "  labels:\n", "  labels:\n    1: x\n"), 6),
     ("nonstring-key-in-a-base-object", "kustomize-build", "base/bin.yaml",
      lambda r: (write(r, "base/bin.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bin\n  namespace: ray\ndata:\n  1.5: x\n"),
                 edit(r, "base/kustomization.yaml", "resources:\n", "resources:\n  - bin.yaml\n")), 7),
