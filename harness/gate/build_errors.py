@@ -15,12 +15,15 @@ from harness.gate.kustomize_warnings import PATH_LISTS, kustomization_doc, reach
 from harness.gate.origin import compose, descend, line_at, quoted_value_line, step
 from harness.gate.render import Build
 from harness.gate.sources import as_list, as_map, kustomization_file, kustomization_path
+from harness.gate.yaml_keys import nonstring_keys
 
 
 def build_error(root: Path, build: Build) -> Finding:
     """A plain directory that does not build (kustomize-build): at the entry of its
     kustomization.yaml that kustomize names first ("... from 'ENTRY'"), when it lists one."""
     file, line = f"{build.dir}/{kustomization_path(root / build.dir).name}", None
+    if UNSERIALISABLE in build.error and (key := _nonstring_key(root, build)):
+        return key
     named = re.search(r"from '([^']+)'", build.error)
     doc = kustomization_doc(root / build.dir) if named else {}
     for key in PATH_LISTS if named else ():
@@ -61,6 +64,26 @@ def build_error(root: Path, build: Build) -> Finding:
                        f"fix {rel} as the message says (a JSON patch path must exist in every object its target selects); "
                        "each kustomization that includes it fails until then", build.id)
     return Finding(file, line, "", "kustomize-build", build.error.strip(), _build_hint(build), build.id)
+
+
+UNSERIALISABLE = "json: unsupported type: map[interface {}]interface {}"  # kustomize's Resource.MarshalJSON (yaml_keys)
+
+
+def _nonstring_key(root: Path, build: Build) -> Finding | None:
+    """A build that fails because kustomize cannot serialise an object with a nested key YAML reads as no string: at the
+    first such key among the files it reads (a resource, a patch), the cause whichever component or patch hits it."""
+    files = sorted({f for d in reachable(root / build.dir) for f in references(d)[0]
+                    if f.suffix in (".yaml", ".yml") and f.is_relative_to(root.resolve())})
+    for path in files:
+        keys = nonstring_keys(_text(path))
+        if keys:
+            rel, (line, key) = path.relative_to(root.resolve()).as_posix(), keys[0]
+            return Finding(rel, line, "", "kustomize-build",
+                           f"mapping key {key} is no string in YAML (a number, a boolean or null), and kustomize cannot serialise "
+                           f"an object with one in a nested mapping ({UNSERIALISABLE}), so the build of {build.dir} fails"
+                           f"{f' ({len(keys) - 1} more such key(s) in this file)' if len(keys) > 1 else ''}",
+                           f"quote the key (`\"{key}\": ...`): a quoted key is a string for every tool, and kubectl and Flux make the same string of it", build.id)
+    return None
 
 
 def _pointer_line(path: Path, error: str) -> int | None:

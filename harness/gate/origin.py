@@ -15,6 +15,7 @@ from pathlib import Path
 import yaml
 
 from harness.gate.sources import SafeLoader, read_source, yaml_files, SourceError
+from harness.gate.yaml_keys import KeyLoader
 
 _SEGMENT = re.compile(r"\[(\d+)\]|\[([^\]]*)\]|([^.\[\]]+)")  # a.b[0][key] -> a, b, 0, key
 
@@ -166,7 +167,7 @@ def _same(node, rendered) -> bool:
     """Whether a mapping or sequence of the source is what was rendered (else a patch replaced it); a ${VAR} in it counts
     as the same (Flux substitutes it)."""
     try:
-        written = SafeLoader("").construct_object(node, deep=True)
+        written = KeyLoader("").construct_object(node, deep=True)  # keys as kubectl and Flux read them
     except (yaml.YAMLError, TypeError, ValueError):
         return True
     return written == rendered or "${" in repr(written)

@@ -10,21 +10,21 @@ import yaml
 from harness.core import HarnessError
 from harness.gate import SKIP_DIRS  # directories that hold no configuration (fluxbuild gets this list too)
 from harness.gate.findings import Finding
+from harness.gate.yaml_keys import KEY_HINT, KeyLoader, SafeLoader, key_string
 
 
-# libyaml's loader and emitter when PyYAML was built with it: ten times faster than the pure-Python ones.
-SafeLoader, SafeDumper = getattr(yaml, "CSafeLoader", yaml.SafeLoader), getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+SafeDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml's emitter (and yaml_keys' loader): ten times faster
 
 
-def parse_yaml(text: str):
-    return yaml.load(text, Loader=SafeLoader)
+def parse_yaml(text: str):  # mapping keys are strings, as kubectl and Flux make them (yaml_keys)
+    return yaml.load(text, Loader=KeyLoader)
 
 
 def parse_yaml_all(text: str) -> list:
-    return list(yaml.load_all(text, Loader=SafeLoader))
+    return list(yaml.load_all(text, Loader=KeyLoader))
 
 
-class _LineLoader(SafeLoader):
+class _LineLoader(KeyLoader):
     """SafeLoader that remembers the line where each mapping starts."""
 
 
@@ -34,8 +34,8 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode):
     seen: dict = {}
     for key_node, _ in node.value:
         if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
-            key = loader.construct_object(key_node)
-            if isinstance(key, (str, int, float, bool)) and key in seen:
+            key = key_string(key_node, loader.construct_object(key_node))  # `1` and `true` are two keys
+            if key in seen:
                 raise yaml.constructor.ConstructorError(
                     None, None, f"key {key!r} is written twice in one mapping (first at line {seen[key]}); kustomize, kubectl "
                     "and Flux refuse the file", key_node.start_mark)
@@ -381,7 +381,7 @@ def _parse(rel: str, text: str, loader):
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
         problem = getattr(err, "problem", None) or err
-        hint = DUPLICATE_HINT if "written twice" in str(problem) else YAML_HINT
+        hint = DUPLICATE_HINT if "written twice" in str(problem) else KEY_HINT if "map key" in str(problem) else YAML_HINT
         if "written twice" in str(problem) and Path(rel).name in KUSTOMIZATION_FILES:  # read with sigs.k8s.io/yaml: the last one wins
             problem = str(problem).replace("kustomize, kubectl and Flux refuse the file", "kustomize and Flux keep the last "
                                            "one and silently drop the first (with all it lists)")

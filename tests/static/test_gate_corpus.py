@@ -393,6 +393,14 @@ CORPUS = [
                 [write(r, f"components/extra/{n}.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n  namespace: ray\n")
                  for n in "ab"],
                 append(r, "overlays/team-queues/kustomization.yaml", "  - ../../components/extra\n")), 4),
+    # A nested key YAML reads as a number: kustomize cannot serialise the object; at the key, not at the component patching it.
+    ("nonstring-key-in-a-patched-object", "kustomize-build", TEAM_A,
+     lambda r: edit(r, TEAM_A, "  labels:\n", "  labels:\n    1: x\n"), 6),
+    ("nonstring-key-in-a-base-object", "kustomize-build", "base/bin.yaml",
+     lambda r: (write(r, "base/bin.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bin\n  namespace: ray\ndata:\n  1.5: x\n"),
+                edit(r, "base/kustomization.yaml", "resources:\n", "resources:\n  - bin.yaml\n")), 7),
+    ("null-key", "yaml-syntax", "workloads/llm-training.yaml",
+     lambda r: edit(r, "workloads/llm-training.yaml", "  labels:\n", "  labels:\n    ~: x\n")),
     ("missing-resource-file", "kustomize-build", "overlays/team-queues/kustomization.yaml",
      lambda r: edit(r, "overlays/team-queues/kustomization.yaml", "  - team-b.yaml", "  - team-c.yaml")),
     # A generator's file that is not there, and helmCharts (kustomize-controller does not inflate them): the line written.
@@ -1054,6 +1062,15 @@ def test_a_flux_path_is_read_as_kustomize_controller_joins_it(repo_copy, path):
     """kustomize-controller joins spec.path under the artifact's root: written with a leading slash, without ./ or
     through .. it is the same directory, and the cluster is clean (it once lost its queue overlay: cluster-overlay)."""
     edit(repo_copy, f"{PROD}/queues.yaml", "path: ./clusters/prod-eastus2/queues", f"path: {path}")
+    report = validate_repository(repo_copy)
+    assert report.findings == [], "\n".join(f.text() for f in report.findings)
+
+
+def test_a_key_yaml_reads_as_no_string_is_clean_where_kubectl_and_flux_make_a_string_of_it(repo_copy):
+    """The samples are created from YAML read as sigs.k8s.io/yaml reads it (kubectl, Flux's apply), which makes "1", "true"
+    and "1.5" of those keys: valid label keys (they once were an internal error)."""
+    for key in ("1", "true", "1.5"):
+        edit(repo_copy, "workloads/llm-training.yaml", "  labels:\n", f"  labels:\n    {key}: x\n")
     report = validate_repository(repo_copy)
     assert report.findings == [], "\n".join(f.text() for f in report.findings)
 

@@ -51,6 +51,7 @@ NASTY = [b":", b": ", b"\t", b"- ", b"{", b"}", b"[", b"]", b'"', b"'", b"\n", b
 VALUES = [None, 0, -1, 1.5, 2**70, True, False, "", "x", "-1", "1e400", "NaN", "999999999999Gi", "500m", "${NOPE}",
           "../..", "/etc/passwd", "a\x00b", [], {}, ["a"], [{"a": 1}], {"a": 1}, {1: 2}]
 
+NONSTRING_KEYS = ["1", "-1", "1.5", "1e400", "0x1f", "true", "yes", "~", "null", "18446744073709551615", "2001-01-01"]
 
 IDENTITY = ("apiVersion", "kind", "metadata")
 
@@ -101,7 +102,7 @@ def mutate_value(data, doc, keep=()) -> None:
 
 def mutate_yaml(data, text: str) -> str:
     lines = text.splitlines(keepends=True)
-    op = data.draw(st.sampled_from(["retype", "duplicate-key", "indent"]), label="yaml op")
+    op = data.draw(st.sampled_from(["retype", "duplicate-key", "indent", "key-retype"]), label="yaml op")
     if op == "retype":
         try:
             docs = list(yaml.safe_load_all(text))
@@ -116,6 +117,10 @@ def mutate_yaml(data, text: str) -> str:
     i = data.draw(st.sampled_from(keyed), label="line")
     if op == "duplicate-key":
         return "".join(lines[:i + 1] + [lines[i].replace("- ", "  ", 1)] + lines[i + 1:])
+    if op == "key-retype":  # a key YAML reads as no string: a number, a boolean, null
+        key = data.draw(st.sampled_from(NONSTRING_KEYS), label="key")
+        lines[i] = re.sub(r"^(\s*(- )?)[\w./-]+:", lambda m: f"{m.group(1)}{key}:", lines[i], count=1)
+        return "".join(lines)
     shift = data.draw(st.sampled_from([-2, -1, 1, 3]), label="shift")
     lines[i] = " " * shift + lines[i] if shift > 0 else lines[i][min(-shift, len(lines[i]) - len(lines[i].lstrip(" "))):]
     return "".join(lines)

@@ -377,9 +377,16 @@ func sourcesClient(items []map[string]interface{}, namespace string) (client.Cli
 	return s, nil
 }
 
+// toMaps serialises the build's objects as kustomize's output does (`resmap.AsYaml`, which kustomize-controller calls
+// before it applies: `Resource.MarshalJSON`), so an object kustomize cannot serialise fails the build as it fails
+// there: a nested mapping key that YAML reads as no string (`1: x`) gives "json: unsupported type:
+// map[interface {}]interface {}".
 func toMaps(resources resmap.ResMap) ([]map[string]interface{}, string) {
 	out := make([]map[string]interface{}, 0, resources.Size())
 	for _, res := range resources.Resources() {
+		if _, err := res.MarshalJSON(); err != nil {
+			return nil, fmt.Sprintf("kustomize build failed: %v", err)
+		}
 		m, err := res.Map()
 		if err != nil {
 			return nil, err.Error()
