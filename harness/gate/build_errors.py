@@ -65,7 +65,7 @@ def build_error(root: Path, build: Build) -> Finding:
 def _pointer_line(path: Path, error: str) -> int | None:
     """The line of `path` where the longest JSON pointer (/a/b/0/c) kustomize's `error` quotes is written; None if none is."""
     try:
-        lines = path.read_text().splitlines()
+        lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError):
         return None
     for pointer in sorted(set(re.findall(r"/[\w.~-]+(?:/[\w.~-]+)+", error)), key=len, reverse=True):
@@ -80,7 +80,7 @@ def _object_line(path: Path, error: str) -> int:
     LocalQueue} ..."), the first one without a metadata.name among them; else 1."""
     named = re.search(r"\{\{\S+ (\w+)\}", error)
     try:
-        docs = compose(path.read_text())
+        docs = compose(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError):
         return 1
     kinds = [d for d in docs if named and isinstance(step(d, "kind")[1], yaml.ScalarNode) and step(d, "kind")[1].value == named.group(1)]
@@ -122,7 +122,7 @@ def _registered_twice(root: Path, build: Build, entry: Path, cause: str) -> Find
 
 def _text(path: Path) -> str:
     try:
-        return path.read_text()
+        return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return ""
 

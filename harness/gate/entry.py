@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from harness.core import HarnessError
+from harness.core.progress import tell
 from harness.gate.helper import prestart
 
 
@@ -19,7 +20,7 @@ def cli() -> None:
         ahead = render.ahead(root)  # the Flux rounds render while the rules are imported
         from harness.gate.validate import cli as validate_cli  # the imports the helpers' start-up overlaps
     except HarnessError as e:  # a setting its modules read (versions.yaml, $RAY_KUEUE_VERSIONS): the gate cannot run
-        sys.stderr.write(f"validate: {e}\n")
+        tell(f"validate: {e}")
         sys.exit(2)
     validate_cli(ahead)
 
