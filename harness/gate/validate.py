@@ -102,6 +102,7 @@ class Report:
 
 def validate_repository(root: Path, ahead: render.Ahead | None = None, base: str | None = None) -> Report:
     root = root.resolve()
+    entry.temporary_directory()
     gate_config = config.load(root, set(RULE_IDS))
     timings, t0 = {}, time.monotonic()
     areas = {a.name: a for a in (
