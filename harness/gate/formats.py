@@ -16,7 +16,7 @@ from typing import TextIO
 
 from harness.core import HarnessError
 from harness.core.progress import tell
-from harness.gate.findings import Finding
+from harness.gate.findings import Finding, one_line
 
 FORMATS = ("text", "json", "junit", "github", "sarif")
 STDOUT = "-"
@@ -132,7 +132,7 @@ def to_github(findings: list[Finding]) -> str:
             props.append(f"line={f.line}")
         props.append(f"title={_escape_property(f.rule)}")
         command = "error" if f.is_error else "warning"
-        message = _escape_data(f"{_summary(f)}\nfix: {f.hint}")
+        message = _escape_data(one_line(f"{_summary(f)}\nfix: {f.hint}", keep="\t\r\n"))  # an ESC made visible, as in the text report
         lines.append(f"::{command} {','.join(props)}::{message}")
     return "".join(line + "\n" for line in lines)
 
