@@ -3,6 +3,7 @@ its kustomization.yaml that kustomize names, the file kustomize read and refused
 twice), the component or base that fails on its own, or the file the artifact Flux builds from leaves out."""
 from __future__ import annotations
 
+import posixpath
 import re
 from pathlib import Path
 
@@ -41,7 +42,9 @@ def build_error(root: Path, build: Build) -> Finding:
             return twice
         return Finding(rel, _object_line(entry, cause), "", "kustomize-build", f"{cause} (listed at {file}:{line})" if line else cause,
                        f"fix the objects in {rel}: each document a mapping with apiVersion, kind and metadata.name", build.id)
-    missing = artifact_finding(root, build, entry if inside else None, file, line)
+    # The entry as written (a symlink on its way may lead out of the repository: the artifact holds no symlink either way).
+    listed = entry is not None and Path(posixpath.normpath(entry.absolute())).is_relative_to(Path(root).absolute())
+    missing = artifact_finding(root, build, entry if listed else None, file, line)
     if missing is not None:  # the checkout has it, the artifact source-controller packs (what Flux builds from) does not
         return missing
     recursed = re.findall(r"recursed accumulation of path '([^']+)'", build.error)
