@@ -9,8 +9,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from harness.core import HarnessError
-from harness.core.progress import tell
+from harness.core import HarnessError, tell
 from harness.gate.helper import prestart
 
 

@@ -14,8 +14,7 @@ from pathlib import Path
 from urllib.parse import quote
 from typing import TextIO
 
-from harness.core import HarnessError
-from harness.core.progress import tell
+from harness.core import HarnessError, tell
 from harness.gate.findings import Finding, one_line
 
 FORMATS = ("text", "json", "junit", "github", "sarif")

@@ -35,8 +35,7 @@ from harness.gate import render
 from harness.gate.render import FluxBuild, render_repository
 from harness.gate.sources import Sources, in_namespace_of, resource_id
 from harness.gate.workloads import WORKLOADS_DIR
-from harness.core import HarnessError, versions
-from harness.core.progress import tell
+from harness.core import HarnessError, tell, versions
 
 # Every rule id the gate can report, by the module that checks it (the README's table is this).
 RULE_SOURCES = {

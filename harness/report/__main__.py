@@ -37,7 +37,7 @@ def _git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProc
 def resolve_base(repo: Path, ref: str) -> str:
     proc = _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
     if proc.returncode != 0:
-        from harness.gate.updates import missing_ref_hint  # the gate's --base says the same
+        from harness.gate import missing_ref_hint  # the gate's --base says the same
 
         raise ReportInputError(f"base ref {ref!r} not found in {repo} ({missing_ref_hint(repo, ref)})")
     return proc.stdout.decode().strip()
