@@ -46,7 +46,7 @@ def publish_dir(staging: Path, target: Path) -> Path:
 def locked(lock_path: Path) -> Iterator[None]:
     """An exclusive lock on `lock_path` (created if missing) for the duration of the block."""
     lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with lock_path.open("w") as lock:
+    with lock_path.open("w", encoding="utf-8") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
 

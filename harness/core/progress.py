@@ -6,8 +6,18 @@ import time
 
 
 def say(component: str, message: str) -> None:
-    sys.stderr.write(f"[{component}] {message}\n")
-    sys.stderr.flush()
+    tell(f"[{component}] {message}")
+
+
+def tell(line: str) -> None:
+    """One line for the user on stderr; on stdout when stderr is closed (Python's sys.stderr is then None), nowhere
+    when both are or the write fails: a message never ends a run nor changes its exit code."""
+    stream = sys.stderr or sys.stdout
+    try:
+        stream.write(line + "\n")
+        stream.flush()
+    except (AttributeError, OSError, ValueError):  # None, a full disk, a closed pipe or file
+        pass
 
 
 class Ticker:

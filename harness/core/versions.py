@@ -66,7 +66,7 @@ def pins() -> dict:
         raise VersionsFileError(f"{named}no versions.yaml in {REPO_ROOT} (it must name a checkout of this repository)")
     import yaml  # here: the gate's entry point imports this module before it starts its helper, and needs no YAML for that
 
-    with VERSIONS_FILE.open() as fh:  # libyaml's loader where PyYAML has it: read on every gate start
+    with VERSIONS_FILE.open(encoding="utf-8") as fh:  # libyaml's loader where PyYAML has it: read on every gate start
         return yaml.load(fh, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 

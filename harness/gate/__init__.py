@@ -39,6 +39,7 @@ _EXPORTS = {
     "RULE_IDS": ("validate", "RULE_IDS"), "validate_repository": ("validate", "validate_repository"),
     "KUEUE_GATES_PATH": ("kueue_manager", "GATES_PATH"), "KUBERAY_GATES_PATH": ("kueue_manager", "KUBERAY_GATES_PATH"),
     "flags_of": ("kueue_manager", "flags_of"), "values_gates": ("kueue_manager", "values_gates"),
+    "missing_ref_hint": ("updates", "missing_ref_hint"),
     "pod_sets": ("workloads", "pod_sets"), "render_sample": ("workloads", "render"), "sample_names": ("workloads", "sample_names"),
 }
 __all__ = sorted([*_EXPORTS, "SKIP_DIRS", "DATA_SCHEMAS"])

@@ -46,7 +46,7 @@ def pattern_line(ignore: Path, rel: str) -> int | None:
     parts = rel.strip("/").split("/")
     names = {"/".join(parts[:i]) for i in range(1, len(parts) + 1)} | set(parts)
     try:
-        lines = ignore.read_text(errors="replace").splitlines()
+        lines = ignore.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return None
     hits = [i for i, line in enumerate(lines, 1) if line.strip() and not line.startswith(("#", "!")) and line.strip().strip("/") in names]
@@ -123,6 +123,6 @@ def artifact_finding(root: Path, build: Build, entry: Path | None, file: str, li
 def line_of(path: Path, text: str) -> int | None:
     """The number of the first line of `path` that is `text` (surrounding blanks aside); None when none is."""
     try:
-        return next((i for i, line in enumerate(path.read_text(errors="replace").splitlines(), 1) if line.strip() == text), None)
+        return next((i for i, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1) if line.strip() == text), None)
     except OSError:
         return None

@@ -3,6 +3,7 @@ its kustomization.yaml that kustomize names, the file kustomize read and refused
 twice), the component or base that fails on its own, or the file the artifact Flux builds from leaves out."""
 from __future__ import annotations
 
+import posixpath
 import re
 from pathlib import Path
 
@@ -45,7 +46,9 @@ def build_error(root: Path, build: Build) -> Finding:
             return twice
         return Finding(rel, _object_line(entry, cause), "", "kustomize-build", f"{cause} (listed at {file}:{line})" if line else cause,
                        f"fix the objects in {rel}: each document a mapping with apiVersion, kind and metadata.name", build.id)
-    missing = artifact_finding(root, build, entry if inside else None, file, line)
+    # The entry as written (a symlink on its way may lead out of the repository: the artifact holds no symlink either way).
+    listed = entry is not None and Path(posixpath.normpath(entry.absolute())).is_relative_to(Path(root).absolute())
+    missing = artifact_finding(root, build, entry if listed else None, file, line)
     if missing is not None:  # the checkout has it, the artifact source-controller packs (what Flux builds from) does not
         return missing
     recursed = re.findall(r"recursed accumulation of path '([^']+)'", build.error)
@@ -89,7 +92,7 @@ def _nonstring_key(root: Path, build: Build) -> Finding | None:
 def _pointer_line(path: Path, error: str) -> int | None:
     """The line of `path` where the longest JSON pointer (/a/b/0/c) kustomize's `error` quotes is written; None if none is."""
     try:
-        lines = path.read_text().splitlines()
+        lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError):
         return None
     for pointer in sorted(set(re.findall(r"/[\w.~-]+(?:/[\w.~-]+)+", error)), key=len, reverse=True):
@@ -104,7 +107,7 @@ def _object_line(path: Path, error: str) -> int:
     LocalQueue} ..."), the first one without a metadata.name among them; else 1."""
     named = re.search(r"\{\{\S+ (\w+)\}", error)
     try:
-        docs = compose(path.read_text())
+        docs = compose(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError):
         return 1
     kinds = [d for d in docs if named and isinstance(step(d, "kind")[1], yaml.ScalarNode) and step(d, "kind")[1].value == named.group(1)]
@@ -146,7 +149,7 @@ def _registered_twice(root: Path, build: Build, entry: Path, cause: str) -> Find
 
 def _text(path: Path) -> str:
     try:
-        return path.read_text()
+        return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return ""
 

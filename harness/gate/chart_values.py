@@ -14,6 +14,6 @@ def chart_defaults(chart: str) -> dict | None:
     """A chart directory's values.yaml (libyaml's loader: the Kueue chart's is long); None when it cannot be read.
     Shared, not to be changed."""
     try:
-        return as_map(parse_yaml((Path(chart) / "values.yaml").read_text()))
+        return as_map(parse_yaml((Path(chart) / "values.yaml").read_text(encoding="utf-8")))
     except (OSError, yaml.YAMLError):
         return None

@@ -158,7 +158,7 @@ def as_name(doc: dict) -> str:
 
 @lru_cache(maxsize=1)
 def schema() -> dict:
-    return json.loads((DATA_SCHEMAS / "gate-config.schema.json").read_text())
+    return json.loads((DATA_SCHEMAS / "gate-config.schema.json").read_text(encoding="utf-8"))
 
 
 def _line(text: str, path: list) -> int | None:

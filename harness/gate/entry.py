@@ -4,10 +4,12 @@ plain kustomization directories run on the other core while Python imports the g
 start next (render.ahead), while the rules are imported; then harness.gate.validate's command line runs."""
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 from pathlib import Path
 
-from harness.core import HarnessError
+from harness.core import HarnessError, tell
 from harness.gate.helper import prestart
 
 
@@ -19,7 +21,7 @@ def cli() -> None:
         ahead = render.ahead(root)  # the Flux rounds render while the rules are imported
         from harness.gate.validate import cli as validate_cli  # the imports the helpers' start-up overlaps
     except HarnessError as e:  # a setting its modules read (versions.yaml, $RAY_KUEUE_VERSIONS): the gate cannot run
-        sys.stderr.write(f"validate: {e}\n")
+        tell(f"validate: {e}")
         sys.exit(2)
     validate_cli(ahead)
 
@@ -31,6 +33,19 @@ def _repository(args: list[str]) -> Path:
     helper answers only a request for the same repository."""
     named = next((Path(a).resolve() for a in args if not a.startswith("-") and Path(a).is_dir()), None)
     return named or repository_root(Path(".").resolve()) or Path(".").resolve()
+
+
+def temporary_directory() -> None:
+    """Raises HarnessError naming $TMPDIR when no directory can be made in it: the Go helpers make their scratch
+    directories there (Go's os.TempDir is $TMPDIR as set; Python's tempfile would silently fall back to /tmp)."""
+    tmp = os.environ.get("TMPDIR")
+    if not tmp:
+        return
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix="ray-kueue-gate-", dir=tmp))
+    except OSError as err:
+        raise HarnessError(f"$TMPDIR is {tmp}, where no directory can be made ({err.strerror or err}): the gate's helpers "
+                           "write their temporary files there; point TMPDIR at a writable directory, or unset it") from None
 
 
 CHECKOUT_MARKERS = ("clusters", "overlays", ".ray-kueue-gate.yaml")  # what a checked repository holds (config.CONFIG_FILE last)

@@ -97,6 +97,7 @@ def distinct(found: list[Finding]) -> int:
     return len(unique)
 
 
-def one_line(text: str) -> str:
-    """`text` with its line breaks written as \\n (and other control characters as escapes)."""
-    return "".join(c if c.isprintable() or c == "\t" else c.encode("unicode_escape").decode() for c in text)
+def one_line(text: str, keep: str = "\t") -> str:
+    """`text` with its line breaks written as \\n (and other control characters as escapes); the characters in `keep`
+    stay as they are (a report format that escapes line breaks its own way keeps them)."""
+    return "".join(c if c.isprintable() or c in keep else c.encode("unicode_escape").decode() for c in text)

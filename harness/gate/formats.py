@@ -14,8 +14,8 @@ from pathlib import Path
 from urllib.parse import quote
 from typing import TextIO
 
-from harness.core import HarnessError
-from harness.gate.findings import Finding
+from harness.core import HarnessError, tell
+from harness.gate.findings import Finding, one_line
 
 FORMATS = ("text", "json", "junit", "github", "sarif")
 STDOUT = "-"
@@ -35,10 +35,13 @@ class FormatError(HarnessError, ValueError):
 
 @dataclass(frozen=True)
 class Output:
-    """One report: its format and where it goes (a path, STDOUT or STDERR)."""
+    """One report: its format and where it goes (a path, STDOUT or STDERR). `implied`: the text report the gate adds
+    beside the reports asked for when none of them is text; it moves to stderr when stdout is closed, and, as nobody
+    asked for it, a stream that cannot take it leaves it out without changing the exit code."""
 
     format: str
     dest: str = STDOUT
+    implied: bool = False
 
     @classmethod
     def parse(cls, spec: str) -> "Output":
@@ -64,7 +67,7 @@ def plan_outputs(outputs: list[Output]) -> list[Output]:
             raise FormatError(f"both {seen[key]} and {out.format} would be written to {where}; give one a file (FORMAT=PATH)")
         seen[key] = out.format
     if not any(o.format == "text" for o in outputs):
-        outputs = [Output("text", STDERR if STDOUT in seen else STDOUT), *outputs]
+        outputs = [Output("text", STDERR if STDOUT in seen else STDOUT, implied=bool(outputs)), *outputs]
     return outputs
 
 
@@ -128,7 +131,7 @@ def to_github(findings: list[Finding]) -> str:
             props.append(f"line={f.line}")
         props.append(f"title={_escape_property(f.rule)}")
         command = "error" if f.is_error else "warning"
-        message = _escape_data(f"{_summary(f)}\nfix: {f.hint}")
+        message = _escape_data(one_line(f"{_summary(f)}\nfix: {f.hint}", keep="\t\r\n"))  # an ESC made visible, as in the text report
         lines.append(f"::{command} {','.join(props)}::{message}")
     return "".join(line + "\n" for line in lines)
 
@@ -171,22 +174,59 @@ def to_sarif(findings: list[Finding], rules: dict[str, str], version: str, disab
 
 
 def write_outputs(reports: list[tuple[Output, str]], stdout: TextIO | None = None, stderr: TextIO | None = None) -> None:
-    """Each rendered report to its destination: the streams first, then the files (a file that
-    cannot be written raises ReportError after the streams have their reports)."""
+    """Each rendered report to its destination, every one tried: the streams first, then the files. ReportError (after
+    all were tried) names the first that could not be written: a closed stream (Python's sys.stdout or sys.stderr is
+    then None), a full disk, a closed pipe, a directory, an uncreatable path, no permission."""
     streams = {STDOUT: stdout or sys.stdout, STDERR: stderr or sys.stderr}
+    failed: list[ReportError] = []
+    taken = {out.dest for out, _ in reports if not out.implied}
     for out, text in reports:
-        if out.dest in streams:
+        dest = out.dest
+        if out.implied and streams.get(dest) is None:  # the text report nobody asked for: on the other stream if free
+            dest = next((d for d in (STDOUT, STDERR) if streams[d] is not None and d not in taken), dest)
+        if dest in streams:
             try:
-                streams[out.dest].write(text if not text or text.endswith("\n") else text + "\n")
-                streams[out.dest].flush()
-            except OSError as err:  # a full disk or a closed pipe behind the redirection
-                raise ReportError(f"cannot write the {out.format} report to {'stdout' if out.dest == STDOUT else 'stderr'}: {err.strerror or err}") from None
+                write_stream(streams[dest], text, f"the {out.format} report", "stdout" if dest == STDOUT else "stderr")
+            except ReportError as err:
+                failed += [] if out.implied else [err]
     for out, text in reports:
         if out.dest in streams:
             continue
         path = Path(out.dest)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
+            path.write_text(text, encoding="utf-8", errors="surrogateescape")
         except OSError as err:
-            raise ReportError(f"cannot write {path}: {err.strerror or err}") from None
+            failed.append(ReportError(f"cannot write {path}: {err.strerror or err}"))
+    if failed:
+        raise failed[0]
+
+
+def emit(text: str, what: str) -> int:
+    """`text` asked for on stdout (--list-rules, --version): the exit code, 2 (said on stderr) when it cannot be written."""
+    try:
+        write_stream(sys.stdout, text, what, "stdout")
+    except ReportError as err:
+        tell(f"validate: {err}")
+        return 2
+    return 0
+
+
+def write_stream(stream: TextIO | None, text: str, what: str, where: str) -> None:
+    """`text` (a line end added) to a standard stream, flushed, as UTF-8 whatever the locale (the reports are UTF-8
+    documents; a path's bytes Python holds as surrogates are written as those bytes). ReportError when the stream is
+    closed or cannot be written."""
+    text = text if not text or text.endswith("\n") else text + "\n"
+    if stream is None:
+        raise ReportError(f"cannot write {what} to {where}: it is closed")
+    try:
+        buffer = getattr(stream, "buffer", None)
+        if buffer is None:  # a text stream without bytes below it (io.StringIO)
+            stream.write(text)
+        else:
+            stream.flush()
+            buffer.write(text.encode("utf-8", "surrogateescape"))
+            buffer.flush()
+        stream.flush()
+    except (OSError, ValueError) as err:  # a full disk or a closed pipe behind the redirection; ValueError: closed file
+        raise ReportError(f"cannot write {what} to {where}: {getattr(err, 'strerror', None) or err}") from None

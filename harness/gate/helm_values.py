@@ -252,7 +252,7 @@ def _source_of(ctx, root: Path, index: ClusterIndex, hr: dict, path: list) -> tu
     (build, obj), key, text, inner = found
     at = ctx.finding(obj, build, "", "", "", field=f"data[{key}]")
     if at.line:  # the object is written in the repository: its key's line, plus the value's line in a literal block
-        lines = (root / at.file).read_text(errors="replace").splitlines()
+        lines = (root / at.file).read_text(encoding="utf-8", errors="replace").splitlines()
         block = at.line <= len(lines) and re.search(r":\s*\|[-+0-9]*\s*$", lines[at.line - 1])
         return at.file, at.line + 1 + _line_in(text, inner) if block and inner else at.line, obj
     generated = _generator_file(ctx, str(as_map(obj.get("metadata")).get("name")), str(obj.get("kind")), key)

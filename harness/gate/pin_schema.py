@@ -21,7 +21,7 @@ COMPONENTS = ("kueue", "kuberay")  # the pins the drift rule reads (version_rule
 def _pin_schema() -> dict:
     """What the drift rule reads of a component (its chart and production), as harness/schemas-for-data/versions.schema.json
     has it."""
-    schema = json.loads((DATA_SCHEMAS / "versions.schema.json").read_text())
+    schema = json.loads((DATA_SCHEMAS / "versions.schema.json").read_text(encoding="utf-8"))
     read = {k: schema["$defs"]["goPin"]["properties"][k] for k in ("chart", "production")}
     return {"$defs": schema["$defs"], "type": "object", "properties": {c: {"type": "object", "properties": read} for c in COMPONENTS}}
 
@@ -44,7 +44,7 @@ def schema_errors(pinned: dict) -> list[_Refusal]:
     text = json.dumps([instance, _pin_schema()], sort_keys=True, default=str)
     memo = cache_root() / "verdicts" / f"versions-schema-{hashlib.sha256(text.encode()).hexdigest()[:32]}.json"
     try:
-        return [_Refusal(tuple(e[0]), e[1], e[2]) for e in json.loads(memo.read_text())]
+        return [_Refusal(tuple(e[0]), e[1], e[2]) for e in json.loads(memo.read_text(encoding="utf-8"))]
     except (OSError, ValueError, TypeError, IndexError):
         pass
     from jsonschema import Draft202012Validator  # here, as config.py does

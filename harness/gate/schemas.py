@@ -134,7 +134,7 @@ def _plural(kind: str) -> str:
 
 def _crds(path: Path) -> list[dict]:
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: the CRDs are several MB
-    with path.open() as fh:
+    with path.open(encoding="utf-8") as fh:
         return [d for d in yaml.load_all(fh, Loader=loader) if d and d.get("kind") == "CustomResourceDefinition"]
 
 
@@ -146,7 +146,7 @@ def _kubernetes_components() -> dict[str, dict]:
     if not documents:
         raise SchemaError(f"no OpenAPI v3 documents in {spec_dir}")
     for path in documents:
-        with path.open() as fh:
+        with path.open(encoding="utf-8") as fh:
             for name, schema in json.load(fh).get("components", {}).get("schemas", {}).items():
                 if merged.setdefault(name, schema) != schema:
                     raise SchemaError(f"{name} differs between OpenAPI documents ({path.name})")
@@ -260,11 +260,11 @@ def _generate(target: Path, extra_crds: tuple[Path, ...] = ()) -> None:
     staging.mkdir(parents=True)
     try:
         for name, schema in outputs.items():
-            (staging / name).write_text(json.dumps(schema, separators=(",", ":")))
-        (staging / INDEX).write_text(json.dumps(dict(sorted(index.items())), indent=1) + "\n")
+            (staging / name).write_text(json.dumps(schema, separators=(",", ":")), encoding="utf-8")
+        (staging / INDEX).write_text(json.dumps(dict(sorted(index.items())), indent=1) + "\n", encoding="utf-8")
         _write_crds(staging / CRDS, [crd for _, docs in parsed for crd in docs])
         _copy_charts(staging / CHARTS)
-        (staging / STAMP).write_text(f"{pins}\n")
+        (staging / STAMP).write_text(f"{pins}\n", encoding="utf-8")
         publish_dir(staging, target)  # replaces a half-written directory without a stamp
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -281,9 +281,9 @@ def _write_crds(directory: Path, crds: list[dict]) -> None:
         files = {}
         for v in served:  # one file per served version, with only that version: decoding a CRD is most of what its validator costs
             files[str(v.get("name"))] = name = f"{i}-{len(files)}.json"
-            (directory / name).write_text(json.dumps({**crd, "spec": {**spec, "versions": [v]}}, separators=(",", ":"), default=str))
+            (directory / name).write_text(json.dumps({**crd, "spec": {**spec, "versions": [v]}}, separators=(",", ":"), default=str), encoding="utf-8")
         entries.append({"group": str(spec.get("group", "")), "kind": str(names.get("kind", "")), "served": list(files), "files": files})
-    (directory / "index.json").write_text(json.dumps(entries, indent=1) + "\n")
+    (directory / "index.json").write_text(json.dumps(entries, indent=1) + "\n", encoding="utf-8")
 
 
 def _copy_charts(directory: Path) -> None:
@@ -323,7 +323,7 @@ def _other_chart(pin: str, version: str) -> Path:
             shutil.rmtree(staging, ignore_errors=True)
             try:
                 _copy_chart(pin, Path(module_info(versions.module(pin)[0], version)["Dir"]), version, staging)
-                (staging / STAMP).write_text(f"{pin} {version}\n")
+                (staging / STAMP).write_text(f"{pin} {version}\n", encoding="utf-8")
                 publish_dir(staging, target)
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
@@ -332,7 +332,7 @@ def _other_chart(pin: str, version: str) -> Path:
 
 def index() -> dict[str, dict]:
     """filename -> {"apiVersion", "kind", "source"} of every generated schema."""
-    return json.loads((schema_dir() / INDEX).read_text())
+    return json.loads((schema_dir() / INDEX).read_text(encoding="utf-8"))
 
 
 if __name__ == "__main__":

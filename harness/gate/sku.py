@@ -41,7 +41,7 @@ def sku_of(name: str, entry: dict) -> Sku:
 
 @lru_cache(maxsize=None)
 def sku_table(path: Path = SKU_FILE) -> tuple[dict[str, Sku], dict]:
-    doc = parse_yaml(path.read_text())
+    doc = parse_yaml(path.read_text(encoding="utf-8"))
     return {name: sku_of(name, v) for name, v in doc["skus"].items()}, doc["aks_reservation"]
 
 

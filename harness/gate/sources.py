@@ -279,7 +279,7 @@ def reachable_dirs(root: Path, start: Path, seen: set[Path] | None = None) -> se
         if not isinstance(entry, str) or "\0" in entry:
             continue  # the build reports it
         target = start / entry
-        if target.is_dir():
+        if target.is_dir() and target.resolve().is_relative_to(Path(root).resolve()):  # (one outside: the build reports it)
             reachable_dirs(root, target, seen)
     return seen
 

@@ -74,7 +74,7 @@ def undefined_variable(ctx, cluster: ClusterRender, build: Build, message: str) 
     for doc in ctx.sources.docs:
         if not doc.file.startswith(dirs):
             continue
-        lines = (ctx.sources.root / doc.file).read_text(errors="replace").splitlines()
+        lines = (ctx.sources.root / doc.file).read_text(encoding="utf-8", errors="replace").splitlines()
         at = next((i + 1 for i, text in enumerate(lines) if written.search(text)), None)
         if at is not None:
             return Finding(doc.file, at, resource_id(user) if user else resource_id(ks), "flux-variable-undefined",

@@ -158,7 +158,7 @@ def _cluster_vars_findings(root: Path, cfg: TerraformConfig, gate_config: GateCo
         rel = example.relative_to(root).as_posix()
         shapes = sorted({type(d).__name__ for d in loaded if not isinstance(d, dict)})
         if shapes:  # what kustomize-controller reads is the ConfigMap itself, one object per document
-            at = next((n.start_mark.line + 1 for n in compose(example.read_text(errors="replace")) if n is not None
+            at = next((n.start_mark.line + 1 for n in compose(example.read_text(encoding="utf-8", errors="replace")) if n is not None
                        and not isinstance(n, yaml.MappingNode)), None)
             out.append(Finding(rel, at, "", "terraform-cluster-vars",
                                f"{rel} holds a {' and a '.join('list' if s == 'list' else 'scalar' for s in shapes)} where the offline stand-in "
@@ -205,7 +205,7 @@ def terraform_fmt(root: Path) -> ToolResult:
     if not tf:
         return ToolResult("skipped", "terraform CLI is not on PATH (install Terraform >= 1.6 to run fmt -check)")
     proc = subprocess.run([tf, "fmt", "-check", "-recursive", "-diff", "-no-color"], cwd=Path(root) / TERRAFORM_DIR,
-                          capture_output=True, text=True, env=_clean_env(), timeout=120)
+                          capture_output=True, text=True, encoding="utf-8", errors="replace", env=_clean_env(), timeout=120)
     return ToolResult("passed" if proc.returncode == 0 else "failed", (proc.stdout + proc.stderr).strip())
 
 
@@ -220,7 +220,7 @@ def terraform_validate(root: Path) -> ToolResult:
         shutil.copytree(Path(root) / TERRAFORM_DIR, work, ignore=shutil.ignore_patterns(".terraform", "*.tfstate*"))
         env = _clean_env()
         init = subprocess.run([tf, "init", "-backend=false", "-input=false", "-no-color"], cwd=work,
-                              capture_output=True, text=True, env=env, timeout=600)
+                              capture_output=True, text=True, encoding="utf-8", errors="replace", env=env, timeout=600)
         if init.returncode != 0:
             text = (init.stderr or init.stdout).strip()
             lines = [line.strip(" │\t") for line in text.splitlines() if line.strip(" │\t")]
@@ -229,7 +229,7 @@ def terraform_validate(root: Path) -> ToolResult:
             return ToolResult("skipped", "terraform validate needs the providers, and `terraform init` could not install them "
                               f"(no registry or provider mirror reachable from this machine): {reason.strip()}; nor can they be built here: "
                               + _unbuildable_providers())
-        proc = subprocess.run([tf, "validate", "-no-color"], cwd=work, capture_output=True, text=True, env=env, timeout=300)
+        proc = subprocess.run([tf, "validate", "-no-color"], cwd=work, capture_output=True, text=True, encoding="utf-8", errors="replace", env=env, timeout=300)
         return ToolResult("passed" if proc.returncode == 0 else "failed", (proc.stdout + proc.stderr).strip())
 
 
@@ -258,7 +258,7 @@ def checkov_binary(install: bool = True) -> tuple[Path | None, str]:
         steps = ([sys.executable, "-m", "venv", str(venv)],
                  [str(venv / "bin" / "pip"), "install", "--quiet", "--disable-pip-version-check", f"checkov=={CHECKOV_VERSION}"])
         for cmd in steps:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
+            proc = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8", errors="replace", timeout=1200)
             if proc.returncode != 0:
                 return None, f"installing checkov {CHECKOV_VERSION} failed (`{' '.join(cmd)}`): {proc.stderr.strip()[-800:]}"
         (venv / ".complete").touch()
@@ -271,7 +271,7 @@ def checkov_scan(root: Path, target: Path, framework: str) -> ToolResult:
         return ToolResult("skipped", why)
     cmd = [str(binary), "-d", str(target), "--framework", framework, "-o", "json", "--config-file", str(Path(root) / CHECKOV_CONFIG)]
     env = {**_clean_env(), "BC_SKIP_MAPPING": "TRUE"}
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+    proc = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8", errors="replace", env=env, timeout=900)
     try:
         reports = json.loads(proc.stdout) if proc.stdout.strip() else []
     except json.JSONDecodeError:
@@ -297,6 +297,6 @@ def write_manifests(clusters: list[ClusterRender], dest: Path) -> list[Path]:
     paths = []
     for c in clusters:
         path = dest / f"{c.name}.yaml"
-        path.write_text(yaml.safe_dump_all([o for _, o in c.applied()], sort_keys=False))
+        path.write_text(yaml.safe_dump_all([o for _, o in c.applied()], sort_keys=False), encoding="utf-8")
         paths.append(path)
     return paths

@@ -77,7 +77,18 @@ def _git(root: Path, *args: str) -> subprocess.CompletedProcess:
 def check_ref(root: Path, ref: str) -> None:
     """Raises BaseError unless `ref` names a commit of the git repository `root` is in."""
     if _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").returncode != 0:
-        raise BaseError(f"--base {ref}: no such git ref in {root.resolve()}")
+        raise BaseError(f"--base {ref}: no such git ref in {root.resolve()} ({missing_ref_hint(root, ref)})")
+
+
+def missing_ref_hint(root: Path, ref: str) -> str:
+    """How to get the commit `ref` into the clone `root` is in: in a shallow one (git's --is-shallow-repository; the
+    actions/checkout default fetches one commit), deepen the history; else fetch the branch."""
+    branch = ref.removeprefix("origin/")
+    fetch = f"`git fetch origin {branch}`" if re.fullmatch(r"[\w.-]+(/[\w.-]+)*", branch) and not branch.startswith("HEAD") else ""
+    if _git(root, "rev-parse", "--is-shallow-repository").stdout.strip() == b"true":
+        return (f"the clone is shallow, so the commits before its tip are missing: fetch the history first, with "
+                f"`fetch-depth: 0` in actions/checkout, or `git fetch --deepen=N` / `git fetch --unshallow`{f', or {fetch}' if fetch else ''}")
+    return f"a branch, tag or commit; in CI fetch it first{f', e.g. {fetch}' if fetch else ''}"
 
 
 def render_base(root: Path, ref: str, gate_config, prefix: str = "") -> list[ClusterRender]:

@@ -14,6 +14,7 @@ Exit 0 when clean (warnings are printed and do not fail), 1 with findings of sev
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -34,7 +35,7 @@ from harness.gate import render
 from harness.gate.render import FluxBuild, render_repository
 from harness.gate.sources import Sources, in_namespace_of, resource_id
 from harness.gate.workloads import WORKLOADS_DIR
-from harness.core import HarnessError, versions
+from harness.core import HarnessError, tell, versions
 
 # Every rule id the gate can report, by the module that checks it (the README's table is this).
 RULE_SOURCES = {
@@ -100,6 +101,7 @@ class Report:
 
 def validate_repository(root: Path, ahead: render.Ahead | None = None, base: str | None = None) -> Report:
     root = root.resolve()
+    entry.temporary_directory()
     gate_config = config.load(root, set(RULE_IDS))
     timings, t0 = {}, time.monotonic()
     areas = {a.name: a for a in (
@@ -273,8 +275,7 @@ class _VersionAction(argparse.Action):
         super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
 
     def __call__(self, parser, namespace, values, option_string=None):
-        sys.stdout.write(version_text())
-        parser.exit()
+        parser.exit(formats.emit(version_text(), "the version"))
 
 
 def version_text() -> str:
@@ -344,49 +345,51 @@ def main(argv: list[str] | None = None, ahead: render.Ahead | None = None) -> in
         version_rules.select_versions(Path(args.repo) if args.repo else entry.repository_root(Path.cwd()),
                                       kueue=args.kueue, kuberay=args.kuberay)
     except HarnessError as err:
-        print(f"validate: {err}", file=sys.stderr)
+        tell(f"validate: {err}")
         return 2
     if args.list_rules:
-        print(rule_table(), end="")
-        return 0
+        return formats.emit(rule_table(), "the rule table")
     try:
         outputs = formats.plan_outputs(args.outputs)
     except formats.FormatError as err:
         parser.error(str(err))
     root = Path(args.repo) if args.repo else (entry.repository_root(Path.cwd()) or Path("."))
     if not root.is_dir():
-        print(f"validate: {root}: no such directory", file=sys.stderr)
+        tell(f"validate: {root}: no such directory")
         return 2
     if not entry.looks_like_checkout(root):
-        print(f"validate: {root.resolve()} does not look like a checkout of a GitOps repository (no clusters/, overlays/ or {config.CONFIG_FILE}{', here or above' * (args.repo is None)})", file=sys.stderr)
+        tell(f"validate: {root.resolve()} does not look like a checkout of a GitOps repository (no clusters/, overlays/ or {config.CONFIG_FILE}{', here or above' * (args.repo is None)})")
         return 2
     try:
         report = validate_repository(root, ahead, args.base)
     except (HarnessError, RuntimeError, OSError) as err:  # RenderError, ToolBuildError, SchemaError, BaseError, ...
-        print(f"validate: {'' if isinstance(err, updates.BaseError) else 'the gate could not run: '}{err}", file=sys.stderr)
+        tell(f"validate: {'' if isinstance(err, updates.BaseError) else 'the gate could not run: '}{err}")
         return 2
     except Exception as err:  # a bug of the gate, not a finding: exit 2, never 1 ("findings")
         if os.environ.get("RAY_KUEUE_TRACEBACK"):
             raise
         where = traceback.extract_tb(err.__traceback__)[-1]
-        print(f"validate: the gate could not run (internal error, please report it): {type(err).__name__}: {err} "
-              f"at {Path(where.filename).name}:{where.lineno}; RAY_KUEUE_TRACEBACK=1 shows the traceback", file=sys.stderr)
+        tell(f"validate: the gate could not run (internal error, please report it): {type(err).__name__}: {err} "
+             f"at {Path(where.filename).name}:{where.lineno}; RAY_KUEUE_TRACEBACK=1 shows the traceback")
         return 2
     if prefix := entry.in_git(root):  # the checked tree is a subdirectory of its Git repository: paths from the Git root
         report.findings = [replace(f, file=f"{prefix}/{f.file}") if f.file else f for f in report.findings]
     try:
         formats.write_outputs([(out, render_report(out, report, args.quiet)) for out in outputs])
     except formats.ReportError as err:
-        print(f"validate: {err}", file=sys.stderr)
+        tell(f"validate: {err}")
         return 2
     return 1 if any(f.is_error for f in report.findings) else 0
 
 
 def cli(ahead: render.Ahead | None = None) -> None:
     """The console script: `main`, then the exit without the interpreter's teardown (as mypy's CLI does),
-    which costs more than several rules. Reports are closed inside `main`; the helpers end with their stdin."""
+    which costs more than several rules. Reports are written and flushed inside `main` (one that cannot be is its exit 2);
+    the helpers end with their stdin. A stream closed or failing here (None when its descriptor was closed) changes nothing."""
     code = main(None, ahead)
-    sys.stdout.flush(), sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(AttributeError, OSError, ValueError):
+            stream.flush()
     os._exit(code)
 
 

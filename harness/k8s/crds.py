@@ -30,13 +30,13 @@ def crd_documents(directory: Path) -> list[dict]:
     digest = hashlib.sha256(str(directory.resolve()).encode()).hexdigest()[:16]
     cache = cache_root() / "manifests" / f"crds-{digest}.json"
     try:
-        return json.loads(cache.read_text())
+        return json.loads(cache.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         pass
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     docs = []
     for path in sorted(directory.glob("*.yaml")):
-        docs += [d for d in yaml.load_all(path.read_text(), Loader=loader) if d and d.get("kind") == CRD.kind]
+        docs += [d for d in yaml.load_all(path.read_text(encoding="utf-8"), Loader=loader) if d and d.get("kind") == CRD.kind]
     if not docs:
         raise FileNotFoundError(f"no CRDs under {directory}")
     atomic_write(cache, json.dumps(docs))  # parallel runs may race here

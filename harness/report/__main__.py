@@ -37,8 +37,9 @@ def _git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProc
 def resolve_base(repo: Path, ref: str) -> str:
     proc = _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
     if proc.returncode != 0:
-        raise ReportInputError(f"base ref {ref!r} not found in {repo} (a branch, tag or commit; in CI fetch it first, "
-                               f"e.g. `git fetch origin {ref.removeprefix('origin/')}`)")
+        from harness.gate import missing_ref_hint  # the gate's --base says the same
+
+        raise ReportInputError(f"base ref {ref!r} not found in {repo} ({missing_ref_hint(repo, ref)})")
     return proc.stdout.decode().strip()
 
 

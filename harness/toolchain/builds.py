@@ -37,7 +37,7 @@ class ToolBuildError(HarnessError, RuntimeError):
 
 
 def _run(cmd: list[str], cwd: Path, what: str) -> str:
-    proc = subprocess.run(cmd, cwd=cwd, env=go_env(), capture_output=True, text=True)
+    proc = subprocess.run(cmd, cwd=cwd, env=go_env(), capture_output=True, text=True, encoding="utf-8", errors="replace")
     if proc.returncode != 0:
         raise ToolBuildError(f"{what}: `{' '.join(cmd)}` failed in {cwd}:\n{proc.stderr[-4000:]}")
     return proc.stdout
@@ -122,9 +122,9 @@ class GoTool:
         # Dependency versions versions.yaml overrides, each with its `skew` reason there.
         for dep, dep_version in self.replaces.items():
             lines.append(f"replace {dep} => {dep} {dep_version}")
-        (work / "go.mod").write_text("\n".join(lines) + "\n")
+        (work / "go.mod").write_text("\n".join(lines) + "\n", encoding="utf-8")
         imports = "\n".join(f'\t_ "{pkg}"' for pkg in self.binaries.values())
-        (work / "tools.go").write_text(f"//go:build tools\n\npackage tools\n\nimport (\n{imports}\n)\n")
+        (work / "tools.go").write_text(f"//go:build tools\n\npackage tools\n\nimport (\n{imports}\n)\n", encoding="utf-8")
         _run(["go", "mod", "tidy"], work, f"resolve {self.name}")
         return work
 
@@ -151,7 +151,7 @@ class GoTool:
                 cmd.append("-ldflags=" + " ".join(ldflags))
             cmd.append(pkg)
             self._build_with_progress(cmd, workdir, binary, ticker)
-        (staging / STAMP).write_text(self.version + "\n")
+        (staging / STAMP).write_text(self.version + "\n", encoding="utf-8")
         publish_dir(staging, self.bin_dir())
         if self.local_source:
             prune_local(self.name)
@@ -168,7 +168,7 @@ class GoTool:
         return work
 
     def _build_with_progress(self, cmd: list[str], cwd: Path, binary: str, ticker: Ticker) -> None:
-        proc = subprocess.Popen(cmd, cwd=cwd, env=go_env(), stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(cmd, cwd=cwd, env=go_env(), stderr=subprocess.PIPE, text=True, encoding="utf-8", errors="replace")
         compiled, tail = 0, []
         assert proc.stderr is not None
         for line in proc.stderr:
@@ -185,7 +185,7 @@ def _staging_replaces(kube_version: str, only_v0: bool = True) -> list[str]:
     Kubernetes itself replaces every version of them (`only_v0=False`); a module that merely
     requires k8s.io/kubernetes (Kueue 0.19) replaces only the v0.0.0 requirement and keeps its
     own, newer, staging versions."""
-    gomod = Path(module_info("k8s.io/kubernetes", kube_version)["GoMod"]).read_text()
+    gomod = Path(module_info("k8s.io/kubernetes", kube_version)["GoMod"]).read_text(encoding="utf-8")
     staging = versions.staging_version(kube_version)
     out = []
     for line in gomod.splitlines():

@@ -1,6 +1,8 @@
 """Go helpers that answer JSON request lines (tools/tfeval one at a time; tools/fluxbuild, the gate's
 render/check/match helper, concurrently): started once per run, their stderr kept in a file (never a
-pipe nobody reads while the helper blocks), and their failure raised with the tail of what they printed."""
+pipe nobody reads while the helper blocks), and their failure raised with the tail of what they printed.
+The helpers speak UTF-8 (Go's strings, encoding/json) whatever the locale: every pipe and the stderr file are opened
+with encoding="utf-8" (the locale's encoding, Python's default for text=True, is ASCII under LC_ALL=C without UTF-8 mode)."""
 from __future__ import annotations
 
 import json
@@ -18,6 +20,24 @@ class LineProcessError(HarnessError, RuntimeError):
     pass
 
 
+def _popen(argv: list[str], stderr, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """A helper's process: request lines on its stdin, answer lines on its stdout, both UTF-8. A path Python read
+    from the command line or the file system with a non-UTF-8 file system encoding holds its bytes as lone
+    surrogates (PEP 383): surrogateescape writes them back as those bytes, the path the helper opens."""
+    return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True,
+                            encoding="utf-8", errors="surrogateescape", env=env)
+
+
+def _line(payload: Any) -> str:
+    """One request line (non-ASCII text as itself, so that a path's escaped bytes reach the helper as bytes)."""
+    return json.dumps(payload, default=str, ensure_ascii=False) + "\n"
+
+
+def _stderr_file():
+    """The file a helper's stderr goes to (read back for its failure; an undecodable byte is replaced)."""
+    return tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
+
+
 class LineProcess:
     """`argv()` gives the command (resolved on start, so building the tool happens then)."""
 
@@ -31,16 +51,15 @@ class LineProcess:
     def start(self) -> "LineProcess":
         """Starts the helper unless it runs (idempotent; a helper that exited is started again)."""
         if self._proc is None or self._proc.poll() is not None:
-            self._stderr = tempfile.TemporaryFile(mode="w+")
-            self._proc = subprocess.Popen(self._argv(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                          stderr=self._stderr, text=True, env=self._env)
+            self._stderr = _stderr_file()
+            self._proc = _popen(self._argv(), self._stderr, self._env)
         return self
 
     def send(self, payload: Any) -> None:
         """One request line that gets no answer of its own (e.g. hints read ahead)."""
         self.start()
         try:
-            self._proc.stdin.write(json.dumps(payload, default=str) + "\n")
+            self._proc.stdin.write(_line(payload))
             self._proc.stdin.flush()
         except BrokenPipeError:
             self._fail()
@@ -97,9 +116,8 @@ class RequestProcess:
 
     def _start_locked(self) -> subprocess.Popen:
         if self._proc is None or self._proc.poll() is not None:
-            self._stderr = tempfile.TemporaryFile(mode="w+")
-            self._proc = subprocess.Popen(self._argv(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                          stderr=self._stderr, text=True)
+            self._stderr = _stderr_file()
+            self._proc = _popen(self._argv(), self._stderr)
             self._pending = {}  # this process's waiting callers, by request id
             threading.Thread(target=self._read, args=(self._proc, self._stderr, self._pending), daemon=True,
                              name=f"{self.what}-answers").start()
@@ -113,7 +131,7 @@ class RequestProcess:
             self._next_id += 1
             self._pending[self._next_id] = (future, error)
             try:
-                proc.stdin.write(json.dumps({"id": self._next_id, "op": op, **fields}, default=str) + "\n")
+                proc.stdin.write(_line({"id": self._next_id, "op": op, **fields}))
                 proc.stdin.flush()
             except (BrokenPipeError, ValueError):
                 pass  # it exited: the reader fails this request with the helper's stderr
@@ -124,6 +142,25 @@ class RequestProcess:
         return self.submit(op, error, **fields).result()
 
     def _read(self, proc: subprocess.Popen, stderr, pending: dict) -> None:
+        broken = ""  # why this thread stopped reading before the helper's stdout ended
+        try:
+            self._answer(proc, pending)
+        except Exception as err:  # (an answer it cannot read): never a thread that dies with callers left waiting
+            broken = f"its answers could not be read ({type(err).__name__}: {err}); "
+            proc.kill()
+        proc.wait()
+        stderr.seek(0)
+        tail = stderr.read().strip()[-4000:]
+        with self._lock:
+            waiting = list(pending.values())
+            pending.clear()
+            if self._proc is proc:
+                self._proc = None
+        for future, error in waiting:
+            future.set_exception(error(f"{self.what} failed (exit {proc.returncode}): {broken}{tail}"))
+
+    def _answer(self, proc: subprocess.Popen, pending: dict) -> None:
+        """Each answer line to the caller waiting for it, until the helper's stdout ends."""
         for line in proc.stdout:
             try:
                 try:
@@ -139,16 +176,6 @@ class RequestProcess:
                 future.set_exception(error(f"{self.what}: {reply['error']}"))
             else:
                 future.set_result(reply.get("answer"))
-        proc.wait()
-        stderr.seek(0)
-        tail = stderr.read().strip()[-4000:]
-        with self._lock:
-            waiting = list(pending.values())
-            pending.clear()
-            if self._proc is proc:
-                self._proc = None
-        for future, error in waiting:
-            future.set_exception(error(f"{self.what} failed (exit {proc.returncode}): {tail}"))
 
     def close(self, wait: bool = True) -> None:
         """Ends the helper once it has answered what it was asked: its stdin closes, and it exits when

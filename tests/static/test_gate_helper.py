@@ -77,6 +77,20 @@ def test_a_helper_that_dies_fails_every_waiting_caller_with_its_stderr():
         proc.close()
 
 
+def test_a_reader_that_cannot_read_the_answers_fails_the_waiting_callers(monkeypatch):
+    """The thread reading a helper's answers stops on an error (once: an answer in the locale's encoding): the callers
+    waiting are failed with the reason and the helper is ended, never left waiting for ever."""
+    def unreadable(self, proc, pending):
+        raise UnicodeDecodeError("ascii", b"\xc3", 0, 1, "ordinal not in range(128)")
+    monkeypatch.setattr(tools.RequestProcess, "_answer", unreadable)
+    proc = tools.RequestProcess("fake", lambda: ["bash", "-c", "read -r line; sleep 30"])
+    try:
+        with pytest.raises(_Boom, match=r"fake failed .*its answers could not be read \(UnicodeDecodeError"):
+            proc.submit("render", _Boom).result(timeout=20)
+    finally:
+        proc.close(wait=False)
+
+
 def test_answers_that_are_not_the_protocol_are_not_taken_for_an_answer():
     """A stray line on the helper's stdout (a library printing) is skipped; the real answer still arrives."""
     script = 'read -r line; echo "not json"; echo \'{"id": 7}\'; echo \'{"id": 1, "answer": [42]}\'; read -r rest'

@@ -285,3 +285,29 @@ def test_a_cluster_folder_through_a_symlink_is_one_finding_at_the_symlink(repo_c
     assert [(f.rule, f.file) for f in found] == [("kustomize-build", link)], "\n".join(f.text() for f in found)
     assert f"{link} is a symlink" in found[0].message and f"cluster {names} " in found[0].message, found[0].message
     assert found[0].hint.startswith(f"replace the symlink {link} "), found[0].hint
+
+
+@pytest.mark.parametrize("text", ['clusters: "clusters\\u0000"\n', 'samples: "samples\\u0000.yaml"\n', 'crds: ["crds\\t"]\n',
+                                  'terraform: {tfvars: "terraform/clusters\\u0000"}\n',
+                                  'queue_overlays: {"overlays/x\\u001b": x}\n'])
+def test_a_control_character_in_a_configured_path_is_a_gate_config_finding(repo_copy, tmp_path, text):
+    """A NUL is in no path (os.stat refuses it: once an internal error): a gate-config finding at its line, the run goes on."""
+    write(repo_copy, ".ray-kueue-gate.yaml", text)
+    proc = run(repo_copy, "--json", tmp_path / "f.json")
+    assert_finding(proc, tmp_path / "f.json", "gate-config", ".ray-kueue-gate.yaml", 1)
+    assert "17 builds" in proc.stdout, proc.stdout  # the defaults were used for the rest of the run
+
+
+@pytest.mark.parametrize("kind", ["file", "directory"])
+def test_a_listed_symlink_out_of_the_repository_is_explained_as_one_inside_it(repo_copy, tmp_path, kind):
+    """The artifact source-controller packs holds no symlink wherever it leads: the same explanation and fix as for a
+    symlink inside the repository (not kustomize's lstat error alone), and a directory outside is not followed."""
+    outside = tmp_path / "outside"
+    write(outside, "cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: out, namespace: ray}\n")
+    write(outside, "kustomization.yaml", "resources:\n- cm.yaml\n")
+    (repo_copy / "base/out.yaml").symlink_to(outside / "cm.yaml" if kind == "file" else outside)
+    edit(repo_copy, "base/kustomization.yaml", LIST_IN_BASE[0], LIST_IN_BASE[0] + "  - out.yaml\n")
+    proc = run(repo_copy, "--json", tmp_path / "f.json")
+    assert_finding(proc, tmp_path / "f.json", "kustomize-build", "base/kustomization.yaml", 11)
+    assert "base/out.yaml is a symlink, and the artifact source-controller packs holds no symlinks" in proc.stdout, proc.stdout
+    assert "fix: replace the symlink base/out.yaml by the file (or directory) itself" in proc.stdout, proc.stdout

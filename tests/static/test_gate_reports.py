@@ -139,6 +139,17 @@ def test_github_escaping_follows_the_runner():
     assert c["message"] == "Kind/x: 100% sure: a,b\r\nnext\nfix: fix:\nit"
 
 
+def test_github_annotations_make_control_characters_visible_as_the_text_report_does():
+    """An ESC or another control character of a value never reaches the Actions log raw: written as the text report writes
+    it (\\x1b), while CR and LF keep the runner's own escapes."""
+    f = Finding("base/ns.yaml", 3, "Namespace/Ray\x01\x1b[31m", "rule", "bad \x1b[31m\r\nnext", "fix\x07 it")
+    text = formats.to_github([f])
+    assert "\x1b" not in text and "\x01" not in text and "\x07" not in text, repr(text)
+    (c,) = parse_github(text)
+    assert c["message"] == "Namespace/Ray\\x01\\x1b[31m: bad \\x1b[31m\r\nnext\nfix: fix\\x07 it", c["message"]
+    assert "Namespace/Ray\\x01\\x1b[31m" in f.text()
+
+
 def test_sarif_report(every_format):
     doc = json.loads(every_format["sarif"].read_text())
     assert doc["version"] == "2.1.0" and doc["$schema"].endswith("sarif-2.1.0.json")
