@@ -35,7 +35,8 @@ from harness.gate.sources import (KUSTOMIZATION_FILES, SKIP_DIRS, SafeDumper, Sa
                                   kustomization_file, kustomization_path, load_yaml, read_source, resource_id)
 
 RULES = {
-    "kustomize-unlisted": "(warning) every YAML manifest in a kustomization's folder is listed by a kustomization; an unlisted one is silently not applied",
+    "kustomize-unlisted": "(warning) every YAML manifest in a kustomization's folder is listed by a kustomization, and a kustomization file "
+                          "holds one document (kustomize reads the first); what is unlisted is silently not applied",
     "patch-unmatched": "(warning) every targeted patch matches an object in some build that includes it; kustomize silently ignores one that matches nothing",
     "cluster-unchecked": "(warning) every `flux bootstrap` cluster directory (flux-system/gotk-sync.yaml) is one the gate takes as a cluster: "
                          "one nested below a directory of the clusters directory is not checked; and the clusters directory holds one",
