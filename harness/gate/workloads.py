@@ -81,7 +81,7 @@ def defaults(root: Path = REPO_ROOT) -> dict[str, str]:
     except SourceError as err:
         raise FileError.unreadable(err) from None
     if not isinstance(doc, dict):
-        raise FileError(f"is a {type(doc).__name__}, not a mapping of VAR: value, so no sample renders", rel, 1,
+        raise FileError(f"{rel} is a {type(doc).__name__}, not a mapping of VAR: value, so no sample renders", rel, 1,
                         f"write {rel} as one mapping of the samples' ${{VAR}} defaults, a line `NAME: value` each")
     return {str(k): str(v) for k, v in doc.items()}
 
