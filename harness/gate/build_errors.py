@@ -15,7 +15,7 @@ from harness.gate.flux_paths import flux_path, written
 from harness.gate.kustomize_warnings import PATH_LISTS, kustomization_doc, reachable, references
 from harness.gate.origin import compose, descend, line_at, quoted_value_line, step
 from harness.gate.render import Build
-from harness.gate.sources import as_list, as_map, kustomization_file, kustomization_path
+from harness.gate.sources import as_list, as_map, kustomization_file, kustomization_path, parse_yaml_all
 from harness.gate.yaml_keys import nonstring_keys
 
 
@@ -32,6 +32,10 @@ def build_error(root: Path, build: Build) -> Finding:
         if named.group(1) in entries:
             line = line_at(root, file, None, [key, entries.index(named.group(1))])
             break
+    if "unable to parse SM or JSON patch from [patch:" in build.error:  # kustomize's PatchTransformer: an inline patch neither form reads
+        unparsed = next(filter(None, (_patch_syntax(root, d, build) for d in sorted(reachable(root / build.dir)))), None)
+        if unparsed is not None:
+            return unparsed
     if line is None:  # e.g. a generator's file that is missing, a helm chart's repo
         line = quoted_value_line(root, file, build.error)
     entry = (root / build.dir / named.group(1)) if named else None
@@ -86,6 +90,36 @@ def _nonstring_key(root: Path, build: Build) -> Finding | None:
                            f"an object with one in a nested mapping ({UNSERIALISABLE}), so the build of {build.dir} fails"
                            f"{f' ({len(keys) - 1} more such key(s) in this file)' if len(keys) > 1 else ''}",
                            f"quote the key (`\"{key}\": ...`): a quoted key is a string for every tool, and kubectl and Flux make the same string of it", build.id)
+
+
+def _patch_syntax(root: Path, directory: Path, build: Build) -> Finding | None:
+    """The first inline patch of `directory`'s kustomization that is not YAML at all (a flow mapping left open): kustomize's
+    PatchTransformer then reads it as neither a strategic-merge nor a JSON patch, and every build that includes the
+    directory fails. At the line of the patch text where PyYAML's parser finds the mistake (where the open `{` or quote
+    starts, when it names one); None when every inline patch parses."""
+    file = kustomization_file(directory)
+    docs = compose(_text(file)) if file is not None and file.resolve().is_relative_to(root.resolve()) else ()
+    for key in ("patches", "patchesJson6902") if docs else ():
+        entries = step(docs[0], key)[1]
+        for i, entry in enumerate(entries.value if isinstance(entries, yaml.SequenceNode) else []):
+            body = step(entry, "patch")[1]
+            if not isinstance(body, yaml.ScalarNode):
+                continue
+            try:
+                parse_yaml_all(body.value)
+                continue
+            except yaml.YAMLError as err:
+                opened = err.context_mark if any(w in str(err.context) for w in ("flow", "quoted")) else None
+                mark, problem = opened or err.problem_mark or err.context_mark, err.problem or str(err)
+                problem += f", {err.context}" if opened else ""
+            rel = file.resolve().relative_to(root.resolve()).as_posix()
+            # A block scalar (`patch: |-`) starts its text on the line below its indicator.
+            line = body.start_mark.line + 1 + (body.style in ("|", ">")) + (mark.line if mark else 0)
+            return Finding(rel, line, "", "kustomize-build",
+                           f"{key}[{i}].patch is not valid YAML ({problem}), so kustomize reads it as "
+                           f"neither a strategic-merge nor a JSON patch: every kustomization that includes {directory.resolve().relative_to(root.resolve()).as_posix() or '.'} "
+                           "fails to build", "fix the patch's YAML syntax at this line (a flow mapping `{...}` or list `[...]` left open, "
+                           "indentation, quoting); a JSON patch is a list of `- {op: replace, path: /..., value: ...}`", build.id)
     return None
 
 

@@ -136,7 +136,7 @@ def _cluster_findings(root: Path, cfg: TerraformConfig, sources: Sources, cluste
     pools, assumptions = assumed.apply(root, cluster, pools, lambda obj, field: sources.locate(obj, _prefer(gate_config, cluster.name), field=field), ctx)
     out += gpu_driver_findings(root, cluster, pools, ctx) + node_settings.node_setting_findings(pools, ctx)
     for p in pools:
-        if p.sku is None:
+        if p.sku is None and p.vm_size not in gate_config.skus_refused:  # (a size the refused file adds: its gate-config finding says why)
             at = p.vm_size_origin
             out.append(Finding(at.file if at else rel, at.line if at else None, f"cluster/{cluster.name}", "capacity-unknown-sku",
                                f"{p.where()}: vm_size {p.vm_size} is neither in the gate's table {SKU_FILE_REL} nor under `skus:` of "

@@ -83,6 +83,7 @@ class GateConfig:
     disable: tuple[Disable, ...] = ()
     file: str | None = None  # the configuration file read, None for the defaults
     findings: tuple[Finding, ...] = ()  # what is wrong with it
+    skus_refused: tuple[str, ...] = ()  # the sizes under `skus:` of a file refused as a whole (its finding is the cause)
 
     def cluster_dir(self, cluster: str) -> str:
         """A cluster's directory with a trailing /, the prefix of its files (Sources.locate's preference)."""
@@ -259,7 +260,8 @@ def load(root: Path, known_rules: set[str] | frozenset[str] = frozenset()) -> Ga
 
     errors = sorted(Draft202012Validator(schema()).iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
-        return replace(DEFAULTS, file=CONFIG_FILE, findings=tuple(
+        skus = doc.get("skus") if isinstance(doc, dict) else None
+        return replace(DEFAULTS, file=CONFIG_FILE, skus_refused=tuple(map(str, skus)) if isinstance(skus, dict) else (), findings=tuple(
             _finding(_line(text, _error_path(e)), f"{e.json_path.removeprefix('$').removeprefix('.') or 'the document'}: {e.message}",
                      "fix the value (see harness/schemas-for-data/gate-config.schema.json and the README's "
                      "\"Using the gate on another repository\")") for e in errors))

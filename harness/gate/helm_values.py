@@ -38,7 +38,7 @@ from pathlib import Path
 import yaml
 
 from harness.core import HarnessError, versions
-from harness.gate import chart_values, operator_placement, schema_check, schemas, version_rules
+from harness.gate import chart_values, operator_placement, pin_schema, schema_check, schemas, version_rules
 from harness.gate.cluster_index import ClusterIndex, finding_at
 from harness.gate.cluster_refs import chart_health_checks
 from harness.gate.findings import Finding
@@ -166,7 +166,7 @@ def _not_judged(ctx, root: Path, index: ClusterIndex, build, hr: dict, pin: str,
     the chart version it installs is in no module this gate lists, said only when that version is the checked
     repository's own pin (else versions-drift is the one finding)."""
     installed = index.chart_version_of(hr)
-    production = str(as_map((version_rules.pins(root) or {}).get(pin)).get("production", ""))
+    production = pin_schema.production(version_rules.pins(root), pin)
     if not failed and production and production.removeprefix("v") != str(installed).removeprefix("v"):
         return []
     listed = [versions.chart_version(pin, v) for v in [versions.pinned(pin), *(c["version"] for c in versions.candidates(pin))]]

@@ -1,7 +1,8 @@
 """Kustomize inputs that are silently not applied (warnings: the build succeeds without them).
 
 - A YAML manifest in a kustomization's folder (or below it, up to the next kustomization) that
-  no kustomization.yaml of the repository lists (resources, components, patches, generators, ...).
+  no kustomization.yaml of the repository lists (resources, components, patches, generators, ...),
+  and a document after the first of a kustomization file (kustomize reads the first only).
 - A targeted patch that matches no object in any build that includes it: `patches` entries with
   a `target`, `patchesJson6902`, and a Flux Kustomization's `spec.patches`. Tried with the real
   renderer (fluxbuild, kustomize api v0.21): such a patch is ignored, the build passes; an
@@ -30,11 +31,12 @@ from harness.gate.origin import entry_ops, line_at, smp_patches
 from harness.gate.findings import Finding
 from harness.gate.render import Build, ClusterRender, FluxBuild, run_fluxbuild
 from harness.gate.writers import Writers, probe_pointer, writer_ops
-from harness.gate.sources import (KUSTOMIZATION_FILES, SKIP_DIRS, SafeDumper, SourceError, as_list, as_map, kustomization_dirs, kustomization_file,
-                                  kustomization_path, load_yaml, resource_id)
+from harness.gate.sources import (KUSTOMIZATION_FILES, SKIP_DIRS, SafeDumper, SafeLoader, SourceError, as_list, as_map, kustomization_dirs,
+                                  kustomization_file, kustomization_path, load_yaml, read_source, resource_id)
 
 RULES = {
-    "kustomize-unlisted": "(warning) every YAML manifest in a kustomization's folder is listed by a kustomization; an unlisted one is silently not applied",
+    "kustomize-unlisted": "(warning) every YAML manifest in a kustomization's folder is listed by a kustomization, and a kustomization file "
+                          "holds one document (kustomize reads the first); what is unlisted is silently not applied",
     "patch-unmatched": "(warning) every targeted patch matches an object in some build that includes it; kustomize silently ignores one that matches nothing",
     "cluster-unchecked": "(warning) every `flux bootstrap` cluster directory (flux-system/gotk-sync.yaml) is one the gate takes as a cluster: "
                          "one nested below a directory of the clusters directory is not checked; and the clusters directory holds one",
@@ -46,7 +48,7 @@ PROBE = "gate-probe.invalid/p"
 
 def kustomization_doc(directory: Path) -> dict:
     try:
-        doc = load_yaml(kustomization_path(directory))
+        doc = load_yaml(kustomization_path(directory), first=True)
     except SourceError:
         return {}  # yaml-syntax reports it
     return doc if isinstance(doc, dict) else {}
@@ -117,6 +119,9 @@ def unlisted_manifests(ctx, root: Path, clusters: list[ClusterRender] = ()) -> l
             docs.setdefault(doc.file, []).append(doc)
     out = []
     for d in sorted(dirs - generated):  # (a generated kustomization lists every manifest)
+        if not kustomization_doc(d):
+            continue  # a kustomization that does not parse or is empty fails the build: that is the finding, not what it leaves out
+        out += _dropped_documents(ctx, root, d)
         cluster_dir = d.parent == root / ctx.config.clusters
         for path in sorted(_owned_files(d, dirs)):
             rel = path.relative_to(root).as_posix()
@@ -129,6 +134,27 @@ def unlisted_manifests(ctx, root: Path, clusters: list[ClusterRender] = ()) -> l
                                f"add `- {path.relative_to(d).as_posix()}` to resources: in {kust}, or delete the file if it is not meant to be applied",
                                kust, severity="warning"))
     return out
+
+
+def _dropped_documents(ctx, root: Path, directory: Path) -> list[Finding]:
+    """A document after the first of `directory`'s kustomization file: kustomize reads the first only (types.Kustomization.
+    Unmarshal: sigs.k8s.io/yaml's YAMLToJSON converts one document, go-yaml v2's unmarshal parses one), and drops the rest
+    in silence."""
+    file = kustomization_path(directory)
+    rel = file.relative_to(root).as_posix()
+    try:
+        nodes = list(yaml.compose_all(read_source(file, root), Loader=SafeLoader))
+    except (SourceError, yaml.YAMLError):
+        return []  # yaml-syntax reports it
+    if len(nodes) < 2:
+        return []
+    end = nodes[0].end_mark.line + 1
+    return [Finding(rel, doc.line, resource_id(doc.obj) if doc.obj.get("kind") else "", "kustomize-unlisted",
+                    "kustomize reads only the first document of a kustomization file, so this document after a `---` is never "
+                    "applied (kustomize builds the directory without it, and says nothing)",
+                    f"move it to a file of its own and add that file to resources: in {rel}, or delete it if it is not meant to be "
+                    "applied", rel, severity="warning")
+            for doc in ctx.sources.docs if doc.file == rel and doc.line > end]
 
 
 # -- Unmatched patches ----------------------------------------------------------------------------

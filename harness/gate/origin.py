@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from harness.gate.sources import SafeLoader, read_source, yaml_files, SourceError
+from harness.gate.sources import SafeLoader, SourceError, parse_yaml, read_source, yaml_files
 from harness.gate.yaml_keys import KeyLoader
 
 _SEGMENT = re.compile(r"\[(\d+)\]|\[([^\]]*)\]|([^.\[\]]+)")  # a.b[0][key] -> a, b, 0, key
@@ -302,8 +302,20 @@ def patch_line(root: Path, path: list[str | int], rendered) -> tuple[str, int] |
     there that Flux substitutes."""
     value = _scalar(rendered)
     ops = [(val, file, line) for ptr, val, file, line in _patch_ops(root.resolve()) if ptr == pointer(path)]
-    found = next(((file, line) for val, file, line in ops if val is None or val == value), None)
+    found = next(((file, line) for val, file, line in ops if val is None or val == value or _same_number(val, rendered)), None)
     return found or next(((file, line) for val, file, line in ops if "${" in val), None)
+
+
+def _same_number(written: str, rendered) -> bool:
+    """Whether the YAML scalar `written` is the number `rendered` after kustomize's JSON6902 round trip, which carries
+    numbers as float64 (an integer above 2**53 comes back rounded)."""
+    if isinstance(rendered, bool) or not isinstance(rendered, (int, float)):
+        return False
+    try:
+        number = parse_yaml(written)
+        return not isinstance(number, bool) and isinstance(number, (int, float)) and float(number) == float(rendered)
+    except (yaml.YAMLError, OverflowError):
+        return False
 
 
 def quoted_value_line(root: Path, file: str, text: str) -> int | None:

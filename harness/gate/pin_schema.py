@@ -66,6 +66,16 @@ def refused(pinned: dict, component: str) -> bool:
     return any(list(e.absolute_path)[:1] == [component] for e in schema_errors(pinned))
 
 
+def production(pinned: dict | None, component: str) -> str:
+    """`component`'s production pin as the rules compare it, "" when there is none or versions.schema.json refuses the
+    component's pins (`production: 0.17`, a YAML float): a refused pin is the finding at its line, and no rule judges the
+    Flux files against its text."""
+    if not pinned or refused(pinned, component):
+        return ""
+    value = pinned.get(component).get("production") if isinstance(pinned.get(component), dict) else None
+    return "" if value is None else str(value)
+
+
 def refused_pins(root: Path, pinned: dict) -> list[Finding]:
     """versions-drift at a component's chart or production that versions.schema.json refuses (production `v0.17.1`, the
     module's spelling): one finding at that line, and the Flux files are not judged against it."""
@@ -76,6 +86,8 @@ def refused_pins(root: Path, pinned: dict) -> list[Finding]:
         fixed = str(value).removeprefix("v")
         hint = (f"set {named}: {fixed} (a chart version is written without v; `version` is the module's, with v)"
                 if path[-1:] == ["production"] and fixed != str(value) and not schema_errors({**pinned, path[0]: {**pinned[path[0]], "production": fixed}})
+                else f"write {named} as a quoted string, the chart's full version (production: \"X.Y.Z\"): unquoted, YAML reads "
+                     f"{value!r} as a {type(value).__name__}" if isinstance(value, (int, float)) and path[-1:] == ["production"]
                 else f"write {named} as harness/schemas-for-data/versions.schema.json says")
         out.append(Finding("versions.yaml", line_at(root, "versions.yaml", None, path), "", "versions-drift",
                            f"{named} is {value!r}, which versions.schema.json refuses ({e.message}): the charts and images the "

@@ -184,7 +184,7 @@ def build_directory(root: Path, directory: str) -> list[dict]:
 def is_component(directory: Path) -> bool:
     try:
         file = kustomization_file(directory)
-        doc = (load_yaml(file) if file else None) or {}
+        doc = (load_yaml(file, first=True) if file else None) or {}
     except SourceError:
         return False  # the YAML check reports it, and the build fails on it
     return isinstance(doc, dict) and doc.get("kind") == "Component"

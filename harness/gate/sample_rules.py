@@ -55,6 +55,8 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
         # A sample's findings point at its entry (what is submitted where, with which vars); a
         # value written in the workload file, at that file's line.
         entry_line = line_at(root, samples_file, None, [i])
+        if f"{workloads.WORKLOADS_DIR}/{e.get('sample')}.yaml" in ctx.sources.broken_files():
+            continue  # its YAML error is the finding; what PyYAML made of the file is not what kubectl would submit
         try:
             sample, job = workloads.render_entry(entry, root)
         except workloads.MissingVariable as err:  # often one cause for several entries: folded below
@@ -64,16 +66,15 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
             out.append(Finding(samples_file, line_at(root, samples_file, None, [i, err.key]) or entry_line, f"sample/{e.get('sample')}",
                                "sample-render", str(err), err.hint, where))
             continue
-        except workloads.TemplateSyntax as err:  # written in the workload file: one finding there, whichever entries use it
-            out.append(Finding(err.file, err.line, f"sample/{e.get('sample')}", "sample-render", str(err), err.hint, where))
+        except workloads.FileError as err:  # written in a file of workloads/: one finding there, whichever entries use it
+            if err.file not in ctx.sources.broken_files():  # (a file that does not parse is reported as such, once)
+                out.append(err.finding or Finding(err.file, err.line, "", "sample-render", str(err), err.hint, f"cluster {cluster.name}"))
             continue
         except workloads.WorkloadError as err:
             out.append(Finding(samples_file, entry_line, f"sample/{e.get('sample')}", "sample-render", str(err),
                                "each entry needs `sample` (a file in workloads/) and `queue`; pass every ${VAR} in `vars`", where))
             continue
         wfile = f"workloads/{sample}.yaml"
-        if wfile in ctx.sources.broken_files():
-            continue  # its YAML error is the finding; what PyYAML made of the file is not what kubectl would submit
         meta = as_map(job.get("metadata"))
         key = (name_key(meta.get("namespace", "default")), name_key(meta.get("name")))
         if meta.get("name") and key in names:  # the same object twice: the second `kubectl create` is refused

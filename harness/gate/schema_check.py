@@ -304,9 +304,14 @@ def _findings(ctx, validated: list[tuple[object, dict, str | None]], problems: l
             continue
         b, label = (None, build) if isinstance(build, str) else (build, None)
         named = {str(e["field"]) for e in problem.errors if e.get("field") not in (None, "", "<nil>")}
+        typed: set[str] = set()  # fields with a type refusal: one value of one field (an int-or-string's anyOf branches add theirs)
         for err in problem.errors:
             if CEL_SKIPPED in err.get("detail", "") and len(problem.errors) > 1:
                 continue
+            if "must be of type" in str(err.get("message", "")) and err.get("field") not in (None, "", "<nil>"):
+                if err["field"] in typed:
+                    continue
+                typed.add(err["field"])
             if err.get("field") in (None, "", "<nil>") and any(f in err.get("message", "") for f in named):
                 continue  # the same refusal without its field (the format check after the type check): reported with it
             # KubeRay's controller errors name no field: the fields its message names are where the values are written,

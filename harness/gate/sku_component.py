@@ -43,7 +43,7 @@ def written_in(root: Path, file: str) -> str | None:
         found = kustomization_file(root / parent)
         if found is not None:
             try:
-                doc = load_yaml(found, root)
+                doc = load_yaml(found, root, first=True)
             except SourceError:
                 return None
             return parent.as_posix() if isinstance(doc, dict) and doc.get("kind") == "Component" else None
@@ -76,7 +76,7 @@ def included_at(root: Path, dirs: list[str], component: str) -> tuple[str, int |
         for found in sorted(reachable_dirs(root, root / d), key=lambda p: (p != (root / d).resolve(), p)):
             rel = kustomization_path(found).relative_to(root.resolve()).as_posix()
             try:
-                doc = load_yaml(root / rel)
+                doc = load_yaml(root / rel, first=True)
             except SourceError:
                 continue
             for key in ("components", "resources"):

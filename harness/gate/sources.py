@@ -270,7 +270,7 @@ def reachable_dirs(root: Path, start: Path, seen: set[Path] | None = None) -> se
         return seen
     seen.add(start)
     try:
-        doc = load_yaml(file)
+        doc = load_yaml(file, first=True)
     except SourceError:
         return seen  # yaml-syntax reports it
     doc = doc if isinstance(doc, dict) else {}
@@ -390,9 +390,9 @@ def _parse(rel: str, text: str, loader):
         raise SourceError(Finding(rel, None, "", "yaml-syntax", "not valid YAML: nested too deeply", YAML_HINT)) from None
 
 
-def load_yaml(path: Path, root: Path | None = None):
-    """One YAML document of a repository file; SourceError when it cannot be read or parsed."""
-    return _parse(_rel(path, root), read_source(path, root), parse_yaml)
+def load_yaml(path: Path, root: Path | None = None, first: bool = False):
+    """One YAML document of a file (`first`: the first of several, all kustomize reads of a kustomization); SourceError if unusable."""
+    return _parse(_rel(path, root), read_source(path, root), (lambda text: next(iter(parse_yaml_all(text)), None)) if first else parse_yaml)
 
 
 def load_yaml_all(path: Path, root: Path | None = None) -> list:

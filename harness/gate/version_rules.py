@@ -215,7 +215,9 @@ def rendered_image_findings(ctx, root: Path, rendered: list, answers: dict) -> l
         answer = answers[key]
         if component is None or answer.get("error") or answer.get("valuesError") or index.chart_version_of(hr) not in (None, answer.get("version")):
             continue  # another chart version than the rendered one: its default image is that chart's (versions-drift says so)
-        production = str(as_map(pinned.get(component)).get("production", ""))
+        production = pin_schema.production(pinned, component)
+        if not production:
+            continue  # (a pin versions.schema.json refuses is the finding, at versions.yaml: not the image that matches it)
         before = _without_post_renderers(key) if json.loads(key).get("postRenderers") else answer
         inline, composed = as_map(as_map(hr.get("spec")).get("values")), as_map(answer.get("values") or as_map(hr.get("spec")).get("values"))
         repository = _at(composed, IMAGE_TAG[component][:-1]).get("repository") or \

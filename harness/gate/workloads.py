@@ -36,7 +36,21 @@ class MissingVariable(WorkloadError):
         self.name, self.file = name, file
 
 
-class TemplateSyntax(WorkloadError):
+class FileError(WorkloadError):
+    """A mistake written in a file of workloads/ (a sample's file, or defaults.yaml) that no entry renders past, whatever
+    its values: one finding at `file`:`line` (with `hint`), whichever entries and clusters use the file. `finding` is set
+    when the file cannot be read or parsed at all (sources.SourceError: the gate reports that finding for every file)."""
+
+    def __init__(self, message: str, file: str, line: int | None, hint: str, finding=None):
+        super().__init__(message)
+        self.file, self.line, self.hint, self.finding = file, line, hint, finding
+
+    @classmethod
+    def unreadable(cls, err: SourceError) -> "FileError":
+        return cls(str(err), err.finding.file, err.finding.line, err.finding.hint, err.finding)
+
+
+class TemplateSyntax(FileError):
     """A `$` of a workload file that string.Template (envsubst's ${VAR} form) cannot read, such as a shell default
     `${QUEUE_NAME:=team-a}`: written in the workload file, at `line`."""
 
@@ -45,14 +59,13 @@ class TemplateSyntax(WorkloadError):
         close = text.find("}", at, line_end)
         written = text[at:close + 1] if close >= 0 else text[at:line_end].strip()
         named = re.match(string.Template.idpattern, text[at + 2:], re.IGNORECASE | re.ASCII) if written.startswith("${") else None
-        super().__init__(f"{file}: {written} is not a ${{VAR}} the samples' substitution reads (envsubst's form: no defaults, "
-                         "no shell expansions), so no sample of this file renders")
-        self.file, self.line = file, text.count("\n", 0, line_start) + 1
         name = named.group(0) if named else None
         given = {"QUEUE_NAME": "the samples.yaml entry's `queue` gives it", "JOB_NAME": "the entry's `sample` name gives it"}
-        self.hint = (f"write ${{{name}}}: " + (given.get(name) or f"put its default in {WORKLOADS_DIR}/defaults.yaml (`{name}: ...`); "
-                                                                 "an entry's `vars` sets it per sample")
-                     if name else "write $$ for a literal $, or ${VAR} for a value the samples set")
+        super().__init__(f"{file}: {written} is not a ${{VAR}} the samples' substitution reads (envsubst's form: no defaults, "
+                         "no shell expansions), so no sample of this file renders", file, text.count("\n", 0, line_start) + 1,
+                         (f"write ${{{name}}}: " + (given.get(name) or f"put its default in {WORKLOADS_DIR}/defaults.yaml (`{name}: ...`); "
+                                                                      "an entry's `vars` sets it per sample")
+                          if name else "write $$ for a literal $, or ${VAR} for a value the samples set"))
 
 
 def sample_names(root: Path = REPO_ROOT) -> list[str]:
@@ -60,15 +73,16 @@ def sample_names(root: Path = REPO_ROOT) -> list[str]:
 
 
 def defaults(root: Path = REPO_ROOT) -> dict[str, str]:
-    path = root / WORKLOADS_DIR / "defaults.yaml"
+    path, rel = root / WORKLOADS_DIR / "defaults.yaml", f"{WORKLOADS_DIR}/defaults.yaml"
     if not path.exists():
         return {}
     try:
         doc = load_yaml(path, root) or {}
     except SourceError as err:
-        raise WorkloadError(str(err)) from None
+        raise FileError.unreadable(err) from None
     if not isinstance(doc, dict):
-        raise WorkloadError(f"{WORKLOADS_DIR}/defaults.yaml: not a mapping of VAR: value")
+        raise FileError(f"{rel} is a {type(doc).__name__}, not a mapping of VAR: value, so no sample renders", rel, 1,
+                        f"write {rel} as one mapping of the samples' ${{VAR}} defaults, a line `NAME: value` each")
     return {str(k): str(v) for k, v in doc.items()}
 
 
@@ -115,7 +129,7 @@ def render(sample: str, queue: str, values: dict[str, str] | None = None, root: 
         source = read_source(path, root)
         text = string.Template(source).substitute(mapping)
     except SourceError as err:
-        raise WorkloadError(str(err)) from None
+        raise FileError.unreadable(err) from None
     except KeyError as err:
         raise MissingVariable(f"{path.relative_to(root)}: variable ${{{err.args[0]}}} has no value; pass it with --set {err.args[0]}=...",
                               str(err.args[0]), str(path.relative_to(root))) from None
@@ -129,7 +143,9 @@ def render(sample: str, queue: str, values: dict[str, str] | None = None, root: 
     except yaml.YAMLError as err:
         raise WorkloadError(f"{path.relative_to(root)} with its values is not valid YAML: {getattr(err, 'problem', None) or err}") from None
     if not isinstance(job, dict) or not isinstance(job.get("metadata"), dict):
-        raise WorkloadError(f"{path.relative_to(root)} does not render to one object with metadata")
+        rel = path.relative_to(root).as_posix()
+        raise FileError(f"{rel} does not render to one object with metadata" + (f" (it is a {type(job).__name__})" if not isinstance(job, dict) else ""),
+                        rel, 1, f"write {rel} as one RayJob document (apiVersion, kind, metadata, spec), as the other samples are")
     return job
 
 

@@ -130,7 +130,7 @@ class Writers:
         for d in sorted(reachable_dirs(self._root, self._root / build.dir), key=lambda d: len(d.parts), reverse=True):
             file = kustomization_path(d)
             try:
-                doc = as_map(load_yaml(file))
+                doc = as_map(load_yaml(file, first=True))
             except SourceError:
                 continue
             rel = file.relative_to(self._root.resolve()).as_posix() if file.is_relative_to(self._root.resolve()) else None
