@@ -53,12 +53,14 @@ def relocator(ctx, root: Path, cluster: ClusterRender, fits=None) -> Callable:
         short = _UNAVAILABLE.search(reason)
         made = _transformation(index, short[1]) if short else None
         if made:
-            (build, hr), i, source = made
+            (build, hr), i, source, strategy = made
+            charged = (f"{short[1]} instead of {source}" if strategy == "Replace" else f"{short[1]} as well as {source} (strategy Retain, "
+                       "the default, keeps the input)")
             located, block = kueue_manager.locate(ctx, root, index, build, hr, "sample-fits")
             return Finding(located.file, block.line(["resources", "transformations", i, "outputs", short[1]]), located.resource,
                            "sample-fits", f"the Kueue manager configuration's resources.transformations[{i}] turns {source} into "
                            f"{short[1]}, which no resource group of the jobs' ClusterQueues covers: Kueue charges every job that requests "
-                           f"{source} {short[1]} instead, and admits none of them; they pend forever",
+                           f"{source} {charged}, and admits none of them; they pend forever",
                            f"add {short[1]} to a resource group of each ClusterQueue (with the quota the transformation needs), or "
                            "change or remove the transformation", located.context)
         requested = _uncovered_request(ctx, candidate, short[1], reason) if short else None
@@ -170,12 +172,13 @@ def _quota_hint(ctx, index: ClusterIndex, found: Finding, candidate, reason: str
 
 
 def _transformation(index: ClusterIndex, resource: str):
-    """((build, HelmRelease), index, input) of the manager configuration's transformation that outputs `resource`."""
+    """((build, HelmRelease), index, input, strategy as written) of the manager configuration's transformation that outputs
+    `resource`."""
     for build, hr in index.of_kind("HelmRelease"):
         if index.chart_of(hr) != "kueue":
             continue
         config = kueue_manager.loaded(kueue_manager.manager_text(hr))
         for i, t in enumerate(as_maps(as_map(as_map(config).get("resources")).get("transformations"))):
             if resource in as_map(t.get("outputs")):
-                return (build, hr), i, t.get("input")
+                return (build, hr), i, t.get("input"), t.get("strategy")
     return None

@@ -15,11 +15,13 @@ tests/static/test_kueue_wiring.py reads the pinned chart and fails when these fa
   unless an ancestor is a job Kueue manages or the namespace has a LocalQueue "default" (pod_webhook.go
   Default). The Flux controllers in flux-system, the operators the HelmReleases install and the layers' own
   Deployments and Jobs then never start again once their pods are replaced.
-- kueue-excluded-resource: resources.excludeResourcePrefixes drops a resource from every workload's requests,
-  so a ClusterQueue quota on it limits nothing: Kueue admits jobs beyond what the nodes have.
+- kueue-excluded-resource: resources.excludeResourcePrefixes, or a transformation with strategy Replace and no outputs,
+  drops a resource from every workload's requests, so a ClusterQueue quota on it limits nothing: Kueue admits jobs
+  beyond what the nodes have. One finding per value (entry or transformation), whatever the clusters.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import yaml
@@ -35,8 +37,8 @@ RULES = {
                           "(webhookService targetPort), the probe port 8081, a certificate for the webhook server, replicas above 0",
     "kueue-manage-without-queue-name": "with manageJobsWithoutQueueName, managedJobsNamespaceSelector leaves out the namespaces whose pods "
                                        "and Jobs have no queue (flux-system, the operators' namespaces, the layers' Deployments and Jobs)",
-    "kueue-excluded-resource": "resources.excludeResourcePrefixes of the Kueue manager configuration drops no resource a ClusterQueue has "
-                               "quota for",
+    "kueue-excluded-resource": "resources.excludeResourcePrefixes of the Kueue manager configuration, or a transformation with "
+                               "strategy Replace and no outputs, drops no resource a ClusterQueue has quota for",
 }
 # What charts/kueue of the pinned Kueue writes (test_kueue_wiring.py checks them against the chart).
 CHART_WEBHOOK_TARGET_PORT = 9443  # values.yaml webhookService.ports[0].targetPort
@@ -160,17 +162,33 @@ def _parsed(text: str):
 
 
 def _excluded(index: ClusterIndex, config: dict, at) -> list[Finding]:
-    prefixes = [str(p) for p in as_list(as_map(config.get("resources")).get("excludeResourcePrefixes"))]
-    dropped: dict[str, list[str]] = {}  # resource -> the ClusterQueues with quota for it
-    for _, cq in index.of_kind("ClusterQueue"):
-        for group in as_maps(as_map(cq.get("spec")).get("resourceGroups")):
-            for resource in as_list(group.get("coveredResources")):
-                if any(str(resource).startswith(p) for p in prefixes):
-                    dropped.setdefault(str(resource), []).append(str(as_map(cq.get("metadata")).get("name")))
-    if not dropped:
-        return []
-    listed = "; ".join(f"{r} (ClusterQueue {', '.join(sorted(set(cqs)))})" for r, cqs in sorted(dropped.items()))
-    return [at(["resources", "excludeResourcePrefixes"], "kueue-excluded-resource",
-               f"excludes {', '.join(prefixes)} from every workload's requests, but ClusterQueues have quota for {listed}: that quota limits "
-               "nothing, so Kueue admits jobs beyond what the nodes have and their pods pend",
-               "remove the prefix from resources.excludeResourcePrefixes, or the resource from the ClusterQueues' coveredResources")]
+    """kueue-excluded-resource at each value that drops a resource a ClusterQueue has quota for: an excludeResourcePrefixes
+    entry (Kueue matches by prefix, workload.go dropExcludedResources), or a transformation with strategy Replace and no
+    outputs ("causes the Input resource to be ignored by Kueue", configuration_types.go). One finding per value: the
+    ClusterQueues (which differ by cluster) are in its context, so keep_once joins the clusters' findings."""
+    resources = as_map(config.get("resources"))
+    prefixes = [str(p) for p in as_list(resources.get("excludeResourcePrefixes"))]
+    causes = [(["resources", "excludeResourcePrefixes", i], f"excludes {p} from every workload's requests", (lambda r, p=p: r.startswith(p))) for i, p in enumerate(prefixes)]
+    causes += [(["resources", "transformations", i, "input"], f"has transformations[{i}] replace {t.get('input')} by no output "
+                "(strategy Replace without outputs), so Kueue ignores it in every workload's requests", (lambda r, t=t: r == str(t.get("input"))))
+               for i, t in enumerate(as_maps(resources.get("transformations")))
+               if t.get("strategy") == "Replace" and not as_map(t.get("outputs"))]
+    out = []
+    for path, what, drops in causes:
+        dropped: dict[str, set[str]] = {}  # resource -> the ClusterQueues with quota for it
+        for _, cq in index.of_kind("ClusterQueue"):
+            for group in as_maps(as_map(cq.get("spec")).get("resourceGroups")):
+                for resource in as_list(group.get("coveredResources")):
+                    if drops(str(resource)):
+                        dropped.setdefault(str(resource), set()).add(str(as_map(cq.get("metadata")).get("name")))
+        if not dropped:
+            continue
+        found = at(path, "kueue-excluded-resource",
+                   f"{what}, but ClusterQueues have quota for {', '.join(sorted(dropped))}: that quota limits nothing, so Kueue "
+                   "admits jobs beyond what the nodes have and their pods pend",
+                   "remove the prefix from resources.excludeResourcePrefixes, or the resource from the ClusterQueues' coveredResources"
+                   if path[1] == "excludeResourcePrefixes" else
+                   "give the transformation outputs, use strategy Retain, or drop the quota on the resource from the ClusterQueues")
+        listed = "; ".join(f"{r}: ClusterQueue {', '.join(sorted(cqs))}" for r, cqs in sorted(dropped.items()))
+        out.append(replace(found, context=f"{found.context} ({listed})" if found.context else listed))
+    return out
