@@ -15,6 +15,9 @@ tests/static/test_kueue_wiring.py reads the pinned chart and fails when these fa
   unless an ancestor is a job Kueue manages or the namespace has a LocalQueue "default" (pod_webhook.go
   Default). The Flux controllers in flux-system, the operators the HelmReleases install and the layers' own
   Deployments and Jobs then never start again once their pods are replaced.
+- kueue-namespace-unmanaged: with ManagedJobsNamespaceSelectorAlwaysRespected (on by default), a namespace with a
+  LocalQueue or queued Ray objects that managedJobsNamespaceSelector leaves out: Kueue ignores its jobs, which its
+  webhook created suspended, so they never run (with or without manageJobsWithoutQueueName).
 - kueue-excluded-resource: resources.excludeResourcePrefixes, or a transformation with strategy Replace and no outputs,
   drops a resource from every workload's requests, so a ClusterQueue quota on it limits nothing: Kueue admits jobs
   beyond what the nodes have. One finding per value (entry or transformation), whatever the clusters.
@@ -26,7 +29,7 @@ from pathlib import Path
 
 import yaml
 
-from harness.gate import matching
+from harness.gate import kueue_manager, matching
 from harness.gate.cluster_index import ClusterIndex, finding_at
 from harness.gate.findings import Finding
 from harness.gate.kueue_manager import locate, loaded, manager_text
@@ -37,6 +40,8 @@ RULES = {
                           "(webhookService targetPort), the probe port 8081, a certificate for the webhook server, replicas above 0",
     "kueue-manage-without-queue-name": "with manageJobsWithoutQueueName, managedJobsNamespaceSelector leaves out the namespaces whose pods "
                                        "and Jobs have no queue (flux-system, the operators' namespaces, the layers' Deployments and Jobs)",
+    "kueue-namespace-unmanaged": "managedJobsNamespaceSelector of the Kueue manager configuration selects every namespace with a "
+                                 "LocalQueue or a queued Ray object (Kueue ignores the jobs of the others, which stay suspended)",
     "kueue-excluded-resource": "resources.excludeResourcePrefixes of the Kueue manager configuration, or a transformation with "
                                "strategy Replace and no outputs, drops no resource a ClusterQueue has quota for",
 }
@@ -75,6 +80,7 @@ def wiring_rules(ctx, root: Path, index: ClusterIndex) -> list[Finding]:
         out += _chart_wiring(ctx, root, index, build, hr, values, config, at)
         out += _unmanaged_namespaces(index, config, text, at)
         out += _excluded(index, config, at)
+        out += _unselected_queues(ctx, index, config, text, at)
     return out
 
 
@@ -152,6 +158,41 @@ def _unmanaged_namespaces(index: ClusterIndex, config: dict, written: str, at) -
                "running once their pods are replaced",
                "leave manageJobsWithoutQueueName out, or set managedJobsNamespaceSelector to select only the teams' namespaces "
                "(e.g. matchLabels {kueue-managed: \"true\"})")]
+
+
+def _unselected_queues(ctx, index: ClusterIndex, config: dict, written: str, at) -> list[Finding]:
+    """kueue-namespace-unmanaged: with ManagedJobsNamespaceSelectorAlwaysRespected (Beta, on by default), Kueue's job
+    reconciler returns before doing anything for a job in a namespace managedJobsNamespaceSelector does not select
+    (jobframework/reconciler.go ReconcileGenericJob, "Namespace not opted in"), while its webhook still creates every
+    queued RayJob suspended (jobframework/defaults.go): the jobs of a LocalQueue there never get a Workload. One finding
+    per namespace (its LocalQueues and the layers' queued Ray objects there named in the context)."""
+    if not kueue_manager.feature_enabled(kueue_manager.manager_of(index), "ManagedJobsNamespaceSelectorAlwaysRespected"):
+        return []
+    selector = config.get("managedJobsNamespaceSelector")
+    queued: dict[str, list[str]] = {}  # namespace -> its LocalQueues and queued Ray objects
+    for _, o in [*index.of_kind("LocalQueue"), *((b, o) for b, o in index.objects if str(o.get("apiVersion", "")).startswith("ray.io/")
+                                                  and QUEUE_LABEL in as_map(as_map(o.get("metadata")).get("labels")))]:
+        meta = as_map(o.get("metadata"))
+        queued.setdefault(str(meta.get("namespace") or "default"), []).append(f"{o.get('kind')} {meta.get('name')}")
+    out = []
+    for ns, what in sorted(queued.items()):
+        labels = index.namespaces.get(ns) or {"kubernetes.io/metadata.name": ns}
+        if selector is None or matching.selector_matches(selector, labels)[0]:
+            continue  # (null: Kueue skips the check; an invalid selector is kueue-config)
+        default = "" if "managedJobsNamespaceSelector" in as_map(_parsed(written)) else " (Kueue's default)"
+        wanted = as_map(as_map(selector).get("matchLabels"))
+        entry = index.named.get(("Namespace", None, ns))
+        place = f" ({ctx.finding(entry[1], entry[0], '', '', '').file})" if entry else ""
+        found = at(["managedJobsNamespaceSelector"], "kueue-namespace-unmanaged",
+                   f"has a managedJobsNamespaceSelector{default} that does not select namespace {ns} (labels "
+                   f"{dict(sorted(labels.items()))}), where the samples and queued Ray objects of its LocalQueues run: with "
+                   "ManagedJobsNamespaceSelectorAlwaysRespected (on by default) Kueue's job reconciler ignores them, while its "
+                   "webhook creates each queued RayJob suspended, so they never get a Workload and stay suspended forever",
+                   (f"label Namespace {ns} {', '.join(f'{k}={v}' for k, v in wanted.items())}{place}, or widen the selector"
+                    if wanted and not as_map(selector).get("matchExpressions") else
+                    f"make managedJobsNamespaceSelector select namespace {ns} (or label Namespace {ns}{place} so that it does)"))
+        out.append(replace(found, context=f"{found.context} ({', '.join(what)})"))
+    return out
 
 
 def _parsed(text: str):

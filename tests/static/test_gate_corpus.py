@@ -647,6 +647,14 @@ CORPUS = [
      lambda r: edit(r, KUEUE, "        integrations:\n", "        manageJobsWithoutQueueName: true\n        integrations:\n"), 71),
     ("kueue-excludes-gpus", "kueue-excluded-resource", KUEUE,
      lambda r: edit(r, KUEUE, "        integrations:\n", "        resources:\n          excludeResourcePrefixes: [nvidia.com/]\n        integrations:\n"), 72),
+    # A Replace transformation without outputs drops its input as excludeResourcePrefixes does: at its input (kueue_wiring.py).
+    ("kueue-replace-without-outputs", "kueue-excluded-resource", KUEUE,
+     lambda r: edit(r, KUEUE, "        integrations:\n", "        resources:\n          transformations:\n            - input: nvidia.com/gpu\n"
+                    "              strategy: Replace\n        integrations:\n"), 73),
+    # A managedJobsNamespaceSelector that leaves out the namespace of the LocalQueues (ManagedJobsNamespaceSelectorAlwaysRespected).
+    ("kueue-selector-leaves-out-ray", "kueue-namespace-unmanaged", KUEUE,
+     lambda r: edit(r, KUEUE, "        integrations:\n", "        managedJobsNamespaceSelector:\n          matchLabels: {kueue-managed: \"true\"}\n"
+                    "        integrations:\n"), 71),
     # The Kueue chart rendered with the HelmRelease's values by Helm's engine, its objects through the apiserver's validation.
     ("kueue-values-key-typo", "helm-values-unused", KUEUE, lambda r: edit(r, KUEUE, "      tolerations:\n", "      toleration:\n"), 51, "warning"),
     ("kueue-values-toleration-typo", "helm-values", KUEUE, lambda r: edit(r, KUEUE, "          effect: NoSchedule\n", "          effect: NoSchedul\n"), 54),
