@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from harness.gate import kueue_manager
+from harness.gate import kueue_manager, matching
 from harness.gate.cluster_index import ClusterIndex, kind_key
 from harness.gate.findings import Finding
 from harness.gate.kueue_fit import SHORT_QUOTA, overheads
@@ -171,14 +171,50 @@ def _quota_hint(ctx, index: ClusterIndex, found: Finding, candidate, reason: str
                                                   f"of ClusterQueue {cq_name} ({short[1]} in flavor {short[2]}, written at {at})"))
 
 
+def ambiguous_transformations(ctx, root: Path, cluster: ClusterRender, candidates: list) -> tuple[list[Finding], list]:
+    """A transformation output that a pod requesting the input requests itself: Kueue 0.17's applyResourceTransformations
+    ranges over the pod's request map and writes an untransformed request over an output accumulated before it
+    (workload.go), so it charges the sum or the pod's own request by Go map order, from evaluation to evaluation. One
+    sample-fits finding at each such output (the same on every cluster), and the candidates left to judge: those whose
+    pods request both are not judged (their verdict is a coin toss; the finding says why)."""
+    index = ClusterIndex.build(root, cluster)
+    out: dict = {}
+    keep = []
+    for c in candidates:
+        hit = None
+        for _, spec in pod_templates(c.job):
+            requests = matching.pod_requests({"spec": spec}, c.limit_ranges)
+            for made, i, t in _transformations(index):
+                both = sorted(r for r in as_map(t.get("outputs")) if str(t.get("input")) in requests and r in requests and r != t.get("input"))
+                for r in both:
+                    hit = (made, i, t, r)
+                    out.setdefault((i, r), hit)
+        if hit is None:
+            keep.append(c)
+    found = []
+    for ((build, hr), i, t, r) in out.values():
+        located, block = kueue_manager.locate(ctx, root, index, build, hr, "sample-fits")
+        found.append(Finding(located.file, block.line(["resources", "transformations", i, "outputs", r]), located.resource, "sample-fits",
+                             f"the Kueue manager configuration's resources.transformations[{i}] outputs {r}, which the pods that request "
+                             f"{t.get('input')} request themselves: Kueue 0.17 charges such a pod either the sum or its own {r} request, by "
+                             "Go map order (workload.go applyResourceTransformations writes an untransformed request over the output), so "
+                             "whether their jobs are admitted changes from one evaluation to the next; the gate does not judge them",
+                             f"transform {t.get('input')} into a resource of its own (e.g. example.com/{str(t.get('input')).rpartition('/')[2]}"
+                             f"-{r}) and give it quota in the ClusterQueues", located.context))
+    return found, keep
+
+
+def _transformations(index: ClusterIndex):
+    """((build, HelmRelease), index, transformation) of the Kueue manager configurations' transformations, as loaded."""
+    for build, hr in index.of_kind("HelmRelease"):
+        if index.chart_of(hr) == "kueue":
+            config = kueue_manager.loaded(kueue_manager.manager_text(hr))
+            for i, t in enumerate(as_maps(as_map(as_map(config).get("resources")).get("transformations"))):
+                yield (build, hr), i, t
+
+
 def _transformation(index: ClusterIndex, resource: str):
     """((build, HelmRelease), index, input, strategy as written) of the manager configuration's transformation that outputs
     `resource`."""
-    for build, hr in index.of_kind("HelmRelease"):
-        if index.chart_of(hr) != "kueue":
-            continue
-        config = kueue_manager.loaded(kueue_manager.manager_text(hr))
-        for i, t in enumerate(as_maps(as_map(as_map(config).get("resources")).get("transformations"))):
-            if resource in as_map(t.get("outputs")):
-                return (build, hr), i, t.get("input"), t.get("strategy")
-    return None
+    return next(((made, i, t.get("input"), t.get("strategy")) for made, i, t in _transformations(index)
+                 if resource in as_map(t.get("outputs"))), None)

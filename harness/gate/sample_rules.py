@@ -178,6 +178,8 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
     candidates = [c for c in candidates if kueue_manager.integration_on(manager, c.job.get("kind"))]
     if complete:
         candidates += _layer_candidates(ctx, root, cluster, objects, lqs, cqs, manager)
+    ambiguous, candidates = fit_causes.ambiguous_transformations(ctx, root, cluster, candidates)  # a coin toss in Kueue: not judged
+    out += ambiguous
     fits = kueue_fit.fits(ctx.checker or Checker(tuple(ctx.config.crd_files(root))).start(), root, cluster, candidates, ctx.config)
     fits.relocate = fit_causes.relocator(ctx, root, cluster, fits)
     return out, rendered, fits

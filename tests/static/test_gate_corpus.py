@@ -651,6 +651,10 @@ CORPUS = [
     ("kueue-replace-without-outputs", "kueue-excluded-resource", KUEUE,
      lambda r: edit(r, KUEUE, "        integrations:\n", "        resources:\n          transformations:\n            - input: nvidia.com/gpu\n"
                     "              strategy: Replace\n        integrations:\n"), 73),
+    # A transformation output the GPU pods request themselves: Kueue's charge depends on Go map order; once, at the output.
+    ("transformation-output-the-pods-request", "sample-fits", KUEUE,
+     lambda r: edit(r, KUEUE, "        integrations:\n", "        resources:\n          transformations:\n            - input: nvidia.com/gpu\n"
+                    "              outputs:\n                cpu: \"20\"\n        integrations:\n"), 75),
     # A managedJobsNamespaceSelector that leaves out the namespace of the LocalQueues (ManagedJobsNamespaceSelectorAlwaysRespected).
     ("kueue-selector-leaves-out-ray", "kueue-namespace-unmanaged", KUEUE,
      lambda r: edit(r, KUEUE, "        integrations:\n", "        managedJobsNamespaceSelector:\n          matchLabels: {kueue-managed: \"true\"}\n"
