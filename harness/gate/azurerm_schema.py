@@ -129,7 +129,7 @@ def _dns(limit: int, what: str) -> Check:
 
 _INTERVAL = Check(between=(1, 35791394))
 FLUX_CHECKS: dict[str, Check] = {  # argument path in azurerm_kubernetes_flux_configuration -> its ValidateFunc
-    "namespace": _dns(63, "name"),  # (`name` too, _dns(30, "name"); the gate requires flux-system, terraform_flux) "scope": Check(values=("namespace", "cluster")),
+    "namespace": _dns(63, "name"), "scope": Check(values=("namespace", "cluster")),  # (and `name`, _dns(30): the gate asks for flux-system)
     "git_repository.reference_type": Check(values=("branch", "commit", "semver", "tag")),
     "kustomizations.name": _dns(30, "name` of `kustomizations"),
     "kustomizations.post_build.substitute_from.kind": Check(values=("ConfigMap", "Secret")),
