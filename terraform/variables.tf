@@ -150,8 +150,8 @@ variable "gpu_node_pool_name" {
   type        = string
   default     = "gpupool"
   validation {
-    condition     = can(regex("^[a-z0-9]{1,12}$", var.gpu_node_pool_name))
-    error_message = "gpu_node_pool_name must be 1-12 lowercase letters or digits."
+    condition     = can(regex("^[a-z][a-z0-9]{0,11}$", var.gpu_node_pool_name))
+    error_message = "gpu_node_pool_name must be a lowercase letter then up to 11 lowercase letters or digits (azurerm's agent pool name)."
   }
 }
 
@@ -221,8 +221,8 @@ variable "cpu_node_pool_name" {
   type        = string
   default     = "cpupool"
   validation {
-    condition     = can(regex("^[a-z0-9]{1,12}$", var.cpu_node_pool_name))
-    error_message = "cpu_node_pool_name must be 1-12 lowercase letters or digits."
+    condition     = can(regex("^[a-z][a-z0-9]{0,11}$", var.cpu_node_pool_name))
+    error_message = "cpu_node_pool_name must be a lowercase letter then up to 11 lowercase letters or digits (azurerm's agent pool name)."
   }
 }
 

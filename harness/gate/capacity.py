@@ -129,8 +129,8 @@ def _cluster_findings(root: Path, cfg: TerraformConfig, sources: Sources, cluste
     except TerraformError as err:  # it knows where the setting is written
         if getattr(err, "diagnostic", False):
             return []  # Terraform's own error in a pool setting: terraform-expression reports it, at the expression
-        return [Finding(err.file or rel, err.line, f"cluster/{cluster.name}", "capacity-terraform", str(err),
-                        "give pool settings values known before apply (variables, locals, literals, functions of them); counts are whole numbers", ctx)]
+        return [Finding(err.file or rel, err.line, getattr(err, "resource", "") or f"cluster/{cluster.name}", getattr(err, "rule", "") or "capacity-terraform", str(err),
+                        getattr(err, "hint", "") or "give pool settings values known before apply (variables, locals, literals, functions of them); counts are whole numbers", ctx)]
 
     out = [Finding(file, line, p.address, "capacity-autoscaling", message, hint, ctx) for p in pools for file, line, message, hint in p.notes]
     pools, assumptions = assumed.apply(root, cluster, pools, lambda obj, field: sources.locate(obj, _prefer(gate_config, cluster.name), field=field), ctx)

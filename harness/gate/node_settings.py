@@ -10,7 +10,9 @@ pools cannot use Spot VMs: the apply fails), a Spot-only setting (eviction_polic
 (azurerm's node pool create refuses it), upgrade_settings.max_surge on a Spot pool (the AKS resource provider: "Spot pools
 can't set max surge"), what azurerm's schema refuses (harness.gate.azurerm_schema: an argument the block does not have, such
 as gpu_instance_profile, the ARM API's name for gpu_instance, or priority on default_node_pool; a value outside a case-sensitive
-enum, such as priority = "spot"), each at its own line and the one finding of its pool's setting, and a gpu_instance (MIG: the
+enum, such as priority = "spot"; a pool name or temporary_name_for_rotation outside validate.KubernetesAgentPoolName), what AKS refuses
+of a pool (a Windows pool's name over 6 characters, max_pods outside 10..250: harness.gate.pools models at most 250 pod slots; a
+second pool with a name taken, PoolSettingError from harness.gate.pools, which no rule models further), each at its own line and the one finding of its pool's setting, and a gpu_instance (MIG: the
 nodes advertise GPU instances, which the capacity checks count under both names the device plugin may use,
 harness.gate.sku.mig_resources; on a size whose GPU has no MIG, T4 or A10, an error and whole GPUs counted).
 """
@@ -19,7 +21,7 @@ from __future__ import annotations
 import re
 
 from harness.core import HarnessError
-from harness.gate.azurerm_schema import DEFAULT_POOL, NODE_POOL, refused_value
+from harness.gate.azurerm_schema import DEFAULT_POOL, MAX_PODS, NODE_POOL, POOL_CHECKS, WINDOWS_NAME_MAX
 from harness.gate.findings import Finding
 from harness.gate.helper import helper
 from harness.gate.matching import taint_dict
@@ -35,7 +37,9 @@ RULES = {
                               "upgrade_settings.max_surge on a Spot pool (AKS refuses it); no argument its block's azurerm schema lacks "
                               "(gpu_instance_profile, which azurerm names gpu_instance; priority, mode, os_type... on default_node_pool); the "
                               "values azurerm's case-sensitive enums accept (priority, eviction_policy, mode, os_type, os_sku, kubelet_disk_type, "
-                              "gpu_instance: MIG1g..MIG7g ...); a gpu_instance only on a MIG-capable size (A100, H100: sku.yaml `mig`)",
+                              "gpu_instance: MIG1g..MIG7g ...); pool names and temporary_name_for_rotation azurerm accepts (a lowercase letter, "
+                              "then lowercase letters and digits, 12 at most; AKS: 6 at most for a Windows pool), no two pools of a cluster "
+                              "with one name, max_pods within AKS's 10..250; a gpu_instance only on a MIG-capable size (A100, H100: sku.yaml `mig`)",
     "capacity-spot-system-pool": "no node pool in mode System has priority = \"Spot\" (AKS refuses Spot system pools: the apply fails)",
     "capacity-gpu-mig": "warning: a GPU pool with gpu_instance (MIG) is named: its nodes advertise MIG instances under a resource name "
                         "the device plugin's MIG strategy decides (nvidia.com/gpu with `single`, nvidia.com/mig-<profile> with `mixed`, "
@@ -49,8 +53,10 @@ class NodeSettingsError(HarnessError, RuntimeError):
 
 def _schema_findings(pool: Pool, context: str) -> tuple[list[Finding], set[str]]:
     """capacity-node-settings for the arguments azurerm's schema refuses (harness.gate.azurerm_schema): one its pool block does not
-    have, at the argument's line; an enum value outside azurerm's case-sensitive set, at the line that gives the value. With the
-    arguments reported, whose other checks would only be follow-ons."""
+    have, at the argument's line; a value its POOL_CHECKS refuse (an enum value outside azurerm's case-sensitive set, a name or
+    temporary_name_for_rotation outside validate.KubernetesAgentPoolName), a Windows pool's name longer than AKS allows, a
+    max_pods outside AKS's range, at the line that gives the value. With the arguments reported, whose other checks would only be
+    follow-ons."""
     out = []
     for attr, (at, fix) in pool.unsupported.items():
         out.append(Finding(at.file, at.line, pool.address, "capacity-node-settings",
@@ -58,17 +64,31 @@ def _schema_findings(pool: Pool, context: str) -> tuple[list[Finding], set[str]]
                            f"{DEFAULT_POOL if pool.default else NODE_POOL} schema does not have, so `terraform validate` fails (\"Unsupported "
                            f"argument: An argument named \"{attr}\" is not expected here\")"
                            + ("; the capacity checks read it as gpu_instance" if attr == "gpu_instance_profile" else ""), fix, context))
+    refused = {}
     for attr, (value, at) in pool.settings.items():
-        refused = None if attr in pool.unsupported else refused_value(attr, value)
-        if refused:
-            values, near = refused
+        why = None if attr in pool.unsupported or attr not in POOL_CHECKS else POOL_CHECKS[attr].refusal(attr, value)
+        if why:
+            refused[attr] = at
             out.append(Finding(at.file, at.line, pool.address, "capacity-node-settings",
-                               f"{pool.address} (pool {pool.name}) sets {attr} = {value!r} ({at.text} at {at.where()}): azurerm's schema "
-                               f"accepts only {', '.join(values)} (case-sensitive), so `terraform plan` fails (\"expected {attr} to be one of "
-                               f"[{' '.join(chr(34) + v + chr(34) for v in values)}], got {value}\")",
-                               f"set {attr} to one of {', '.join(values)}" + (f" (did you mean {near}?)" if near else "")
-                               + (", or remove it to schedule whole GPUs" if attr == "gpu_instance" else ""), context))
-    return out, {*pool.unsupported, *(a for a, (v, _) in pool.settings.items() if refused_value(a, v))}
+                               f"{pool.address} (pool {pool.name}) sets {attr} = {value!r} ({at.text} at {at.where()}): {why[0]}",
+                               why[1] + (", or remove it to schedule whole GPUs" if attr == "gpu_instance" else ""), context))
+    name, at = pool.settings.get("name", (None, None))
+    if pool.os == "windows" and not pool.default and "name" not in refused and isinstance(name, str) and len(name) > WINDOWS_NAME_MAX:
+        out.append(Finding(at.file, at.line, pool.address, "capacity-node-settings",
+                           f"{pool.address} (pool {name}) is a Windows pool named {name!r} ({at.text} at {at.where()}): AKS refuses a Windows "
+                           f"pool name longer than {WINDOWS_NAME_MAX} characters (azurerm's docs of {NODE_POOL} `name`), so `terraform apply` fails",
+                           f"rename the pool to at most {WINDOWS_NAME_MAX} lowercase letters and digits (e.g. name = \"{name[:WINDOWS_NAME_MAX]}\")", context))
+    pods, at = pool.settings.get("max_pods", (None, None))
+    if isinstance(pods, (int, float)) and not isinstance(pods, bool) and not MAX_PODS[0] <= pods <= MAX_PODS[1]:
+        refused["max_pods"] = at
+        out.append(Finding(at.file, at.line, pool.address, "capacity-node-settings",
+                           f"{pool.address} (pool {pool.name}) sets max_pods = {pods:g} ({at.text} at {at.where()}): AKS accepts {MAX_PODS[0]} to "
+                           f"{MAX_PODS[1]} pods per node with every network plugin (learn.microsoft.com/azure/aks/azure-cni-overview, \"Maximum "
+                           "pods per node\"), so creating the pool fails; the capacity checks count "
+                           f"{min(max(int(pods), MAX_PODS[0]), MAX_PODS[1])} pod slots per node",
+                           f"set max_pods between {MAX_PODS[0]} and {MAX_PODS[1]} (AKS's default: 30 with Azure CNI, 110 with kubenet, "
+                           "250 with Azure CNI Overlay)", context))
+    return out, {*pool.unsupported, *refused}
 
 
 def _mig_findings(pool: Pool, context: str) -> list[Finding]:

@@ -24,7 +24,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from harness.gate import autoscaling, matching
-from harness.gate.azurerm_schema import DEFAULT_POOL, ENUMS, NODE_POOL, unsupported
+from harness.gate.azurerm_schema import DEFAULT_POOL, MAX_PODS, NODE_POOL, POOL_CHECKS, unsupported
 from harness.gate.autoscaling import AUTOSCALING_KEYS
 from harness.gate.node_labels import aks_labels
 from harness.gate.sku import Sku, allocatable, mig_resources, repository_skus, sku_table
@@ -35,15 +35,16 @@ from harness.gate.terraform import (Block, Body, TerraformConfig, TerraformError
 SYSTEM_TAINT = "CriticalAddonsOnly=true:NoSchedule"
 SPOT_LABEL = "kubernetes.azure.com/scalesetpriority"
 SPOT_TAINT = f"{SPOT_LABEL}=spot:NoSchedule"
-SETTINGS = ("gpu_instance_profile", "max_pods", "spot_max_price", *ENUMS)  # where written: for node_settings and podsets' findings
+SETTINGS = ("gpu_instance_profile", "max_pods", "spot_max_price", *POOL_CHECKS)  # where written: for node_settings and podsets' findings
 
 
 class PoolSettingError(TerraformError):
     """A pool setting that is not what Terraform accepts, with the file and line where it is written."""
 
-    def __init__(self, message: str, file: str, line: int | None, diagnostic: bool = False):
+    def __init__(self, message: str, file: str, line: int | None, diagnostic: bool = False, rule: str = "", hint: str = "", resource: str = ""):
         super().__init__(message, file, line)
         self.diagnostic = diagnostic  # Terraform's own error (terraform-expression reports it), not a pool setting's
+        self.rule, self.hint, self.resource = rule, hint, resource  # the finding's, when not capacity-terraform's
 
 
 DEFAULT_OS_DISK_GIB = 128  # AKS's OS disk without os_disk_size_gb: the kubelet's root filesystem (emptyDirs, logs, layers)
@@ -277,7 +278,7 @@ class _Builder:
         body = body or block.body
         get = lambda attr, default=None: self.value(block, body.get(attr), attr, default)  # noqa: E731
         name, vm_size = str(get("name")), str(get("vm_size"))
-        max_pods = self.number(block, body.get("max_pods"), "max_pods", self.reservation["max_pods_assumed"])
+        max_pods = min(max(self.number(block, body.get("max_pods"), "max_pods", self.reservation["max_pods_assumed"]), MAX_PODS[0]), MAX_PODS[1])
         os_disk = self.number(block, body.get("os_disk_size_gb"), "os_disk_size_gb", DEFAULT_OS_DISK_GIB)
         sku = self.skus.get(vm_size)
         os = "windows" if get("os_type") == "Windows" or str(get("os_sku") or "").startswith("Windows") else "linux"
@@ -331,10 +332,11 @@ def cluster_pools(cfg: TerraformConfig, tfvars: dict, tfvars_rel: str | None = N
     refused = [d for d in builder.ev.errors() if tfvars_rel and d.file == tfvars_rel]
     if refused:  # Terraform refuses a value of this cluster's file (a variable's validation, its type): it plans no pool at all
         raise PoolSettingError(refused[0].text(), refused[0].file, refused[0].line, diagnostic=True)
-    pools = []
+    pools, created = [], []  # created: the pools Terraform creates (count / for_each leave the others out)
     for block in builder.ev.of_type("azurerm_kubernetes_cluster"):
         for body in block.body.nested("default_node_pool"):
             pools.append(builder.build(block, True, body=body))
+            created.append(pools[-1])
     for block in builder.ev.of_type("azurerm_kubernetes_cluster_node_pool"):
         if block.count is not None:
             instances = builder.number(block, block.count, "count")
@@ -345,10 +347,26 @@ def cluster_pools(cfg: TerraformConfig, tfvars: dict, tfvars_rel: str | None = N
         try:
             system = str(builder.value(block, block.body.get("mode"), "mode", "User")) == "System"
             pools.append(builder.build(block, system, instances))
+            created += pools[-1:] if instances >= 1 else []
         except TerraformError:
             if instances >= 1:
                 raise  # a pool left out may use settings that only apply when it exists
+    _unique_names(created)
     return [group for pool in pools for group in by_zone(pool)]
+
+
+def _unique_names(pools: list[Pool]) -> None:
+    """A second pool of the cluster with a name taken: azurerm finds the pool of that name existing and stops ("A resource with
+    the ID ... already exists - to be managed via Terraform this resource needs to be imported"); AKS keys agent pools by name.
+    PoolSettingError at the second one's name, so that no rule models the pools as one."""
+    for i, pool in enumerate(pools):
+        first = next((p for p in pools[:i] if p.name == pool.name), None)
+        if first is not None:
+            at, was = (p.settings.get("name", (0, Origin(p.file, p.line, f"name = {p.name!r}")))[1] for p in (pool, first))
+            raise PoolSettingError(f"{pool.address} is named {pool.name!r} ({at.text} at {at.where()}), the name of {first.address} "
+                                   f"({was.text} at {was.where()}): a cluster's node pools are keyed by name, so `terraform apply` fails "
+                                   "(\"A resource with the ID ... already exists\")", at.file, at.line, rule="capacity-node-settings",
+                                   hint=f"give {pool.address} a name no other pool of the cluster has", resource=pool.address)
 
 
 def node_pools(root: Path, cluster: str) -> list[Pool]:

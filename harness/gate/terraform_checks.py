@@ -53,7 +53,9 @@ RULES = {
                                    f"(its issuer) and the workload pods' token injection need, when the repository has the workload ServiceAccount",
     "terraform-cluster-vars": "Terraform writes ConfigMap flux-system/cluster-vars with exactly the keys of clusters/<name>/cluster-vars.example.yaml",
     "terraform-flux-configuration": "the Flux configuration is named flux-system and its entry kustomization's path evaluates, with each cluster's "
-                                    "tfvars, to clusters/<that cluster_name>; every other kustomization's path is a directory (terraform_flux.py)",
+                                    "tfvars, to clusters/<that cluster_name>; every other kustomization's path is a directory; its values are ones azurerm's "
+                                    "schema accepts (reference_type branch/commit/semver/tag and scope cluster/namespace, case-sensitive; "
+                                    "kustomization names of lowercase letters, digits and hyphens, 30 at most; intervals >= 1) (terraform_flux.py)",
 }
 
 
@@ -95,7 +97,7 @@ def wiring_findings(root: Path, gate_config: GateConfig = DEFAULTS, sources: Sou
     production = str(as_map(as_map(version_rules.pins(root)).get("kubernetes")).get("production") or "") or None
     sources = sources or Sources.load(root)
     return (_expression_findings(scopes) + _undeclared_findings(scopes) + identity_findings(cfg, scopes, sources, gate_config.clusters) + _cluster_vars_findings(root, cfg, gate_config)
-            + terraform_flux.flux_findings(root, cfg, scopes, gate_config.clusters, prefix) + kubernetes_version.version_findings(cfg, scopes, production) + subnets.subnet_findings(root, cfg, scopes))
+            + terraform_flux.flux_findings(root, cfg, scopes, gate_config.clusters, prefix) + terraform_flux.schema_findings(cfg, scopes) + kubernetes_version.version_findings(cfg, scopes, production) + subnets.subnet_findings(root, cfg, scopes))
 
 
 def _expression_findings(scopes: list[tuple[str, Evaluation]]) -> list[Finding]:

@@ -8,6 +8,9 @@ a Flux Kustomization named <configuration>-<kustomization> that builds the block
   sourceRef of clusters/*/*.yaml); its entry kustomization (the one whose path is a cluster folder) reconciles
   clusters/<cluster_name> with the cluster's own cluster_name; every other kustomization's path is a directory. Each
   finding is at the `path` line that writes the value, once, naming the clusters it holds for.
+- `schema_findings` (terraform-flux-configuration): the values azurerm's schema refuses (harness.gate.azurerm_schema FLUX_CHECKS:
+  `reference_type = "Branch"`, a kustomization named cluster_entry, an interval of 0), at the line that writes the value
+  (a cluster's tfvars line when it is a variable), once, naming the clusters it holds for.
 - `collision_findings` (object-collision, once the clusters are rendered): another kustomization block that applies
   objects the cluster's entry point already applies through its Flux Kustomizations. Its directory's plain build is
   compared object by object with what the cluster applies; a directory without a kustomization file (Flux's generator
@@ -18,13 +21,14 @@ from __future__ import annotations
 import difflib
 from pathlib import Path
 
+from harness.gate.azurerm_schema import FLUX_CHECKS
 from harness.gate.config import DEFAULTS, GateConfig
 from harness.gate.findings import Finding
 from harness.gate.flux_paths import flux_path, outside, written
 from harness.gate.render import BOOTSTRAP_SYNC, Build, ClusterRender, is_flux_kustomization, object_key
 from harness.gate.sources import SourceError, as_map, kustomization_file, load_yaml_all
-from harness.gate.terraform import (TERRAFORM_DIR, Block, Body, Evaluation, TerraformConfig, TerraformError, load_tfvars,
-                                    tfvars_cluster, variable_origin)
+from harness.gate.terraform import (TERRAFORM_DIR, Block, Body, Evaluation, TerraformConfig, TerraformError, Value, load_tfvars,
+                                    setting_origin, tfvars_cluster, variable_origin)
 
 CONFIG_TYPE = "azurerm_kubernetes_flux_configuration"
 
@@ -142,6 +146,31 @@ def flux_findings(root: Path, cfg: TerraformConfig, scopes: list[tuple[str, Eval
     for (file, line, address, message, hint), whom in where.items():
         out.append(Finding(file, line, address, "terraform-flux-configuration", message.replace("{whom}", ", ".join(dict.fromkeys(whom))), hint))
     return out
+
+
+def _values(body: Body, path: str) -> list[Value]:
+    """The values written for argument `path` ("kustomizations.name": the name of every kustomizations block)."""
+    *blocks, attr = path.split(".")
+    bodies = [body]
+    for block in blocks:
+        bodies = [n for b in bodies for n in b.nested(block)]
+    return [v for b in bodies if (v := b.get(attr)) is not None]
+
+
+def schema_findings(cfg: TerraformConfig, scopes: list[tuple[str, Evaluation]]) -> list[Finding]:
+    """terraform-flux-configuration for the values azurerm's schema refuses (FLUX_CHECKS), with each cluster's tfvars."""
+    where: dict[tuple, list[str]] = {}
+    for label, ev in scopes[1:]:
+        for fc in ev.of_type(CONFIG_TYPE):
+            for path, check in FLUX_CHECKS.items():
+                for v in _values(fc.body, path):
+                    refused = check.refusal(path.rsplit(".", 1)[-1], v.value) if v.known and not v.error else None
+                    if refused:
+                        file, line = setting_origin(cfg, v, label)
+                        where.setdefault((file, line, fc.address, f"{fc.address} {path} = {v.value!r} ({v.text} at {v.file}:{v.line}"
+                                          f"{{whom}}): {refused[0]}", refused[1]), []).append(tfvars_cluster(label) or label)
+    return [Finding(file, line, address, "terraform-flux-configuration", message.replace("{whom}", f", cluster {', '.join(whom)}"), hint)
+            for (file, line, address, message, hint), whom in where.items()]
 
 
 def _layer(build: Build, entry: Build) -> str:
