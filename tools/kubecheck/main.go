@@ -148,6 +148,16 @@ func main() {
 				}
 			}
 			resp["answer"] = results
+		case "admitted": // per pod template: its nodeSelector and tolerations after the RuntimeClass admission
+			answers := make([]map[string]interface{}, len(req.Objects))
+			for i, obj := range req.Objects {
+				var related []map[string]interface{}
+				if i < len(req.Related) {
+					related = req.Related[i]
+				}
+				answers[i] = admittedScheduling(obj, related)
+			}
+			resp["answer"] = answers
 		case "place":
 			if answers, err := placeAll(req); err != nil {
 				resp["error"] = err.Error()
