@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.core import HarnessError, versions
-from harness.gate import schemas, workloads
+from harness.gate import quota_scope, schemas, workloads
 from harness.gate.findings import Finding
 from harness.gate.origin import dotted, mentioned_fields, segments, value_at
 from harness.gate.sources import POD_ADMISSION_KINDS, as_map, resource_id
@@ -291,7 +291,7 @@ def pod_security_findings(ctx) -> list[Finding]:
 
 
 def _findings(ctx, validated: list[tuple[object, dict, str | None]], problems: list[Problem | None]) -> list[Finding]:
-    out, by_var = [], {}
+    out, by_var, zeroed = [], {}, []
     for (build, obj, file), problem in zip(validated, problems):
         if problem is None:
             continue
@@ -324,6 +324,10 @@ def _findings(ctx, validated: list[tuple[object, dict, str | None]], problems: l
                 found = replace(found, severity="warning")
             if problem.rule == "resource-quota" and id(obj) in ctx.sample_entries:  # the sample as submitted to the namespace
                 quota = next((o for o in ctx.sample_related.get(id(obj), []) if resource_id(o) == err.get("object")), None)
+                if quota is not None and err.get("zero"):  # the quota keeps out every job in its scope: one finding at it (quota_scope)
+                    entry = ctx.sample_entries[id(obj)]
+                    zeroed.append((quota_scope.at_quota(ctx, quota, err, found), f"{resource_id(obj)} ({entry[0]}:{entry[1]})"))
+                    continue
                 written = ctx.finding(quota, None, "", "", "") if quota is not None else None
                 found = replace(found, message=found.message + (f" (the quota is written at {written.file}:{written.line})" if written else ""))
                 if not err.get("field"):  # (else at the value that makes an object count: a head Service's serviceType)
@@ -336,7 +340,7 @@ def _findings(ctx, validated: list[tuple[object, dict, str | None]], problems: l
             first, errors, uses, _ = by_var.setdefault(key, (found, [], [], obj))
             errors.append(err["message"])
             uses.append(f"{found.file}:{found.line}")
-    out = _one_per_quota_cause(out)
+    out = _one_per_quota_cause(out) + quota_scope.fold(zeroed)
     for (name, file, line, given, _, _), (first, errors, uses, obj) in by_var.items():
         out.append(replace(first, file=file, line=line, message=f"{what_for(first.rule, obj, errors[0])}: {'; '.join(errors)} "
                                                                  f"(with {given}, which fills ${{{name}}} at {', '.join(sorted(set(uses)))})",
