@@ -336,14 +336,24 @@ def _findings(ctx, validated: list[tuple[object, dict, str | None]], problems: l
             if var is None:
                 out.append(found)
                 continue
-            key = (*var, found.rule, found.resource)  # (VAR, file, line, entry key, rule, resource)
+            # (VAR, file, line, entry key, rule, resource); a default of workloads/defaults.yaml: one for every sample that uses it
+            key = (*var, found.rule, "" if var[3].startswith("default ") else found.resource)
             first, errors, uses, _ = by_var.setdefault(key, (found, [], [], obj))
             errors.append(err["message"])
-            uses.append(f"{found.file}:{found.line}")
+            uses.append((f"{found.file}:{found.line}", found.resource, found.context))
     out = _one_per_quota_cause(out) + quota_scope.fold(zeroed)
     for (name, file, line, given, _, _), (first, errors, uses, obj) in by_var.items():
+        at = ", ".join(sorted({u[0] for u in uses}))
+        if given.startswith("default "):  # the value of workloads/defaults.yaml, which every sample not setting it in `vars` takes
+            out.append(replace(first, file=file, line=line, resource=", ".join(dict.fromkeys(u[1] for u in uses)),
+                               context="; ".join(dict.fromkeys(u[2] for u in uses if u[2])),
+                               message=f"{what_for(first.rule, obj, errors[0])}: {'; '.join(dict.fromkeys(errors))} (with the default "
+                                       f"{name} of {file}, which fills ${{{name}}} at {at} for the samples that do not set it in `vars`)",
+                               hint=f"give {name} in {file} a value those fields accept (a string or number, substituted into the "
+                                    "workloads: see the message)"))
+            continue
         out.append(replace(first, file=file, line=line, message=f"{what_for(first.rule, obj, errors[0])}: {'; '.join(errors)} "
-                                                                 f"(with {given}, which fills ${{{name}}} at {', '.join(sorted(set(uses)))})",
+                                                                 f"(with {given}, which fills ${{{name}}} at {at})",
                            hint=f"give {given} of this entry a value those fields accept (see the message)"
                                 + (", or drop it to use the default" if given.startswith("vars ") else "")))
     return out
