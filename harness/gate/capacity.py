@@ -370,7 +370,8 @@ class _Check:
         taints = sorted({t for p in only for t in p.taints})
         return [Problem([Finding(file, line, resource_id(obj), "capacity-flavor-labels",
                                  f"cluster {self.cluster.name}: flavor {fname} lands pods on {', '.join(p.where() for p in only)} only "
-                                 f"with the tolerations of its taints ({', '.join(taints)}) that the pod templates write themselves, "
+                                 f"with the tolerations of its taints ({', '.join(taints)}) that the pod templates write themselves (or their RuntimeClass "
+                                 "adds), "
                                  "not through the flavor: Kueue admits any pod to the flavor, and one without that toleration would stay Pending",
                                  f"declare the taint on the flavor: spec.nodeTaints [{', '.join(taints)}] (Kueue then admits to it only pods "
                                  "that tolerate it) or spec.tolerations (Kueue adds them to every pod it admits to the flavor)",

@@ -34,7 +34,7 @@ def on_pools(objects: list[dict], pools: list[Pool]) -> list[Pool]:
     for ds in (o for o in objects if o.get("kind") == "DaemonSet" and str(o.get("apiVersion", "")).startswith("apps/")):
         template = as_map(as_map(ds.get("spec")).get("template"))
         need = {**pod_requests(template, in_namespace_of(ds, objects, POD_ADMISSION_KINDS)), "pods": Decimal(1)}
-        for pool in placement.landing(placement.pod_view(template), (), pools):
+        for pool in placement.landing(placement.pod_view(template, objects), (), pools):
             per_node = taken.setdefault(pool.address + f"@{pool.zone}", {})
             for r, q in need.items():
                 per_node[r] = per_node.get(r, Decimal(0)) + q

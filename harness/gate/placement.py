@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 
 from harness.gate.findings import Finding
 from harness.gate.pools import Pool, selects
+from harness.gate.scheduling import admitted
 from harness.gate.sources import RAY_CLUSTER_SPEC, as_list, as_map, as_maps, name_key, ray_cluster_spec
 
 MAX_COMBINATIONS = 512  # flavor combinations tried per pod set or flavor; real queues have a handful
@@ -83,8 +84,10 @@ def groups_of(cq: dict) -> list[tuple[list[str], list[str]]]:
             for g in as_maps(as_map(cq.get("spec")).get("resourceGroups"))]
 
 
-def pod_view(template: dict | None) -> PodView:
-    spec = as_map(as_map(template).get("spec"))
+def pod_view(template: dict | None, objects: list[dict] = ()) -> PodView:
+    """The placement constraints of a pod of `template` as kube-scheduler sees it: after the RuntimeClass admission merged
+    the scheduling of the RuntimeClass among the cluster's `objects` it names (harness.gate.scheduling.admitted)."""
+    spec = as_map(as_map(admitted(template, objects)).get("spec"))
     required = as_map(as_map(as_map(spec.get("affinity")).get("nodeAffinity")).get("requiredDuringSchedulingIgnoredDuringExecution"))
     return PodView({str(k): str(v) for k, v in as_map(spec.get("nodeSelector")).items()}, required or None, as_maps(spec.get("tolerations")))
 
@@ -126,11 +129,12 @@ def ray_templates(obj: dict) -> list[dict]:
 
 
 def pod_tolerations(objects: list[dict]) -> list[tuple[frozenset[str], tuple[dict, ...]]]:
-    """Per distinct pod template of the Ray objects among `objects` that writes tolerations: (the resources its containers
-    request or limit, its tolerations)."""
+    """Per distinct pod template of the Ray objects among `objects` whose pods have tolerations (written in the template, or
+    merged from its RuntimeClass among `objects` by the RuntimeClass admission): (the resources its containers request or
+    limit, its tolerations)."""
     out = []
     for template in (t for o in objects for t in ray_templates(o)):
-        spec = as_map(template.get("spec"))
+        spec = as_map(as_map(admitted(template, objects)).get("spec"))
         resources = frozenset(str(r) for c in as_maps(spec.get("containers")) + as_maps(spec.get("initContainers"))
                               for part in ("requests", "limits") for r in as_map(as_map(c.get("resources")).get(part)))
         entry = (resources, tuple(as_maps(spec.get("tolerations"))))

@@ -112,7 +112,9 @@ def sample_problems(root: Path, cluster: ClusterRender, objects: list[dict], poo
             given = assigned.get(set_name.lower()) or {}  # Kueue names pod sets lowercased
             if count < 1 or not need or not any(set(covered) & set(need) for covered, _ in groups):
                 continue  # nothing to place, or only resources no group covers (sample-fits reports those)
-            pod = pod_view(templates[idx] if idx < len(templates) else None)
+            # Kueue's flavor assigner judges the template as written; kube-scheduler the admitted pod (RuntimeClass scheduling merged).
+            template = templates[idx] if idx < len(templates) else None
+            own, pod = pod_view(template), pod_view(template, objects)
             head = f"cluster {cluster.name}: ClusterQueue {cq['metadata']['name']}: pod {set_name} of sample {sample}"
             asked = ", ".join(f"{r} {format_quantity(r, q)}" for r, q in sorted(need.items()))
             if overhead := charged_overhead(as_map(as_map(templates[idx] if idx < len(templates) else None).get("spec")), related):
@@ -127,7 +129,7 @@ def sample_problems(root: Path, cluster: ClusterRender, objects: list[dict], poo
                 if refused is None:
                     continue  # quota, not placement: sample-fits reports it
                 because = "; ".join(_readable(r, flavors.get(f)) for r, f in refused)
-                if pod.unconstrained and refused[0][1] in flavors:  # the flavors' doing, the same for every such pod: one finding at the flavor
+                if own.unconstrained and refused[0][1] in flavors:  # the flavors' doing, the same for every such pod: one finding at the flavor
                     share(refused[0][1], f"Kueue's flavor assigner gives pods without tolerations no flavor (\"{because}\"), so their "
                           "workloads would wait in their queues forever", set(), label)
                     continue

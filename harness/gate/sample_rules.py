@@ -32,6 +32,7 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
     out, rendered = [], []
     fits = kueue_fit.Fits()
     samples_file = ctx.config.samples_file(cluster.name)
+    defaults_file = f"{workloads.WORKLOADS_DIR}/defaults.yaml"
     path = root / samples_file
     if not path.exists():
         return out, rendered, fits
@@ -101,8 +102,11 @@ def sample_rules(ctx: Context, root: Path, cluster: ClusterRender) -> tuple[list
                                    file=wfile, context=where, field=f"metadata.labels[{QUEUE_LABEL}]"))
         rendered.append((sample, job, entry_line))
         ctx.sample_entries[id(job)] = (samples_file, entry_line)
-        # Where each ${VAR} this entry gives is written: its `queue` fills QUEUE_NAME (unless `vars` sets it).
-        ctx.sample_vars[id(job)] = {"QUEUE_NAME": (samples_file, line_at(root, samples_file, None, [i, "queue"]) or entry_line, "queue")} | {
+        # Where each ${VAR} this entry gives is written: its `queue` fills QUEUE_NAME (unless `vars` sets it); one it does not
+        # set takes its value from workloads/defaults.yaml.
+        ctx.sample_vars[id(job)] = {str(k): (defaults_file, line_at(root, defaults_file, None, [k]), f"default {k}")
+                                    for k in workloads.defaults(root)} | {
+            "QUEUE_NAME": (samples_file, line_at(root, samples_file, None, [i, "queue"]) or entry_line, "queue")} | {
             str(k): (samples_file, line_at(root, samples_file, None, [i, "vars", k]) or entry_line, f"vars {k}") for k in as_map(e.get("vars"))}
         ctx.sample_related[id(job)] = in_namespace_of(job, objects)
         spec = as_map(job.get("spec"))

@@ -7,12 +7,13 @@ real kube-scheduler there and this offline run see one cluster.
 """
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 
 from harness.core import HarnessError
 from harness.gate.helper import helper
 from harness.gate.pools import NodeSpec, Pool
-from harness.gate.sources import POD_ADMISSION_KINDS, in_namespace_of
+from harness.gate.sources import POD_ADMISSION_KINDS, as_map, in_namespace_of
 
 
 def node_name(pool: str, index: int) -> str:
@@ -64,3 +65,25 @@ def unplaced(pools: list[Pool], jobs: list[dict], assigns: list[dict[str, dict]]
     nodes = node_objects([p.node_spec() for p in pools if p.count > 0 and p.linux])  # Ray's pods are Linux pods
     related = [in_namespace_of(job, objects, POD_ADMISSION_KINDS) for job in jobs]
     return helper("kubecheck").call("place", SchedulingError, objects=jobs, nodes=nodes, assign=assigns, related=related)
+
+
+_ADMITTED: dict[str, dict] = {}
+
+
+def admitted(template: dict | None, objects: list[dict] = ()) -> dict | None:
+    """`template` as its pods reach kube-scheduler: with the nodeSelector and tolerations the RuntimeClass admission
+    merges into every pod from the RuntimeClass it names (tools/kubecheck `admitted`: the apiserver's plugin, its
+    setScheduling). `objects`: the cluster's objects (their RuntimeClasses count). The template itself when it names no
+    RuntimeClass with a `scheduling` among them, or when the plugin refuses the pod (the pod check reports that)."""
+    spec = as_map(as_map(template).get("spec"))
+    name = spec.get("runtimeClassName")
+    classes = [o for o in objects if isinstance(o, dict) and o.get("kind") == "RuntimeClass"] if name else []
+    if not any(as_map(o.get("metadata")).get("name") == name and as_map(o.get("scheduling")) for o in classes):
+        return template
+    key = json.dumps([template, classes], sort_keys=True, default=str)
+    if key not in _ADMITTED:
+        _ADMITTED[key] = helper("kubecheck").call("admitted", SchedulingError, objects=[template], related=[classes])[0]
+    answer = _ADMITTED[key]
+    if answer.get("error"):
+        return template
+    return {**as_map(template), "spec": {**spec, "nodeSelector": answer.get("nodeSelector"), "tolerations": answer.get("tolerations")}}

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.core import HarnessError, versions
-from harness.gate import schemas, workloads
+from harness.gate import quota_scope, schemas, workloads
 from harness.gate.findings import Finding
 from harness.gate.origin import dotted, mentioned_fields, segments, value_at
 from harness.gate.sources import POD_ADMISSION_KINDS, as_map, resource_id
@@ -291,7 +291,7 @@ def pod_security_findings(ctx) -> list[Finding]:
 
 
 def _findings(ctx, validated: list[tuple[object, dict, str | None]], problems: list[Problem | None]) -> list[Finding]:
-    out, by_var = [], {}
+    out, by_var, zeroed = [], {}, []
     for (build, obj, file), problem in zip(validated, problems):
         if problem is None:
             continue
@@ -324,6 +324,10 @@ def _findings(ctx, validated: list[tuple[object, dict, str | None]], problems: l
                 found = replace(found, severity="warning")
             if problem.rule == "resource-quota" and id(obj) in ctx.sample_entries:  # the sample as submitted to the namespace
                 quota = next((o for o in ctx.sample_related.get(id(obj), []) if resource_id(o) == err.get("object")), None)
+                if quota is not None and err.get("zero"):  # the quota keeps out every job in its scope: one finding at it (quota_scope)
+                    entry = ctx.sample_entries[id(obj)]
+                    zeroed.append((quota_scope.at_quota(ctx, quota, err, found), f"{resource_id(obj)} ({entry[0]}:{entry[1]})"))
+                    continue
                 written = ctx.finding(quota, None, "", "", "") if quota is not None else None
                 found = replace(found, message=found.message + (f" (the quota is written at {written.file}:{written.line})" if written else ""))
                 if not err.get("field"):  # (else at the value that makes an object count: a head Service's serviceType)
@@ -332,14 +336,24 @@ def _findings(ctx, validated: list[tuple[object, dict, str | None]], problems: l
             if var is None:
                 out.append(found)
                 continue
-            key = (*var, found.rule, found.resource)  # (VAR, file, line, entry key, rule, resource)
+            # (VAR, file, line, entry key, rule, resource); a default of workloads/defaults.yaml: one for every sample that uses it
+            key = (*var, found.rule, "" if var[3].startswith("default ") else found.resource)
             first, errors, uses, _ = by_var.setdefault(key, (found, [], [], obj))
             errors.append(err["message"])
-            uses.append(f"{found.file}:{found.line}")
-    out = _one_per_quota_cause(out)
+            uses.append((f"{found.file}:{found.line}", found.resource, found.context))
+    out = _one_per_quota_cause(out) + quota_scope.fold(zeroed)
     for (name, file, line, given, _, _), (first, errors, uses, obj) in by_var.items():
+        at = ", ".join(sorted({u[0] for u in uses}))
+        if given.startswith("default "):  # the value of workloads/defaults.yaml, which every sample not setting it in `vars` takes
+            out.append(replace(first, file=file, line=line, resource=", ".join(dict.fromkeys(u[1] for u in uses)),
+                               context="; ".join(dict.fromkeys(u[2] for u in uses if u[2])),
+                               message=f"{what_for(first.rule, obj, errors[0])}: {'; '.join(dict.fromkeys(errors))} (with the default "
+                                       f"{name} of {file}, which fills ${{{name}}} at {at} for the samples that do not set it in `vars`)",
+                               hint=f"give {name} in {file} a value those fields accept (a string or number, substituted into the "
+                                    "workloads: see the message)"))
+            continue
         out.append(replace(first, file=file, line=line, message=f"{what_for(first.rule, obj, errors[0])}: {'; '.join(errors)} "
-                                                                 f"(with {given}, which fills ${{{name}}} at {', '.join(sorted(set(uses)))})",
+                                                                 f"(with {given}, which fills ${{{name}}} at {at})",
                            hint=f"give {given} of this entry a value those fields accept (see the message)"
                                 + (", or drop it to use the default" if given.startswith("vars ") else "")))
     return out

@@ -802,8 +802,8 @@ CORPUS = [
     ("resource-quota-refuses-head-service-type", "resource-quota", "workloads/batch-inference.yaml",
      lambda r: (resource_quota(r, 'services.loadbalancers: "0"'),
                 edit(r, "workloads/batch-inference.yaml", "    headGroupSpec:\n", "    headGroupSpec:\n      serviceType: LoadBalancer\n")), 38),
-    ("resource-quota-refuses-submitter-jobs", "resource-quota", f"{DEV}/samples.yaml",
-     lambda r: resource_quota(r, 'count/jobs.batch: "0"'), 3),
+    ("resource-quota-refuses-submitter-jobs", "resource-quota", "base/resource-quota.yaml",  # hard 0: at the quota (quota_scope)
+     lambda r: resource_quota(r, 'count/jobs.batch: "0"'), 7),
     ("resource-quota-refuses-ray-service-services", "resource-quota", f"{PROD}/samples.yaml",
      lambda r: (queued_ray_sample(r, "RayService", "1"), resource_quota(r, 'services: "2"')), 12),
     # A tfvars name terraform/ does not declare: Terraform ignores it with a warning; misspelt, the variable keeps its default.

@@ -64,6 +64,9 @@ type fieldError struct {
 	// Object: for a refusal by another object of the namespace (a ResourceQuota), that object as
 	// Kind/namespace/name, so that the caller can say where it is written.
 	Object string `json:"object,omitempty"`
+	// Zero: for a ResourceQuota refusal, the resources whose hard limit is 0 when only those are exceeded (the quota
+	// keeps out whatever it matches: the cause is its value, not the job's size).
+	Zero []string `json:"zero,omitempty"`
 }
 
 type result struct {
@@ -148,6 +151,16 @@ func main() {
 				}
 			}
 			resp["answer"] = results
+		case "admitted": // per pod template: its nodeSelector and tolerations after the RuntimeClass admission
+			answers := make([]map[string]interface{}, len(req.Objects))
+			for i, obj := range req.Objects {
+				var related []map[string]interface{}
+				if i < len(req.Related) {
+					related = req.Related[i]
+				}
+				answers[i] = admittedScheduling(obj, related)
+			}
+			resp["answer"] = answers
 		case "place":
 			if answers, err := placeAll(req); err != nil {
 				resp["error"] = err.Error()

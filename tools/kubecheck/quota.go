@@ -207,6 +207,21 @@ func (ns namespaceObjects) quotaErrors(items []charged) []fieldError {
 				parts = append(parts, part)
 			}
 			sort.Strings(parts)
+			var zero, zeroParts []string // the resources it allows none of: it keeps out every job in its scope, whatever its size
+			for _, name := range over {
+				if h := hard[name]; h.IsZero() {
+					zero = append(zero, string(name))
+					zeroParts = append(zeroParts, strings.TrimSuffix(fmt.Sprintf("%s (%s)", name, strings.Join(whatsOf(by[name]), ", ")), " ()"))
+				}
+			}
+			if len(zero) == len(over) && field == "" { // (at a value of the job, such as a serviceType, the job is the cause)
+				sort.Strings(zero)
+				sort.Strings(zeroParts)
+				msg := fmt.Sprintf("%s allows none of %s (hard 0)", where, strings.Join(zeroParts, ", "))
+				out = append(out, fieldError{Field: field, Type: "Forbidden", Detail: msg, Message: msg, Zero: zero,
+					Object: "ResourceQuota/" + rq.Namespace + "/" + rq.Name})
+				continue
+			}
 			msg := fmt.Sprintf("%s is exceeded by the job's pods together (%s): the pods beyond it are forbidden", where, strings.Join(parts, ", "))
 			if objects {
 				msg = fmt.Sprintf("%s is exceeded by what KubeRay creates for the job (%s): the creations beyond it are forbidden, so "+
@@ -214,6 +229,15 @@ func (ns namespaceObjects) quotaErrors(items []charged) []fieldError {
 			}
 			out = append(out, fieldError{Field: field, Type: "Forbidden", Detail: msg, Message: msg, Object: "ResourceQuota/" + rq.Namespace + "/" + rq.Name})
 		}
+	}
+	return out
+}
+
+// whatsOf: what each of `items` is ("the submitter Job").
+func whatsOf(items []charged) []string {
+	var out []string
+	for _, item := range items {
+		out = append(out, item.what)
 	}
 	return out
 }

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -105,4 +106,26 @@ func refusalField(err error) string {
 		return r.field
 	}
 	return ""
+}
+
+// admittedScheduling is the nodeSelector and tolerations a pod of `template` has once the RuntimeClass admission merged
+// its RuntimeClass's scheduling into it (setScheduling: MergeTolerations, the nodeSelector added): what kube-scheduler
+// and the gate's placement rules see. `related` holds the cluster's RuntimeClasses. A template that does not decode, or
+// a pod the plugin refuses (the pod check reports both), keeps its own.
+func admittedScheduling(template map[string]interface{}, related []map[string]interface{}) map[string]interface{} {
+	tmpl := &corev1.PodTemplateSpec{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(template, tmpl); err != nil {
+		return map[string]interface{}{"error": err.Error()}
+	}
+	pod := &corev1.Pod{ObjectMeta: tmpl.ObjectMeta, Spec: tmpl.Spec}
+	var classes []map[string]interface{}
+	for _, obj := range related {
+		if obj["kind"] == "RuntimeClass" {
+			classes = append(classes, obj)
+		}
+	}
+	if rc, err := newRuntimeClasses(classes); err == nil {
+		pod = namespaceObjects{classes: rc}.defaulted(pod)
+	}
+	return map[string]interface{}{"nodeSelector": pod.Spec.NodeSelector, "tolerations": pod.Spec.Tolerations}
 }

@@ -1,0 +1,45 @@
+"""The placement rules judge the pods as the apiserver admits them: a RuntimeClass's scheduling (its tolerations and
+nodeSelector) is merged into every pod that names it (the RuntimeClass admission plugin's setScheduling)."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from harness.gate.validate import validate_repository
+
+pytestmark = pytest.mark.static
+
+
+def _gpu_pool_tainted_with_runtime_class(root: Path, tolerated: str) -> None:
+    """The GPU pool tainted sku=gpu:NoSchedule; every pod template (head, workers, submitter) of the three workloads names
+    RuntimeClass gpu-rt, whose scheduling tolerates the taint `tolerated` (key=value)."""
+    key, value = tolerated.split("=")
+    (root / "base/runtime-class.yaml").write_text(
+        "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: gpu-rt}\nhandler: runc\nscheduling:\n  tolerations:\n"
+        f"    - {{key: {key}, operator: Equal, value: {value}, effect: NoSchedule}}\n")
+    kustomization = root / "base/kustomization.yaml"
+    kustomization.write_text(kustomization.read_text().replace("resources:\n", "resources:\n  - runtime-class.yaml\n", 1))
+    pools = root / "terraform/node_pools.tf"
+    pools.write_text(pools.read_text().replace("  node_taints = []", '  node_taints = ["sku=gpu:NoSchedule"]', 1))
+    for path in (root / "workloads").glob("*.yaml"):
+        text = re.sub(r"^( +)serviceAccountName: ray-workload\n", r"\g<0>\1runtimeClassName: gpu-rt\n", path.read_text(), flags=re.M)
+        path.write_text(re.sub(r"^( +)restartPolicy: Never\n", r"\g<0>\1runtimeClassName: gpu-rt\n", text, flags=re.M))
+
+
+def test_a_runtime_class_that_tolerates_the_pool_taint_is_clean(repo_copy):
+    """The pods tolerate the GPU pool's taint through their RuntimeClass: no capacity error (the flavor-labels warnings
+    that the tolerations come from the pods, not the flavor, at most)."""
+    _gpu_pool_tainted_with_runtime_class(repo_copy, "sku=gpu")
+    found = validate_repository(repo_copy).findings
+    errors = [f for f in found if f.severity == "error"]
+    assert errors == [], "\n".join(f.text() for f in errors)
+    assert {f.rule for f in found} <= {"capacity-flavor-labels"}, "\n".join(f.text() for f in found)
+
+
+def test_a_runtime_class_that_tolerates_another_taint_leaves_the_pool_out(repo_copy):
+    """The same with a RuntimeClass tolerating another taint: the GPU pool stays out of reach (errors)."""
+    _gpu_pool_tainted_with_runtime_class(repo_copy, "sku=other")
+    found = validate_repository(repo_copy).findings
+    assert "capacity-flavor-labels" in {f.rule for f in found if f.severity == "error"}, "\n".join(f.text() for f in found)
