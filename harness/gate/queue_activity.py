@@ -92,7 +92,8 @@ def _inactive_check(ctx, root: Path, cluster: str, name: str, controller, proble
     said = INACTIVE.format(cq=names, reason=reason)
     return finding_at(ctx, root, obj, build, path, "clusterqueue-admission-check",
                       f"AdmissionCheck {name!r} would stay inactive: {what}; "
-                      + (said.replace("ClusterQueue ", "ClusterQueues ", 1) if len(set(cqs)) > 1 else said),
+                      + (said.replace("ClusterQueue ", "ClusterQueues ", 1).replace("it admits nothing and its", "they admit nothing and their")
+                         if len(set(cqs)) > 1 else said),
                       hint, cluster=cluster, severity=severity)
 
 
