@@ -199,26 +199,28 @@ def cohort_peers(queue_objects: list[dict], cq: dict) -> list[dict]:
 
 
 
+def _parent(o: dict):
+    spec = as_map(o.get("spec"))
+    return spec.get("cohortName") if o.get("kind") == "ClusterQueue" else spec.get("parentName")
+
+
+def cohort_ancestors(queue_objects: list[dict], obj: dict) -> list[str]:
+    """The names of the Cohorts above `obj` (a ClusterQueue or Cohort among `queue_objects`), nearest first."""
+    cohorts = {as_map(o.get("metadata")).get("name"): o for o in queue_objects if o.get("kind") == "Cohort"}
+    names, at = [], _parent(obj)
+    while isinstance(at, str) and at and at not in names:  # (a cycle is cohort-cycle's finding)
+        names.append(at)
+        at = _parent(cohorts[at]) if at in cohorts else None
+    return names
+
+
 def cohort_lenders(queue_objects: list[dict], cq: dict) -> list[dict]:
     """What may lend to `cq` among `queue_objects` (Kueue objects of one cluster): every ClusterQueue and Cohort of its
     cohort tree but itself and its ancestors (a Cohort's lendingLimit caps what it lends to its parent, so an ancestor's
     caps nothing `cq` borrows); [] without a cohortName."""
-    def parent(o: dict):
-        spec = as_map(o.get("spec"))
-        return spec.get("cohortName") if o.get("kind") == "ClusterQueue" else spec.get("parentName")
-
-    cohorts = {as_map(o.get("metadata")).get("name"): o for o in queue_objects if o.get("kind") == "Cohort"}
-
-    def chain(o: dict) -> list:
-        names, at = [], parent(o)
-        while isinstance(at, str) and at and at not in names:  # (a cycle is cohort-cycle's finding)
-            names.append(at)
-            at = parent(cohorts[at]) if at in cohorts else None
-        return names
-
-    ancestors = chain(cq)
+    ancestors = cohort_ancestors(queue_objects, cq)
     if not ancestors:
         return []
     return [o for o in queue_objects if o is not cq and o.get("kind") in ("ClusterQueue", "Cohort")
             and as_map(o.get("metadata")).get("name") not in (ancestors if o.get("kind") == "Cohort" else ())
-            and ancestors[-1] in chain(o)]
+            and ancestors[-1] in cohort_ancestors(queue_objects, o)]

@@ -32,6 +32,8 @@ def relocator(ctx, root: Path, cluster: ClusterRender, fits=None) -> Callable:
     """fn(finding, candidate, answer) -> the finding at its cause in the cluster's configuration (or at the job's own
     request), or as it is. `fits`: the kueue_fit.Fits the answers are from (it asks the what-ifs)."""
     index = ClusterIndex.build(root, cluster)
+    if fits is not None:
+        fits.locate = lambda obj, field: _where(ctx, index, obj, field)
 
     def relocate(found: Finding, candidate, answer: dict) -> Finding:
         reason = answer.get("message") or ""
@@ -164,9 +166,9 @@ def _quota_hint(ctx, index: ClusterIndex, found: Finding, candidate, reason: str
                  for gi, g in enumerate(as_maps(as_map(entry[1].get("spec")).get("resourceGroups")))
                  for fi, f in enumerate(as_maps(g.get("flavors"))) if f.get("name") == short[2]
                  for ri, r in enumerate(as_maps(f.get("resources"))) if r.get("name") == short[1]), None)
-    if path is None:
+    at = _where(ctx, index, entry[1], path) if path else None
+    if at is None:
         return found
-    at = ctx.finding(entry[1], entry[0], "", "", "", field=path).location()
     return replace(found, hint=found.hint.replace("through the cluster's gpu-sku component",
                                                   f"of ClusterQueue {cq_name} ({short[1]} in flavor {short[2]}, written at {at})"))
 
@@ -202,6 +204,13 @@ def ambiguous_transformations(ctx, root: Path, cluster: ClusterRender, candidate
                              f"transform {t.get('input')} into a resource of its own (e.g. example.com/{str(t.get('input')).rpartition('/')[2]}"
                              f"-{r}) and give it quota in the ClusterQueues", located.context))
     return found, keep
+
+
+def _where(ctx, index: ClusterIndex, obj: dict, field: str) -> str | None:
+    """file:line where the cluster's set writes `field` of the Kueue object `obj` (its own document, or the patch that
+    writes it); None when the object is not in the cluster's index."""
+    entry = index.named.get(kind_key(obj))
+    return ctx.finding(entry[1], entry[0], "", "", "", field=field).location() if entry else None
 
 
 def _transformations(index: ClusterIndex):

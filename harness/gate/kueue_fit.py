@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.core import HarnessError, format_quantity, parse_quantity
-from harness.gate.cluster_index import ClusterIndex, cohort_lenders
+from harness.gate.cluster_index import ClusterIndex, cohort_ancestors, cohort_lenders
 from harness.gate.config import GateConfig
 from harness.gate.findings import Finding
 from harness.gate.helper import helper
@@ -66,6 +66,7 @@ class Fits:
         self._queue_objects = list(queue_objects)
         self._ask = ask  # fn(queue objects, candidate): the assigner's answer for it on those (a what-if, for the hint)
         self.relocate = None  # fn(finding, candidate, answer): a finding at its cause in the configuration (fit_causes)
+        self.locate = None  # fn(queue object, field path) -> "file:line" where the cluster writes it, or None (fit_causes)
 
     def _answers(self) -> list[dict]:
         return self._pending.result() if self._pending is not None else []
@@ -86,7 +87,8 @@ class Fits:
         that may lend to it accepted; when its every reason is where the pods may land, the flavors named)."""
         return [(replace(self.relocate(found, c, answer) if self.relocate else found,
                          presumes=(found.resource, resource_id(c.cq), *(self._lenders if as_map(c.cq.get("spec")).get("cohortName") else ()))),
-                 placement_only(answer)) for c, answer, found in _judged(self._candidates, self._answers(), self._nodes, self._queue_objects, self._ask)]
+                 placement_only(answer)) for c, answer, found in _judged(self._candidates, self._answers(), self._nodes, self._queue_objects, self._ask,
+                                                                    self.locate)]
 
 
 def manager_ref(root: Path, cluster: ClusterRender) -> dict:
@@ -170,14 +172,14 @@ def fits(checker, root: Path, cluster: ClusterRender, candidates: list[Candidate
 
 
 def _judged(candidates: list[Candidate], answers: list[dict], nodes: list[dict] | None,
-            queue_objects: list[dict] = (), ask=None) -> list[tuple[Candidate, dict, Finding]]:
+            queue_objects: list[dict] = (), ask=None, locate=None) -> list[tuple[Candidate, dict, Finding]]:
     out = []
     for c, answer in zip(candidates, answers):
         if answer.get("mode") in (None, "", "Fit"):
             continue  # admitted on the idle cluster, or not judged (its own finding says why: an invalid Workload, a refused queue)
         if nodes is None and any(w in (answer.get("message") or "") for w in ("opology", "TAS")):
             continue  # the nodes a topology-aware flavor needs are unknown (the capacity rules say why): not judged
-        out.append((c, answer, _finding(c, answer, queue_objects, ask)))
+        out.append((c, answer, _finding(c, answer, queue_objects, ask, locate)))
     return out
 
 
@@ -206,33 +208,48 @@ def placement_only(answer: dict) -> tuple[str, ...]:
 SHORT_QUOTA = re.compile(r"insufficient quota for (\S+) in flavor ([^,\s]+)")  # Kueue's reason: (resource, flavor)
 
 
-def _capping_limits(queue_objects: list[dict], cq: dict, reason: str, unlimited=None) -> list[str]:
-    """The limits that cap what `cq` may borrow of the resource and flavor Kueue found short (`reason`): its own
-    borrowingLimit when it binds (Kueue's maximum is min(nominal + borrowingLimit, nominal + what its cohort tree could
-    lend): `unlimited`, fn(resource, flavor), gives the assigner's answer without it, the limit binds when the maximum
-    grows), the lendingLimit of the ClusterQueues and Cohorts of its cohort."""
+def _capping_limits(queue_objects: list[dict], cq: dict, reason: str, unlimited=None, locate=None) -> list[str]:
+    """The limits that cap what `cq` may borrow of the resource and flavor Kueue found short (`reason`), each with where it
+    is written (`locate`, fn(object, field path) -> "file:line" or None): of every limit of the cohort tree that can cap it
+    (a borrowingLimit of the queue or of a Cohort above it, which caps what that node takes from its parent; a lendingLimit
+    of the tree's others, which caps what they lend up towards it), those that bind: `unlimited`, fn(limits) -> the
+    assigner's answer with those limits dropped, admits the job or gives a larger maximum without it (without any one of
+    them, or, when none binds alone, without all of them together)."""
     short = SHORT_QUOTA.search(reason)
-    if not short:
-        return []
-
-    def limits(obj: dict, which: str) -> list:
-        return [r[which] for rg in as_maps(as_map(obj.get("spec")).get("resourceGroups")) for fl in as_maps(rg.get("flavors"))
-                if fl.get("name") == short[2] for r in as_maps(fl.get("resources")) if r.get("name") == short[1] and which in r]
-    lenders = cohort_lenders(queue_objects, cq)
-    if not lenders:
+    lenders = [o for o in cohort_lenders(queue_objects, cq) if _key(o) != _key(cq)] if short else []
+    if not lenders or unlimited is None:
         return []  # nothing to borrow from (cohort-alone says so when it has a cohort)
+    cohorts = {as_map(o.get("metadata")).get("name"): o for o in queue_objects if o.get("kind") == "Cohort"}
+    path = [cq, *(cohorts[n] for n in cohort_ancestors(queue_objects, cq) if n in cohorts)]
+    written = [(o, which, field, value) for o, which in [*((o, "borrowingLimit") for o in path), *((o, "lendingLimit") for o in lenders)]
+               for field, value in _limits(o, short[1], short[2], which)]
     maximum = re.search(r"maximum capacity \(([^)]*)\)", reason)
-    nominal = limits(cq, "nominalQuota")
-    out = [f"its borrowingLimit {v} ({short[1]} in {short[2]})" for v in limits(cq, "borrowingLimit")
-           if maximum and nominal and _sum(nominal[0], v) == _sum(maximum[1])  # nominal + borrowingLimit is the maximum
-           and (unlimited is None or _grows(unlimited(short[1], short[2]), short, _sum(maximum[1])))]
-    for o in lenders:  # the cohort tree's others: what they lend up towards it
-        out += [f"{o.get('kind')} {as_map(o.get('metadata')).get('name')}'s lendingLimit {v}" for v in limits(o, "lendingLimit")]
-    return out
+    maximum = _sum(maximum[1]) if maximum else None
+    binding = [w for w in written if _grows(unlimited([w]), short, maximum)]
+    if not binding and len(written) > 1 and _grows(unlimited(written), short, maximum):
+        binding = written  # they bind together: dropping any one leaves another as tight
+
+    def text(o: dict, which: str, field: str, value) -> str:
+        at = locate(o, field) if locate else None
+        owner = "its" if _key(o) == _key(cq) else f"{o.get('kind')} {as_map(o.get('metadata')).get('name')}'s"
+        return f"{owner} {which} {value} ({short[1]} in {short[2]}{f', written at {at}' if at else ''})"
+    return [text(*w) for w in binding]
+
+
+def _key(obj: dict) -> tuple:
+    return obj.get("kind"), as_map(obj.get("metadata")).get("name")
+
+
+def _limits(obj: dict, resource: str, flavor: str, which: str) -> list[tuple[str, object]]:
+    """(field path, value) of `obj`'s `which` limit of `resource` in `flavor`, when written."""
+    return [(f"spec.resourceGroups[{gi}].flavors[{fi}].resources[{ri}].{which}", r[which])
+            for gi, rg in enumerate(as_maps(as_map(obj.get("spec")).get("resourceGroups")))
+            for fi, fl in enumerate(as_maps(rg.get("flavors"))) if fl.get("name") == flavor
+            for ri, r in enumerate(as_maps(fl.get("resources"))) if r.get("name") == resource and which in r]
 
 
 def _grows(answer: dict, short: re.Match, maximum: Decimal | None) -> bool:
-    """Whether the assigner's `answer` (without the borrowingLimit) admits the job, or gives a larger maximum for the same
+    """Whether the assigner's `answer` (without some limits) admits the job, or gives a larger maximum for the same
     resource and flavor."""
     if answer.get("mode") in ("Fit", "Preempt"):
         return True
@@ -241,16 +258,15 @@ def _grows(answer: dict, short: re.Match, maximum: Decimal | None) -> bool:
     return found is None or maximum is None or (_sum(found[1]) or 0) > maximum
 
 
-def _without_borrowing_limit(queue_objects: list[dict], cq: dict, resource: str, flavor: str) -> list[dict]:
-    """`queue_objects` with `cq`'s borrowingLimit of `resource` in `flavor` dropped."""
-    name = as_map(cq.get("metadata")).get("name")
+def _without_limits(queue_objects: list[dict], dropped: list[tuple]) -> list[dict]:
+    """`queue_objects` with the limits `dropped` ((object, which, field path, value) of _capping_limits) left out."""
     out = copy.deepcopy(queue_objects)
-    for o in out:
-        if o.get("kind") == "ClusterQueue" and as_map(o.get("metadata")).get("name") == name:
-            for rg in as_maps(as_map(o.get("spec")).get("resourceGroups")):
-                for r in (r for fl in as_maps(rg.get("flavors")) if fl.get("name") == flavor for r in as_maps(fl.get("resources"))):
-                    if r.get("name") == resource:
-                        r.pop("borrowingLimit", None)
+    for o, which, field, _ in dropped:
+        twin = next((x for x in out if _key(x) == _key(o)), None)
+        if twin is None:
+            continue
+        gi, fi, ri = map(int, re.findall(r"\[(\d+)\]", field))
+        twin["spec"]["resourceGroups"][gi]["flavors"][fi]["resources"][ri].pop(which, None)
     return out
 
 
@@ -261,7 +277,7 @@ def _sum(*values) -> Decimal | None:
         return None
 
 
-def _finding(c: Candidate, answer: dict, queue_objects: list[dict] = (), ask=None) -> Finding:
+def _finding(c: Candidate, answer: dict, queue_objects: list[dict] = (), ask=None, locate=None) -> Finding:
     cq = as_map(c.cq.get("metadata")).get("name")
     named = ", ".join(sorted(resource_id(lr) for lr in c.limit_ranges if lr.get("kind") == "LimitRange"))
     defaults = f", its containers with the defaults of {named}" if named else ""
@@ -282,10 +298,10 @@ def _finding(c: Candidate, answer: dict, queue_objects: list[dict] = (), ask=Non
     else:
         hint = "shrink the job (fewer workers, smaller pods) or raise the quota through the cluster's gpu-sku component"
         hint += " (Kueue charges the RuntimeClass's overhead too: lower it, or drop runtimeClassName)" if overhead else ""
-        unlimited = (lambda resource, flavor: ask(_without_borrowing_limit(queue_objects, c.cq, resource, flavor), c)) if ask else None
-        capping = _capping_limits(queue_objects, c.cq, reason, unlimited)
+        unlimited = (lambda dropped: ask(_without_limits(queue_objects, dropped), c)) if ask else None
+        capping = _capping_limits(queue_objects, c.cq, reason, unlimited, locate)
         if capping:
-            hint = f"what it may borrow is capped by {', '.join(capping)}: raise or drop those limits, or {hint}"
+            hint = f"what it may borrow is capped by {', '.join(capping)}: raise or drop {'those limits' if len(capping) > 1 else 'it'}, or {hint}"
     return Finding(c.samples_file, c.line, resource_id(c.job), "sample-fits",
                    f"{c.what or f'{c.wfile} as submitted'} ({sets}{defaults}) is never admitted by ClusterQueue {cq}, not even on an idle cluster: "
                    f"Kueue's flavor assigner says \"{reason}\"; it would pend forever", hint, c.where)

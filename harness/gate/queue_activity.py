@@ -50,31 +50,57 @@ def _name(obj: dict):
     return as_map(obj.get("metadata")).get("name")
 
 
-def _check_problems(index: ClusterIndex, ac: dict) -> tuple[str, str, str] | None:
-    """(reason, what is wrong, severity) when AdmissionCheck `ac` would not become Active."""
+def _check_problems(index: ClusterIndex, build, ac: dict) -> tuple[str, str, str, tuple] | None:
+    """(reason, what is wrong, severity, where it is written: (object, build, field path)) when AdmissionCheck `ac` (of
+    `build`) would not become Active: the cause is the check's own spec, or its MultiKueueConfig's clusters, not the
+    ClusterQueues that name it."""
     spec = as_map(ac.get("spec"))
     controller = spec.get("controllerName")
     config_kind = CONFIG_KINDS.get(controller) if isinstance(controller, str) else None
     if config_kind is None:
         return ("AdmissionCheckInactive", f"controllerName {controller!r} is no controller of Kueue 0.17 and nothing in the cluster's "
-                "set shows one; until that controller sets its Active condition", "warning")
+                "set shows one; until that controller sets its Active condition", "warning", (ac, build, ["spec", "controllerName"]))
     params = as_map(spec.get("parameters"))
     if (params.get("apiGroup"), params.get("kind")) != (KUEUE_GROUP, config_kind) or not params.get("name"):
-        return ("AdmissionCheckInactive", f"spec.parameters must name a {KUEUE_GROUP} {config_kind} (BadParametersRef)", "error")
+        return ("AdmissionCheckInactive", f"spec.parameters must name a {KUEUE_GROUP} {config_kind} (BadParametersRef)", "error",
+                (ac, build, ["spec", "parameters"] if "parameters" in spec else ["spec", "controllerName"]))
     if not index.has(config_kind, None, params["name"]):
-        return ("AdmissionCheckInactive", f"spec.parameters names {config_kind} {params['name']!r}, which the cluster does not have", "error")
+        have = sorted(str(_name(o)) for _, o in index.of_kind(config_kind))
+        return ("AdmissionCheckInactive", f"spec.parameters names {config_kind} {params['name']!r}, which the cluster does not have "
+                f"(have: {', '.join(have) or 'none'})", "error", (ac, build, ["spec", "parameters", "name"]))
     if controller == MULTIKUEUE:
-        config = index.named[(config_kind, None, name_key(params["name"]))][1]
+        config_build, config = index.named[(config_kind, None, name_key(params["name"]))]
         clusters = as_list(as_map(config.get("spec")).get("clusters"))
         if not any(index.has("MultiKueueCluster", None, c) for c in clusters):
             return ("AdmissionCheckInactive", f"none of the MultiKueueClusters of MultiKueueConfig {params['name']!r} "
-                    f"({', '.join(map(str, clusters)) or 'none listed'}) exists (NoUsableClusters)", "error")
+                    f"({', '.join(map(str, clusters)) or 'none listed'}) exists (NoUsableClusters)", "error",
+                    (config, config_build, ["spec", "clusters"]))
     return None
+
+
+def _inactive_check(ctx, root: Path, cluster: str, name: str, controller, problem: tuple, cqs: list[str]):
+    """One finding per AdmissionCheck that would stay inactive, where its cause is written, naming the ClusterQueues it
+    keeps inactive."""
+    reason, what, severity, (obj, build, path) = problem
+    names = ", ".join(sorted(set(cqs)))
+    hint = (f"point AdmissionCheck {name}'s spec.parameters at an existing config object of its controller (apiGroup "
+            f"kueue.x-k8s.io), or remove the check from ClusterQueue(s) {names}") if controller in CONFIG_KINDS else \
+           (f"deploy the controller {controller} to the cluster (it sets the check's Active condition), or remove the check "
+            f"from ClusterQueue(s) {names}")
+    if path[-1] == "clusters":
+        hint = f"add the MultiKueueCluster(s) this MultiKueueConfig lists, or list existing ones; or remove check {name} from {names}"
+    said = INACTIVE.format(cq=names, reason=reason)
+    return finding_at(ctx, root, obj, build, path, "clusterqueue-admission-check",
+                      f"AdmissionCheck {name!r} would stay inactive: {what}; "
+                      + (said.replace("ClusterQueue ", "ClusterQueues ", 1).replace("it admits nothing and its", "they admit nothing and their")
+                         if len(set(cqs)) > 1 else said),
+                      hint, cluster=cluster, severity=severity)
 
 
 def _admission_check_rules(ctx, root: Path, index: ClusterIndex) -> list:
     out, cluster = [], index.cluster.name
-    checks = {name_key(_name(ac)): ac for _, ac in index.of_kind("AdmissionCheck")}
+    checks = {name_key(_name(ac)): (b, ac) for b, ac in index.of_kind("AdmissionCheck")}
+    inactive: dict[str, tuple] = {}  # check name -> (controller, problem, the ClusterQueues naming it)
     for build, cq in index.of_kind("ClusterQueue"):
         cq_name = _name(cq)
         rules = as_maps(as_map(as_map(cq.get("spec")).get("admissionChecksStrategy")).get("admissionChecks"))
@@ -82,7 +108,7 @@ def _admission_check_rules(ctx, root: Path, index: ClusterIndex) -> list:
         broken: set[str] = set()  # checks reported as errors: a follow-on warning about them is folded
         for i, rule in enumerate(rules):
             path = ["spec", "admissionChecksStrategy", "admissionChecks", i, "name"]
-            ac = checks.get(name_key(rule.get("name")))
+            ac_build, ac = checks.get(name_key(rule.get("name")), (None, None))
             if ac is None:
                 out.append(finding_at(ctx, root, cq, build, path, "clusterqueue-admission-check",
                                       f"names AdmissionCheck {rule.get('name')!r}, which the cluster does not have (have: "
@@ -96,18 +122,11 @@ def _admission_check_rules(ctx, root: Path, index: ClusterIndex) -> list:
                                       f"MultiKueue AdmissionCheck {rule.get('name')!r} is applied per flavor; "
                                       + INACTIVE.format(cq=cq_name, reason="MultiKueueAdmissionCheckAppliedPerFlavor"),
                                       "drop onFlavors from the MultiKueue check: it applies to the whole ClusterQueue", cluster=cluster))
-            problem = _check_problems(index, ac)
+            problem = _check_problems(index, ac_build, ac)
             if problem is not None:
-                reason, what, severity = problem
-                if severity == "error":
+                if problem[2] == "error":
                     broken.add(str(rule.get("name")))
-                hint = ("point the AdmissionCheck's spec.parameters at an existing config object of its controller "
-                        "(apiGroup kueue.x-k8s.io), or remove the check from the ClusterQueue") if controller in CONFIG_KINDS else \
-                       (f"deploy the controller {controller} to the cluster (it sets the check's Active condition), or remove the check "
-                        "from the ClusterQueue")
-                out.append(finding_at(ctx, root, cq, build, path, "clusterqueue-admission-check",
-                                      f"AdmissionCheck {rule.get('name')!r} would stay inactive: {what}; " + INACTIVE.format(cq=cq_name, reason=reason),
-                                      hint, cluster=cluster, severity=severity))
+                inactive.setdefault(str(_name(ac)), (controller, problem, []))[2].append(str(cq_name))
         multi, provisioning = by_controller.get(MULTIKUEUE, []), by_controller.get(PROVISIONING, [])
         if len(multi) > 1 or (multi and provisioning):
             reason, what = (("MultipleMultiKueueAdmissionChecks", f"names {len(multi)} MultiKueue checks ({', '.join(multi)})") if len(multi) > 1
@@ -123,7 +142,9 @@ def _admission_check_rules(ctx, root: Path, index: ClusterIndex) -> list:
                                   + INACTIVE.format(cq=cq_name, reason="AdmissionCheckInactive"),
                                   "make sure the cluster autoscaler serves ProvisioningRequest (or add its CRD to the layer), or drop the check",
                                   cluster=cluster, severity="warning"))
-    return out
+    return out + [_inactive_check(ctx, root, cluster, name, controller, problem, cqs) for name, (controller, problem, cqs) in inactive.items()]
+
+
 
 
 def _topology_rules(ctx, root: Path, index: ClusterIndex) -> list:

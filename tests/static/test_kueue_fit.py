@@ -312,3 +312,49 @@ def test_a_limit_range_default_of_a_resource_no_queue_covers_is_at_the_limit_ran
     found = _fits(repo_copy)
     assert [(f.file, f.line, f.resource) for f in found] == [("base/namespace.yaml", 12, "LimitRange/ray/hp")], found
     assert len(found[0].context.split("; ")) == 6 and "unavailable in ClusterQueue" in found[0].context, found[0].context
+
+
+TEAM_B_CPU = '            - name: cpu\n              nominalQuota: "0"     # set by components/gpu-sku\n              borrowingLimit: "0"\n'
+
+
+def _line_of(repo, rel: str, text: str) -> int:
+    return (repo / rel).read_text().splitlines().index(text) + 1
+
+
+def test_a_cohorts_own_borrowing_limit_that_binds_is_named_where_written(repo_copy):
+    """M#5: 14 CPU of the pool moved to a parent Cohort org; shared-cohort's own borrowingLimit 0 keeps it from its
+    subtree (Kueue's potentialAvailable caps a cohort at SubtreeQuota + borrowingLimit): the hint names that limit and its
+    line, not team-a's borrowingLimit (40 + 54 does not bind)."""
+    edit(repo_copy, SKU_TEAM, 'resources/0/nominalQuota, value: "47"}', 'resources/0/nominalQuota, value: "40"}')
+    edit(repo_copy, SKU_TEAM, 'resources/0/borrowingLimit, value: "47"}', 'resources/0/borrowingLimit, value: "54"}')
+    write(repo_copy, "overlays/team-queues/cohorts.yaml", "".join(
+        f"---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata:\n  name: {name}\nspec:\n{parent}  resourceGroups:\n"
+        "    - coveredResources: [cpu, memory]\n      flavors:\n        - name: default\n          resources:\n"
+        f"            - name: cpu\n              nominalQuota: \"{cpu}\"\n{limit}            - name: memory\n              nominalQuota: \"0\"\n"
+        for name, parent, cpu, limit in [("org", "", "14", ""), ("shared-cohort", "  parentName: org\n", "0", "              borrowingLimit: \"0\"\n")]))
+    edit(repo_copy, "overlays/team-queues/kustomization.yaml", "  - team-b.yaml\n", "  - team-b.yaml\n  - cohorts.yaml\n")
+    edit(repo_copy, f"{PROD}/samples.yaml", 'vars: {NUM_WORKERS: "4"}', 'vars: {NUM_WORKERS: "5"}')
+    found = _fits(repo_copy)
+    line = _line_of(repo_copy, "overlays/team-queues/cohorts.yaml", '              borrowingLimit: "0"')
+    assert [(f.file, f.line) for f in found] == [(f"{PROD}/samples.yaml", 7)], "\n".join(f.text() for f in found)
+    assert (f"capped by Cohort shared-cohort's borrowingLimit 0 (cpu in default, written at overlays/team-queues/cohorts.yaml:{line})"
+            f": raise or drop it") in found[0].hint and "its borrowingLimit" not in found[0].hint, found[0].hint
+
+
+def test_a_lenders_lending_limit_is_named_where_written(repo_copy):
+    """M#7c: team-b-cq lends at most 30 of its 47 CPU: the hint names that lendingLimit with its line."""
+    edit(repo_copy, "overlays/team-queues/team-b.yaml", TEAM_B_CPU, TEAM_B_CPU + '              lendingLimit: "30"\n')
+    edit(repo_copy, f"{PROD}/samples.yaml", 'vars: {NUM_WORKERS: "4"}', 'vars: {NUM_WORKERS: "5"}')
+    found = _fits(repo_copy)
+    line = _line_of(repo_copy, "overlays/team-queues/team-b.yaml", '              lendingLimit: "30"')
+    assert len(found) == 1 and ("capped by ClusterQueue team-b-cq's lendingLimit 30 (cpu in default, written at "
+                                f"overlays/team-queues/team-b.yaml:{line})") in found[0].hint, "\n".join(f.text() for f in found)
+
+
+def test_a_limit_that_does_not_bind_is_not_named(repo_copy):
+    """team-b-cq lends all its 47 CPU (lendingLimit 47) and team-a's borrowingLimit 47 reaches the pool's 94: neither caps
+    a 100-CPU job, which is simply too big; the hint names no limit."""
+    edit(repo_copy, "overlays/team-queues/team-b.yaml", TEAM_B_CPU, TEAM_B_CPU + '              lendingLimit: "47"\n')
+    edit(repo_copy, f"{PROD}/samples.yaml", 'vars: {NUM_WORKERS: "4"}', 'vars: {NUM_WORKERS: "6"}')
+    found = _fits(repo_copy)
+    assert len(found) == 1 and "Limit" not in found[0].hint, "\n".join(f.text() for f in found)

@@ -99,10 +99,11 @@ MISSING, INACTIVE = "references missing AdmissionCheck(s)", "references inactive
 CASES = [
     ("admission-check-missing", "clusterqueue-admission-check", "error", "      - name: {p}gone",
      queue(checks_=checks("gone")), MISSING),
-    ("provisioning-config-missing", "clusterqueue-admission-check", "error", "      - name: {p}prov",
+    ("provisioning-config-missing", "clusterqueue-admission-check", "error",
+     "  parameters: {apiGroup: kueue.x-k8s.io, kind: ProvisioningRequestConfig, name: {p}config}",
      queue(checks_=checks("prov")) + "---" + check("prov", "kueue.x-k8s.io/provisioning-request", "ProvisioningRequestConfig"),
      INACTIVE),
-    ("multikueue-cluster-missing", "clusterqueue-admission-check", "error", "      - name: {p}mk",
+    ("multikueue-cluster-missing", "clusterqueue-admission-check", "error", "  clusters: [{p}worker]",
      queue(checks_=checks("mk")) + "---" + check("mk", "kueue.x-k8s.io/multikueue", "MultiKueueConfig") + "---" + MK_CONFIG,
      INACTIVE),
     ("two-multikueue-checks", "clusterqueue-admission-check", "error", "    admissionChecks:",
@@ -169,3 +170,21 @@ def test_the_fix_of_an_inactive_check_is_its_controllers(repo_copy, controller, 
     path.write_text(path.read_text() + "---" + objects_text(queue(checks_=checks("ac")) + "---" + check("ac", controller), "inactive-"))
     fired = [f for f in validate_repository(repo_copy).findings if f.rule == "clusterqueue-admission-check"]
     assert len(fired) == 1 and fix in fired[0].hint, "\n".join(f.text() for f in fired)
+
+
+def test_a_misspelt_config_name_is_reported_once_at_the_typo(repo_copy):
+    """M#6: an AdmissionCheck whose spec.parameters.name misspells its ProvisioningRequestConfig, named by two
+    ClusterQueues: one finding at the misspelt name (not at each ClusterQueue's correct check entry), naming both."""
+    typo = ("\napiVersion: kueue.x-k8s.io/v1beta2\nkind: AdmissionCheck\nmetadata:\n  name: {p}prov\nspec:\n"
+            "  controllerName: kueue.x-k8s.io/provisioning-request\n  parameters:\n    apiGroup: kueue.x-k8s.io\n"
+            "    kind: ProvisioningRequestConfig\n    name: {p}capacty\n"
+            "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ProvisioningRequestConfig\nmetadata:\n  name: {p}capacity\n"
+            "spec:\n  provisioningClassName: check-capacity.autoscaling.x-k8s.io\n")
+    second = QUEUE.replace("{p}cq", "{p}cq2").replace("{cohort}", "").replace("{checks}", checks("prov"))
+    path = repo_copy / OVERLAY_FILE
+    path.write_text(path.read_text() + "---" + objects_text(queue(checks_=checks("prov")) + "---" + second + "---" + typo, "inactive-"))
+    line = path.read_text().splitlines().index("    name: inactive-capacty") + 1
+    fired = [f for f in validate_repository(repo_copy).findings if f.rule == "clusterqueue-admission-check"]
+    assert [(f.file, f.line, f.resource) for f in fired] == [(OVERLAY_FILE, line, "AdmissionCheck/inactive-prov")], \
+        "\n".join(f.text() for f in fired)
+    assert "inactive-cq, inactive-cq2" in fired[0].message and "inactive-capacity" in fired[0].message, fired[0].text()
