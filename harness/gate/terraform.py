@@ -2,7 +2,7 @@
 evaluates every argument with Terraform's evaluator and function table (HCL v2, cty); this module
 holds what it answers: per set of variable values (the defaults, a cluster's tfvars), each resource
 instance (count / for_each expanded) with its arguments' values, the file and line where each is
-written, what it refers to and, for what only `apply` knows, why it is unknown.
+written, what it refers to (and which resource attributes it reads) and, for what only `apply` knows, why it is unknown.
 
 - `TerraformConfig.load(root)`: the module with the variable defaults; TerraformError (file, line)
   when it does not parse. `cfg.evaluate(values)`: an `Evaluation` with those variable values.
@@ -87,11 +87,12 @@ class Value:
     refs: tuple[str, ...] = ()
     unknown: tuple[str, ...] = ()  # what makes it unknown before apply
     error: str = ""  # Terraform's diagnostic when it does not evaluate
+    reads: tuple[str, ...] = ()  # type.name.attribute it reads, through locals too
 
     @classmethod
     def of(cls, d: dict) -> "Value":
         return cls(d.get("value"), bool(d.get("known")), d.get("file", ""), d.get("line") or None, d.get("text", ""),
-                   tuple(d.get("refs") or ()), tuple(d.get("unknown") or ()), d.get("error") or "")
+                   tuple(d.get("refs") or ()), tuple(d.get("unknown") or ()), d.get("error") or "", tuple(d.get("reads") or ()))
 
     def get(self, what: str = "value"):
         """The value; TerraformError (at this argument's line) when it has an error or is not known."""
@@ -394,7 +395,6 @@ def variable_origin(cfg: TerraformConfig, name: str, tfvars_rel: str | None) -> 
 
 
 def provider_version(cfg: TerraformConfig, provider: str = "azurerm") -> str | None:
-    """The provider version terraform/.terraform.lock.hcl records, else the constraint in
-    required_providers (e.g. "~> 4.0"); None when neither names it."""
+    """The provider version terraform/.terraform.lock.hcl records, else the constraint in required_providers ("~> 4.0"), else None."""
     entry = cfg.providers.get(provider) or {}
     return entry.get("locked") or entry.get("constraint") or None

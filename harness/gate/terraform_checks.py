@@ -48,7 +48,7 @@ RULES = {
                                      "the value; an error when the name is a misspelling of a declared one, which keeps its default)",
     "terraform-federated-subject": "the federated identity credential trusts system:serviceaccount:<ns>:<name> of the workload ServiceAccount (the "
                                    f"ServiceAccount with annotation {CLIENT_ID_ANNOTATION}, wherever the repository keeps it), and a credential "
-                                   "trusts every other ServiceAccount with that annotation",
+                                   "trusts every other ServiceAccount with that annotation; its audience is the webhook's and its issuer the cluster's oidc_issuer_url",
     "terraform-workload-identity": "the AKS cluster sets oidc_issuer_enabled and workload_identity_enabled, which the federated credential "
                                    f"(its issuer) and the workload pods' token injection need, when the repository has the workload ServiceAccount",
     "terraform-cluster-vars": "Terraform writes ConfigMap flux-system/cluster-vars with exactly the keys of clusters/<name>/cluster-vars.example.yaml",

@@ -95,6 +95,7 @@ def identity_findings(cfg: TerraformConfig, scopes: list[tuple[str, Evaluation]]
             out.append(Finding(audience.file if audience else cred.file, audience.line if audience else cred.line, where, "terraform-federated-subject",
                                f"{where} audience is {audience.text if audience else None!r}, not [{TOKEN_AUDIENCE!r}]: the workload identity webhook's tokens would be refused",
                                f'set audience = ["{TOKEN_AUDIENCE}"]'))
+        out += _issuer_findings(cfg, cred)
         for label, ev in scopes:
             block = ev.instance(cred.address)
             subject = block.body.get("subject") if block else None
@@ -119,6 +120,22 @@ def identity_findings(cfg: TerraformConfig, scopes: list[tuple[str, Evaluation]]
                            f"{sa.namespace}/{sa.name} ({expected}): Azure would refuse its token exchange",
                            f"{fix} (the workload ServiceAccount at {sa.where()}), or name the ServiceAccount as Terraform does"))
     return out
+
+
+def _issuer_findings(cfg: TerraformConfig, cred) -> list[Finding]:
+    """The credential's issuer must be the OIDC issuer of the cluster Terraform creates (its oidc_issuer_url, read from the
+    resource or a data source): the webhook's tokens are signed by that issuer, and Entra ID matches the URL exactly."""
+    clusters = cfg.of_type("azurerm_kubernetes_cluster")
+    issuer = cred.body.get("issuer")
+    if not clusters or (issuer is not None and (issuer.error or any(
+            r.removeprefix("data.").startswith("azurerm_kubernetes_cluster.") and r.endswith(".oidc_issuer_url") for r in issuer.reads))):
+        return []  # a cluster made elsewhere; terraform-expression reports an issuer that does not evaluate
+    want = f"{clusters[0].address}.oidc_issuer_url"
+    return [Finding(issuer.file if issuer else cred.file, issuer.line if issuer else cred.line, cred.address, "terraform-federated-subject",
+                    f"{cred.address} issuer is {issuer.text if issuer else 'not set'}, not the OIDC issuer of the cluster Terraform creates "
+                    f"({want}): the tokens the workload identity webhook projects are signed by that issuer, and Entra ID exchanges them "
+                    "only with a credential of exactly that issuer URL (AADSTS70021: No matching federated identity record found)",
+                    f"set issuer = {want}")]
 
 
 def _trusted(ev: Evaluation, subject: str) -> bool | None:

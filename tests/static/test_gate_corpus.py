@@ -585,6 +585,14 @@ CORPUS = [
     ("pod-addresses-in-a-small-subnet", "terraform-node-subnet", "terraform/variables.tf",
      lambda r: (edit(r, "terraform/aks.tf", '    network_plugin_mode = "overlay"\n', ""),
                 edit(r, "terraform/variables.tf", 'default     = "10.240.0.0/22"', 'default     = "10.240.0.0/25"'))),
+    # A network_profile azurerm/AKS refuses; address ranges that collide with AKS's service CIDR (subnets.py); a federated credential
+    # whose issuer is not the cluster's OIDC issuer (workload_identity.py).
+    ("calico-on-the-cilium-data-plane", "terraform-network-profile", "terraform/aks.tf",
+     lambda r: edit(r, "terraform/aks.tf", 'network_policy      = "cilium"', 'network_policy      = "calico"'), 66),
+    ("node-subnet-in-the-default-service-cidr", "terraform-address-ranges", "terraform/clusters/dev-westus3.tfvars",
+     lambda r: append(r, "terraform/clusters/dev-westus3.tfvars", 'vnet_cidr = "10.0.0.0/16"\nnodes_subnet_cidr = "10.0.0.0/22"\n'), 18),
+    ("issuer-of-another-cluster", "terraform-federated-subject", "terraform/identity.tf",
+     lambda r: edit(r, "terraform/identity.tf", "azurerm_kubernetes_cluster.this.oidc_issuer_url", '"https://eastus2.oic.prod-aks.azure.com/t/g/"'), 26),
     # A LimitRange default for containers without requests: Kueue charges it to the submitters (AdjustResources), 30 + the rest > 24 cpu.
     # Kueue's flavor assigner (kueue_fit.py): cpu from one flavor and memory from another is no assignment for a pod set.
     ("cpu-and-memory-on-two-flavors", "sample-fits", f"{DEV}/samples.yaml",

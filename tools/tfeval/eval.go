@@ -43,6 +43,7 @@ type attr struct {
 	Text    string      `json:"text"`
 	Refs    []string    `json:"refs,omitempty"`
 	Unknown []string    `json:"unknown,omitempty"`
+	Reads   []string    `json:"reads,omitempty"` // the resource and data source attributes it reads (refs.go reads)
 	Error   string      `json:"error,omitempty"`
 }
 
@@ -345,7 +346,7 @@ func (e *evaluator) attr(a *hclsyntax.Attribute, iter map[string]cty.Value, want
 	e.res.add(diags)
 	e.checkRefs(a.Expr.Variables())
 	rng := a.Expr.Range()
-	out := &attr{File: rng.Filename, Line: a.SrcRange.Start.Line, Text: e.text(rng), Refs: refs(a.Expr)}
+	out := &attr{File: rng.Filename, Line: a.SrcRange.Start.Line, Text: e.text(rng), Refs: refs(a.Expr), Reads: e.reads(a.Expr, map[string]bool{})}
 	if diags.HasErrors() {
 		for _, d := range diags {
 			if d.Severity == hcl.DiagError {

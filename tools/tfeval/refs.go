@@ -76,3 +76,36 @@ func traversalRef(t hcl.Traversal) string {
 	}
 	return strings.Join(parts, ".")
 }
+
+// reads names the resource and data source attributes an expression reads, through locals too:
+// "azurerm_kubernetes_cluster.this.oidc_issuer_url" (an index after the address is skipped).
+func (e *evaluator) reads(expr hcl.Expression, visited map[string]bool) []string {
+	var out []string
+	for _, t := range expr.Variables() {
+		ref := traversalRef(t)
+		switch t.RootName() {
+		case "var", "count", "each", "path", "terraform", "self", "module":
+			continue
+		case "local":
+			if l := e.mod.Locals[strings.TrimPrefix(ref, "local.")]; l != nil && !visited[ref] {
+				visited[ref] = true
+				out = append(out, e.reads(l.Expr, visited)...)
+			}
+			continue
+		}
+		skip := 2 // resource_type.name
+		if t.RootName() == "data" {
+			skip = 3
+		}
+		for _, step := range t[min(skip, len(t)):] {
+			if _, ok := step.(hcl.TraverseIndex); ok {
+				continue
+			}
+			if a, ok := step.(hcl.TraverseAttr); ok {
+				out = append(out, ref+"."+a.Name)
+			}
+			break
+		}
+	}
+	return out
+}
