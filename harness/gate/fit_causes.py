@@ -1,7 +1,8 @@
 """sample-fits at its cause when the cause is one value of the cluster's configuration, not the job: Kueue's flavor
 assigner refusing every job that needs a topology-only flavor beside flavors without a topology (at that flavor's
 topologyName), a resource the manager configuration's resources.transformations make that the ClusterQueue has no
-quota for (at that transformation's output), or a LimitRange default that Kueue charges to the containers that write no
+quota for (at that transformation's output) or that charges the jobs more than their ClusterQueue holds (at its
+multiplyBy, when Kueue's assigner admits them without it), or a LimitRange default that Kueue charges to the containers that write no
 request of their own and that the jobs do not fit with (at that default: Kueue's assigner admits them without the
 namespace's LimitRanges), or a RuntimeClass's pod overhead the jobs do not fit with (at the runtimeClassName that adds it).
 One finding for all the jobs it keeps out, on every cluster, instead of one per sample at
@@ -12,6 +13,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+
+import yaml
 from dataclasses import replace
 from pathlib import Path
 
@@ -22,7 +25,7 @@ from harness.gate.kueue_fit import SHORT_QUOTA, overheads
 from harness.gate.origin import dotted
 from harness.gate.pod_refs import overhead_text, pod_templates
 from harness.gate.render import ClusterRender
-from harness.gate.sources import as_map, as_maps, resource_id
+from harness.gate.sources import SafeDumper, as_map, as_maps, parse_yaml, resource_id
 
 _TAS_ONLY = re.compile(r'Flavor "([^"]+)" supports only TopologyAwareScheduling')
 _UNAVAILABLE = re.compile(r"resource (\S+) unavailable in ClusterQueue")
@@ -70,6 +73,8 @@ def relocator(ctx, root: Path, cluster: ClusterRender, fits=None) -> Callable:
             return requested
         if overhead := _overhead_cause(ctx, candidate, fits):
             return overhead
+        if inflated := _inflating_transformation(ctx, root, index, candidate, fits):
+            return inflated
         res = short or SHORT_QUOTA.search(reason)  # not the job's own request: a LimitRange default may be what asks it
         defaulted = _limit_range_default(ctx, index, candidate, answer, fits, res[1]) if fits is not None and res else None
         return defaulted or _quota_hint(ctx, index, found, candidate, reason)
@@ -211,6 +216,33 @@ def _where(ctx, index: ClusterIndex, obj: dict, field: str) -> str | None:
     writes it); None when the object is not in the cluster's index."""
     entry = index.named.get(kind_key(obj))
     return ctx.finding(entry[1], entry[0], "", "", "", field=field).location() if entry else None
+
+
+def _inflating_transformation(ctx, root: Path, index: ClusterIndex, c, fits) -> Finding | None:
+    """A job Kueue would admit but for the manager configuration's transformations of what its pods request (a multiplyBy,
+    or outputs that charge more than the input): at the first such transformation's multiplyBy (or outputs), when the
+    assigner admits the job under the configuration without them."""
+    requests = {r for _, spec in pod_templates(c.job) for r in matching.pod_requests({"spec": spec}, c.limit_ranges)}
+    applied = [(made, i, t) for made, i, t in _transformations(index) if str(t.get("input")) in requests]
+    text = kueue_manager.manager_text(applied[0][0][1]) if applied and fits is not None else None
+    doc = parse_yaml(text) if isinstance(text, str) else None
+    if not isinstance(doc, dict) or not isinstance(as_map(doc.get("resources")).get("transformations"), list):
+        return None
+    inputs = {str(t.get("input")) for _, _, t in applied}
+    doc["resources"]["transformations"] = [t for t in doc["resources"]["transformations"] if str(as_map(t).get("input")) not in inputs]
+    bare = fits.under(c, yaml.dump(doc, Dumper=SafeDumper))
+    if not bare or bare.get("mode") not in ("Fit", "Preempt"):
+        return None  # the job does not fit without them either: its own size or the quota is the cause
+    (build, hr), i, t = applied[0]
+    located, block = kueue_manager.locate(ctx, root, index, build, hr, "sample-fits")
+    how = f"multiplies {t.get('input')} by the pods' {t.get('multiplyBy')}" if t.get("multiplyBy") else \
+        f"charges {t.get('input')} as {', '.join(f'{k} {v}' for k, v in as_map(t.get('outputs')).items())} per unit"
+    return Finding(located.file, block.line(["resources", "transformations", i, "multiplyBy" if t.get("multiplyBy") else "outputs"]),
+                   located.resource, "sample-fits", f"the Kueue manager configuration's resources.transformations[{i}] {how}: Kueue "
+                   f"charges the jobs that request {t.get('input')} more than their ClusterQueue can ever admit (without the "
+                   "transformation it would admit them), so they pend forever",
+                   f"remove {'multiplyBy' if t.get('multiplyBy') else 'the outputs that inflate the charge'} from transformations[{i}] "
+                   "(or the transformation), or give the ClusterQueues quota for what it charges", located.context)
 
 
 def _transformations(index: ClusterIndex):

@@ -82,6 +82,11 @@ class Fits:
             return None
         return self._ask(self._queue_objects, replace(c, limit_ranges=[o for o in c.limit_ranges if o.get("kind") != kind]))
 
+    def under(self, c: Candidate, config: str) -> dict | None:
+        """The assigner's answer for `c` with the Kueue manager running configuration text `config` (what a setting of the
+        cluster's configuration costs it); None when it cannot be asked."""
+        return self._ask(self._queue_objects, c, config) if self._ask is not None else None
+
     def findings(self) -> list[tuple[Finding, tuple[str, ...]]]:
         """sample-fits for each candidate it cannot fit: (the finding, presuming its RayJob, its ClusterQueue and those
         that may lend to it accepted; when its every reason is where the pods may land, the flavors named)."""
@@ -166,8 +171,9 @@ def fits(checker, root: Path, cluster: ClusterRender, candidates: list[Candidate
     # lend to it (a refused peer lends nothing: that refusal is the cause, not the sample).
     lenders = tuple(resource_id(o) for o in queue_objects if o.get("kind") in ("Cohort", "ClusterQueue"))  # (one it should name may not)
 
-    def ask(objects: list[dict], c: Candidate) -> dict:
-        return verdicts(checker, objects, [(c.job, as_map(c.cq.get("metadata")).get("name"), c.limit_ranges)], manager, nodes or [])[0]
+    def ask(objects: list[dict], c: Candidate, config: str | None = None) -> dict:
+        run = manager if config is None else {**manager, "config": config}
+        return verdicts(checker, objects, [(c.job, as_map(c.cq.get("metadata")).get("name"), c.limit_ranges)], run, nodes or [])[0]
     return Fits(candidates, pending, nodes, lenders, queue_objects, ask)
 
 

@@ -663,6 +663,11 @@ CORPUS = [
     ("transformation-output-the-pods-request", "sample-fits", KUEUE,
      lambda r: edit(r, KUEUE, "        integrations:\n", "        resources:\n          transformations:\n            - input: nvidia.com/gpu\n"
                     "              outputs:\n                cpu: \"20\"\n        integrations:\n"), 75),
+    # A multiplyBy that charges every GPU job more than its ClusterQueue holds: once, at the multiplyBy (fit_causes.py).
+    ("transformation-multiply-by", "sample-fits", KUEUE,
+     lambda r: edit(r, KUEUE, "        integrations:\n", "        resources:\n          transformations:\n            - input: nvidia.com/gpu\n"
+                    "              multiplyBy: cpu\n              strategy: Replace\n              outputs:\n                nvidia.com/gpu: \"1\"\n"
+                    "        integrations:\n"), 74),
     # A managedJobsNamespaceSelector that leaves out the namespace of the LocalQueues (ManagedJobsNamespaceSelectorAlwaysRespected).
     ("kueue-selector-leaves-out-ray", "kueue-namespace-unmanaged", KUEUE,
      lambda r: edit(r, KUEUE, "        integrations:\n", "        managedJobsNamespaceSelector:\n          matchLabels: {kueue-managed: \"true\"}\n"

@@ -358,3 +358,24 @@ def test_a_limit_that_does_not_bind_is_not_named(repo_copy):
     edit(repo_copy, f"{PROD}/samples.yaml", 'vars: {NUM_WORKERS: "4"}', 'vars: {NUM_WORKERS: "6"}')
     found = _fits(repo_copy)
     assert len(found) == 1 and "Limit" not in found[0].hint, "\n".join(f.text() for f in found)
+
+
+MULTIPLY = ("        resources:\n          transformations:\n            - input: nvidia.com/gpu\n              multiplyBy: cpu\n"
+            "              strategy: Replace\n              outputs:\n                nvidia.com/gpu: \"1\"\n        integrations:\n")
+
+
+def test_a_multiply_by_that_keeps_every_gpu_job_out_is_one_finding_at_it(repo_copy):
+    """Each GPU worker asks 1 GPU and 16 CPU: multiplyBy cpu charges 16 GPUs, more than any ClusterQueue holds. Kueue's
+    assigner admits the jobs without the transformation: one finding at the multiplyBy, for every job on both clusters."""
+    edit(repo_copy, KUEUE, "        integrations:\n", MULTIPLY)
+    found = [f for f in validate_repository(repo_copy).findings if f.is_error]
+    assert [(f.file, f.line, f.rule) for f in found] == [(KUEUE, 74, "sample-fits")], "\n".join(f.text() for f in found)
+    assert "dev-westus3" in found[0].context and "prod-eastus2" in found[0].context and "multiplyBy" in found[0].hint
+
+
+def test_a_job_too_big_without_the_transformation_too_stays_at_its_sample(repo_copy):
+    """The transformation is not the cause when the job does not fit without it either: its samples entry keeps the finding."""
+    edit(repo_copy, KUEUE, "        integrations:\n", MULTIPLY)
+    edit(repo_copy, f"{PROD}/samples.yaml", 'vars: {NUM_WORKERS: "4"}', 'vars: {NUM_WORKERS: "9"}')
+    found = _fits(repo_copy)
+    assert any(f.file == f"{PROD}/samples.yaml" for f in found), "\n".join(f.text() for f in found)
