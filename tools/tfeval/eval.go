@@ -43,6 +43,7 @@ type attr struct {
 	Text    string      `json:"text"`
 	Refs    []string    `json:"refs,omitempty"`
 	Unknown []string    `json:"unknown,omitempty"`
+	Inputs  []string    `json:"inputs,omitempty"` // the input variables it depends on, through locals too
 	Error   string      `json:"error,omitempty"`
 }
 
@@ -357,7 +358,7 @@ func (e *evaluator) attr(a *hcl.Attribute, iter map[string]cty.Value, want cty.T
 	e.res.add(diags)
 	e.checkRefs(a.Expr.Variables())
 	rng := a.Expr.Range()
-	out := &attr{File: rng.Filename, Line: a.Range.Start.Line, Text: e.text(rng), Refs: refs(a.Expr)}
+	out := &attr{File: rng.Filename, Line: a.Range.Start.Line, Text: e.text(rng), Refs: refs(a.Expr), Inputs: e.inputs(a.Expr, map[string]bool{})}
 	if diags.HasErrors() {
 		for _, d := range diags {
 			if d.Severity == hcl.DiagError {

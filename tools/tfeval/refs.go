@@ -44,6 +44,27 @@ func (e *evaluator) whyUnknown(expr hcl.Expression, visited map[string]bool) []s
 	return out
 }
 
+// inputs names the input variables an expression depends on, directly or through locals, in order.
+func (e *evaluator) inputs(expr hcl.Expression, visited map[string]bool) []string {
+	var out []string
+	for _, t := range expr.Variables() {
+		ref := traversalRef(t)
+		if visited[ref] {
+			continue
+		}
+		visited[ref] = true
+		switch t.RootName() {
+		case "var":
+			out = append(out, strings.TrimPrefix(ref, "var."))
+		case "local":
+			if l := e.mod.Locals[strings.TrimPrefix(ref, "local.")]; l != nil {
+				out = append(out, e.inputs(l.Expr, visited)...)
+			}
+		}
+	}
+	return out
+}
+
 func refs(expr hcl.Expression) []string {
 	var out []string
 	seen := map[string]bool{}
