@@ -358,7 +358,7 @@ func (e *evaluator) attr(a *hcl.Attribute, iter map[string]cty.Value, want cty.T
 	e.res.add(diags)
 	e.checkRefs(a.Expr.Variables())
 	rng := a.Expr.Range()
-	out := &attr{File: rng.Filename, Line: a.Range.Start.Line, Text: e.text(rng), Refs: refs(a.Expr), Inputs: e.inputs(a.Expr, map[string]bool{})}
+	out := &attr{File: rng.Filename, Line: a.Range.Start.Line, Text: e.text(rng), Refs: refs(a.Expr), Inputs: e.inputs(a.Expr)}
 	if diags.HasErrors() {
 		for _, d := range diags {
 			if d.Severity == hcl.DiagError {
@@ -370,7 +370,7 @@ func (e *evaluator) attr(a *hcl.Attribute, iter map[string]cty.Value, want cty.T
 	}
 	out.Value, out.Known = toJSON(val), val.IsWhollyKnown()
 	if !out.Known {
-		out.Unknown = e.whyUnknown(a.Expr, map[string]bool{})
+		out.Unknown = e.whyUnknown(a.Expr)
 	}
 	return val, out
 }
