@@ -223,7 +223,7 @@ class _Builder:
     """Builds the Pools of one cluster and records where their node counts are written."""
 
     def __init__(self, cfg: TerraformConfig, tfvars: dict, tfvars_rel: str | None):
-        self.cfg, self.tfvars_rel = cfg, tfvars_rel
+        self.cfg, self.tfvars_rel, self.tfvars = cfg, tfvars_rel, tfvars  # tfvars: the values the cluster's file sets
         self.ev = cfg.evaluate(tfvars)
         self.skus, self.reservation = repository_skus(cfg.root), sku_table()[1]
         self.provider = provider_version(cfg)
@@ -248,12 +248,12 @@ class _Builder:
 
     def where(self, block: Block, v: Value | None, meta: bool = False) -> tuple[str, int | None]:
         """Where a setting gets its value: the tfvars or default line of the variable it is, else its own line."""
-        return setting_origin(self.cfg, v, self.tfvars_rel, meta) if v is not None else (block.file, None)
+        return setting_origin(self.cfg, v, self.tfvars_rel, meta, self.tfvars) if v is not None else (block.file, None)
 
     def value(self, block: Block, v: Value | None, attr: str, default=None):
         """A setting's value as Terraform evaluates it; PoolSettingError naming where it is written otherwise."""
-        if v is None:
-            return default
+        if v is None or (block.absent and not v.known and not v.error and any(r.split(".")[0] in ("each", "count") for r in v.refs)):
+            return default  # (a pool count / for_each leaves out has no each.* / count.index: what the template cannot say)
         try:
             return v.get(f"{block.address} {attr}")
         except TerraformError as err:
@@ -268,7 +268,7 @@ class _Builder:
         return int(value)
 
     def origin(self, block: Block, attr: str, v: Value | None, default=None) -> Origin:
-        name = deciding_variable(v, attr in ("count", "for_each"))
+        name = deciding_variable(v, attr in ("count", "for_each"), self.tfvars)
         if name:
             file, line, in_tfvars = variable_origin(self.cfg, name, self.tfvars_rel)
             return Origin(file, line, f"{name} = {self.ev.variable(name)}", default=not in_tfvars and line is not None)
@@ -277,7 +277,7 @@ class _Builder:
     def build(self, block: Block, system: bool, instances: int = 1, body: Body | None = None) -> Pool:
         body = body or block.body
         get = lambda attr, default=None: self.value(block, body.get(attr), attr, default)  # noqa: E731
-        name, vm_size = str(get("name")), str(get("vm_size"))
+        name, vm_size = str(get("name", block.name)), str(get("vm_size"))
         max_pods = min(max(self.number(block, body.get("max_pods"), "max_pods", self.reservation["max_pods_assumed"]), MAX_PODS[0]), MAX_PODS[1])
         os_disk = self.number(block, body.get("os_disk_size_gb"), "os_disk_size_gb", DEFAULT_OS_DISK_GIB)
         sku = self.skus.get(vm_size)
@@ -290,7 +290,7 @@ class _Builder:
         if not system and get("priority") == "Spot":  # AKS labels and taints every Spot node,
             labels[SPOT_LABEL] = "spot"  # only pods that tolerate it land there
             taints.append(SPOT_TAINT)
-        address = block.address if block.keyed else f"{block.type}.{block.name}"
+        address = block.address if block.keyed and not block.absent else f"{block.type}.{block.name}"
         pool = Pool(name, address, block.file, block.line, vm_size, 0, max_pods, labels, taints, system, sku,
                     zones=zones, region=self.region)
         pool.vm_size_origin = self.origin(block, "vm_size", body.get("vm_size"))

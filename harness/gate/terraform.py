@@ -88,11 +88,12 @@ class Value:
     unknown: tuple[str, ...] = ()  # what makes it unknown before apply
     error: str = ""  # Terraform's diagnostic when it does not evaluate
     reads: tuple[str, ...] = ()  # type.name.attribute it reads, through locals too
+    inputs: tuple[str, ...] = ()  # the input variables it depends on, through locals too
 
     @classmethod
     def of(cls, d: dict) -> "Value":
         return cls(d.get("value"), bool(d.get("known")), d.get("file", ""), d.get("line") or None, d.get("text", ""),
-                   tuple(d.get("refs") or ()), tuple(d.get("unknown") or ()), d.get("error") or "", tuple(d.get("reads") or ()))
+                   *(tuple(d.get(k) or ()) for k in ("refs", "unknown")), d.get("error") or "", *(tuple(d.get(k) or ()) for k in ("reads", "inputs")))
 
     def get(self, what: str = "value"):
         """The value; TerraformError (at this argument's line) when it has an error or is not known."""
@@ -267,10 +268,8 @@ def _ask(request: dict, files: list[Path]) -> dict:
 
 def _first_error(answer: dict, what: str) -> TerraformError | None:
     errors = [Diagnostic.of(d) for d in answer.get("diagnostics") or [] if d.get("severity") == "error"]
-    if not errors:
-        return None
-    e = errors[0]
-    return TerraformError(e.text() if e.file else f"{what}: {e.text()}", e.file or what, e.line)
+    e = errors[0] if errors else None
+    return e and TerraformError(e.text() if e.file else f"{what}: {e.text()}", e.file or what, e.line)
 
 
 class TerraformConfig:
@@ -361,26 +360,26 @@ def _repo_of(path: Path) -> Path:
 
 
 # -- Where a value is written (for findings that name the file and line of a setting) ------------
-def deciding_variable(v: Value | None, meta: bool = False) -> str | None:
-    """The variable whose value a setting is: `x = var.y`, or (`meta`) a count / for_each decided by one variable alone."""
-    if v is None or not v.variables:
-        return None
-    if v.text.strip() == f"var.{v.variables[0]}" or (meta and len(set(v.refs)) == 1):
+def deciding_variable(v: Value | None, meta: bool = False, chosen=()) -> str | None:
+    """The variable whose value a setting is: `x = var.y`, or (`meta`) a count / for_each decided by one variable: the only
+    one it depends on (through locals too), or the only one of those the cluster sets (`chosen`, its tfvars' names)."""
+    if v is not None and v.variables and v.text.strip() == f"var.{v.variables[0]}":
         return v.variables[0]
-    return None
+    inputs = list(dict.fromkeys(v.inputs or v.variables)) if meta and v is not None else []
+    decided = inputs if len(inputs) == 1 else [name for name in inputs if name in chosen]
+    return decided[0] if len(decided) == 1 else None
 
 
-def setting_origin(cfg: TerraformConfig, v: Value, tfvars_rel: str | None, meta: bool = False) -> tuple[str, int | None]:
+def setting_origin(cfg: TerraformConfig, v: Value, tfvars_rel: str | None, meta: bool = False, chosen=()) -> tuple[str, int | None]:
     """Where a setting gets its value: the tfvars or default line of the variable it is, else its own line."""
-    name = None if v.error else deciding_variable(v, meta)
+    name = None if v.error else deciding_variable(v, meta, chosen)
     if name:
         return variable_origin(cfg, name, tfvars_rel)[:2]
     return v.file or TERRAFORM_DIR, v.line
 
 
 def variable_origin(cfg: TerraformConfig, name: str, tfvars_rel: str | None) -> tuple[str, int | None, bool]:
-    """(file, line, set_in_tfvars) where variable `name` gets its value: the tfvars line that sets
-    it, else the `default` line of its declaration."""
+    """(file, line, set_in_tfvars) where variable `name` gets its value: its tfvars line, else its declaration's `default`."""
     if tfvars_rel and (cfg.root / tfvars_rel).is_file():
         try:
             line = load_tfvars(cfg.root / tfvars_rel, cfg.root).lines.get(name)

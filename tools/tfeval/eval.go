@@ -43,7 +43,8 @@ type attr struct {
 	Text    string      `json:"text"`
 	Refs    []string    `json:"refs,omitempty"`
 	Unknown []string    `json:"unknown,omitempty"`
-	Reads   []string    `json:"reads,omitempty"` // the resource and data source attributes it reads (refs.go reads)
+	Reads   []string    `json:"reads,omitempty"`  // the resource and data source attributes it reads (refs.go reads)
+	Inputs  []string    `json:"inputs,omitempty"` // the input variables it depends on, through locals too
 	Error   string      `json:"error,omitempty"`
 }
 
@@ -122,7 +123,8 @@ type evaluator struct {
 	sources  map[string][]byte
 	res      *evalResult
 	setAt    map[string]*fileValue
-	declared map[string]bool // the module's resources and data sources (declared.go)
+	declared map[string]bool               // the module's resources and data sources (declared.go)
+	syntax   map[hcl.Range]*hclsyntax.Body // every block's body by its definition range (expand.go)
 }
 
 func evaluate(req request) interface{} {
@@ -191,7 +193,7 @@ func evaluate(req request) interface{} {
 			Config:         cfg,
 			VariableValues: varValues,
 		},
-		mod: mod, sources: loader.Sources(), res: res, setAt: setAt, declared: declared(mod.Files),
+		mod: mod, sources: loader.Sources(), res: res, setAt: setAt, declared: declared(mod.Files), syntax: syntaxBodies(mod.Files),
 	}
 	e.walk()
 	return res
@@ -216,7 +218,7 @@ func (e *evaluator) walk() {
 			case block.Type == "resource" && len(block.Labels) == 2:
 				e.res.Resources = append(e.res.Resources, e.resource(block))
 			case block.Type == "output" || block.Type == "provider" || block.Type == "locals" || block.Type == "data":
-				e.body(block.Body, nil) // evaluated for their diagnostics only
+				e.body(block.Body, nil, true) // evaluated for their diagnostics only
 			}
 		}
 	}
@@ -276,17 +278,17 @@ func (e *evaluator) resource(block *hclsyntax.Block) *resource {
 	r := &resource{Type: block.Labels[0], Name: block.Labels[1], File: block.DefRange().Filename, Line: block.DefRange().Start.Line,
 		Instances: []instance{}}
 	if a, ok := block.Body.Attributes["count"]; ok {
-		val, out := e.attr(a, nil, cty.Number)
+		val, out := e.attr(a.AsHCLAttribute(), nil, cty.Number)
 		r.Count = out
 		if out.Error == "" && val.IsKnown() && !val.IsNull() {
 			n, _ := val.AsBigFloat().Int64()
 			for i := int64(0); i < n; i++ {
 				iter := map[string]cty.Value{"count": cty.ObjectVal(map[string]cty.Value{"index": cty.NumberIntVal(i)})}
-				r.Instances = append(r.Instances, instance{Key: i, Body: e.body(block.Body, iter)})
+				r.Instances = append(r.Instances, instance{Key: i, Body: e.body(block.Body, iter, true)})
 			}
 		}
 	} else if a, ok := block.Body.Attributes["for_each"]; ok {
-		val, out := e.attr(a, nil, cty.DynamicPseudoType)
+		val, out := e.attr(a.AsHCLAttribute(), nil, cty.DynamicPseudoType)
 		r.ForEach = out
 		if out.Error == "" && val.IsWhollyKnown() && !val.IsNull() && val.CanIterateElements() {
 			val, _ = val.UnmarkDeep()
@@ -299,45 +301,56 @@ func (e *evaluator) resource(block *hclsyntax.Block) *resource {
 					continue // Terraform rejects it; the for_each diagnostics below say so
 				}
 				iter := map[string]cty.Value{"each": cty.ObjectVal(map[string]cty.Value{"key": k, "value": v})}
-				r.Instances = append(r.Instances, instance{Key: k.AsString(), Body: e.body(block.Body, iter)})
+				r.Instances = append(r.Instances, instance{Key: k.AsString(), Body: e.body(block.Body, iter, true)})
 			}
 		} else if out.Error == "" && out.Known {
 			out.Error = "for_each must be a map or a set of strings"
 		}
 	} else {
-		r.Instances = append(r.Instances, instance{Key: nil, Body: e.body(block.Body, nil)})
+		r.Instances = append(r.Instances, instance{Key: nil, Body: e.body(block.Body, nil, true)})
 	}
 	if len(r.Instances) == 0 {
-		r.Template = e.body(block.Body, nil)
+		r.Template = e.body(block.Body, nil, true)
 	}
 	return r
 }
 
-// body evaluates the arguments and nested blocks of a block (meta-arguments left out), with
-// count.index / each.key / each.value bound from iter when given.
-func (e *evaluator) body(b *hclsyntax.Body, iter map[string]cty.Value) *body {
-	out := &body{File: b.SrcRange.Filename, Line: b.SrcRange.Start.Line, Attrs: map[string]*attr{}, Blocks: map[string][]*body{}}
-	for name, a := range b.Attributes {
-		if name == "depends_on" {
+// body evaluates the arguments and nested blocks of a block, `dynamic` blocks expanded (expand.go), with
+// count.index / each.key / each.value bound from iter when given. The meta-arguments and meta-blocks of a
+// resource are left out at its top level only (top): below it, `depends_on` or `count` is an ordinary argument.
+func (e *evaluator) body(b *hclsyntax.Body, iter map[string]cty.Value, top bool) *body {
+	return e.decode(e.expand(b, iter), b, iter, top)
+}
+
+func (e *evaluator) decode(expanded hcl.Body, syntax *hclsyntax.Body, iter map[string]cty.Value, top bool) *body {
+	out := &body{File: syntax.SrcRange.Filename, Line: syntax.SrcRange.Start.Line, Attrs: map[string]*attr{}, Blocks: map[string][]*body{}}
+	content, diags := expanded.Content(schemaOf(syntax))
+	e.res.add(diags)
+	if content == nil {
+		return out
+	}
+	for name, a := range content.Attributes {
+		if top && name == "depends_on" {
 			e.dependsOn(a.Expr)
 		}
-		if metaArgs[name] {
+		if top && metaArgs[name] {
 			continue
 		}
 		_, out.Attrs[name] = e.attr(a, iter, cty.DynamicPseudoType)
 	}
-	for _, block := range b.Blocks {
-		if metaBlocks[block.Type] || block.Type == "dynamic" {
+	for _, block := range content.Blocks {
+		inner := e.syntax[block.DefRange]
+		if (top && metaBlocks[block.Type]) || inner == nil {
 			continue
 		}
-		child := e.body(block.Body, iter)
-		child.Line = block.DefRange().Start.Line
+		child := e.decode(block.Body, inner, iter, false)
+		child.Line = block.DefRange.Start.Line
 		out.Blocks[block.Type] = append(out.Blocks[block.Type], child)
 	}
 	return out
 }
 
-func (e *evaluator) attr(a *hclsyntax.Attribute, iter map[string]cty.Value, want cty.Type) (cty.Value, *attr) {
+func (e *evaluator) attr(a *hcl.Attribute, iter map[string]cty.Value, want cty.Type) (cty.Value, *attr) {
 	var expr hcl.Expression = a.Expr
 	if iter != nil {
 		expr = bound{Expression: a.Expr, vars: iter}
@@ -346,7 +359,8 @@ func (e *evaluator) attr(a *hclsyntax.Attribute, iter map[string]cty.Value, want
 	e.res.add(diags)
 	e.checkRefs(a.Expr.Variables())
 	rng := a.Expr.Range()
-	out := &attr{File: rng.Filename, Line: a.SrcRange.Start.Line, Text: e.text(rng), Refs: refs(a.Expr), Reads: e.reads(a.Expr, map[string]bool{})}
+	out := &attr{File: rng.Filename, Line: a.Range.Start.Line, Text: e.text(rng), Refs: refs(a.Expr), Reads: e.reads(a.Expr, map[string]bool{}),
+		Inputs: e.inputs(a.Expr)}
 	if diags.HasErrors() {
 		for _, d := range diags {
 			if d.Severity == hcl.DiagError {
@@ -358,7 +372,7 @@ func (e *evaluator) attr(a *hclsyntax.Attribute, iter map[string]cty.Value, want
 	}
 	out.Value, out.Known = toJSON(val), val.IsWhollyKnown()
 	if !out.Known {
-		out.Unknown = e.whyUnknown(a.Expr, map[string]bool{})
+		out.Unknown = e.whyUnknown(a.Expr)
 	}
 	return val, out
 }

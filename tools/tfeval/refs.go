@@ -10,16 +10,27 @@ import (
 	"github.com/zclconf/go-cty/cty"
 )
 
-// whyUnknown names what makes an expression unknown before apply: variables nobody set, and the
-// resources and data sources it reads (through locals too).
-func (e *evaluator) whyUnknown(expr hcl.Expression, visited map[string]bool) []string {
-	var out []string
+// throughLocals calls fn for every traversal an expression reads, following locals into their expressions.
+func (e *evaluator) throughLocals(expr hcl.Expression, visited map[string]bool, fn func(t hcl.Traversal, ref string)) {
 	for _, t := range expr.Variables() {
 		ref := traversalRef(t)
 		if visited[ref] {
 			continue
 		}
 		visited[ref] = true
+		if t.RootName() != "local" {
+			fn(t, ref)
+		} else if l := e.mod.Locals[strings.TrimPrefix(ref, "local.")]; l != nil {
+			e.throughLocals(l.Expr, visited, fn)
+		}
+	}
+}
+
+// whyUnknown names what makes an expression unknown before apply: variables nobody set, and the
+// resources and data sources it reads (through locals too).
+func (e *evaluator) whyUnknown(expr hcl.Expression) []string {
+	var out []string
+	e.throughLocals(expr, map[string]bool{}, func(t hcl.Traversal, ref string) {
 		switch t.RootName() {
 		case "var":
 			if len(t) >= 2 {
@@ -28,19 +39,24 @@ func (e *evaluator) whyUnknown(expr hcl.Expression, visited map[string]bool) []s
 					out = append(out, ref+" has no default and no value is set")
 				}
 			}
-		case "local":
-			if l := e.mod.Locals[strings.TrimPrefix(ref, "local.")]; l != nil {
-				out = append(out, e.whyUnknown(l.Expr, visited)...)
-			}
 		case "count", "each", "path", "terraform", "self":
 		case "data":
 			out = append(out, ref+" is read during apply")
-		case "module":
-			out = append(out, ref+" is known only after apply")
 		default:
 			out = append(out, ref+" is known only after apply")
 		}
-	}
+	})
+	return out
+}
+
+// inputs names the input variables an expression depends on, directly or through locals, in order.
+func (e *evaluator) inputs(expr hcl.Expression) []string {
+	var out []string
+	e.throughLocals(expr, map[string]bool{}, func(t hcl.Traversal, ref string) {
+		if t.RootName() == "var" {
+			out = append(out, strings.TrimPrefix(ref, "var."))
+		}
+	})
 	return out
 }
 
