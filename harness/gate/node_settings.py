@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 
 from harness.core import HarnessError
-from harness.gate.azurerm_schema import DEFAULT_POOL, NODE_POOL, refused_value
+from harness.gate.azurerm_schema import DEFAULT_POOL, NODE_POOL, refused_value, sdk_key
 from harness.gate.findings import Finding
 from harness.gate.helper import helper
 from harness.gate.matching import taint_dict
@@ -34,8 +34,8 @@ RULES = {
                               "(eviction_policy, spot_max_price other than -1) on a pool whose priority is Regular (azurerm refuses it at apply); no "
                               "upgrade_settings.max_surge on a Spot pool (AKS refuses it); no argument its block's azurerm schema lacks "
                               "(gpu_instance_profile, which azurerm names gpu_instance; priority, mode, os_type... on default_node_pool); the "
-                              "values azurerm's case-sensitive enums accept (priority, eviction_policy, mode, os_type, os_sku, kubelet_disk_type, "
-                              "gpu_instance: MIG1g..MIG7g ...); a gpu_instance only on a MIG-capable size (A100, H100: sku.yaml `mig`)",
+                              "values azurerm's case-sensitive enums accept (priority, eviction_policy, mode, os_type, os_sku, kubelet_disk_type, type, "
+                              "kubelet_config's cpu_manager_policy, linux_os_config's transparent_huge_page_enabled, gpu_instance: MIG1g..MIG7g ...); a gpu_instance only on a MIG-capable size (A100, H100: sku.yaml `mig`)",
     "capacity-spot-system-pool": "no node pool in mode System has priority = \"Spot\" (AKS refuses Spot system pools: the apply fails)",
     "capacity-gpu-mig": "warning: a GPU pool with gpu_instance (MIG) is named: its nodes advertise MIG instances under a resource name "
                         "the device plugin's MIG strategy decides (nvidia.com/gpu with `single`, nvidia.com/mig-<profile> with `mixed`, "
@@ -64,7 +64,7 @@ def _schema_findings(pool: Pool, context: str) -> tuple[list[Finding], set[str]]
             values, near = refused
             out.append(Finding(at.file, at.line, pool.address, "capacity-node-settings",
                                f"{pool.address} (pool {pool.name}) sets {attr} = {value!r} ({at.text} at {at.where()}): azurerm's schema "
-                               f"accepts only {', '.join(values)} (case-sensitive), so `terraform plan` fails (\"expected {attr} to be one of "
+                               f"accepts only {', '.join(values)} (case-sensitive), so `terraform plan` fails (\"expected {sdk_key(attr, pool.default)} to be one of "
                                f"[{' '.join(chr(34) + v + chr(34) for v in values)}], got {value}\")",
                                f"set {attr} to one of {', '.join(values)}" + (f" (did you mean {near}?)" if near else "")
                                + (", or remove it to schedule whole GPUs" if attr == "gpu_instance" else ""), context))
