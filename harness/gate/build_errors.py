@@ -12,7 +12,7 @@ import yaml
 from harness.gate.artifact import artifact_finding
 from harness.gate.findings import Finding
 from harness.gate.flux_paths import flux_path, written
-from harness.gate.kustomize_warnings import PATH_LISTS, kustomization_doc, reachable, references
+from harness.gate.kustomize_warnings import PATH_ENTRIES, PATH_LISTS, kustomization_doc, local_kustomization_dirs, reachable, references
 from harness.gate.origin import compose, descend, line_at, quoted_value_line, step
 from harness.gate.render import Build
 from harness.gate.sources import as_list, as_map, kustomization_file, kustomization_path, parse_yaml_all
@@ -50,9 +50,12 @@ def build_error(root: Path, build: Build) -> Finding:
             return twice
         return Finding(rel, _object_line(entry, cause), "", "kustomize-build", f"{cause} (listed at {file}:{line})" if line else cause,
                        f"fix the objects in {rel}: each document a mapping with apiVersion, kind and metadata.name", build.id)
+    gone = re.search(MISSING, build.error)  # a file or directory kustomize names by its path (root-relative; its own: artifact_finding)
+    if entry is None and gone and (gone.group(1) or gone.group(2)) != build.dir:
+        entry = root / (gone.group(1) or gone.group(2))
     # The entry as written (a symlink on its way may lead out of the repository: the artifact holds no symlink either way).
     listed = entry is not None and Path(posixpath.normpath(entry.absolute())).is_relative_to(Path(root).absolute())
-    missing = artifact_finding(root, build, entry if listed else None, file, line)
+    missing = artifact_finding(root, build, entry if listed else None, file, line, lambda link: _listings(root, link))
     if missing is not None:  # the checkout has it, the artifact source-controller packs (what Flux builds from) does not
         return missing
     recursed = re.findall(r"recursed accumulation of path '([^']+)'", build.error)
@@ -74,6 +77,26 @@ def build_error(root: Path, build: Build) -> Finding:
 
 
 UNSERIALISABLE = "json: unsupported type: map[interface {}]interface {}"  # kustomize's Resource.MarshalJSON (yaml_keys)
+# What kustomize says of a path it cannot find: a patch, a generator's file (`open P: no such file or directory`), a component
+# or base directory (`evalsymlink failure on 'P' : lstat P: no such file or directory`).
+MISSING = re.compile(r"evalsymlink failure on '([^']+)'|open ([^\s:]+): no such file or directory")
+
+
+def _listings(root: Path, link: Path) -> list[tuple[str, int | None]]:
+    """Where the repository's kustomization files list `link` or a path below it (resources, components, patches' paths...):
+    (file, line) each, in order; the listings of a shared symlinked directory are one cause."""
+    rootr, out = root.resolve(), []
+    target = link.absolute().relative_to(root.absolute()).as_posix()
+    for d in sorted(local_kustomization_dirs(rootr)):
+        rel, doc = kustomization_file(d).relative_to(rootr).as_posix(), kustomization_doc(d)
+        here = d.relative_to(rootr).as_posix()
+        entries = [([key, i], e) for key in PATH_LISTS for i, e in enumerate(as_list(doc.get(key)))]
+        entries += [([key, i, "path"], as_map(e).get("path")) for key in PATH_ENTRIES for i, e in enumerate(as_list(doc.get(key)))]
+        for path, name in entries:
+            joined = posixpath.normpath(posixpath.join(here, name)) if isinstance(name, str) and "://" not in name else None
+            if joined is not None and (joined == target or joined.startswith(target + "/")):
+                out.append((rel, line_at(root, rel, None, path)))
+    return out
 
 
 def _nonstring_key(root: Path, build: Build) -> Finding | None:
