@@ -16,7 +16,7 @@ from harness.gate.kustomize_warnings import PATH_ENTRIES, PATH_LISTS, kustomizat
 from harness.gate.origin import compose, descend, line_at, quoted_value_line, step
 from harness.gate.render import Build
 from harness.gate.sources import as_list, as_map, kustomization_file, kustomization_path, parse_yaml_all
-from harness.gate.yaml_keys import nonstring_keys
+from harness.gate.yaml_keys import loaded_key, nonstring_keys, plain_nonstring
 
 
 def build_error(root: Path, build: Build) -> Finding:
@@ -113,6 +113,31 @@ def _nonstring_key(root: Path, build: Build) -> Finding | None:
                            f"an object with one in a nested mapping ({UNSERIALISABLE}), so the build of {build.dir} fails"
                            f"{f' ({len(keys) - 1} more such key(s) in this file)' if len(keys) > 1 else ''}",
                            f"quote the key (`\"{key}\": ...`): a quoted key is a string for every tool, and kubectl and Flux make the same string of it", build.id)
+    return next(filter(None, (_transformer_key(root, d, build) for d in sorted(reachable(root / build.dir)))), None)
+
+
+def _transformer_key(root: Path, directory: Path, build: Build) -> Finding | None:
+    """A label or annotation key the kustomization of `directory` sets on its objects (commonLabels, labels[].pairs,
+    commonAnnotations) that YAML reads as no string when written plain: kustomize's transformer writes it into every
+    object's metadata unquoted, whatever quotes it has here, and serialising the object then fails."""
+    file = kustomization_file(directory)
+    docs = compose(_text(file)) if file is not None and file.resolve().is_relative_to(root.resolve()) else ()
+    maps = [(f"{key}", step(docs[0], key)[1]) for key in ("commonLabels", "commonAnnotations")] if docs else []
+    labels = step(docs[0], "labels")[1] if docs else None
+    maps += [(f"labels[{i}].pairs", step(e, "pairs")[1]) for i, e in enumerate(labels.value if isinstance(labels, yaml.SequenceNode) else [])]
+    for field, node in maps:
+        key = next((k for k, _ in node.value if isinstance(k, yaml.ScalarNode) and (written := loaded_key(k)) is not None
+                    and plain_nonstring(written)), None) if isinstance(node, yaml.MappingNode) else None
+        if key is not None:
+            rel = file.resolve().relative_to(root.resolve()).as_posix()
+            what = "annotation" if field == "commonAnnotations" else "label"
+            return Finding(rel, key.start_mark.line + 1, "", "kustomize-build",
+                           f"{field} sets the {what} key {key.value}{f' (read as {written})' if written != key.value else ''}, which YAML reads as no string (a number, a boolean or null) when "
+                           f"written plain: kustomize's {what} transformer writes it into every object it sets {what}s unquoted, "
+                           f"quoted here or not, and cannot serialise those objects then ({UNSERIALISABLE}), so the build of {build.dir} fails",
+                           f"use a {what} key that is not a number, a boolean or null, or set it on the objects "
+                           "themselves, quoted", build.id)
+    return None
 
 
 def _patch_syntax(root: Path, directory: Path, build: Build) -> Finding | None:
