@@ -6,7 +6,9 @@ treat them.
   <nil>"): the loader here does the same (`KeyLoader`), so a sample's label `1: x` is the label "1".
 - kustomize keeps the key as a YAML scalar, and serialising the object (`Resource.MarshalJSON`, the build's output)
   fails on a nested mapping that has such a key ("json: unsupported type: map[interface {}]interface {}"): the build
-  fails, and `nonstring_keys` finds where the key is written.
+  fails, and `nonstring_keys` finds where the key is written. A label or annotation key a kustomization's own
+  commonLabels / labels / commonAnnotations sets is read by its loader (sigs.k8s.io/yaml: `loaded_key`) and written into
+  the objects plain, so it fails when that string, plain, is no string to go-yaml v3 (`plain_nonstring`), quoted or not.
 """
 from __future__ import annotations
 
