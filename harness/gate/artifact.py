@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import posixpath
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from harness.gate.findings import Finding
 from harness.gate.sources import kustomization_file
@@ -86,11 +86,21 @@ def cluster_left_out(root: Path, rel: str, cluster: str) -> Finding | None:
                    "applies (and the gate checks) nothing of it", fix, f"cluster {cluster}")
 
 
-def artifact_finding(root: Path, build: Build, entry: Path | None, file: str, line: int | None) -> Finding | None:
+def artifact_finding(root: Path, build: Build, entry: Path | None, file: str, line: int | None,
+                     listings: Callable[[Path], list[tuple[str, int | None]]] = lambda link: []) -> Finding | None:
     """kustomize-build for a build that misses what the checkout has (`entry`: the file its error names, or the build's own
-    directory): at the pattern, symlink or root .sourceignore line that leaves it out of the artifact; None otherwise."""
+    directory): at the pattern, symlink or root .sourceignore line that leaves it out of the artifact; None otherwise. A
+    symlink is reported at the first line that lists it (`listings`: where kustomization files list a path), naming the
+    others, in words every build that meets it shares (one finding: keep_once joins the builds)."""
     if entry is not None and (entry.exists() or entry.is_symlink()) and "no such file" in build.error and (away := left_out(root, entry)):
         why, fix, at, at_line = away  # the checkout has it, the artifact Flux builds from does not
+        link = symlinked(root, entry)
+        if at is None and link is not None:
+            listed = listings(link) or [(file, line)]
+            where = f" (listed at {' and '.join(f'{f}:{n}' if n else f for f, n in listed)})" if len(listed) > 1 else ""
+            return Finding(listed[0][0], listed[0][1], "", "kustomize-build",
+                           f"kustomize finds no {link.absolute().relative_to(root.absolute()).as_posix()} in the artifact Flux builds from"
+                           f"{where}, though the checkout has it: {why}", fix, build.id)
         return Finding(at or file, at_line if at else line, "", "kustomize-build", f"{build.error.strip()} — {why}"
                        + (f" (listed at {file}:{line})" if at else ""), fix, build.id)
     if kustomization_file(root / build.dir) is not None and f"evalsymlink failure on '{build.dir}'" in build.error:

@@ -7,6 +7,11 @@ schema is written down from its source, internal/services/containers/:
   (kubernetes_cluster_node_pool_resource.go `resourceKubernetesClusterNodePoolSchema`; the default pool's, kubernetes_nodepool.go
   `SchemaDefaultNodePool`, share the values). `closed`: every other value is refused; os_sku's set grew during 4.x (Ubuntu2204,
   AzureLinux3, Windows2022...), so there only a case variant of a known value is reported, never an unknown one.
+  An argument of a nested block is written as its path ("kubelet_config.cpu_manager_policy"): schemaNodePoolKubeletConfig and
+  schemaNodePoolLinuxOSConfig, which both pool blocks use, validate their enums the same way, in lower case ("Static" fails:
+  "expected kubelet_config.0.cpu_manager_policy to be one of ["none" "static"], got Static"). `type` is default_node_pool's
+  (AvailabilitySet, VirtualMachineScaleSets); workload_runtime's set differs between the blocks and grew (WasmWasi, Kata...),
+  so it is open.
 - UNSUPPORTED: arguments a pool block's schema does not have (`terraform validate`: "Unsupported argument: An argument named
   "priority" is not expected here"), per block, with the fix. default_node_pool has no priority, eviction_policy,
   spot_max_price, mode, os_type or windows_profile: the default pool is the cluster's Linux System pool on Regular VMs (Spot for it
@@ -40,6 +45,13 @@ ENUMS: dict[str, tuple[tuple[str, ...], bool]] = {  # argument -> (values azurer
     "gpu_driver": (("Install", "None"), True),
     "gpu_instance": (tuple(MIG_PROFILES), True),
     "os_sku": (("AzureLinux", "AzureLinux3", "Ubuntu", "Ubuntu2204", "Ubuntu2404", "Windows2019", "Windows2022"), False),
+    "type": (("AvailabilitySet", "VirtualMachineScaleSets"), True),
+    "workload_runtime": (("OCIContainer", "WasmWasi", "KataMshvVmIsolation"), False),
+    "kubelet_config.cpu_manager_policy": (("none", "static"), True),
+    "kubelet_config.topology_manager_policy": (("none", "best-effort", "restricted", "single-numa-node"), True),
+    "linux_os_config.transparent_huge_page_enabled": (("always", "madvise", "never"), True),
+    "linux_os_config.transparent_huge_page": (("always", "madvise", "never"), True),
+    "linux_os_config.transparent_huge_page_defrag": (("always", "defer", "defer+madvise", "madvise", "never"), True),
 }
 
 NODE_POOL, DEFAULT_POOL = "azurerm_kubernetes_cluster_node_pool", "default_node_pool"
@@ -64,6 +76,11 @@ def refused_value(attr: str, value: object) -> tuple[tuple[str, ...], str | None
     None when it accepts it, or cannot be known to refuse it."""
     check = POOL_CHECKS.get(attr) if attr in ENUMS else None
     return (check.values, check.near(str(value))) if check and check.refusal(attr, value) else None
+
+
+def sdk_key(attr: str, default_pool: bool) -> str:
+    """The key the plugin SDK names in its error: "default_node_pool.0.kubelet_config.0.cpu_manager_policy"."""
+    return ".0.".join([*((DEFAULT_POOL,) if default_pool else ()), *attr.split(".")])
 
 
 def unsupported(block: str, attrs) -> dict[str, str]:
@@ -95,21 +112,23 @@ class Check:
         """The accepted value `value` differs from only in case."""
         return next((v for v in self.values if v.lower() == value.lower()), None)
 
-    def refusal(self, attr: str, value: object) -> tuple[str, str] | None:
-        """(what `terraform plan` says, the fix) when azurerm refuses `value` for argument `attr`; None when it accepts it or
-        cannot be known to refuse it (unknown, or of another type: Terraform's own conversion reports that)."""
+    def refusal(self, attr: str, value: object, key: str = "") -> tuple[str, str] | None:
+        """(what `terraform plan` says, naming the argument as `key` (sdk_key) or `attr`; the fix) when azurerm refuses `value` for
+        argument `attr`; None when it accepts it or cannot be known to refuse it (unknown, or of another type: Terraform's own
+        conversion reports that)."""
+        said = key or attr
         if self.values and isinstance(value, str) and value not in self.values:
             near = self.near(value)
             if self.closed or near:
                 return (f"azurerm's schema accepts only {', '.join(self.values)} (case-sensitive), so `terraform plan` fails (\"expected "
-                        f"{attr} to be one of [{' '.join(chr(34) + v + chr(34) for v in self.values)}], got {value}\")",
+                        f"{said} to be one of [{' '.join(chr(34) + v + chr(34) for v in self.values)}], got {value}\")",
                         f"set {attr} to one of {', '.join(self.values)}" + (f" (did you mean {near}?)" if near else ""))
         if self.pattern and isinstance(value, str) and not re.fullmatch(self.pattern, value):
             near = self.suggest(value)
-            return (f"azurerm's schema requires ^{self.pattern}$, so `terraform plan` fails (\"invalid value for {attr} ({self.says})\")",
+            return (f"azurerm's schema requires ^{self.pattern}$, so `terraform plan` fails (\"invalid value for {said} ({self.says})\")",
                     f"rename it: {self.says}" + (f" (e.g. {attr} = \"{near}\")" if near else ""))
         if self.between and isinstance(value, int) and not isinstance(value, bool) and not self.between[0] <= value <= self.between[1]:
-            return (f"azurerm's schema requires {self.between[0]}..{self.between[1]}, so `terraform plan` fails (\"expected {attr} to "
+            return (f"azurerm's schema requires {self.between[0]}..{self.between[1]}, so `terraform plan` fails (\"expected {said} to "
                     f"be in the range ({self.between[0]} - {self.between[1]}), got {value}\")", f"set {attr} between {self.between[0]} and {self.between[1]}")
         return None
 

@@ -12,11 +12,11 @@ import yaml
 from harness.gate.artifact import artifact_finding
 from harness.gate.findings import Finding
 from harness.gate.flux_paths import flux_path, written
-from harness.gate.kustomize_warnings import PATH_LISTS, kustomization_doc, reachable, references
+from harness.gate.kustomize_warnings import PATH_ENTRIES, PATH_LISTS, kustomization_doc, local_kustomization_dirs, reachable, references
 from harness.gate.origin import compose, descend, line_at, quoted_value_line, step
 from harness.gate.render import Build
 from harness.gate.sources import as_list, as_map, kustomization_file, kustomization_path, parse_yaml_all
-from harness.gate.yaml_keys import nonstring_keys
+from harness.gate.yaml_keys import loaded_key, nonstring_keys, plain_nonstring
 
 
 def build_error(root: Path, build: Build) -> Finding:
@@ -50,9 +50,12 @@ def build_error(root: Path, build: Build) -> Finding:
             return twice
         return Finding(rel, _object_line(entry, cause), "", "kustomize-build", f"{cause} (listed at {file}:{line})" if line else cause,
                        f"fix the objects in {rel}: each document a mapping with apiVersion, kind and metadata.name", build.id)
+    gone = re.search(MISSING, build.error)  # a file or directory kustomize names by its path (root-relative; its own: artifact_finding)
+    if entry is None and gone and (gone.group(1) or gone.group(2)) != build.dir:
+        entry = root / (gone.group(1) or gone.group(2))
     # The entry as written (a symlink on its way may lead out of the repository: the artifact holds no symlink either way).
     listed = entry is not None and Path(posixpath.normpath(entry.absolute())).is_relative_to(Path(root).absolute())
-    missing = artifact_finding(root, build, entry if listed else None, file, line)
+    missing = artifact_finding(root, build, entry if listed else None, file, line, lambda link: _listings(root, link))
     if missing is not None:  # the checkout has it, the artifact source-controller packs (what Flux builds from) does not
         return missing
     recursed = re.findall(r"recursed accumulation of path '([^']+)'", build.error)
@@ -74,6 +77,26 @@ def build_error(root: Path, build: Build) -> Finding:
 
 
 UNSERIALISABLE = "json: unsupported type: map[interface {}]interface {}"  # kustomize's Resource.MarshalJSON (yaml_keys)
+# What kustomize says of a path it cannot find: a patch, a generator's file (`open P: no such file or directory`), a component
+# or base directory (`evalsymlink failure on 'P' : lstat P: no such file or directory`).
+MISSING = re.compile(r"evalsymlink failure on '([^']+)'|open ([^\s:]+): no such file or directory")
+
+
+def _listings(root: Path, link: Path) -> list[tuple[str, int | None]]:
+    """Where the repository's kustomization files list `link` or a path below it (resources, components, patches' paths...):
+    (file, line) each, in order; the listings of a shared symlinked directory are one cause."""
+    rootr, out = root.resolve(), []
+    target = link.absolute().relative_to(root.absolute()).as_posix()
+    for d in sorted(local_kustomization_dirs(rootr)):
+        rel, doc = kustomization_file(d).relative_to(rootr).as_posix(), kustomization_doc(d)
+        here = d.relative_to(rootr).as_posix()
+        entries = [([key, i], e) for key in PATH_LISTS for i, e in enumerate(as_list(doc.get(key)))]
+        entries += [([key, i, "path"], as_map(e).get("path")) for key in PATH_ENTRIES for i, e in enumerate(as_list(doc.get(key)))]
+        for path, name in entries:
+            joined = posixpath.normpath(posixpath.join(here, name)) if isinstance(name, str) and "://" not in name else None
+            if joined is not None and (joined == target or joined.startswith(target + "/")):
+                out.append((rel, line_at(root, rel, None, path)))
+    return out
 
 
 def _nonstring_key(root: Path, build: Build) -> Finding | None:
@@ -90,6 +113,31 @@ def _nonstring_key(root: Path, build: Build) -> Finding | None:
                            f"an object with one in a nested mapping ({UNSERIALISABLE}), so the build of {build.dir} fails"
                            f"{f' ({len(keys) - 1} more such key(s) in this file)' if len(keys) > 1 else ''}",
                            f"quote the key (`\"{key}\": ...`): a quoted key is a string for every tool, and kubectl and Flux make the same string of it", build.id)
+    return next(filter(None, (_transformer_key(root, d, build) for d in sorted(reachable(root / build.dir)))), None)
+
+
+def _transformer_key(root: Path, directory: Path, build: Build) -> Finding | None:
+    """A label or annotation key the kustomization of `directory` sets on its objects (commonLabels, labels[].pairs,
+    commonAnnotations) that YAML reads as no string when written plain: kustomize's transformer writes it into every
+    object's metadata unquoted, whatever quotes it has here, and serialising the object then fails."""
+    file = kustomization_file(directory)
+    docs = compose(_text(file)) if file is not None and file.resolve().is_relative_to(root.resolve()) else ()
+    maps = [(f"{key}", step(docs[0], key)[1]) for key in ("commonLabels", "commonAnnotations")] if docs else []
+    labels = step(docs[0], "labels")[1] if docs else None
+    maps += [(f"labels[{i}].pairs", step(e, "pairs")[1]) for i, e in enumerate(labels.value if isinstance(labels, yaml.SequenceNode) else [])]
+    for field, node in maps:
+        key = next((k for k, _ in node.value if isinstance(k, yaml.ScalarNode) and (written := loaded_key(k)) is not None
+                    and plain_nonstring(written)), None) if isinstance(node, yaml.MappingNode) else None
+        if key is not None:
+            rel = file.resolve().relative_to(root.resolve()).as_posix()
+            what = "annotation" if field == "commonAnnotations" else "label"
+            return Finding(rel, key.start_mark.line + 1, "", "kustomize-build",
+                           f"{field} sets the {what} key {key.value}{f' (read as {written})' if written != key.value else ''}, which YAML reads as no string (a number, a boolean or null) when "
+                           f"written plain: kustomize's {what} transformer writes it into every object it sets {what}s unquoted, "
+                           f"quoted here or not, and cannot serialise those objects then ({UNSERIALISABLE}), so the build of {build.dir} fails",
+                           f"use a {what} key that is not a number, a boolean or null, or set it on the objects "
+                           "themselves, quoted", build.id)
+    return None
 
 
 def _patch_syntax(root: Path, directory: Path, build: Build) -> Finding | None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 
 from harness.core import HarnessError
-from harness.gate.azurerm_schema import DEFAULT_POOL, MAX_PODS, NODE_POOL, POOL_CHECKS, WINDOWS_NAME_MAX
+from harness.gate.azurerm_schema import DEFAULT_POOL, MAX_PODS, NODE_POOL, POOL_CHECKS, WINDOWS_NAME_MAX, sdk_key
 from harness.gate.findings import Finding
 from harness.gate.helper import helper
 from harness.gate.matching import taint_dict
@@ -36,8 +36,8 @@ RULES = {
                               "(eviction_policy, spot_max_price other than -1) on a pool whose priority is Regular (azurerm refuses it at apply); no "
                               "upgrade_settings.max_surge on a Spot pool (AKS refuses it); no argument its block's azurerm schema lacks "
                               "(gpu_instance_profile, which azurerm names gpu_instance; priority, mode, os_type... on default_node_pool); the "
-                              "values azurerm's case-sensitive enums accept (priority, eviction_policy, mode, os_type, os_sku, kubelet_disk_type, "
-                              "gpu_instance: MIG1g..MIG7g ...); pool names and temporary_name_for_rotation azurerm accepts (a lowercase letter, "
+                              "values azurerm's case-sensitive enums accept (priority, eviction_policy, mode, os_type, os_sku, kubelet_disk_type, type, "
+                              "kubelet_config's cpu_manager_policy, linux_os_config's transparent_huge_page_enabled, gpu_instance: MIG1g..MIG7g ...); pool names and temporary_name_for_rotation azurerm accepts (a lowercase letter, "
                               "then lowercase letters and digits, 12 at most; AKS: 6 at most for a Windows pool), no two pools of a cluster "
                               "with one name, max_pods within AKS's 10..250; a gpu_instance only on a MIG-capable size (A100, H100: sku.yaml `mig`)",
     "capacity-spot-system-pool": "no node pool in mode System has priority = \"Spot\" (AKS refuses Spot system pools: the apply fails)",
@@ -66,7 +66,7 @@ def _schema_findings(pool: Pool, context: str) -> tuple[list[Finding], set[str]]
                            + ("; the capacity checks read it as gpu_instance" if attr == "gpu_instance_profile" else ""), fix, context))
     refused = {}
     for attr, (value, at) in pool.settings.items():
-        why = None if attr in pool.unsupported or attr not in POOL_CHECKS else POOL_CHECKS[attr].refusal(attr, value)
+        why = None if attr in pool.unsupported or attr not in POOL_CHECKS else POOL_CHECKS[attr].refusal(attr, value, sdk_key(attr, pool.default))
         if why:
             refused[attr] = at
             out.append(Finding(at.file, at.line, pool.address, "capacity-node-settings",

@@ -295,7 +295,8 @@ class _Builder:
                     zones=zones, region=self.region)
         pool.vm_size_origin = self.origin(block, "vm_size", body.get("vm_size"))
         pool.os_disk_gib, pool.os = os_disk, os
-        pool.settings = {a: (get(a), self.origin(block, a, body.get(a))) for a in SETTINGS if body.get(a) is not None}
+        pool.settings = {a: (self.value(block, v, a), self.origin(block, a.rsplit(".", 1)[-1], v))
+                         for a in SETTINGS if (v := nested_value(body, a)) is not None}
         for upgrade in body.nested("upgrade_settings")[:1]:
             surge = upgrade.get("max_surge")  # set, even if known only after apply; one that does not evaluate is terraform-expression's
             if surge is not None and not surge.error and not (surge.known and surge.value in (None, "")):
@@ -322,6 +323,16 @@ class _Builder:
                 pool.count_origin = self.origin(block, "count" if block.count else "for_each", block.meta)
             pool.count, pool.min_count = 0, (0 if pool.autoscaled else None)
         return pool
+
+
+def nested_value(body: Body, path: str) -> Value | None:
+    """The argument at `path` ("kubelet_config.cpu_manager_policy": through the pool's nested blocks, the first of each), or None."""
+    *blocks, attr = path.split(".")
+    for name in blocks:
+        body = next(iter(body.nested(name)), None)
+        if body is None:
+            return None
+    return body.get(attr)
 
 
 def cluster_pools(cfg: TerraformConfig, tfvars: dict, tfvars_rel: str | None = None) -> list[Pool]:

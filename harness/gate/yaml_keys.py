@@ -6,7 +6,9 @@ treat them.
   <nil>"): the loader here does the same (`KeyLoader`), so a sample's label `1: x` is the label "1".
 - kustomize keeps the key as a YAML scalar, and serialising the object (`Resource.MarshalJSON`, the build's output)
   fails on a nested mapping that has such a key ("json: unsupported type: map[interface {}]interface {}"): the build
-  fails, and `nonstring_keys` finds where the key is written.
+  fails, and `nonstring_keys` finds where the key is written. A label or annotation key a kustomization's own
+  commonLabels / labels / commonAnnotations sets is read by its loader (sigs.k8s.io/yaml: `loaded_key`) and written into
+  the objects plain, so it fails when that string, plain, is no string to go-yaml v3 (`plain_nonstring`), quoted or not.
 """
 from __future__ import annotations
 
@@ -86,6 +88,24 @@ class KeyLoader(SafeLoader):
         return mapping
 
 
+def plain_nonstring(value: str) -> bool:
+    """Whether go-yaml v3 (kustomize) reads `value`, written as a plain scalar, as no string: an int, float, null or
+    true/false (YAML 1.2 reads yes/no/on/off as strings, and has no sexagesimal 1:20)."""
+    tag = yaml.resolver.Resolver().resolve(yaml.ScalarNode, value, (True, False))
+    return (tag in (_INT, _FLOAT) and ":" not in value) or tag == _NULL or (tag == _BOOL and value.lower() in ("true", "false"))
+
+
+def loaded_key(node: yaml.ScalarNode) -> str | None:
+    """The string a kustomization's loader (sigs.k8s.io/yaml) makes of the mapping key `node` (`yes` is "true", `0x10`
+    "16"); None for one it refuses (null)."""
+    if node.style:
+        return node.value
+    try:
+        return key_string(node, yaml.load(node.value, Loader=SafeLoader) if node.value else None)
+    except yaml.YAMLError:
+        return None
+
+
 def nonstring_keys(text: str) -> list[tuple[int, str]]:
     """(line, key) of each mapping key in a nested mapping of `text`'s documents that go-yaml v3 (kustomize) reads as no
     string: an unquoted int, float, null or true/false (YAML 1.2 reads yes/no/on/off as strings). The documents' own
@@ -100,8 +120,7 @@ def nonstring_keys(text: str) -> list[tuple[int, str]]:
         node, depth = todo.pop()
         if isinstance(node, yaml.MappingNode):
             for key, value in node.value:
-                core = key.tag in (_INT, _FLOAT, _NULL) or (key.tag == _BOOL and key.value.lower() in ("true", "false"))
-                if depth and isinstance(key, yaml.ScalarNode) and core and not key.style:
+                if depth and isinstance(key, yaml.ScalarNode) and not key.style and plain_nonstring(key.value):
                     out.append((key.start_mark.line + 1, key.value))
                 todo.append((value, depth + 1))
         elif isinstance(node, yaml.SequenceNode):

@@ -399,6 +399,15 @@ CORPUS = [
     ("nonstring-key-in-a-base-object", "kustomize-build", "base/bin.yaml",
      lambda r: (write(r, "base/bin.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bin\n  namespace: ray\ndata:\n  1.5: x\n"),
                 edit(r, "base/kustomization.yaml", "resources:\n", "resources:\n  - bin.yaml\n")), 7),
+    # ... set by a kustomization's own label or annotation transformer: at the key there, quoted or not (kustomize writes it plain).
+    ("nonstring-key-in-commonlabels", "kustomize-build", "base/kustomization.yaml",
+     lambda r: append(r, "base/kustomization.yaml", "commonLabels:\n  1: x\n"), 12),
+    ("quoted-nonstring-key-in-labels-pairs", "kustomize-build", "base/kustomization.yaml",
+     lambda r: append(r, "base/kustomization.yaml", "labels:\n  - pairs:\n      \"1.5\": x\n"), 13),
+    ("yaml-1-1-boolean-key-in-commonlabels", "kustomize-build", "base/kustomization.yaml",
+     lambda r: append(r, "base/kustomization.yaml", "commonLabels:\n  yes: x\n"), 12),  # the kustomization's loader makes "true" of it
+    ("nonstring-key-in-commonannotations", "kustomize-build", "base/kustomization.yaml",
+     lambda r: append(r, "base/kustomization.yaml", "commonAnnotations:\n  \"true\": x\n"), 12),
     ("null-key", "yaml-syntax", "workloads/llm-training.yaml",
      lambda r: edit(r, "workloads/llm-training.yaml", "  labels:\n", "  labels:\n    ~: x\n")),
     ("missing-resource-file", "kustomize-build", "overlays/team-queues/kustomization.yaml",
@@ -1096,6 +1105,14 @@ def test_a_key_yaml_reads_as_no_string_is_clean_where_kubectl_and_flux_make_a_st
     and "1.5" of those keys: valid label keys (they once were an internal error)."""
     for key in ("1", "true", "1.5"):
         edit(repo_copy, "workloads/llm-training.yaml", "  labels:\n", f"  labels:\n    {key}: x\n")
+    report = validate_repository(repo_copy)
+    assert report.findings == [], "\n".join(f.text() for f in report.findings)
+
+
+def test_a_kustomization_label_key_yaml_1_2_reads_as_a_string_is_clean(repo_copy):
+    """"yes" and "on", quoted, are strings to the kustomization's loader and to go-yaml v3, which reads what kustomize's label
+    transformer writes (plain): the build succeeds (kustomize v5.8.1), so no finding."""
+    append(repo_copy, "base/kustomization.yaml", 'commonLabels:\n  "yes": x\ncommonAnnotations:\n  "on": x\n')
     report = validate_repository(repo_copy)
     assert report.findings == [], "\n".join(f.text() for f in report.findings)
 

@@ -311,3 +311,28 @@ def test_a_listed_symlink_out_of_the_repository_is_explained_as_one_inside_it(re
     assert_finding(proc, tmp_path / "f.json", "kustomize-build", "base/kustomization.yaml", 11)
     assert "base/out.yaml is a symlink, and the artifact source-controller packs holds no symlinks" in proc.stdout, proc.stdout
     assert "fix: replace the symlink base/out.yaml by the file (or directory) itself" in proc.stdout, proc.stdout
+
+
+@pytest.mark.parametrize("case", ["patch", "component"])
+def test_a_symlinked_patch_or_component_is_one_finding_where_it_is_listed(repo_copy, case):
+    """A patch file or a component directory that is a symlink: the artifact holds none, so Flux's kustomize finds no such
+    file while a local build follows the link; the artifact's explanation at the line that lists it (not kustomize's "no
+    such file" with a hint to run the build that succeeds), and a component two overlays include is one finding naming both."""
+    from harness.gate.validate import validate_repository
+    if case == "patch":
+        write(repo_copy, "base/patches/ns.yaml", "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ray\n  labels: {team: ml}\n")
+        (repo_copy / "base/ns-patch.yaml").symlink_to("patches/ns.yaml")
+        (repo_copy / "base/kustomization.yaml").write_text((repo_copy / "base/kustomization.yaml").read_text() + "patches:\n  - path: ns-patch.yaml\n")
+        link = "base/ns-patch.yaml"
+        where = ("base/kustomization.yaml", len((repo_copy / "base/kustomization.yaml").read_text().splitlines()))
+        named = []
+    else:
+        link = "components/gpu-sku/standard-nd96amsr-a100-v4"
+        (repo_copy / link).rename(repo_copy / "components/gpu-sku/nd96-real")
+        (repo_copy / link).symlink_to("nd96-real")
+        where, named = ("overlays/single-queue/kustomization.yaml", 9), ["overlays/team-queues/kustomization.yaml:10"]
+    found = [f for f in validate_repository(repo_copy).findings if f.is_error]
+    assert [(f.rule, f.file, f.line) for f in found] == [("kustomize-build", *where)], "\n".join(f.text() for f in found)
+    assert f"{link} is a symlink, and the artifact source-controller packs holds no symlinks" in found[0].message, found[0].message
+    assert all(n in found[0].message for n in named) and "no such file" not in found[0].message, found[0].message
+    assert found[0].hint == f"replace the symlink {link} by the file (or directory) itself", found[0].hint

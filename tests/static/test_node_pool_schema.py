@@ -92,6 +92,34 @@ def test_kubelet_disk_type_in_the_wrong_case_on_the_default_pool(repo_copy: Path
     assert "did you mean OS?" in found[0].hint, found[0].hint
 
 
+@pytest.mark.parametrize("block,setting,near", [
+    ("kubelet_config", 'cpu_manager_policy = "Static"', "static"),
+    ("kubelet_config", 'topology_manager_policy = "Single-NUMA-Node"', "single-numa-node"),
+    ("linux_os_config", 'transparent_huge_page_enabled = "Always"', "always"),
+    ("linux_os_config", 'transparent_huge_page_defrag = "Madvise"', "madvise"),
+])
+def test_an_enum_of_a_nested_block_in_the_wrong_case_is_one_finding_at_its_line(repo_copy: Path, block: str, setting: str, near: str):
+    """schemaNodePoolKubeletConfig / schemaNodePoolLinuxOSConfig validate in lower case: "Static" fails `terraform plan`; the same
+    table and code reach the nested blocks of both pool kinds; the valid spelling (and a valid sibling) is clean."""
+    edit(repo_copy, POOLS, "  node_taints = []\n", f"  node_taints = []\n\n  {block} {{\n    {setting}\n  }}\n")
+    found = _settings(repo_copy)
+    assert [(f.rule, f.file, f.line) for f in found] == [("capacity-node-settings", POOLS, line_of(repo_copy, POOLS, setting))], text(found)
+    assert f"did you mean {near}?" in found[0].hint and f"expected {block}.0." in found[0].message, found[0].text()
+    attr = setting.split(" = ")[0]
+    edit(repo_copy, POOLS, setting, f'{attr} = "{near}"')
+    assert _settings(repo_copy) == [], text(_settings(repo_copy))
+
+
+def test_default_node_pool_type_in_the_wrong_case_and_its_nested_blocks(repo_copy: Path):
+    name = '    name                         = "system"\n'
+    edit(repo_copy, AKS, name, name + '    type = "virtualMachineScaleSets"\n    kubelet_config {\n      cpu_manager_policy = "None"\n    }\n')
+    found = _settings(repo_copy)
+    assert sorted((f.file, f.line) for f in found) == sorted([(AKS, line_of(repo_copy, AKS, "virtualMachineScaleSets")),
+                                                              (AKS, line_of(repo_copy, AKS, "cpu_manager_policy"))]), text(found)
+    assert any("expected default_node_pool.0.kubelet_config.0.cpu_manager_policy" in f.message for f in found), text(found)
+    assert any("did you mean VirtualMachineScaleSets?" in f.hint for f in found), text(found)
+
+
 def test_the_enum_table_refuses_unknown_values_only_where_the_set_is_closed():
     assert refused_value("mode", "system") == (("System", "User"), "System")
     assert refused_value("mode", "Spot") == (("System", "User"), None)

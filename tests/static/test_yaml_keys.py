@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from harness.gate.sources import SourceError, load_yaml_all, parse_yaml
-from harness.gate.yaml_keys import nonstring_keys
+from harness.gate.yaml_keys import loaded_key, nonstring_keys, plain_nonstring
 
 pytestmark = pytest.mark.static
 
@@ -29,3 +30,11 @@ def test_a_key_sigs_k8s_yaml_refuses_is_a_yaml_finding_at_its_line(tmp_path, key
 def test_kustomize_fails_on_nested_keys_yaml_1_2_reads_as_no_string():
     text = "1: top\na:\n  1: x\n  yes: s\n  '2': q\n  b: [{false: y}]\n---\nc: {~: n, 1.5: f}\n"
     assert nonstring_keys(text) == [(3, "1"), (6, "false"), (8, "1.5"), (8, "~")]
+
+
+def test_a_transformer_key_fails_when_its_plain_spelling_is_no_string():
+    """kustomize's label and annotation transformers write a key plain: what matters is how go-yaml v3 reads it so."""
+    assert all(plain_nonstring(k) for k in ("1", "1.5", "true", "False", "~", "null", ""))
+    assert not any(plain_nonstring(k) for k in ("yes", "on", "app", "team-1", "1a", "1:20"))
+    keys = yaml.compose("{yes: a, on: b, 0x10: c, '1': d, \"yes\": e, team: f}").value
+    assert [loaded_key(k) for k, _ in keys] == ["true", "true", "16", "1", "yes", "team"]  # the kustomization loader's strings
