@@ -67,3 +67,14 @@ def autoscaling(builder, pool, block, body, key: str) -> None:
                                f"and less than or equal to maxCount:{pool.count}\")")
         pool.notes.append((at.file, at.line, f"{block.address}: node_count {node_count} ({at.text}) is outside min_count {pool.min_count}"
                            f"..max_count {pool.count}; {why}", f"set {at.name} within {pool.min_count}..{pool.count} (or leave node_count unset)"))
+
+
+def fixed_size(builder, pool, block, body) -> None:
+    """Sets a pool's count without autoscaling (node_count, with where it is written), and notes min_count/max_count set anyway."""
+    fixed = [k for k in ("min_count", "max_count") if builder.value(block, body.get(k), k) is not None]
+    if fixed:
+        pool.notes.append((body.get(fixed[0]).file, body.get(fixed[0]).line,
+                           f"{block.address}: {' and '.join(fixed)} set without autoscaling; azurerm requires them to be null then",
+                           f"set {builder.switch} = true to autoscale between them, or remove them and keep node_count"))
+    pool.count = builder.number(block, body.get("node_count"), "node_count", 1)
+    pool.count_origin = builder.origin(block, "node_count", body.get("node_count"), 1)

@@ -291,16 +291,13 @@ class _Builder:
             labels[SPOT_LABEL] = "spot"  # only pods that tolerate it land there
             taints.append(SPOT_TAINT)
         address = block.address if block.keyed and not block.absent else f"{block.type}.{block.name}"
-        pool = Pool(name, address, block.file, block.line, vm_size, 0, max_pods, labels, taints, system, sku,
-                    zones=zones, region=self.region)
-        pool.vm_size_origin = self.origin(block, "vm_size", body.get("vm_size"))
-        pool.os_disk_gib, pool.os = os_disk, os
+        pool = Pool(name, address, block.file, block.line, vm_size, 0, max_pods, labels, taints, system, sku, zones=zones, region=self.region)
+        pool.vm_size_origin, pool.os_disk_gib, pool.os = self.origin(block, "vm_size", body.get("vm_size")), os_disk, os
         pool.settings = {a: (self.value(block, v, a), self.origin(block, a.rsplit(".", 1)[-1], v))
                          for a in SETTINGS if (v := nested_value(body, a)) is not None}
-        for upgrade in body.nested("upgrade_settings")[:1]:
-            surge = upgrade.get("max_surge")  # set, even if known only after apply; one that does not evaluate is terraform-expression's
-            if surge is not None and not surge.error and not (surge.known and surge.value in (None, "")):
-                pool.settings["upgrade_settings.max_surge"] = (surge.value, self.origin(block, "max_surge", surge))
+        surge = nested_value(body, "upgrade_settings.max_surge")  # set, even if known only after apply; one that does not evaluate is terraform-expression's
+        if surge is not None and not surge.error and not (surge.known and surge.value in (None, "")):
+            pool.settings["upgrade_settings.max_surge"] = (surge.value, self.origin(block, "max_surge", surge))
         pool.unsupported = {a: (Origin(body.get(a).file, body.get(a).line, f"{a} = {body.get(a).text}"), fix)
                             for a, fix in unsupported(NODE_POOL if block.type == NODE_POOL else DEFAULT_POOL, body.attrs).items()}
         pool.written = {a: (get(a), self.origin(block, a, body.get(a))) for a in ("node_labels", "node_taints") if body.get(a) is not None}
@@ -311,13 +308,7 @@ class _Builder:
         if key and get(key) is True:
             autoscaling.autoscaling(self, pool, block, body, key)
         else:
-            fixed = [k for k in ("min_count", "max_count") if get(k) is not None]
-            if fixed:
-                pool.notes.append((body.get(fixed[0]).file, body.get(fixed[0]).line,
-                                   f"{block.address}: {' and '.join(fixed)} set without autoscaling; azurerm requires them to be null then",
-                                   f"set {self.switch} = true to autoscale between them, or remove them and keep node_count"))
-            pool.count = self.number(block, body.get("node_count"), "node_count", 1)
-            pool.count_origin = self.origin(block, "node_count", body.get("node_count"), 1)
+            autoscaling.fixed_size(self, pool, block, body)
         if instances < 1:  # count / for_each leaves the pool out: name the setting that did
             if pool.count > 0:
                 pool.count_origin = self.origin(block, "count" if block.count else "for_each", block.meta)
