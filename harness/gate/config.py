@@ -27,6 +27,7 @@ from pathlib import Path
 
 from harness.gate import DATA_SCHEMAS, origin
 from harness.gate.artifact import symlinked
+from harness.gate.terraform import TERRAFORM_DIR, TerraformConfig, TerraformError
 from harness.gate.findings import Finding
 from harness.gate.sources import SourceError, kustomization_file, load_yaml, load_yaml_all, read_source
 from harness.gate.terraform import TERRAFORM_DIR, tfvars_rel
@@ -98,6 +99,14 @@ class GateConfig:
 
     def variables_file(self, cluster: str) -> str:
         return self.cluster_file(cluster, self.cluster_variables)
+
+    def terraform_config(self, root: Path) -> TerraformConfig | None:
+        """terraform/ as the gate reads it; None when `terraform: null` says none provisions the clusters, it is missing or it
+        does not load (capacity-terraform says why)."""
+        try:
+            return TerraformConfig.load(root) if self.terraform and (Path(root) / TERRAFORM_DIR).is_dir() else None
+        except TerraformError:
+            return None
 
     def tfvars_file(self, cluster: str, root: Path | None = None) -> str:
         """The cluster's values file: <cluster>.tfvars, or (`root` given) <cluster>.tfvars.json when only that exists."""

@@ -28,7 +28,6 @@ from harness.gate.config import GateConfig
 from harness.gate.findings import Finding
 from harness.gate.render import ClusterRender, is_flux_kustomization
 from harness.gate.sources import as_map
-from harness.gate.terraform import TERRAFORM_DIR, TerraformConfig, TerraformError
 
 RULES = {
     "flux-multi-tenancy": "on clusters terraform/ bootstraps with the AKS Flux extension in its default multi-tenancy mode, every Flux "
@@ -43,12 +42,9 @@ APPLIER = "flux-applier"
 def lockdown(root: Path, gate_config: GateConfig) -> tuple[str, str] | None:
     """(where the extension is written, the Flux configuration's namespace) when terraform/ installs the Flux extension
     with multi-tenancy enforced; None when it does not, opts out, or cannot be read (its own findings say why)."""
-    if not gate_config.terraform or not (root / TERRAFORM_DIR).is_dir():
-        return None
-    try:
-        cfg = TerraformConfig.load(root)
-    except TerraformError:
-        return None
+    cfg = gate_config.terraform_config(root)
+    if cfg is None:
+        return None  # none read (capacity-terraform says why)
     for ext in cfg.of_type("azurerm_kubernetes_cluster_extension"):
         kind = ext.body.get("extension_type")
         if kind is None or not kind.known or kind.value != "microsoft.flux":
@@ -92,12 +88,9 @@ def _bootstrapped(obj: dict) -> bool:
 def bootstrap_collisions(ctx, root: Path, cluster: ClusterRender) -> list[Finding]:
     """object-collision at the first of `flux bootstrap`'s objects the cluster applies from its flux-system/ folder, when terraform/ bootstraps
     the cluster (it has a tfvars file) with the microsoft.flux extension and a Flux configuration."""
-    if not ctx.config.terraform or not (root / TERRAFORM_DIR).is_dir() or not (root / ctx.config.tfvars_file(cluster.name, root)).is_file():
-        return []
-    try:
-        cfg = TerraformConfig.load(root)
-    except TerraformError:
-        return []
+    cfg = ctx.config.terraform_config(root)
+    if cfg is None or not (root / ctx.config.tfvars_file(cluster.name, root)).is_file():
+        return []  # none read (capacity-terraform says why)
     ext = next((e for e in cfg.of_type("azurerm_kubernetes_cluster_extension") if (k := e.body.get("extension_type")) is not None
                 and k.known and k.value == "microsoft.flux"), None)
     configs = cfg.of_type("azurerm_kubernetes_flux_configuration")

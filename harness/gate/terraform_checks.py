@@ -74,12 +74,9 @@ def _scopes(root: Path, cfg: TerraformConfig, tfvars_dir: str = TFVARS_DIR) -> l
 def account_findings(root: Path, gate_config: GateConfig, sources: Sources, clusters: list) -> list[Finding]:
     """terraform-federated-subject for the annotated ServiceAccounts the rendered `clusters` apply besides the workload one."""
     root = Path(root).resolve()
-    if not gate_config.terraform or not (root / TERRAFORM_DIR).is_dir():
-        return []
-    try:
-        cfg = TerraformConfig.load(root)
-    except TerraformError:
-        return []  # capacity-terraform reports it
+    cfg = gate_config.terraform_config(root)
+    if cfg is None:
+        return []  # none read (capacity-terraform says why)
     return untrusted_accounts(cfg, _scopes(root, cfg, gate_config.tfvars), sources, gate_config.clusters, clusters)
 
 
@@ -87,12 +84,9 @@ def wiring_findings(root: Path, gate_config: GateConfig = DEFAULTS, sources: Sou
     """`sources`: the checkout's YAML as the gate read it (read here when not given); `prefix`: the checked tree's directory
     in its Git work tree (render.FluxBuild.prefix), which Flux paths start from."""
     root = Path(root).resolve()
-    if not gate_config.terraform or not (root / TERRAFORM_DIR).is_dir():
-        return []  # capacity-terraform reports the missing directory
-    try:
-        cfg = TerraformConfig.load(root)
-    except TerraformError:
-        return []  # capacity-terraform reports it
+    cfg = gate_config.terraform_config(root)
+    if cfg is None:
+        return []  # none read (capacity-terraform says why)
     scopes = _scopes(root, cfg, gate_config.tfvars)
     production = str(as_map(as_map(version_rules.pins(root)).get("kubernetes")).get("production") or "") or None
     sources = sources or Sources.load(root)

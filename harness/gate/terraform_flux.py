@@ -204,12 +204,9 @@ def collision_findings(root: Path, clusters: list[ClusterRender], builds: list[B
                        prefix: str = "") -> list[Finding]:
     """object-collision between a kustomizations block of the Flux configuration and the cluster's entry point."""
     root = Path(root).resolve()
-    if not gate_config.terraform or not (root / TERRAFORM_DIR).is_dir():
-        return []
-    try:
-        cfg = TerraformConfig.load(root)
-    except TerraformError:
-        return []  # capacity-terraform reports it
+    cfg = gate_config.terraform_config(root)
+    if cfg is None:
+        return []  # none read (capacity-terraform says why)
     plain = {b.dir: b for b in builds if not b.error and b.cluster is None}
     where: dict[tuple, list[str]] = {}
     for cluster in clusters:

@@ -124,12 +124,7 @@ def test_a_team_namespace_needs_its_storage_config_map_and_a_federated_credentia
     assert "add ConfigMap ray-storage to namespace team-c" in next(f.hint for f in report.findings if f.rule == "object-ref"), _text(report)
     storage = (repo_copy / "base/service-account.yaml").read_text().split("---\n")
     append(repo_copy, TEAM_B, "---\n" + next(d for d in storage if "kind: ConfigMap" in d).replace("namespace: ray", "namespace: team-c"))
-    append(repo_copy, "terraform/identity.tf", '\nresource "azurerm_federated_identity_credential" "team_c" {\n  name                = "team-c-federated"\n'
-                                              "  resource_group_name = azurerm_resource_group.this.name\n"
-                                              "  parent_id           = azurerm_user_assigned_identity.ray_workload.id\n"
-                                              '  audience            = ["api://AzureADTokenExchange"]\n'
-                                              "  issuer              = azurerm_kubernetes_cluster.this.oidc_issuer_url\n"
-                                              '  subject             = "system:serviceaccount:team-c:ray-workload"\n}\n')
+    _trust_team_c(repo_copy)
     report = validate_repository(repo_copy)
     assert report.findings == [], _text(report)
 
@@ -181,11 +176,16 @@ def test_a_team_service_account_namespaced_by_its_kustomization_needs_a_federate
     report = validate_repository(repo_copy)
     assert [(f.rule, f.file, f.line, f.resource) for f in report.findings] == [
         ("terraform-federated-subject", "overlays/team-queues/team-c/sa.yaml", 1, "ServiceAccount/team-c/ray-workload")], _text(report)
-    append(repo_copy, "terraform/identity.tf", '\nresource "azurerm_federated_identity_credential" "team_c" {\n  name                = "team-c-federated"\n'
-                                              "  resource_group_name = azurerm_resource_group.this.name\n"
-                                              "  parent_id           = azurerm_user_assigned_identity.ray_workload.id\n"
-                                              '  audience            = ["api://AzureADTokenExchange"]\n'
-                                              "  issuer              = azurerm_kubernetes_cluster.this.oidc_issuer_url\n"
-                                              '  subject             = "system:serviceaccount:team-c:ray-workload"\n}\n')
+    _trust_team_c(repo_copy)
     report = validate_repository(repo_copy)
     assert report.findings == [], _text(report)
+
+
+def _trust_team_c(repo) -> None:
+    """A federated identity credential for team-c's workload ServiceAccount, beside ray's."""
+    append(repo, "terraform/identity.tf", '\nresource "azurerm_federated_identity_credential" "team_c" {\n  name                = "team-c-federated"\n'
+                                         "  resource_group_name = azurerm_resource_group.this.name\n"
+                                         "  parent_id           = azurerm_user_assigned_identity.ray_workload.id\n"
+                                         '  audience            = ["api://AzureADTokenExchange"]\n'
+                                         "  issuer              = azurerm_kubernetes_cluster.this.oidc_issuer_url\n"
+                                         '  subject             = "system:serviceaccount:team-c:ray-workload"\n}\n')
