@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
 
-from harness.gate import autoscaling, matching
+from harness.gate import autoscaling, matching, tf_modules
 from harness.gate.azurerm_schema import DEFAULT_POOL, MAX_PODS, NODE_POOL, POOL_CHECKS, unsupported
 from harness.gate.autoscaling import AUTOSCALING_KEYS
 from harness.gate.node_labels import aks_labels
@@ -332,6 +332,7 @@ def cluster_pools(cfg: TerraformConfig, tfvars: dict, tfvars_rel: str | None = N
     refused = [d for d in builder.ev.errors() if tfvars_rel and d.file == tfvars_rel]
     if refused:  # Terraform refuses a value of this cluster's file (a variable's validation, its type): it plans no pool at all
         raise PoolSettingError(refused[0].text(), refused[0].file, refused[0].line, diagnostic=True)
+    tf_modules.require_read(cfg)  # UnreadPools: a module may create pools the gate does not read (terraform-module-unread); claim nothing
     pools, created = [], []  # created: the pools Terraform creates (count / for_each leave the others out)
     for block in builder.ev.of_type("azurerm_kubernetes_cluster"):
         for body in block.body.nested("default_node_pool"):

@@ -278,9 +278,9 @@ class TerraformConfig:
     def __init__(self, root: Path, answer: dict):
         self.root = root
         self.defaults = self._evaluation(answer, {})
-        self.variables = self.defaults.variables
-        self.resources = self.defaults.resources
+        self.variables, self.resources = self.defaults.variables, self.defaults.resources
         self.providers: dict[str, dict] = answer.get("providers") or {}
+        self.modules: list[dict] = answer.get("modules") or []  # the root module's module calls (tools/tfeval modules.go; harness.gate.tf_modules)
 
     @classmethod
     def load(cls, root: Path) -> "TerraformConfig":

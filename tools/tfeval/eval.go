@@ -94,6 +94,7 @@ type evalResult struct {
 	Diagnostics []diagnostic         `json:"diagnostics"`
 	Variables   map[string]*variable `json:"variables"`
 	Resources   []*resource          `json:"resources"`
+	Modules     []moduleCall         `json:"modules"` // the root module's module calls (modules.go)
 	seen        map[string]bool
 }
 
@@ -128,7 +129,7 @@ type evaluator struct {
 }
 
 func evaluate(req request) interface{} {
-	res := &evalResult{Providers: map[string]*provider{}, Diagnostics: []diagnostic{}, Variables: map[string]*variable{}, Resources: []*resource{}, seen: map[string]bool{}}
+	res := &evalResult{Providers: map[string]*provider{}, Diagnostics: []diagnostic{}, Variables: map[string]*variable{}, Resources: []*resource{}, Modules: []moduleCall{}, seen: map[string]bool{}}
 	loader, err := terraform.NewLoader(afero.Afero{Fs: afero.NewOsFs()}, req.Root)
 	if err != nil {
 		res.Diagnostics = append(res.Diagnostics, diagnostic{Severity: "error", Summary: "cannot load configuration", Detail: err.Error()})
@@ -217,6 +218,8 @@ func (e *evaluator) walk() {
 				e.variable(block)
 			case block.Type == "resource" && len(block.Labels) == 2:
 				e.res.Resources = append(e.res.Resources, e.resource(block))
+			case block.Type == "module" && len(block.Labels) == 1:
+				e.moduleCall(block)
 			case block.Type == "output" || block.Type == "provider" || block.Type == "locals" || block.Type == "data":
 				e.body(block.Body, nil, true) // evaluated for their diagnostics only
 			}
