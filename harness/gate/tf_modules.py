@@ -56,7 +56,9 @@ def require_read(cfg: TerraformConfig) -> None:
     """UnreadPools (at the first such module block) when an unread module may create node pools of the cluster."""
     held = pool_modules(cfg)
     if held:
-        raise UnreadPools(f"{', '.join(_address(c) for c in held)} may create node pools the gate does not read", held[0]["file"], held[0]["line"])
+        where = ", ".join(f"{_address(c)} ({c['file']}:{c.get('line')})" for c in held)
+        raise UnreadPools(f"the node pools are incomplete: {where} may create node pools, and the gate reads {TERRAFORM_DIR}/'s root "
+                          "module only", held[0]["file"], held[0]["line"])
 
 
 def unread_findings(cfg: TerraformConfig) -> list[Finding]:
