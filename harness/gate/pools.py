@@ -290,7 +290,7 @@ class _Builder:
         if not system and get("priority") == "Spot":  # AKS labels and taints every Spot node,
             labels[SPOT_LABEL] = "spot"  # only pods that tolerate it land there
             taints.append(SPOT_TAINT)
-        address = block.address if block.keyed and not block.absent else f"{block.type}.{block.name}"
+        address = block.address if block.keyed and not block.absent else replace(block, keyed=False).address
         pool = Pool(name, address, block.file, block.line, vm_size, 0, max_pods, labels, taints, system, sku,
                     zones=zones, region=self.region)
         pool.vm_size_origin = self.origin(block, "vm_size", body.get("vm_size"))

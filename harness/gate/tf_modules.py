@@ -1,6 +1,9 @@
 """The module calls of terraform/ (`module "x" { source = ... }`), as tools/tfeval reports them from Terraform's own
 loader (`TerraformConfig.modules`: name, source, file, line, local, read, loaded, the resource types a loaded module
-declares and what its arguments refer to). The gate reads the root module's resources only, so:
+declares and what its arguments refer to). tfeval reads the resources of a local module called once (no count /
+for_each) that calls no module itself, with the call's arguments as its inputs (tflint's NewModuleRunners): they are
+resources like the root's, addressed module.<name>.<type>.<name>, whose settings trace through the call's arguments to
+the root variables (the tfvars line). Every other module call is not read, so:
 
 - `terraform-module-unread` (a warning) at every module block whose resources are not read;
 - `pool_modules(cfg)`: the unread calls that may create node pools of the cluster: a module Terraform's loader read
@@ -20,7 +23,8 @@ CLUSTER_REFS = ("azurerm_kubernetes_cluster.", "azurerm_kubernetes_cluster_node_
 POOL_RULES = "capacity-*, operator placement, Kueue's topology-aware nodes, terraform-node-subnet"
 
 RULES = {
-    RULE: f"(warning) a module block of {TERRAFORM_DIR}/ whose resources the gate does not read (it reads the root module's); "
+    RULE: f"(warning) a module block of {TERRAFORM_DIR}/ whose resources the gate does not read (it reads the root module's and those "
+          "of a local module called once without count/for_each that calls no module itself); "
           "when the module may create the cluster's node pools (a local module declaring azurerm_kubernetes_cluster_node_pool, "
           "or a registry/git module given the cluster), the checks that need every node pool are skipped rather than judged "
           "on the pools of the root module alone",
