@@ -130,3 +130,11 @@ def test_a_module_without_pools_keeps_the_capacity_checks(repo_copy):
         "module.reader.azurerm_role_assignment.this"]
     edit(repo_copy, "base/resource-flavors.yaml", "accelerator: nvidia", "accelerator: nvidia-a100")
     assert "capacity-flavor-labels" in {f.rule for f in validate_repository(repo_copy).findings}
+
+
+def test_an_undeclared_reference_in_a_read_module_is_reported_at_its_line(repo_copy):
+    gpu_pool_in_a_module(repo_copy)
+    edit(repo_copy, "terraform/modules/gpu-pool/main.tf", "  tags = var.tags\n", "  tags = azurerm_resource_group.this.tags\n")
+    found = [f for f in validate_repository(repo_copy).findings if f.is_error]
+    assert [(f.rule, f.file) for f in found] == [("terraform-expression", "terraform/modules/gpu-pool/main.tf")], "\n".join(f.text() for f in found)
+    assert "module.gpu_pool" in found[0].message

@@ -2,7 +2,8 @@ package main
 
 // The root module's module calls, as Terraform's loader reads them (BuildConfig with local modules walked):
 // where each is written, its source, whether it is local, and what resource types the loaded module (and the
-// modules it calls) declare. Their resources are not evaluated (read: false): the gate reads the root module.
+// modules it calls) declare. A local module called once (no count / for_each) that calls no module itself is read
+// (readModule): its resources are evaluated with the call's arguments as inputs, listed with the root's; others: read false.
 
 import (
 	"sort"
