@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
 
-from harness.gate import autoscaling, matching
+from harness.gate import autoscaling, matching, tf_modules
 from harness.gate.azurerm_schema import DEFAULT_POOL, MAX_PODS, NODE_POOL, POOL_CHECKS, unsupported
 from harness.gate.autoscaling import AUTOSCALING_KEYS
 from harness.gate.node_labels import aks_labels
@@ -290,7 +290,7 @@ class _Builder:
         if not system and get("priority") == "Spot":  # AKS labels and taints every Spot node,
             labels[SPOT_LABEL] = "spot"  # only pods that tolerate it land there
             taints.append(SPOT_TAINT)
-        address = block.address if block.keyed and not block.absent else f"{block.type}.{block.name}"
+        address = block.address if block.keyed and not block.absent else replace(block, keyed=False).address
         pool = Pool(name, address, block.file, block.line, vm_size, 0, max_pods, labels, taints, system, sku, zones=zones, region=self.region)
         pool.vm_size_origin, pool.os_disk_gib, pool.os = self.origin(block, "vm_size", body.get("vm_size")), os_disk, os
         pool.settings = {a: (self.value(block, v, a), self.origin(block, a.rsplit(".", 1)[-1], v))
@@ -327,13 +327,13 @@ def nested_value(body: Body, path: str) -> Value | None:
 
 
 def cluster_pools(cfg: TerraformConfig, tfvars: dict, tfvars_rel: str | None = None) -> list[Pool]:
-    """Node pools of one cluster: the AKS default pool plus every azurerm_kubernetes_cluster_node_pool
-    instance (count / for_each expanded), those count / for_each leave out with 0 nodes. `tfvars_rel`
-    (the tfvars file, repository-relative) lets `count_origin` name the tfvars line that sets a node count."""
+    """Node pools of one cluster: the AKS default pool plus every azurerm_kubernetes_cluster_node_pool instance (count / for_each
+    expanded), those they leave out with 0 nodes. `tfvars_rel` (repository-relative) lets `count_origin` name the tfvars line."""
     builder = _Builder(cfg, tfvars, tfvars_rel)
     refused = [d for d in builder.ev.errors() if tfvars_rel and d.file == tfvars_rel]
     if refused:  # Terraform refuses a value of this cluster's file (a variable's validation, its type): it plans no pool at all
         raise PoolSettingError(refused[0].text(), refused[0].file, refused[0].line, diagnostic=True)
+    tf_modules.require_read(cfg)  # UnreadPools: a module may create pools the gate does not read (terraform-module-unread); claim nothing
     pools, created = [], []  # created: the pools Terraform creates (count / for_each leave the others out)
     for block in builder.ev.of_type("azurerm_kubernetes_cluster"):
         for body in block.body.nested("default_node_pool"):

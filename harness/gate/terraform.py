@@ -89,11 +89,12 @@ class Value:
     error: str = ""  # Terraform's diagnostic when it does not evaluate
     reads: tuple[str, ...] = ()  # type.name.attribute it reads, through locals too
     inputs: tuple[str, ...] = ()  # the input variables it depends on, through locals too
+    passes: str = ""  # the variable it is (var.x; in a module, through the call's argument): tfeval's
 
     @classmethod
     def of(cls, d: dict) -> "Value":
         return cls(d.get("value"), bool(d.get("known")), d.get("file", ""), d.get("line") or None, d.get("text", ""),
-                   *(tuple(d.get(k) or ()) for k in ("refs", "unknown")), d.get("error") or "", *(tuple(d.get(k) or ()) for k in ("reads", "inputs")))
+                   *(tuple(d.get(k) or ()) for k in ("refs", "unknown")), d.get("error") or "", *(tuple(d.get(k) or ()) for k in ("reads", "inputs")), d.get("passes") or "")
 
     def get(self, what: str = "value"):
         """The value; TerraformError (at this argument's line) when it has an error or is not known."""
@@ -151,12 +152,12 @@ class Block:
     for_each: Value | None = None
     absent: bool = False
     keyed: bool = False  # the address carries the key (for_each, or count above 1)
+    module: str = ""  # the module call it is declared in (tools/tfeval reads local modules called once), "" in the root module
 
     @property
     def address(self) -> str:
-        if not self.keyed:
-            return f"{self.type}.{self.name}"
-        return f'{self.type}.{self.name}[{json.dumps(self.key) if isinstance(self.key, str) else self.key}]'
+        base = f"{'module.' + self.module + '.' if self.module else ''}{self.type}.{self.name}"
+        return f'{base}[{json.dumps(self.key) if isinstance(self.key, str) else self.key}]' if self.keyed else base
 
     @property
     def meta(self) -> Value | None:
@@ -194,7 +195,8 @@ def _blocks(resources: list[dict]) -> list[Block]:
         for_each = Value.of(r["for_each"]) if r.get("for_each") else None
         instances = r.get("instances") or []
         keyed = for_each is not None or len(instances) > 1
-        base = dict(type=r["type"], name=r["name"], file=r["file"], line=r.get("line") or None, count=count, for_each=for_each, keyed=keyed)
+        base = dict(type=r["type"], name=r["name"], file=r["file"], line=r.get("line") or None, count=count, for_each=for_each, keyed=keyed,
+                    module=r.get("module") or "")
         if not instances:
             out.append(Block(body=Body.of(r.get("template") or {}), absent=True, **base))
         out += [Block(body=Body.of(i["body"]), key=i.get("key"), **base) for i in instances]
@@ -278,9 +280,9 @@ class TerraformConfig:
     def __init__(self, root: Path, answer: dict):
         self.root = root
         self.defaults = self._evaluation(answer, {})
-        self.variables = self.defaults.variables
-        self.resources = self.defaults.resources
+        self.variables, self.resources = self.defaults.variables, self.defaults.resources
         self.providers: dict[str, dict] = answer.get("providers") or {}
+        self.modules: list[dict] = answer.get("modules") or []  # the root module's module calls (tools/tfeval modules.go; harness.gate.tf_modules)
 
     @classmethod
     def load(cls, root: Path) -> "TerraformConfig":
@@ -300,7 +302,7 @@ class TerraformConfig:
     @staticmethod
     def _files(root: Path) -> list[Path]:
         d = root / TERRAFORM_DIR
-        return sorted(d.glob("*.tf")) + sorted(d.glob("*.auto.tfvars")) + [d / "terraform.tfvars", root / LOCK_FILE]
+        return sorted(d.rglob("*.tf")) + sorted(d.glob("*.auto.tfvars")) + [d / "terraform.tfvars", root / LOCK_FILE]
 
     def _evaluation(self, answer: dict, values: dict) -> Evaluation:
         return Evaluation(answer.get("variables") or {}, list(_blocks_of(answer)),
@@ -318,10 +320,6 @@ class TerraformConfig:
 
     def of_type(self, rtype: str) -> list[Block]:
         return self.defaults.of_type(rtype)
-
-    @property
-    def variable_files(self) -> dict[str, str]:
-        return {name: v["file"] for name, v in self.variables.items()}
 
 
 class Tfvars(dict):
@@ -363,8 +361,8 @@ def _repo_of(path: Path) -> Path:
 def deciding_variable(v: Value | None, meta: bool = False, chosen=()) -> str | None:
     """The variable whose value a setting is: `x = var.y`, or (`meta`) a count / for_each decided by one variable: the only
     one it depends on (through locals too), or the only one of those the cluster sets (`chosen`, its tfvars' names)."""
-    if v is not None and v.variables and v.text.strip() == f"var.{v.variables[0]}":
-        return v.variables[0]
+    if v is not None and (v.passes or (v.variables and v.text.strip() == f"var.{v.variables[0]}")):
+        return v.passes or v.variables[0]
     inputs = list(dict.fromkeys(v.inputs or v.variables)) if meta and v is not None else []
     decided = inputs if len(inputs) == 1 else [name for name in inputs if name in chosen]
     return decided[0] if len(decided) == 1 else None

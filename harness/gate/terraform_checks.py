@@ -27,7 +27,7 @@ from pathlib import Path
 
 import yaml
 
-from harness.gate import kubernetes_version, subnets, terraform_flux, version_rules
+from harness.gate import kubernetes_version, subnets, terraform_flux, tf_modules, version_rules
 from harness.gate.workload_identity import CLIENT_ID_ANNOTATION, identity_findings, untrusted_accounts
 from harness.gate.config import DEFAULTS, GateConfig
 from harness.gate.terraform import (TERRAFORM_DIR, TFVARS_DIR, Block, Evaluation, TerraformConfig, TerraformError, load_tfvars, tfvars_paths)
@@ -91,7 +91,8 @@ def wiring_findings(root: Path, gate_config: GateConfig = DEFAULTS, sources: Sou
     production = str(as_map(as_map(version_rules.pins(root)).get("kubernetes")).get("production") or "") or None
     sources = sources or Sources.load(root)
     return (_expression_findings(scopes) + _undeclared_findings(scopes) + identity_findings(cfg, scopes, sources, gate_config.clusters) + _cluster_vars_findings(root, cfg, gate_config)
-            + terraform_flux.flux_findings(root, cfg, scopes, gate_config.clusters, prefix) + terraform_flux.schema_findings(cfg, scopes) + kubernetes_version.version_findings(cfg, scopes, production) + subnets.subnet_findings(root, cfg, scopes))
+            + terraform_flux.flux_findings(root, cfg, scopes, gate_config.clusters, prefix) + terraform_flux.schema_findings(cfg, scopes) + kubernetes_version.version_findings(cfg, scopes, production) + subnets.subnet_findings(root, cfg, scopes)
+            + tf_modules.unread_findings(cfg))
 
 
 def _expression_findings(scopes: list[tuple[str, Evaluation]]) -> list[Finding]:

@@ -28,7 +28,7 @@ from harness.gate import build_errors, cluster_refs, helm_values, kueue_manager,
 from harness.gate import flux_rules, flux_tenancy, folding, matching, operator_placement, renames
 from harness.gate import kueue_fit, rules, sample_rules
 from harness.gate import schema_check, schema_texts
-from harness.gate import subnets, substitution, terraform, terraform_checks, terraform_flux, updates
+from harness.gate import subnets, substitution, terraform, terraform_checks, terraform_flux, tf_modules, updates
 from harness.gate import entry, formats, kubernetes_version, version_rules
 from harness.gate.findings import Finding, distinct, keep_once, one_line
 from harness.gate import render
@@ -62,6 +62,7 @@ RULE_SOURCES = {
     "harness/gate/terraform_checks.py, terraform_flux.py (Terraform wiring)": terraform_checks.RULES,
     "harness/gate/kubernetes_version.py (the AKS Kubernetes version against the pinned one)": kubernetes_version.RULES,
     "harness/gate/subnets.py (the node subnets against the nodes in them)": subnets.RULES,
+    "harness/gate/tf_modules.py (module calls of terraform/ whose resources the gate does not read)": tf_modules.RULES,
     "harness/gate/updates.py (--base REF: changes the cluster refuses as an update)": updates.RULES,
 }
 RULE_IDS = {rule: text for found in RULE_SOURCES.values() for rule, text in found.items()}

@@ -511,6 +511,9 @@ CORPUS = [
     ("gpu-pool-mig-profile", "capacity-gpu-mig", "terraform/node_pools.tf",
      lambda r: edit(r, "terraform/node_pools.tf", "  gpu_driver  = var.gpu_driver\n", '  gpu_driver  = var.gpu_driver\n  gpu_instance = "MIG1g"\n'),
      25, "warning"),
+    ("pools-in-a-registry-module", "terraform-module-unread", "terraform/node_pools.tf",  # (warning) not read offline; pool checks skip
+     lambda r: append(r, "terraform/node_pools.tf", '\nmodule "spot" {\n  source = "Azure/aks-node-pool/azurerm"\n'
+                      '  cluster_id = azurerm_kubernetes_cluster.this.id\n}\n'), 56, "warning"),
     ("gpu-instance-outside-azurerm-set", "capacity-node-settings", "terraform/node_pools.tf",
      lambda r: edit(r, "terraform/node_pools.tf", "  gpu_driver  = var.gpu_driver\n", '  gpu_driver  = var.gpu_driver\n  gpu_instance = "mig1g"\n'), 25),
     ("gpu-instance-profile-is-not-azurerm", "capacity-node-settings", "terraform/node_pools.tf",

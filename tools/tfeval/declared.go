@@ -53,9 +53,12 @@ func (e *evaluator) checkRefs(traversals []hcl.Traversal) {
 		if e.declared[key] {
 			continue
 		}
-		rng := ref.SourceRange
+		rng, in := ref.SourceRange, "the root module"
+		if e.module != "" {
+			in = "module." + e.module
+		}
 		e.res.add(hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Reference to undeclared resource",
-			Detail: fmt.Sprintf("A %s resource %q %q has not been declared in the root module.", mode, r.Type, r.Name), Subject: &rng}})
+			Detail: fmt.Sprintf("A %s resource %q %q has not been declared in %s.", mode, r.Type, r.Name, in), Subject: &rng}})
 	}
 }
 

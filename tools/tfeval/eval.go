@@ -45,6 +45,7 @@ type attr struct {
 	Unknown []string    `json:"unknown,omitempty"`
 	Reads   []string    `json:"reads,omitempty"`  // the resource and data source attributes it reads (refs.go reads)
 	Inputs  []string    `json:"inputs,omitempty"` // the input variables it depends on, through locals too
+	Passes  string      `json:"passes,omitempty"` // the root variable it is (var.x; in a module, through the call's argument)
 	Error   string      `json:"error,omitempty"`
 }
 
@@ -61,6 +62,7 @@ type instance struct {
 }
 
 type resource struct {
+	Module    string     `json:"module,omitempty"` // the module call it is declared in (modules.go); "" in the root module
 	Type      string     `json:"type"`
 	Name      string     `json:"name"`
 	File      string     `json:"file"`
@@ -94,6 +96,7 @@ type evalResult struct {
 	Diagnostics []diagnostic         `json:"diagnostics"`
 	Variables   map[string]*variable `json:"variables"`
 	Resources   []*resource          `json:"resources"`
+	Modules     []moduleCall         `json:"modules"` // the root module's module calls (modules.go)
 	seen        map[string]bool
 }
 
@@ -125,10 +128,14 @@ type evaluator struct {
 	setAt    map[string]*fileValue
 	declared map[string]bool               // the module's resources and data sources (declared.go)
 	syntax   map[hcl.Range]*hclsyntax.Body // every block's body by its definition range (expand.go)
+	// In a module's evaluator (modules.go): the root's, the call's name and its arguments by variable.
+	parent *evaluator
+	module string
+	args   map[string]hcl.Expression
 }
 
 func evaluate(req request) interface{} {
-	res := &evalResult{Providers: map[string]*provider{}, Diagnostics: []diagnostic{}, Variables: map[string]*variable{}, Resources: []*resource{}, seen: map[string]bool{}}
+	res := &evalResult{Providers: map[string]*provider{}, Diagnostics: []diagnostic{}, Variables: map[string]*variable{}, Resources: []*resource{}, Modules: []moduleCall{}, seen: map[string]bool{}}
 	loader, err := terraform.NewLoader(afero.Afero{Fs: afero.NewOsFs()}, req.Root)
 	if err != nil {
 		res.Diagnostics = append(res.Diagnostics, diagnostic{Severity: "error", Summary: "cannot load configuration", Detail: err.Error()})
@@ -217,6 +224,8 @@ func (e *evaluator) walk() {
 				e.variable(block)
 			case block.Type == "resource" && len(block.Labels) == 2:
 				e.res.Resources = append(e.res.Resources, e.resource(block))
+			case block.Type == "module" && len(block.Labels) == 1:
+				e.moduleCall(block)
 			case block.Type == "output" || block.Type == "provider" || block.Type == "locals" || block.Type == "data":
 				e.body(block.Body, nil, true) // evaluated for their diagnostics only
 			}
@@ -359,7 +368,7 @@ func (e *evaluator) attr(a *hcl.Attribute, iter map[string]cty.Value, want cty.T
 	e.res.add(diags)
 	e.checkRefs(a.Expr.Variables())
 	rng := a.Expr.Range()
-	out := &attr{File: rng.Filename, Line: a.Range.Start.Line, Text: e.text(rng), Refs: refs(a.Expr), Reads: e.reads(a.Expr, map[string]bool{}),
+	out := &attr{File: rng.Filename, Line: a.Range.Start.Line, Text: e.text(rng), Refs: e.refsOf(a.Expr), Passes: e.passes(a.Expr), Reads: e.reads(a.Expr, map[string]bool{}),
 		Inputs: e.inputs(a.Expr)}
 	if diags.HasErrors() {
 		for _, d := range diags {

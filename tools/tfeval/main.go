@@ -8,7 +8,7 @@
 // Input on stdin, one JSON request per line; output one JSON line per request:
 //
 //	{"op": "eval", "root": DIR, "dir": "terraform", "var_files": [PATH], "vars": {NAME: JSON}, "lock": PATH}
-//	  -> {"loaded", "providers": {...}, "diagnostics": [...], "variables": {...}, "resources": [...]}
+//	  -> {"loaded", "providers": {...}, "diagnostics": [...], "variables": {...}, "resources": [...], "modules": [...]}
 //	{"op": "tfvars", "root": DIR, "path": PATH}
 //	  -> {"diagnostics": [...], "values": {NAME: {"value", "known", "file", "line"}}}
 //

@@ -33,7 +33,9 @@ func (e *evaluator) whyUnknown(expr hcl.Expression) []string {
 	e.throughLocals(expr, map[string]bool{}, func(t hcl.Traversal, ref string) {
 		switch t.RootName() {
 		case "var":
-			if len(t) >= 2 {
+			if arg := e.arg(t); arg != nil {
+				out = append(out, e.parent.whyUnknown(arg)...)
+			} else if len(t) >= 2 {
 				val, _ := e.ev.EvaluateExpr(&hclsyntax.ScopeTraversalExpr{Traversal: t[:2], SrcRange: t.SourceRange()}, cty.DynamicPseudoType)
 				if !val.IsWhollyKnown() {
 					out = append(out, ref+" has no default and no value is set")
@@ -53,7 +55,9 @@ func (e *evaluator) whyUnknown(expr hcl.Expression) []string {
 func (e *evaluator) inputs(expr hcl.Expression) []string {
 	var out []string
 	e.throughLocals(expr, map[string]bool{}, func(t hcl.Traversal, ref string) {
-		if t.RootName() == "var" {
+		if arg := e.arg(t); arg != nil {
+			out = append(out, e.parent.inputs(arg)...)
+		} else if t.RootName() == "var" && e.parent == nil {
 			out = append(out, strings.TrimPrefix(ref, "var."))
 		}
 	})
@@ -100,7 +104,12 @@ func (e *evaluator) reads(expr hcl.Expression, visited map[string]bool) []string
 	for _, t := range expr.Variables() {
 		ref := traversalRef(t)
 		switch t.RootName() {
-		case "var", "count", "each", "path", "terraform", "self", "module":
+		case "var":
+			if arg := e.arg(t); arg != nil {
+				out = append(out, e.parent.reads(arg, map[string]bool{})...)
+			}
+			continue
+		case "count", "each", "path", "terraform", "self", "module":
 			continue
 		case "local":
 			if l := e.mod.Locals[strings.TrimPrefix(ref, "local.")]; l != nil && !visited[ref] {
@@ -117,7 +126,9 @@ func (e *evaluator) reads(expr hcl.Expression, visited map[string]bool) []string
 			if _, ok := step.(hcl.TraverseIndex); ok {
 				continue
 			}
-			if a, ok := step.(hcl.TraverseAttr); ok {
+			if a, ok := step.(hcl.TraverseAttr); ok && e.parent != nil {
+				out = append(out, "module."+e.module+"."+ref+"."+a.Name)
+			} else if ok {
 				out = append(out, ref+"."+a.Name)
 			}
 			break
