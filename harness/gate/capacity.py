@@ -67,7 +67,8 @@ RULES = {
     "capacity-flavor-labels": "every flavor a ClusterQueue uses selects at least one node pool (nodeLabels, nodeTaints, tolerations; a warning "
                               "when only the tolerations the pod templates write themselves let its pods onto the pool)",
     "capacity-pod-placement": "every sample pod set gets a flavor for each resource group it requests (Kueue's own flavor assigner, "
-                              "as sample-fits) and the flavors it gets land it on some node pool",
+                              "as sample-fits) and the flavors it gets land it on some node pool, with nodeLabels its RuntimeClass's "
+                              "scheduling.nodeSelector does not contradict (the RuntimeClass admission refuses such pods)",
     "capacity-pod-fits-node": "every sample pod fits the allocatable of one node of a pool it can land on",
     "capacity-pod-set-nodes": "every sample pod set's pods fit at once on the nodes (at max_count) of the pools they can land on",
     "capacity-pods-scheduled": "kube-scheduler's own plugins (tools/kubecheck) place every pod of a sample, all of them together, on the "

@@ -99,14 +99,19 @@ def pod_key_refs(path: list, pod: dict) -> list[tuple[list, str, object, object]
     return out
 
 
-def charged_overhead(pod: dict, related: list[dict]) -> tuple[str, dict] | None:
-    """(name, overhead.podFixed) of the RuntimeClass among `related` that the pod spec names, when it has an overhead: what
-    the RuntimeClass admission writes into the pod's spec.overhead, and Kueue's AdjustResources adds to its charge (of two
-    with its name, the later, as the later apply leaves it)."""
+def runtime_class(pod: dict, related: list[dict]) -> dict | None:
+    """The RuntimeClass among `related` that the pod spec names (of two with its name, the later, as the later apply leaves
+    it); None when it names none or none of `related`."""
     name = pod.get("runtimeClassName")
     found = [o for o in related if o.get("kind") == "RuntimeClass" and as_map(o.get("metadata")).get("name") == name] if name else []
-    fixed = as_map(as_map(found[-1].get("overhead")).get("podFixed")) if found else {}
-    return (name, fixed) if fixed else None
+    return found[-1] if found else None
+
+
+def charged_overhead(pod: dict, related: list[dict]) -> tuple[str, dict] | None:
+    """(name, overhead.podFixed) of the RuntimeClass among `related` that the pod spec names, when it has an overhead: what
+    the RuntimeClass admission writes into the pod's spec.overhead, and Kueue's AdjustResources adds to its charge."""
+    fixed = as_map(as_map(as_map(runtime_class(pod, related)).get("overhead")).get("podFixed"))
+    return (pod["runtimeClassName"], fixed) if fixed else None
 
 
 def overhead_text(overhead: tuple[str, dict]) -> str:

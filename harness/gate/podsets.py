@@ -14,7 +14,7 @@ from harness.core import format_quantity
 from harness.gate import fit_hints, kueue_fit, scheduling, workloads
 from harness.gate.findings import Finding
 from harness.gate.config import GateConfig
-from harness.gate.pod_refs import charged_overhead, overhead_text
+from harness.gate.pod_refs import charged_overhead, overhead_text, runtime_class
 from harness.gate.placement import Flavor, Problem, PodView, flavor, flavors_of, groups_of, landing, pod_templates, pod_view
 from harness.gate.render import ClusterRender
 from harness.gate.schema_check import Checker
@@ -140,6 +140,20 @@ def sample_problems(root: Path, cluster: ClusterRender, objects: list[dict], poo
             if answer["mode"] == "NoFit" or not given.get("flavors"):
                 continue  # another pod set is never admitted: the job never starts (sample-fits says why)
             combo = tuple(flavor(flavors, n) for n in dict.fromkeys(given["flavors"][r] for r in sorted(given["flavors"])))
+            if clash := _class_clash(template, related, own, combo):
+                rc, key, wants, fl = clash
+                rc_name = as_map(rc.get("metadata")).get("name")
+                file, line = locate(rc, "scheduling.nodeSelector")
+                errors.append(Problem([finding(
+                    "capacity-pod-placement", line,
+                    f" (template at {wfile}:{where.template}) names RuntimeClass {rc_name}, whose scheduling.nodeSelector sets "
+                    f"{key}={wants}; Kueue writes flavor {fl.name}'s nodeLabels ({key}={fl.labels[key]}) into the template on admission, and "
+                    "the apiserver's RuntimeClass admission then refuses every such pod (\"conflict: runtimeClass.scheduling.nodeSelector"
+                    f"[{key}] = {wants}; pod.spec.nodeSelector[{key}] = {fl.labels[key]}\"): Kueue would admit the job and hold its quota "
+                    "while KubeRay creates none of these pods",
+                    f"make RuntimeClass {rc_name}'s scheduling.nodeSelector agree with flavor {fl.name}'s nodeLabels ({key}: "
+                    f"{fl.labels[key]}) or drop {key} from it, or drop runtimeClassName from the pod template", file)], pod=label))
+                continue
             landed = landing(pod, combo, pools)
             options = [(combo, [p for p in landed if p.linux])]  # Ray's pods are Linux pods
             on_windows = [p for p in landed if not p.linux and p.count > 0]
@@ -295,6 +309,20 @@ def _submitted(root: Path, entries, objects: list[dict], flavors: dict) -> list[
             continue  # sample-queue / clusterqueue-flavor report it
         out.append((i, entry, sample, job, cq))
     return out
+
+
+def _class_clash(template: dict | None, related: list[dict], own, combo) -> tuple[dict, str, str, Flavor] | None:
+    """(RuntimeClass, key, its value, flavor) when the RuntimeClass the template names sets a nodeSelector key that a flavor
+    Kueue assigns the pod set labels otherwise, and the template leaves the key unset (Kueue merges the flavor's nodeLabels
+    into the template, podset.Merge, refusing only a conflict with the template's own; the RuntimeClass admission then
+    refuses each pod whose nodeSelector contradicts its class's, setScheduling)."""
+    rc = runtime_class(as_map(as_map(template).get("spec")), related)
+    wanted = as_map(as_map(as_map(rc).get("scheduling")).get("nodeSelector"))
+    for fl in combo:
+        for key, value in fl.labels.items():
+            if key in wanted and str(wanted[key]) != value and key not in own.node_selector:
+                return rc, key, str(wanted[key]), fl
+    return None
 
 
 SCHEDULED_HINT = ("let the nodes hold the job's pods together: relax a required pod (anti-)affinity or topology spread "
