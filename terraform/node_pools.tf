@@ -5,7 +5,7 @@
 #
 # The capacity checks (harness/gate/capacity.py) read these resources: vm_size x node_count,
 # from clusters/<cluster>.tfvars over the variable defaults, against the table in
-# harness/sku.yaml.
+# harness/gate/sku.yaml.
 
 resource "azurerm_kubernetes_cluster_node_pool" "gpu" {
   count = var.gpu_node_count > 0 ? 1 : 0

@@ -87,7 +87,7 @@ variable "kubelogin_login_mode" {
 }
 
 variable "max_pods" {
-  description = "Maximum pods per node on every pool (also sets the kubelet memory reservation, see harness/sku.yaml)."
+  description = "Maximum pods per node on every pool (also sets the kubelet memory reservation, see harness/gate/sku.yaml)."
   type        = number
   default     = 110
   validation {

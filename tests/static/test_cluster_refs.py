@@ -190,3 +190,20 @@ def test_a_renamed_namespace_is_one_finding_naming_the_rename(repo_copy):
     assert [f.rule for f in found] == ["namespace-missing"], [f.text() for f in found]
     assert all("more object(s) are in it" in f.message and "also in it: " in f.context
                and "Namespace ml is created but nothing is in it" in f.hint for f in found), found
+
+
+def test_kueue_crds_are_kept_when_its_release_is_uninstalled():
+    """The pinned Kueue chart renders its CRDs from templates/crd (no crds/ directory), so they are release objects Helm
+    deletes on uninstall, and every queue and Workload with them. The shipped HelmRelease's post-renderer marks every
+    CustomResourceDefinition helm.sh/resource-policy: keep. Should a chart move its CRDs into crds/ (which Helm never
+    deletes), this fails and the post-renderer can go."""
+    import yaml
+    from harness.toolchain.builds import module_dir
+    chart = module_dir("kueue") / "charts/kueue"
+    assert sorted(p.name for p in (chart / "templates/crd").glob("*.yaml")) and not (chart / "crds").exists()
+    docs = list(yaml.safe_load_all((Path(__file__).parents[2] / "flux/infrastructure/controllers/kueue.yaml").read_text()))
+    hr = next(d for d in docs if d and d.get("kind") == "HelmRelease")
+    patches = [p for r in hr["spec"].get("postRenderers", []) for p in r.get("kustomize", {}).get("patches", [])
+               if p.get("target", {}).get("kind") == "CustomResourceDefinition" and set(p["target"]) == {"kind"}]
+    ops = [op for p in patches for op in yaml.safe_load(p["patch"])]
+    assert {"op": "add", "path": "/metadata/annotations/helm.sh~1resource-policy", "value": "keep"} in ops, hr["spec"]
