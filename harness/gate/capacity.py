@@ -41,7 +41,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from harness.core import format_quantity
-from harness.gate import assumed, daemonsets, fit_hints, kueue_fit, node_settings, placement, podsets, quota, sku_component, substitution
+from harness.gate import assumed, chart_render, daemonsets, fit_hints, kueue_fit, node_settings, placement, podsets, quota, sku_component, substitution
 from harness.gate.origin import node_at, segments
 from harness.gate.writers import Writers, Written
 from harness.gate.findings import Finding
@@ -167,7 +167,7 @@ class _Check:
         self.owner = {id(o): b for b, o in cluster.applied()}  # the layer that applies each object
         self.shared: dict[Finding, tuple] = {}  # capacity_findings' `shared`: empty-pool findings it may fold across clusters
         self.objects = [o for _, o in cluster.applied() if resource_id(o) not in refused]
-        self.pools = pools = daemonsets.on_pools(self.objects, pools)  # each node less what the DaemonSets' pods take of it
+        self.pools = pools = daemonsets.on_pools([*self.objects, *(o for _, o in chart_render.chart_objects(gate_config, root, cluster))], pools)  # (daemonsets)
         self.flavors = {name_key(as_map(o.get("metadata")).get("name")): o for o in self.objects if o.get("kind") == "ResourceFlavor"}
         self.cqs = [o for o in self.objects if o.get("kind") == "ClusterQueue"]
         # The tolerations the samples' and the applied Ray objects' pod templates write themselves count for the flavors'
