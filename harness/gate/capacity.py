@@ -3,9 +3,7 @@
 Kueue admits on declared quota, not on real nodes: a quota larger than the pools lets a
 workload be admitted and then pend forever. The pools come from terraform/ (harness.gate.terraform)
 and each cluster's tfvars, sized from harness/gate/sku.yaml (harness.gate.pools), and are compared
-with the ResourceFlavors and ClusterQueues Flux applies on that cluster and with its sample RayJobs.
-
-Decisions (see RULES):
+with the ResourceFlavors and ClusterQueues Flux applies on that cluster and with its sample RayJobs. Decisions (see RULES):
 - Placement follows Kueue and the scheduler (harness.gate.placement): a sample's pod set gets the
   flavors Kueue's own flavor assigner gives it (one per resource group it requests; a flavor whose
   nodeTaints the pod does not tolerate is skipped), their nodeLabels become its nodeSelector and their
@@ -134,8 +132,9 @@ def _cluster_findings(root: Path, cfg: TerraformConfig, sources: Sources, cluste
                         getattr(err, "hint", "") or "give pool settings values known before apply (variables, locals, literals, functions of them); counts are whole numbers", ctx)]
 
     out = [Finding(file, line, p.address, "capacity-autoscaling", message, hint, ctx) for p in pools for file, line, message, hint in p.notes]
-    pools, assumptions = assumed.apply(root, cluster, pools, lambda obj, field: sources.locate(obj, _prefer(gate_config, cluster.name), field=field), ctx)
-    out += gpu_driver_findings(root, cluster, pools, ctx) + node_settings.node_setting_findings(pools, ctx)
+    locate = lambda obj, field: sources.locate(obj, _prefer(gate_config, cluster.name), field=field)  # noqa: E731
+    pools, assumptions = assumed.apply(root, cluster, pools, locate, ctx)
+    out += gpu_driver_findings(root, cluster, pools, ctx, gate_config, locate) + node_settings.node_setting_findings(pools, ctx)
     for p in pools:
         if p.sku is None and p.vm_size not in gate_config.skus_refused:  # (a size the refused file adds: its gate-config finding says why)
             at = p.vm_size_origin
