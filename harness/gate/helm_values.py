@@ -52,7 +52,7 @@ RULES = {
     "helm-values-unused": "(warning) every key a HelmRelease's values write is one its chart reads: a key the chart's values.yaml does "
                           "not have and whose removal changes nothing Helm renders (a typo such as managerConfg) is dropped without "
                           "a word, and what it meant to set keeps the chart's default",
-    "helm-values": "each HelmRelease of a chart the pinned modules carry (Kueue's) renders with its values as helm-controller renders "
+    "helm-values": "each HelmRelease of a chart the pinned modules carry (Kueue's, the NVIDIA device plugin's) renders with its values as helm-controller renders "
                    "it (Helm's own engine and the chart's values schema) into objects the apiserver accepts (its own create "
                    "validation); else the install or upgrade fails and the layers that dependsOn it wait",
 }
