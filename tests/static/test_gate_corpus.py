@@ -846,7 +846,7 @@ CORPUS = [
     # a GPU pool tainted (its flavor tolerating the taint) that the plugin does not tolerate: at the plugin's tolerations.
     ("device-plugin-removed", "capacity-gpu-driver", f"{PROD}/infrastructure.yaml",
      lambda r: (edit(r, "flux/infrastructure/controllers/kustomization.yaml", "  - nvidia-device-plugin.yaml\n", ""),
-                (r / "flux/infrastructure/controllers/nvidia-device-plugin.yaml").unlink()), 18),
+                (r / "flux/infrastructure/controllers/nvidia-device-plugin.yaml").unlink()), 17),
     ("device-plugin-untolerated-gpu-taint", "capacity-gpu-driver", "flux/infrastructure/controllers/nvidia-device-plugin.yaml",
      lambda r: (edit(r, "terraform/node_pools.tf", "  node_taints = []\n", '  node_taints = ["sku=gpu:NoSchedule"]\n'),
                 append(r, "base/resource-flavors.yaml", "  tolerations:\n    - {key: sku, operator: Equal, value: gpu, effect: NoSchedule}\n")), 69),
