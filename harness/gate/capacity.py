@@ -3,9 +3,7 @@
 Kueue admits on declared quota, not on real nodes: a quota larger than the pools lets a
 workload be admitted and then pend forever. The pools come from terraform/ (harness.gate.terraform)
 and each cluster's tfvars, sized from harness/gate/sku.yaml (harness.gate.pools), and are compared
-with the ResourceFlavors and ClusterQueues Flux applies on that cluster and with its sample RayJobs.
-
-Decisions (see RULES):
+with the ResourceFlavors and ClusterQueues Flux applies on that cluster and with its sample RayJobs. Decisions (see RULES):
 - Placement follows Kueue and the scheduler (harness.gate.placement): a sample's pod set gets the
   flavors Kueue's own flavor assigner gives it (one per resource group it requests; a flavor whose
   nodeTaints the pod does not tolerate is skipped), their nodeLabels become its nodeSelector and their
@@ -41,7 +39,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from harness.core import format_quantity
-from harness.gate import assumed, daemonsets, fit_hints, kueue_fit, node_settings, placement, podsets, quota, sku_component, substitution
+from harness.gate import assumed, chart_render, daemonsets, fit_hints, kueue_fit, node_settings, placement, podsets, quota, sku_component, substitution
 from harness.gate.origin import node_at, segments
 from harness.gate.writers import Writers, Written
 from harness.gate.findings import Finding
@@ -134,8 +132,9 @@ def _cluster_findings(root: Path, cfg: TerraformConfig, sources: Sources, cluste
                         getattr(err, "hint", "") or "give pool settings values known before apply (variables, locals, literals, functions of them); counts are whole numbers", ctx)]
 
     out = [Finding(file, line, p.address, "capacity-autoscaling", message, hint, ctx) for p in pools for file, line, message, hint in p.notes]
-    pools, assumptions = assumed.apply(root, cluster, pools, lambda obj, field: sources.locate(obj, _prefer(gate_config, cluster.name), field=field), ctx)
-    out += gpu_driver_findings(root, cluster, pools, ctx) + node_settings.node_setting_findings(pools, ctx)
+    locate = lambda obj, field: sources.locate(obj, _prefer(gate_config, cluster.name), field=field)  # noqa: E731
+    pools, assumptions = assumed.apply(root, cluster, pools, locate, ctx)
+    out += gpu_driver_findings(root, cluster, pools, ctx, gate_config, locate) + node_settings.node_setting_findings(pools, ctx)
     for p in pools:
         if p.sku is None and p.vm_size not in gate_config.skus_refused:  # (a size the refused file adds: its gate-config finding says why)
             at = p.vm_size_origin
@@ -167,7 +166,7 @@ class _Check:
         self.owner = {id(o): b for b, o in cluster.applied()}  # the layer that applies each object
         self.shared: dict[Finding, tuple] = {}  # capacity_findings' `shared`: empty-pool findings it may fold across clusters
         self.objects = [o for _, o in cluster.applied() if resource_id(o) not in refused]
-        self.pools = pools = daemonsets.on_pools(self.objects, pools)  # each node less what the DaemonSets' pods take of it
+        self.pools = pools = daemonsets.on_pools([*self.objects, *(o for _, o in chart_render.chart_objects(gate_config, root, cluster))], pools)  # (daemonsets)
         self.flavors = {name_key(as_map(o.get("metadata")).get("name")): o for o in self.objects if o.get("kind") == "ResourceFlavor"}
         self.cqs = [o for o in self.objects if o.get("kind") == "ClusterQueue"]
         # The tolerations the samples' and the applied Ray objects' pod templates write themselves count for the flavors'

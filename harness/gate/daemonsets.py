@@ -2,7 +2,9 @@
 
 kube-scheduler's NodeResourcesFit subtracts the requests of every pod bound to a node, a DaemonSet's included, from its
 allocatable; the DaemonSet controller puts one pod on every node its pod template may run on (nodeSelector, required
-node affinity, tolerations: the pools `placement.landing` gives a pod with no flavor). So each rendered DaemonSet (an
+node affinity, tolerations: the pools `placement.landing` gives a pod with no flavor). The DaemonSets are the cluster's
+rendered set's and those the charts the gate renders install with their HelmRelease's values (harness.gate.chart_render
+.chart_objects: layer 1's NVIDIA device plugin), which capacity.py passes in. So each rendered DaemonSet (an
 operator's, the NVIDIA device plugin's, GPU feature discovery's) leaves a node of a pool it lands on its requests
 less, and one pod slot (`pods`) less: `on_pools` gives each pool those per-node requests (Pool.daemons), which
 Pool.node_allocatable subtracts for capacity-quota, capacity-pod-fits-node, capacity-pod-set-nodes and the simulated

@@ -39,6 +39,7 @@ import yaml
 
 from harness.core import HarnessError, versions
 from harness.gate import chart_values, operator_placement, pin_schema, schema_check, schemas, version_rules
+from harness.gate.chart_render import HelmError, chart_for, release_of, render, request_for  # noqa: F401 (HelmError, release_of: this module's API)
 from harness.gate.cluster_index import ClusterIndex, finding_at
 from harness.gate.cluster_refs import chart_health_checks
 from harness.gate.findings import Finding
@@ -51,7 +52,7 @@ RULES = {
     "helm-values-unused": "(warning) every key a HelmRelease's values write is one its chart reads: a key the chart's values.yaml does "
                           "not have and whose removal changes nothing Helm renders (a typo such as managerConfg) is dropped without "
                           "a word, and what it meant to set keeps the chart's default",
-    "helm-values": "each HelmRelease of a chart the pinned modules carry (Kueue's) renders with its values as helm-controller renders "
+    "helm-values": "each HelmRelease of a chart the pinned modules carry (Kueue's, the NVIDIA device plugin's) renders with its values as helm-controller renders "
                    "it (Helm's own engine and the chart's values schema) into objects the apiserver accepts (its own create "
                    "validation); else the install or upgrade fails and the layers that dependsOn it wait",
 }
@@ -60,18 +61,6 @@ VALUES_PATH = re.compile(r"<\.Values((?:\.[A-Za-z0-9_-]+)+)>")  # text/template:
 SCHEMA_PATH = re.compile(r"at '/([^']*)'")  # Helm's values schema errors: - at '/controllerManager/replicas': ...
 POST_RENDER_ERROR = "error while running post render on files"  # Helm v4's wording, kept by tools/fluxbuild postrender.go
 QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')
-
-
-class HelmError(HarnessError, RuntimeError):
-    pass
-
-
-def release_of(hr: dict) -> tuple[str, str]:
-    """(release name, namespace) as helm-controller's HelmRelease.GetReleaseName and GetReleaseNamespace give them."""
-    spec, meta = as_map(hr.get("spec")), as_map(hr.get("metadata"))
-    target = spec.get("targetNamespace")
-    name = spec.get("releaseName") or (f"{target}-{meta.get('name')}" if target else meta.get("name"))
-    return str(name), str(target or meta.get("namespace") or "default")
 
 
 def helm_rules(ctx, root: Path, clusters: list) -> list[Finding]:
@@ -93,21 +82,12 @@ def helm_rules(ctx, root: Path, clusters: list) -> list[Finding]:
                 continue
             if pin not in schemas.CHART_SOURCES:
                 continue  # no chart offline: not judged
-            module = version_rules.chart_module(pin, index.chart_version_of(hr))
-            try:
-                chart = schemas.chart_dir(pin, tuple(ctx.config.crd_files(root)), module) if module else None
-            except HarnessError as err:  # a candidate's module the Go module proxy cannot give now (offline, not in the cache)
-                out += _not_judged(ctx, root, index, build, hr, pin, f"its module cannot be fetched ({' '.join(str(err).split())})")
+            chart, failed = chart_for(ctx.config, root, index, hr)
+            if chart is None:  # its module cannot be fetched, or a chart version no module of this gate carries: said, not judged
+                out += _not_judged(ctx, root, index, build, hr, pin, failed)
                 continue
-            if chart is None:  # a chart version no module of this gate carries: said, not judged against another version
-                out += _not_judged(ctx, root, index, build, hr, pin)
-                continue
-            name, namespace = release_of(hr)
-            request = {"chart": str(chart), "values": as_map(spec.get("values")),
-                       "release": name, "namespace": namespace, **_values_from(index, hr), **_post_renderers(spec)}
-            key = json.dumps(request, sort_keys=True, default=str)
-            if key not in pending:
-                pending[key] = helper().submit("helm", HelmError, helm=request, kubernetes_version=schema_check.KUBERNETES_VERSION)
+            key, request = request_for(index, hr, chart)
+            pending.setdefault(key, render(key, request))
             releases.append((index, build, hr, pin, key))
     checker = schema_check.Checker(tuple(ctx.config.crd_files(root)))
     answers = {key: job.result() for key, job in pending.items()}
@@ -209,24 +189,6 @@ def _unused(ctx, root: Path, releases: list, answers: dict) -> list[Finding]:
                                   f"chart's default" + (f" (did you mean {'.'.join(map(str, [*path[:-1], close[0]]))}?)" if close else ""),
                                   "spell the key as the chart's values.yaml does, or remove it", cluster=index.cluster.name, severity="warning"))
     return out
-
-
-def _post_renderers(spec: dict) -> dict:
-    """The op helm request's part for spec.postRenderers: helm-controller applies their kustomize patches and images to
-    what Helm renders (tools/fluxbuild postrender.go), so the objects checked are the ones it installs."""
-    renderers = [as_map(r) for r in as_list(spec.get("postRenderers"))]
-    return {"postRenderers": renderers, "postRenderStrategy": str(spec.get("postRenderStrategy") or "")} if renderers else {}
-
-
-def _values_from(index: ClusterIndex, hr: dict) -> dict:
-    """The op helm request's part for spec.valuesFrom: the references, and the ConfigMaps and Secrets of the
-    HelmRelease's namespace in the cluster's set as the apiserver stores them (helm-controller reads the live ones)."""
-    refs = [as_map(r) for r in as_list(as_map(hr.get("spec")).get("valuesFrom"))]
-    if not refs:
-        return {}
-    namespace = str(as_map(hr.get("metadata")).get("namespace") or "default")
-    sources = [as_stored(found[1]) for r in refs if (found := index.named.get((str(r.get("kind")), namespace, str(r.get("name")))))]
-    return {"valuesFrom": refs, "sourceNamespace": namespace, "sources": sources}
 
 
 def _source_of(ctx, root: Path, index: ClusterIndex, hr: dict, path: list) -> tuple[str, int | None, dict] | None:

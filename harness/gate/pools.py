@@ -102,7 +102,7 @@ class Pool:
     region: str | None = None    # the cluster's location
     zone: str | None = None      # after by_zone: this group's topology.kubernetes.io/zone ("0": no zones)
     first: int = 0               # after by_zone: the instance number of the group's first node
-    gpu_driver: str | None = None  # azurerm gpu_driver: "Install" (AKS's NVIDIA driver and device plugin) or "None"
+    gpu_driver: str | None = None  # azurerm gpu_driver: "Install" (AKS installs the NVIDIA driver, not the device plugin) or "None"
     gpu_driver_origin: Origin | None = None
     vm_size_origin: Origin | None = None
     written: dict[str, tuple[object, Origin]] = field(default_factory=dict)  # node_labels / node_taints as the pool sets them

@@ -77,6 +77,9 @@ PINS = (KUBERNETES, *CRD_SOURCES)
 CHARTS = "charts"
 CHART_SOURCES: dict[str, tuple[str, tuple[str, ...]]] = {
     "kueue": ("charts/kueue", ("tests/*", "README*", "templates/crd/*", "templates/rbac/*_editor_role.yaml", "templates/rbac/*_viewer_role.yaml")),
+    # Layer 1's NVIDIA device plugin (the upstream chart the HelmRelease installs from its own repository; charts/ holds
+    # its node-feature-discovery dependency, which Helm loads and the default values leave off).
+    "nvidia-device-plugin": ("deployments/helm/nvidia-device-plugin", ()),
 }
 
 OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
@@ -206,7 +209,7 @@ _GENERATOR_DIGEST = hashlib.sha256(Path(__file__).read_bytes() + Path(schema_con
 def cache_key() -> str:
     """Hash of the pinned versions the schemas come from and of this generator."""
     digest = hashlib.sha256()
-    digest.update(json.dumps({pin: versions.module(pin) for pin in PINS}, sort_keys=True).encode())
+    digest.update(json.dumps({pin: versions.module(pin) for pin in (*PINS, *CHART_SOURCES)}, sort_keys=True).encode())
     digest.update(_GENERATOR_DIGEST)
     return digest.hexdigest()[:16]
 

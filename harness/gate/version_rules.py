@@ -20,16 +20,17 @@ from harness.gate.cluster_index import ClusterIndex, finding_at
 from harness.gate.findings import Finding
 from harness.gate.helper import helper
 from harness.gate.origin import line_at, written_prefix
-from harness.gate.pin_schema import COMPONENTS
+from harness.gate.pin_schema import COMPONENTS, REQUIRED
 from harness.gate.render import ClusterRender
 from harness.gate.schema_check import KUBERNETES_VERSION
 from harness.gate.sources import SourceError, as_list, as_map, load_yaml
 
-RULES = {"versions-drift": "each cluster's Kueue and KubeRay charts and images are the versions.yaml production pins",
+RULES = {"versions-drift": "each cluster's Kueue, KubeRay and NVIDIA device plugin charts, chart repositories and images are the versions.yaml "
+                           "production pins",
          "versions-pins": "(warning) versions.yaml's production Kueue and KubeRay are the versions whose own code the gate runs (its "
                           "versions.yaml's module versions), and each production pin differs from its module version only with a "
                           "`skew` saying why (the pin file's contract)"}
-IMAGE_TAG = {"kueue": ("controllerManager", "manager", "image", "tag"), "kuberay": ("image", "tag")}
+IMAGE_TAG = {"kueue": ("controllerManager", "manager", "image", "tag"), "kuberay": ("image", "tag"), "nvidia-device-plugin": ("image", "tag")}
 
 
 class PinsError(HarnessError, RuntimeError):
@@ -72,7 +73,7 @@ def pins(root: Path) -> dict | None:
             doc = load_yaml(path)
         except SourceError:
             doc = None
-        _PINS[key] = doc if isinstance(doc, dict) and all(isinstance(doc.get(c), dict) for c in COMPONENTS) else None
+        _PINS[key] = doc if isinstance(doc, dict) and all(isinstance(doc.get(c), dict) for c in REQUIRED) else None
     return _PINS[key]
 
 
@@ -118,7 +119,7 @@ def pins_findings(root: Path) -> list[Finding]:
     except SourceError:
         return []  # yaml-syntax reports it
     what = f"is a {type(doc).__name__}" if not isinstance(doc, dict) else \
-        f"has no {' or '.join(c for c in COMPONENTS if not isinstance(doc.get(c), dict))} entry"
+        f"has no {' or '.join(c for c in REQUIRED if not isinstance(doc.get(c), dict))} entry"
     return [Finding("versions.yaml", None, "", "versions-drift", f"{what}, not the pin file the drift rule reads: the charts and "
                     "images the clusters install are not checked against any pin", "restore versions.yaml (a mapping with "
                     "kueue and kuberay entries: chart, version, production; see harness/schemas-for-data/versions.schema.json)")]
@@ -136,7 +137,9 @@ def version_rules(ctx, root: Path, cluster: ClusterRender, pinned: dict | None) 
         component = next((c for c in COMPONENTS if as_map(pinned.get(c)).get("chart") and index.chart_of(hr) == as_map(pinned.get(c)).get("chart")), None)
         if component is None or pin_schema.refused(pinned, component):
             continue  # (a pin versions.schema.json refuses is the finding, at versions.yaml: not the files that match it)
-        production, repository = str(as_map(pinned.get(component)).get("production", "")), as_map(pinned.get("charts")).get("repository")
+        production = str(as_map(pinned.get(component)).get("production", ""))
+        own = as_map(pinned.get(component)).get("repository")  # a chart from its own repository (the device plugin's), not the MCR's
+        repository = own or as_map(pinned.get("charts")).get("repository")
         spec = as_map(hr.get("spec"))
         chart = as_map(as_map(spec.get("chart")).get("spec"))
         if chart and spec.get("chartRef"):
@@ -152,7 +155,7 @@ def version_rules(ctx, root: Path, cluster: ClusterRender, pinned: dict | None) 
             out += _chart_spec_drift(ctx, named[0], named[1], helm_chart, "spec", component, production, _oci(source))
             url = repository
         else:
-            url = f"{repository}/{as_map(pinned.get(component)).get('chart')}"
+            url = repository if own else f"{repository}/{as_map(pinned.get(component)).get('chart')}"
         if source is not None and source[1].get("kind") == "OCIRepository":
             sbuild, obj = source
             drift = _chart_ref_drift(as_map(as_map(obj.get("spec")).get("ref")), production)
@@ -350,7 +353,7 @@ def _pin_findings(root: Path, pinned: dict) -> list[Finding]:
     differs from the module version without a `skew`. A production version the gate's own versions.yaml pins too is
     the gate's own skew, recorded there: not repeated."""
     out = []
-    for component in (c for c in COMPONENTS if not pin_schema.refused(pinned, c)):
+    for component in (c for c in REQUIRED if not pin_schema.refused(pinned, c)):
         pin, own = as_map(pinned.get(component)), as_map(versions.pins().get(component))
         production, module = str(pin.get("production", "")), str(pin.get("version", "")).removeprefix("v")
         runs = str(own.get("version", "")).removeprefix("v")

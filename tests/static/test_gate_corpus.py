@@ -842,6 +842,14 @@ CORPUS = [
      lambda r: edit(r, "terraform/clusters/prod-eastus2.tfvars", '"Standard_ND96amsr_A100_v4"', '"Standard_NC24ads_A100_v4"'), 10),
     ("gpu-driver-none", "capacity-gpu-driver", "terraform/clusters/prod-eastus2.tfvars",
      lambda r: edit(r, "terraform/clusters/prod-eastus2.tfvars", 'gpu_sku_label  = "a100"', 'gpu_sku_label  = "a100"\ngpu_driver     = "None"'), 14),
+    # Layer 1's NVIDIA device plugin removed (AKS installs the driver, not the plugin): at the layer that installs Kueue;
+    # a GPU pool tainted (its flavor tolerating the taint) that the plugin does not tolerate: at the plugin's tolerations.
+    ("device-plugin-removed", "capacity-gpu-driver", f"{PROD}/infrastructure.yaml",
+     lambda r: (edit(r, "flux/infrastructure/controllers/kustomization.yaml", "  - nvidia-device-plugin.yaml\n", ""),
+                (r / "flux/infrastructure/controllers/nvidia-device-plugin.yaml").unlink()), 17),
+    ("device-plugin-untolerated-gpu-taint", "capacity-gpu-driver", "flux/infrastructure/controllers/nvidia-device-plugin.yaml",
+     lambda r: (edit(r, "terraform/node_pools.tf", "  node_taints = []\n", '  node_taints = ["sku=gpu:NoSchedule"]\n'),
+                append(r, "base/resource-flavors.yaml", "  tolerations:\n    - {key: sku, operator: Equal, value: gpu, effect: NoSchedule}\n")), 69),
     # Terraform, read by Terraform's loader and evaluator (tools/tfeval): its errors at the line it names.
     ("tf-undeclared-variable", "terraform-expression", "terraform/node_pools.tf",
      lambda r: edit(r, "terraform/node_pools.tf", "  max_pods                = var.max_pods\n", "  max_pods                = var.max_pod\n"), 21),

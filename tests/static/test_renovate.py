@@ -108,6 +108,7 @@ def test_every_versions_pin_is_matched():
     expected = {(pin["module"], "go", pin["version"]) for _, pin in _module_pins(PINS)}
     expected |= {(_chart(c), "docker", str(PINS[c]["production"])) for c in ("kueue", "kuberay")}
     expected |= {(pin["pypi"], "pypi", str(pin["version"])) for pin in PINS.values() if isinstance(pin, dict) and "pypi" in pin}
+    expected |= {(PINS["nvidia-device-plugin"]["chart"], "helm", str(PINS["nvidia-device-plugin"]["production"]))}  # its own repository
     assert len(expected) >= 14, expected
     assert expected <= found, f"pins renovate.json does not update: {sorted(expected - found)}"
     assert not found - expected, f"renovate.json matches what is no pin: {sorted(found - expected)}"
@@ -120,6 +121,13 @@ def test_every_chart_and_image_tag_is_the_chart_dependency():
     for rel, component in zip(CONTROLLERS, ("kueue", "kuberay")):
         mine = [d for d in deps if d.file == rel]
         assert [(d.package, d.value) for d in mine] == [(_chart(component), str(PINS[component]["production"]))] * 2, mine
+
+
+def test_the_device_plugin_chart_version_is_its_pins_dependency():
+    """The HelmRelease's chart version of layer 1's device plugin is the same helm dependency as versions.yaml's pin."""
+    rel = "flux/infrastructure/controllers/nvidia-device-plugin.yaml"
+    assert [(d.package, d.datasource, d.value) for d in extract(REPO_ROOT, [rel])] == \
+        [("nvidia-device-plugin", "helm", str(PINS["nvidia-device-plugin"]["production"]))]
 
 
 @pytest.mark.parametrize("component, group", [("kueue", "Kueue"), ("kuberay", "KubeRay")])

@@ -51,6 +51,36 @@ def test_helm_chart_and_image_follow_versions_file(component):
         assert not drift, "\n".join(f.text() for f in drift)
 
 
+def test_the_device_plugin_follows_its_pin_and_drift_is_found(tmp_path):
+    """Layer 1's NVIDIA device plugin: every production cluster installs chart nvidia-device-plugin from the pin's own
+    repository at its production version, the module the gate renders it from carries that chart version, and
+    versions-drift finds a chart version, a repository and an image tag other than the pin's."""
+    pin = versions.pins()["nvidia-device-plugin"]
+    assert pin["version"] == f"v{pin['production']}", "the gate renders the chart of the module version: keep them equal"
+    chart = yaml.safe_load((Path(tools.module_dir("nvidia-device-plugin")) / "deployments/helm/nvidia-device-plugin/Chart.yaml").read_text())
+    assert str(chart["version"]) == str(pin["production"]) and chart["name"] == pin["chart"], chart
+    repository, release = _by_kind("HelmRepository")[pin["chart"]], _by_kind("HelmRelease")[pin["chart"]]
+    assert repository["spec"]["url"] == pin["repository"]
+    assert str(release["spec"]["chart"]["spec"]["version"]) == str(pin["production"])
+    _, clusters = render_repository(versions.REPO_ROOT)
+    for cluster in (c for c in clusters if c.name != "local"):
+        assert [o for _, o in cluster.applied() if o.get("kind") == "HelmRelease" and o["metadata"]["name"] == pin["chart"]], cluster.name
+    from harness.testing import copy_config
+    from harness.gate import validate_repository
+
+    root = copy_config(tmp_path / "repo")
+    rel = "flux/infrastructure/controllers/nvidia-device-plugin.yaml"
+    text = (root / rel).read_text()
+    (root / rel).write_text(text.replace("version: 0.17.4", "version: 0.17.3").replace("https://nvidia.github.io/k8s-device-plugin",
+                                                                                      "https://example.invalid/charts")
+                            .replace("  values:\n", "  values:\n    image:\n      tag: v0.17.2\n", 1))
+    drift = [f for f in validate_repository(root).findings if f.rule == "versions-drift"]
+    lines = text.splitlines()
+    assert {(f.file, f.line) for f in drift} >= {(rel, lines.index("      version: 0.17.4") + 1),
+                                                  (rel, lines.index("  url: https://nvidia.github.io/k8s-device-plugin") + 1)}, \
+        "\n".join(f.text() for f in drift)
+
+
 @pytest.mark.parametrize("component", ["kueue", "kuberay", "kubernetes"])
 def test_tested_version_matches_production_or_records_skew(component):
     pin = versions.pins()[component]

@@ -101,6 +101,18 @@ func helmRender(req helmRequest, kubernetesVersion string) (out helmAnswer) {
 		}
 		given, out.Values = composed, composed
 	}
+	if len(ch.Metadata.Dependencies) > 0 {
+		// action.Install (and Upgrade) first drop the subcharts whose condition or tags the values turn off and import
+		// their values (ProcessDependencies), e.g. the device plugin chart's node-feature-discovery, off unless
+		// nfd.enabled or gfd.enabled. That changes the chart, so a chart with dependencies is read afresh per request.
+		if ch, err = loader.LoadDir(req.Chart); err != nil {
+			failRequest("loading the chart %s: %v", req.Chart, err)
+		}
+		if err := chartv2util.ProcessDependencies(ch, chartcommon.Values(given)); err != nil {
+			out.Error = fmt.Sprintf("chart dependencies processing failed: %v", err)
+			return out
+		}
+	}
 	options := chartcommon.ReleaseOptions{Name: req.Release, Namespace: req.Namespace, Revision: 1, IsInstall: true}
 	values, err := chartutil.ToRenderValuesWithSchemaValidation(ch, given, options, caps, false)
 	if err != nil {

@@ -38,6 +38,7 @@ import (
 	"github.com/go-logr/logr"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/kubernetes/pkg/capabilities"
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
@@ -87,6 +88,10 @@ func main() {
 		debug.SetMemoryLimit(256 << 20)
 	}
 	ctrl.SetLogger(logr.Discard()) // KubeRay's builders log through controller-runtime
+	// As kube-apiserver's --allow-privileged=true (cmd/kube-apiserver server.go calls the same Setup): AKS's apiserver
+	// and the embedded control plane (harness/cluster/controlplane.py) admit privileged containers, which the pod
+	// validation otherwise refuses ("disallowed by cluster policy"), e.g. the NVIDIA device plugin chart's.
+	capabilities.Setup(true, 0)
 	in := bufio.NewReaderSize(os.Stdin, 1<<20)
 	enc := json.NewEncoder(os.Stdout)
 	for {
