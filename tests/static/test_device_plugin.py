@@ -16,14 +16,11 @@ from tests.static.test_gate_corpus import append, edit
 pytestmark = pytest.mark.static
 
 PLUGIN = "flux/infrastructure/controllers/nvidia-device-plugin.yaml"
-SKU_TAINT = "  tolerations:\n    - {key: sku, operator: Equal, value: gpu, effect: NoSchedule}\n"
-
-
-def _taint_gpu_pool(root: Path) -> None:
-    """A fork that taints its GPU pool sku=gpu:NoSchedule (as AKS's GPU guide does), its `gpu` flavor tolerating it and a
-    CPU node for the pods that do not."""
-    edit(root, "terraform/node_pools.tf", "  node_taints = []\n", '  node_taints = ["sku=gpu:NoSchedule"]\n')
-    append(root, "base/resource-flavors.yaml", SKU_TAINT)
+def _taint_gpu_pool(root: Path, effect: str = "NoSchedule") -> None:
+    """A fork that taints its GPU pool sku=gpu:NoSchedule (as AKS's GPU guide does; or another effect), its `gpu` flavor
+    tolerating it and a CPU node for the pods that do not."""
+    edit(root, "terraform/node_pools.tf", "  node_taints = []\n", f'  node_taints = ["sku=gpu:{effect}"]\n')
+    append(root, "base/resource-flavors.yaml", f"  tolerations:\n    - {{key: sku, operator: Equal, value: gpu, effect: {effect}}}\n")
     for cluster in ("prod-eastus2", "dev-westus3"):
         append(root, f"terraform/clusters/{cluster}.tfvars", "cpu_node_count = 1\n")
 
@@ -44,21 +41,30 @@ def test_the_shipped_plugin_runs_one_pod_on_each_gpu_node_and_nothing_else():
         assert not pools["system"].daemon_names and not pools["cpupool"].daemon_names
 
 
-def test_a_tainted_gpu_pool_the_plugin_tolerates_is_clean(repo_copy: Path):
+def test_a_tainted_gpu_pool_is_clean_with_the_shipped_plugin(repo_copy: Path):
+    """The shipped plugin tolerates every NoSchedule taint (its affinity keeps it to GPU nodes): a fork's
+    sku=gpu:NoSchedule GPU pool needs no edit of the plugin."""
     _taint_gpu_pool(repo_copy)
-    append(repo_copy, PLUGIN, "      - key: sku\n        operator: Equal\n        value: gpu\n        effect: NoSchedule\n")
+    report = validate_repository(repo_copy)
+    assert report.findings == [], "\n".join(f.text() for f in report.findings)
+
+
+def test_a_tainted_gpu_pool_the_plugin_tolerates_is_clean(repo_copy: Path):
+    """A NoExecute taint, with the plugin given its toleration: clean."""
+    _taint_gpu_pool(repo_copy, "NoExecute")
+    append(repo_copy, PLUGIN, "      - key: sku\n        operator: Equal\n        value: gpu\n        effect: NoExecute\n")
     report = validate_repository(repo_copy)
     assert report.findings == [], "\n".join(f.text() for f in report.findings)
 
 
 def test_a_tainted_gpu_pool_the_plugin_does_not_tolerate_is_one_finding_per_cluster_at_its_tolerations(repo_copy: Path):
-    _taint_gpu_pool(repo_copy)
+    _taint_gpu_pool(repo_copy, "NoExecute")
     report = validate_repository(repo_copy)
     line = next(i + 1 for i, text in enumerate((repo_copy / PLUGIN).read_text().splitlines()) if text.strip() == "tolerations:")
     assert [(f.rule, f.file, f.line, f.context) for f in report.findings] == [
         ("capacity-gpu-driver", PLUGIN, line, f"cluster {c}") for c in ("dev-westus3", "prod-eastus2")], \
         "\n".join(f.text() for f in report.findings)
-    assert all("sku=gpu:NoSchedule" in f.message and "sku=gpu:NoSchedule" in f.hint for f in report.findings)
+    assert all("sku=gpu:NoExecute" in f.message and "sku=gpu:NoExecute" in f.hint for f in report.findings)
 
 
 def test_a_plugin_affinity_that_selects_no_gpu_node_is_found_at_the_affinity(repo_copy: Path):

@@ -848,8 +848,8 @@ CORPUS = [
      lambda r: (edit(r, "flux/infrastructure/controllers/kustomization.yaml", "  - nvidia-device-plugin.yaml\n", ""),
                 (r / "flux/infrastructure/controllers/nvidia-device-plugin.yaml").unlink()), 17),
     ("device-plugin-untolerated-gpu-taint", "capacity-gpu-driver", "flux/infrastructure/controllers/nvidia-device-plugin.yaml",
-     lambda r: (edit(r, "terraform/node_pools.tf", "  node_taints = []\n", '  node_taints = ["sku=gpu:NoSchedule"]\n'),
-                append(r, "base/resource-flavors.yaml", "  tolerations:\n    - {key: sku, operator: Equal, value: gpu, effect: NoSchedule}\n")), 69),
+     lambda r: (edit(r, "terraform/node_pools.tf", "  node_taints = []\n", '  node_taints = ["sku=gpu:NoExecute"]\n'),
+                append(r, "base/resource-flavors.yaml", "  tolerations:\n    - {key: sku, operator: Equal, value: gpu, effect: NoExecute}\n")), 70),
     # Terraform, read by Terraform's loader and evaluator (tools/tfeval): its errors at the line it names.
     ("tf-undeclared-variable", "terraform-expression", "terraform/node_pools.tf",
      lambda r: edit(r, "terraform/node_pools.tf", "  max_pods                = var.max_pods\n", "  max_pods                = var.max_pod\n"), 21),
