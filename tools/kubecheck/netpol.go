@@ -175,17 +175,26 @@ func rayFlows(obj map[string]interface{}, m made, peer func(string, map[string]s
 	if head == nil {
 		return nil
 	}
-	var flows []flow
+	gcs, err := strconv.Atoi(common.GetHeadPort(m.cluster.Spec.HeadGroupSpec.RayStartParams))
+	if err != nil {
+		gcs = utils.DefaultGcsServerPort
+	}
+	dashboard := int(utils.DefaultDashboardPort)
+	if len(head.pod.Spec.Containers) > utils.RayContainerIndex {
+		dashboard = int(utils.FindContainerPort(&head.pod.Spec.Containers[utils.RayContainerIndex], utils.DashboardPortName, utils.DefaultDashboardPort))
+	}
+	var flows, mesh []flow // the GCS, dashboard connections first, the others after
 	to := func(from string, source *matcher.InternalPeer, dest *end, port int, name string) {
 		label := strconv.Itoa(port)
 		if name != "" {
 			label += " (" + name + ")"
 		}
-		flows = append(flows, flow{fmt.Sprintf("%s -> %s pod TCP %s", from, dest.role, label), source, dest.peer, port, name})
-	}
-	gcs, err := strconv.Atoi(common.GetHeadPort(m.cluster.Spec.HeadGroupSpec.RayStartParams))
-	if err != nil {
-		gcs = utils.DefaultGcsServerPort
+		f := flow{fmt.Sprintf("%s -> %s pod TCP %s", from, dest.role, label), source, dest.peer, port, name}
+		if dest == head && (port == gcs || port == dashboard) {
+			flows = append(flows, f)
+		} else {
+			mesh = append(mesh, f)
+		}
 	}
 	for _, src := range members {
 		for _, dst := range members {
@@ -207,10 +216,6 @@ func rayFlows(obj map[string]interface{}, m made, peer func(string, map[string]s
 			}
 		}
 	}
-	dashboard := int(utils.DefaultDashboardPort)
-	if len(head.pod.Spec.Containers) > utils.RayContainerIndex {
-		dashboard = int(utils.FindContainerPort(&head.pod.Spec.Containers[utils.RayContainerIndex], utils.DashboardPortName, utils.DefaultDashboardPort))
-	}
 	if operator != nil && (m.job != nil || m.service != nil) {
 		to("the KubeRay operator pod ("+namespaceName(operator.Namespace)+")", peer(namespaceName(operator.Namespace), operator.Labels),
 			head, dashboard, utils.DashboardPortName)
@@ -218,7 +223,7 @@ func rayFlows(obj map[string]interface{}, m made, peer func(string, map[string]s
 	if submitter != nil {
 		to("submitter pod", submitter.peer, head, dashboard, utils.DashboardPortName)
 	}
-	return flows
+	return append(flows, mesh...)
 }
 
 func dedupe(sorted []string) []string {
