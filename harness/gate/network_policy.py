@@ -92,12 +92,24 @@ def network_rules(ctx, root: Path, cluster, samples: list) -> Callable[[], list[
             more = f"; and {len(refused) - 3} more Ray objects" if len(refused) > 3 else ""
             also = f" (with {', '.join(names[1:])}, which select the same pods and allow none of it)" if len(names) > 1 else ""
             message = (f"{names[0]}{also} selects Ray pods and its {direction} rules allow none of the traffic KubeRay's pods need: "
-                       f"{traffic}{more}. Kueue admits the job, its workers wait for the head's GCS forever (KubeRay's wait-gcs-ready) "
-                       "or the operator and submitter never reach the dashboard, and the job holds its quota without running")
+                       f"{traffic}{more}. Kueue admits the job, {_consequence([t for _, ts in refused for t in ts])}, and the job holds "
+                       "its quota without running")
             out.append(finding_at(ctx, root, policy, build, ["spec", "podSelector"], "ray-network-policy", message,
                                   _hint(direction, namespace, operator), cluster=cluster.name))
         return out
     return findings
+
+
+def _consequence(traffic: list[str]) -> str:
+    """What the refused connections do to the job, the first cause first."""
+    said = []
+    if any(t.startswith("worker ") and "-> head pod" in t and ("(GCS)" in t or "(gcs-server)" in t) for t in traffic):
+        said.append("its workers wait for the head's GCS forever (KubeRay's wait-gcs-ready init container)")
+    callers = [who for who in ("the KubeRay operator", "submitter") if any(t.startswith(who) for t in traffic)]
+    if callers:
+        said.append(f"{' and the '.join(callers)} never reach{'es' if len(callers) == 1 else ''} the head's dashboard to submit "
+                    "and follow the job")
+    return "; ".join(said) or "the Ray pods cannot reach each other (tasks, objects, metrics)"
 
 
 def _hint(direction: str, namespace: str, operator: dict | None) -> str:

@@ -188,6 +188,8 @@ func rayFlows(obj map[string]interface{}, m made, peer func(string, map[string]s
 		label := strconv.Itoa(port)
 		if name != "" {
 			label += " (" + name + ")"
+		} else if dest == head && port == gcs {
+			label += " (GCS)"
 		}
 		f := flow{fmt.Sprintf("%s -> %s pod TCP %s", from, dest.role, label), source, dest.peer, port, name}
 		if dest == head && (port == gcs || port == dashboard) {
