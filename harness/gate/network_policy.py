@@ -91,7 +91,8 @@ def network_rules(ctx, root: Path, cluster, samples: list) -> Callable[[], list[
             traffic = "; ".join(f"{who}: {', '.join(t[:4])}{f' and {len(t) - 4} more' if len(t) > 4 else ''}" for who, t in refused[:3])
             more = f"; and {len(refused) - 3} more Ray objects" if len(refused) > 3 else ""
             also = f" (with {', '.join(names[1:])}, which select the same pods and allow none of it)" if len(names) > 1 else ""
-            message = (f"{names[0]}{also} selects Ray pods and its {direction} rules allow none of the traffic KubeRay's pods need: "
+            message = (f"{names[0]}{also} selects the {'receiving' if direction == 'ingress' else 'sending'} end of connections the "
+                       f"Ray pods need and its {direction} rules allow none of them: "
                        f"{traffic}{more}. Kueue admits the job, {_consequence([t for _, ts in refused for t in ts])}, and the job holds "
                        "its quota without running")
             out.append(finding_at(ctx, root, policy, build, ["spec", "podSelector"], "ray-network-policy", message,
@@ -118,6 +119,12 @@ def _hint(direction: str, namespace: str, operator: dict | None) -> str:
     op_ns, op_name = op.get("namespace", "kuberay-system"), as_map(op.get("labels")).get("app.kubernetes.io/name", OPERATOR_CHART)
     ray = "{podSelector: {matchExpressions: [{key: ray.io/cluster, operator: Exists}]}}"
     submitter = "{podSelector: {matchExpressions: [{key: batch.kubernetes.io/job-name, operator: Exists}]}}"
+    if direction == "egress" and namespace == op_ns:
+        return (f"let the operator reach the Ray heads' dashboard: add to namespace {op_ns} `{{apiVersion: networking.k8s.io/v1, kind: "
+                f"NetworkPolicy, metadata: {{name: allow-kuberay-egress, namespace: {op_ns}}}, spec: {{podSelector: {{matchLabels: "
+                f"{{app.kubernetes.io/name: {op_name}}}}}, policyTypes: [Egress], egress: [{{to: [{{namespaceSelector: {{}}, podSelector: "
+                "{matchLabels: {ray.io/node-type: head}}}], ports: [{port: 8265, protocol: TCP}]}]}}` (its calls to the apiserver "
+                "need their own rule too)")
     if direction == "egress":
         return (f"let the Ray pods reach each other: add to namespace {namespace} `{{apiVersion: networking.k8s.io/v1, kind: NetworkPolicy, "
                 f"metadata: {{name: allow-ray-egress, namespace: {namespace}}}, spec: {{podSelector: {{}}, policyTypes: [Egress], "
