@@ -26,12 +26,11 @@ from pathlib import Path
 from harness.gate import capacity, config, conversion, gpu_driver, node_settings, sku_component
 from harness.gate import build_errors, cluster_refs, helm_values, kueue_manager, kueue_wiring, kustomize_warnings, queue_activity, sample_admission, served_apis
 from harness.gate import flux_rules, flux_tenancy, folding, matching, operator_placement, renames
-from harness.gate import kueue_fit, rules, sample_rules
-from harness.gate import schema_check, schema_texts
+from harness.gate import kueue_fit, network_policy, rules, sample_rules
+from harness.gate import render, schema_check, schema_texts
 from harness.gate import subnets, substitution, terraform, terraform_checks, terraform_flux, tf_modules, updates
 from harness.gate import entry, formats, kubernetes_version, version_rules
 from harness.gate.findings import Finding, distinct, keep_once, one_line
-from harness.gate import render
 from harness.gate.render import FluxBuild, render_repository
 from harness.gate.sources import Sources, in_namespace_of, resource_id
 from harness.gate.workloads import WORKLOADS_DIR
@@ -48,6 +47,7 @@ RULE_SOURCES = {
     "harness/gate/version_rules.py (versions.yaml drift)": version_rules.RULES,
     "harness/gate/cluster_refs.py (references and sizes in each cluster's rendered set)": cluster_refs.RULES,
     "harness/gate/sample_admission.py (samples that could never be admitted)": sample_admission.RULES,
+    "harness/gate/network_policy.py (NetworkPolicies against the traffic the Ray pods need)": network_policy.RULES,
     "harness/gate/kueue_manager.py (the Kueue manager's configuration, both operators' feature gates)": kueue_manager.RULES,
     "harness/gate/kueue_wiring.py (the Kueue manager's configuration against its chart and the cluster)": kueue_wiring.RULES,
     "harness/gate/helm_values.py, operator_placement.py (a HelmRelease's values rendered with its chart by Helm's own engine; the operators' pods on the node pools)": {**helm_values.RULES, **operator_placement.RULES},
@@ -206,6 +206,7 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
     for c in clusters:
         c.provided += flux_tenancy.provided(locked) if (root / gate_config.tfvars_file(c.name, root)).is_file() else []
     installed = served_apis.installed_somewhere(root, clusters, pinned)
+    network: list = []  # per cluster, ray-network-policy's pending findings
     for c in clusters:
         per_area["rules"] += rules.cluster_rules(ctx, root, c)
         per_area["rules"] += flux_rules.flux_rules(ctx, c) + flux_tenancy.tenancy_rules(ctx, root, c, locked)
@@ -213,6 +214,7 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
         sample_findings, samples, fits = sample_rules.sample_rules(ctx, root, c)
         per_area["rules"] += sample_findings
         pending_fits[c.name] = fits  # Kueue's flavor assigner answers in the helper while the rules below run
+        network.append(network_policy.network_rules(ctx, root, c, samples))  # tools/kubecheck answers meanwhile
         per_area["rules"] += cluster_refs.cluster_ref_rules(ctx, root, c) + sample_admission.admission_rules(ctx, root, c, samples)
         per_area["rules"] += queue_activity.queue_activity_rules(ctx, root, c) + served_apis.served_api_rules(ctx, root, c, samples, pinned, installed)
         validated += [(f"cluster {c.name}: {gate_config.samples}", s, f"{WORKLOADS_DIR}/{name}.yaml", manager_for(c.entry)) for name, s, _ in samples]
@@ -229,7 +231,7 @@ def _validate(root: Path, gate_config: config.GateConfig, checker: schema_check.
     t_cap = time.monotonic()
     per_area["capacity"] += capacity.capacity_findings(root, clusters, sources, gate_config, pending_fits, created, ctx.writers)
     timed("capacity", t_cap)
-    per_area["rules"] += joined(warnings) + joined(helm)
+    per_area["rules"] += joined(warnings) + joined(helm) + [f for pending in network for f in pending()]
     presuming += [found for fits in pending_fits.values() for found in fits.findings()]
     timings["rules"] = time.monotonic() - t
 

@@ -924,7 +924,18 @@ CORPUS = [
     ("layer-rayjob-prebuilt-workload-missing", "kueue-prebuilt-workload", "base/nightly.yaml",
      lambda r: (_layer_rayjob(r, "default"), edit(r, "base/nightly.yaml", "    kueue.x-k8s.io/queue-name: default\n",
                                                   "    kueue.x-k8s.io/queue-name: default\n    kueue.x-k8s.io/prebuilt-workload-name: nightly-wl\n")), 8),
+    ("network-policy-default-deny-ingress", "ray-network-policy", "base/deny.yaml",
+     lambda r: _network_policy(r, "  podSelector: {}\n  policyTypes: [Ingress]\n"), 5),
+    ("network-policy-same-namespace-only", "ray-network-policy", "base/deny.yaml",  # the KubeRay operator (kuberay-system) refused
+     lambda r: _network_policy(r, "  podSelector: {}\n  policyTypes: [Ingress]\n  ingress:\n    - from: [{podSelector: {}}]\n"), 5),
 ]
+
+
+def _network_policy(root: Path, spec: str) -> None:
+    """A NetworkPolicy in namespace ray with `spec`, in base/deny.yaml (its podSelector at line 5)."""
+    write(root, "base/deny.yaml", "apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: default-deny-ingress, namespace: ray}\n"
+          "spec:\n" + spec)
+    edit(root, "base/kustomization.yaml", "  - priority-classes.yaml\n", "  - priority-classes.yaml\n  - deny.yaml\n")
 
 
 def _mount_claim(root: Path, claim: str) -> None:

@@ -188,11 +188,12 @@ def test_tfeval_links_the_pinned_terraform_evaluator():
 
 def test_kubecheck_links_the_pinned_kubernetes_and_kuberay():
     """tools/kubecheck validates the pods KubeRay's builders make with the apiserver's pod validation: it
-    links the pinned k8s.io/kubernetes with its staging modules at that line's version, and the pinned KubeRay."""
+    links the pinned k8s.io/kubernetes with its staging modules at that line's version, the pinned KubeRay, and the pinned
+    NetworkPolicy simulator (cyclonus, netpol.go)."""
     gomod = _gomod("tools/kubecheck/go.mod")
     linked = {r["Path"]: r["Version"] for r in gomod["Require"]}
     replaces = {r["Old"]["Path"]: r["New"]["Version"] for r in gomod.get("Replace") or []}
-    expected = {versions.module(pin)[0]: versions.module(pin)[1] for pin in ("kubernetes", "kuberay")}
+    expected = {versions.module(pin)[0]: versions.module(pin)[1] for pin in ("kubernetes", "kuberay", "cyclonus")}
     assert {m: linked.get(m) for m in expected} == expected
     staging = versions.staging_version(versions.module("kubernetes")[1])
     assert replaces and set(replaces.values()) == {staging}, replaces

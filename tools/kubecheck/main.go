@@ -9,6 +9,8 @@
 //     path for pods in its namespace (the LimitRanger's defaults, the pod strategy), then the
 //     PodSecurity admission of its namespace's level (security.go), then the ResourceQuota admission of all of them
 //     together;
+//   - op "network" (netpol.go): the traffic the pods KubeRay would create for a Ray object need (between them, from the
+//     KubeRay operator and the submitter) that the cluster's NetworkPolicies drop, by cyclonus' NetworkPolicy simulator;
 //   - op "stored" (builtin.go): each object as the apiserver stores it, with its version's defaults (a LimitRange's
 //     default limits and requests, which Kueue reads), the answer a list of objects.
 //
@@ -120,6 +122,18 @@ func main() {
 				}
 			}
 			resp["answer"] = results
+		case "network": // per object: the traffic its Ray cluster needs that the NetworkPolicies in `related` drop (netpol.go)
+			answers := make([][]refusal, len(req.Objects))
+			for i, obj := range req.Objects {
+				var related []map[string]interface{}
+				if i < len(req.Related) {
+					related = req.Related[i]
+				}
+				if answers[i] = networkRefusals(obj, related); answers[i] == nil {
+					answers[i] = []refusal{}
+				}
+			}
+			resp["answer"] = answers
 		case "stored":
 			stored := make([]map[string]interface{}, len(req.Objects))
 			for i, obj := range req.Objects {
