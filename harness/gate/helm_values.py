@@ -38,7 +38,7 @@ from pathlib import Path
 import yaml
 
 from harness.core import HarnessError, versions
-from harness.gate import chart_values, operator_placement, pin_schema, schema_check, schemas, version_rules
+from harness.gate import chart_values, kueue_webhooks, operator_placement, pin_schema, schema_check, schemas, version_rules
 from harness.gate.cluster_index import ClusterIndex, finding_at
 from harness.gate.cluster_refs import chart_health_checks
 from harness.gate.findings import Finding
@@ -158,7 +158,13 @@ def helm_rules(ctx, root: Path, clusters: list) -> list[Finding]:
                                       f"so the release fails: {shown}"))
     return (out + _health_checks(ctx, root, releases, answers) + _unused(ctx, root, releases, answers)
             + version_rules.rendered_image_findings(ctx, root, releases, answers)
-            + operator_placement.placement_findings(ctx, root, releases, answers, problems))
+            + operator_placement.placement_findings(ctx, root, releases, answers, problems)
+            + kueue_webhooks.scope_findings(ctx, root, releases, answers, render))
+
+
+def render(request: dict) -> dict:
+    """Helm's rendering of one op helm request (a chart, its values, the release), as helm_rules asks for it."""
+    return helper().submit("helm", HelmError, helm=request, kubernetes_version=schema_check.KUBERNETES_VERSION).result()
 
 
 def _not_judged(ctx, root: Path, index: ClusterIndex, build, hr: dict, pin: str, failed: str = "") -> list[Finding]:
