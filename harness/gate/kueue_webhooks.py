@@ -26,7 +26,7 @@ import yaml
 from harness.gate import matching
 from harness.gate.cluster_index import ClusterIndex, NAMESPACE_NAME_LABEL, finding_at
 from harness.gate.findings import Finding
-from harness.gate.kueue_manager import CONFIG_PATH, locate
+from harness.gate.kueue_manager import CONFIG_PATH, loaded, locate, manager_text
 from harness.gate.sources import as_list, as_map, as_maps, parse_yaml
 
 RULES = {
@@ -47,15 +47,15 @@ def scope_findings(ctx, root: Path, releases: list, answers: dict, render) -> li
     out = []
     for index, build, hr, pin, key in releases:
         answer = answers[key]
-        if pin != "kueue" or answer.get("error") or answer.get("valuesError"):
-            continue  # helm-values reports it
+        text = manager_text(hr)
+        if pin != "kueue" or answer.get("error") or answer.get("valuesError") or (text is not None and loaded(text) is None):
+            continue  # helm-values or kueue-config reports it (a manager that refuses its configuration never serves)
         running = _controller_namespaces(index, hr, answer)
         hits = _intercepted(answer, index, running)
         if not hits:
             continue
         request = json.loads(key)
-        text = as_map(as_map(request.get("values")).get("managerConfig")).get("controllerManagerConfigYaml")
-        config = _config(text)
+        config = _config(as_map(as_map(request.get("values")).get("managerConfig")).get("controllerManagerConfigYaml"))
         causes = _causes(request, config, hits, index, running, render)
         located, block = locate(ctx, root, index, build, hr, "kueue-webhook-scope")
         for cause, found in causes.items():
@@ -64,23 +64,23 @@ def scope_findings(ctx, root: Path, releases: list, answers: dict, render) -> li
             if isinstance(cause, int):
                 name = _frameworks(config)[cause]
                 message = (f"values.managerConfig.controllerManagerConfigYaml lists integration {name}, so the chart renders "
-                           f"{', '.join(webhooks)} with failurePolicy Fail over {where}")
+                           f"the webhooks {', '.join(webhooks)} with failurePolicy Fail over {where}")
                 line, hint = block.line(["integrations", "frameworks", cause]), (
                     f"drop `- {name}` from integrations.frameworks if nothing queues it, or set managedJobsNamespaceSelector to "
                     "select only the workload namespaces (e.g. matchLabels {kueue-managed: \"true\"} on them)")
             else:
-                said = ("the chart's own manager configuration (values.managerConfig.controllerManagerConfigYaml is not written) "
-                        "turns on the pod, deployment and statefulset integrations and sets no managedJobsNamespaceSelector, so"
+                said = ("values.managerConfig.controllerManagerConfigYaml is not written, so the chart's own manager configuration "
+                        "(its integrations.frameworks, no managedJobsNamespaceSelector) is in effect, and"
                         if text is None else "values.managerConfig.controllerManagerConfigYaml " + (
                             "has a managedJobsNamespaceSelector that takes these namespaces in, and" if cause == "selector" else
                             "has no managedJobsNamespaceSelector, so"))
-                message = f"{said} the chart renders {', '.join(webhooks)} with failurePolicy Fail over {where}"
+                message = f"{said} the chart renders the webhooks {', '.join(webhooks)} with failurePolicy Fail over {where}"
                 line = block.line(["managedJobsNamespaceSelector"] if cause == "selector" else ["integrations"]) if text is not None else None
                 hint = ("set managedJobsNamespaceSelector to select only the workload namespaces (e.g. matchLabels "
                         "{kueue-managed: \"true\"} on them)" + ("" if text is not None else ", in a managerConfig whose "
                         "integrations.frameworks leave out pod, deployment and statefulset unless something queues them"))
             message += (": while Kueue (one replica) is down or not yet serving its certificate, the apiserver refuses every "
-                        "object they intercept there, so no pod of these controllers can be created, and Flux cannot roll out a fix")
+                        "object they intercept there, so these controllers' pods (and workloads) cannot be created, nor can Flux roll out a fix")
             if line is None:
                 out.append(finding_at(ctx, root, hr, build, ["spec", "values"] if text is None else CONFIG_PATH, "kueue-webhook-scope",
                                       message, hint, cluster=index.cluster.name, severity="warning"))
@@ -128,7 +128,7 @@ def _intercepted(answer: dict, index: ClusterIndex, running: dict) -> set[tuple[
             for ns, (_, created) in running.items():
                 if (resources & created or "*" in resources) and matching.selector_matches(
                         selector, index.namespaces.get(ns) or {NAMESPACE_NAME_LABEL: ns})[0]:
-                    out.add((f"{obj.get('kind')} {as_map(obj.get('metadata')).get('name')} {hook.get('name')}", ns))
+                    out.add((str(hook.get("name")), ns))
     return out
 
 
