@@ -603,6 +603,9 @@ CORPUS = [
      lambda r: edit(r, "terraform/aks.tf", 'network_policy      = "cilium"', 'network_policy      = "calico"'), 66),
     ("node-subnet-in-the-default-service-cidr", "terraform-address-ranges", "terraform/clusters/dev-westus3.tfvars",
      lambda r: append(r, "terraform/clusters/dev-westus3.tfvars", 'vnet_cidr = "10.0.0.0/16"\nnodes_subnet_cidr = "10.0.0.0/22"\n'), 18),
+    # A misspelt client-id key on the ServiceAccount the credential trusts: at the key, not at the credential (workload_identity.py).
+    ("misspelt-client-id-annotation", "terraform-federated-subject", SA,
+     lambda r: edit(r, SA, "azure.workload.identity/client-id:", "azure.workload.identity/client_id:"), 8),
     ("issuer-of-another-cluster", "terraform-federated-subject", "terraform/identity.tf",
      lambda r: edit(r, "terraform/identity.tf", "azurerm_kubernetes_cluster.this.oidc_issuer_url", '"https://eastus2.oic.prod-aks.azure.com/t/g/"'), 26),
     # A LimitRange default for containers without requests: Kueue charges it to the submitters (AdjustResources), 30 + the rest > 24 cpu.
@@ -665,6 +668,9 @@ CORPUS = [
     ("kueue-no-replicas", "kueue-chart-wiring", KUEUE, lambda r: edit(r, KUEUE, "    controllerManager:\n", "    controllerManager:\n      replicas: 0\n"), 46),
     ("kueue-manages-pods-of-flux", "kueue-manage-without-queue-name", KUEUE,
      lambda r: edit(r, KUEUE, "        integrations:\n", "        manageJobsWithoutQueueName: true\n        integrations:\n"), 71),
+    # Kueue's pod integration, queued by nothing: the chart's pod webhooks (failurePolicy Fail) over flux-system (kueue_webhooks.py).
+    ("kueue-pod-integration-over-flux", "kueue-webhook-scope", KUEUE,
+     lambda r: edit(r, KUEUE, "            - batch/job\n", "            - batch/job\n            - pod\n"), 90, "warning"),
     ("kueue-excludes-gpus", "kueue-excluded-resource", KUEUE,
      lambda r: edit(r, KUEUE, "        integrations:\n", "        resources:\n          excludeResourcePrefixes: [nvidia.com/]\n        integrations:\n"), 72),
     # A Replace transformation without outputs drops its input as excludeResourcePrefixes does: at its input (kueue_wiring.py).
@@ -723,7 +729,7 @@ CORPUS = [
     ("name-prefix-on-queues", "kustomize-rename", "overlays/team-queues/kustomization.yaml",
      lambda r: edit(r, "overlays/team-queues/kustomization.yaml", "resources:", "namePrefix: prod-\nresources:"), 5),
     # The Kueue manager's configuration, loaded as the pinned manager loads it at start (kueue_manager.py).
-    ("kueue-config-unknown-framework", "kueue-config", KUEUE, lambda r: edit(r, KUEUE, "            - pod\n", "            - pods\n"), 74),
+    ("kueue-config-unknown-framework", "kueue-config", KUEUE, lambda r: edit(r, KUEUE, "            - batch/job\n", "            - batch/jobs\n"), 89),
     ("kueue-config-unknown-feature-gate", "kueue-config", KUEUE,
      lambda r: edit(r, KUEUE, "FinishOrphanedWorkloads: false", "FinishOrphanedWorkload: false"), 81),
     ("kueue-config-unknown-field", "kueue-config", KUEUE, lambda r: edit(r, KUEUE, "        integrations:\n", "        integrationz:\n"), 71),
@@ -755,7 +761,7 @@ CORPUS = [
     ("suspended-layer", "flux-suspended", f"{PROD}/queues.yaml", lambda r: edit(r, f"{PROD}/queues.yaml", "  prune: true", "  prune: true\n  suspend: true"),
      16, "warning"),
     ("kueue-default-integrations", "kueue-rayjob-integration", KUEUE,
-     lambda r: edit(r, KUEUE, "        integrations:\n          frameworks:\n            - batch/job\n            - pod\n            - ray.io/rayjob\n", ""), 59),
+     lambda r: edit(r, KUEUE, "        integrations:\n          frameworks:\n            - batch/job\n            - ray.io/rayjob\n", ""), 59),
     ("cohort-quota-over-capacity", "capacity-quota", TEAM_A,
      lambda r: append(r, TEAM_A, "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata:\n  name: shared-cohort\nspec:\n"
                                "  resourceGroups:\n    - coveredResources: [nvidia.com/gpu]\n      flavors:\n        - name: gpu\n"
