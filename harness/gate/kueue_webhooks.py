@@ -13,7 +13,9 @@ namespace, can be created. Nothing in those namespaces is queued, so the webhook
 
 The finding (a warning) is at the integrations.frameworks entry that makes the webhooks Fail there, found by rendering
 the chart again without that entry (one finding per entry, naming its webhooks and the namespaces); a webhook that is
-Fail whatever the frameworks say is at managedJobsNamespaceSelector (or integrations, where none is written).
+Fail whatever the frameworks say is at managedJobsNamespaceSelector (or integrations, where none is written). With
+manageJobsWithoutQueueName the integrations' webhooks gate those pods for good, which kueue-manage-without-queue-name
+(harness.gate.kueue_wiring) reports instead.
 """
 from __future__ import annotations
 
@@ -59,6 +61,8 @@ def scope_findings(ctx, root: Path, releases: list, answers: dict, render) -> li
         causes = _causes(request, config, hits, index, running, render)
         located, block = locate(ctx, root, index, build, hr, "kueue-webhook-scope")
         for cause, found in causes.items():
+            if isinstance(cause, int) and config.get("manageJobsWithoutQueueName") is True:
+                continue  # Kueue then gates those pods for good: kueue-manage-without-queue-name, the one finding
             webhooks = sorted({w for w, _ in found})
             where = "; ".join(f"{ns} ({', '.join(running[ns][0])})" for ns in sorted({ns for _, ns in found}))
             if isinstance(cause, int):

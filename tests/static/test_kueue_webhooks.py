@@ -73,3 +73,11 @@ def test_the_charts_own_configuration_is_one_warning_at_the_values(repo_copy):
     (found,) = _scope(repo_copy)
     assert (found.file, found.line) == (KUEUE, _line(repo_copy, "  values:")), found.text()
     assert "mpod.kb.io" in found.message and "mdeployment.kb.io" in found.message, found.text()
+
+
+def test_with_manage_jobs_without_queue_name_the_pod_integration_is_that_rules_one_finding(repo_copy):
+    """Kueue then gates the pods of flux-system for good (kueue-manage-without-queue-name): the outage warning folds."""
+    edit(repo_copy, KUEUE, "        integrations:\n", "        manageJobsWithoutQueueName: true\n        integrations:\n")
+    edit(repo_copy, KUEUE, FRAMEWORKS, FRAMEWORKS + "            - pod\n")
+    found = validate_repository(repo_copy).findings
+    assert sorted({f.rule for f in found}) == ["kueue-manage-without-queue-name"], "\n".join(f.text() for f in found)
