@@ -83,7 +83,7 @@ def scope_findings(ctx, root: Path, releases: list, answers: dict, render) -> li
                 hint = ("set managedJobsNamespaceSelector to select only the workload namespaces (e.g. matchLabels "
                         "{kueue-managed: \"true\"} on them)" + ("" if text is not None else ", in a managerConfig whose "
                         "integrations.frameworks leave out pod, deployment and statefulset unless something queues them"))
-            message += (": while Kueue (one replica) is down or not yet serving its certificate, the apiserver refuses every "
+            message += (": while Kueue is down or not yet serving its certificate, the apiserver refuses every "
                         "object they intercept there, so these controllers' pods (and workloads) cannot be created, nor can Flux roll out a fix")
             if line is None:
                 out.append(finding_at(ctx, root, hr, build, ["spec", "values"] if text is None else CONFIG_PATH, "kueue-webhook-scope",
