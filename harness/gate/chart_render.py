@@ -45,7 +45,17 @@ def request_for(index: ClusterIndex, hr: dict, chart: Path) -> tuple[str, dict]:
     spec, (name, namespace) = as_map(hr.get("spec")), release_of(hr)
     request = {"chart": str(chart), "values": as_map(spec.get("values")),
                "release": name, "namespace": namespace, **values_from(index, hr), **post_renderers(spec)}
-    return json.dumps(request, sort_keys=True, default=str), request
+    return request_key(request), request
+
+
+def request_key(request: dict) -> str:
+    """The key a request's answer is kept under: its JSON."""
+    return json.dumps(request, sort_keys=True, default=str)
+
+
+def answer(request: dict) -> dict:
+    """Helm's answer to an op helm request made elsewhere (a what-if of a HelmRelease's values), waited for."""
+    return render(request_key(request), request).result()
 
 
 _RENDERS: dict[str, Future] = {}  # the same request is rendered once per process (helm_values and chart_objects ask it)

@@ -38,8 +38,8 @@ from pathlib import Path
 import yaml
 
 from harness.core import HarnessError, versions
-from harness.gate import chart_values, operator_placement, pin_schema, schema_check, schemas, version_rules
-from harness.gate.chart_render import HelmError, chart_for, release_of, render, request_for  # noqa: F401 (HelmError, release_of: this module's API)
+from harness.gate import chart_values, kueue_webhooks, operator_placement, pin_schema, schema_check, schemas, version_rules
+from harness.gate.chart_render import HelmError, answer as chart_answer, chart_for, release_of, render, request_for  # noqa: F401 (HelmError, release_of: this module's API)
 from harness.gate.cluster_index import ClusterIndex, finding_at
 from harness.gate.cluster_refs import chart_health_checks
 from harness.gate.findings import Finding
@@ -138,7 +138,8 @@ def helm_rules(ctx, root: Path, clusters: list) -> list[Finding]:
                                       f"so the release fails: {shown}"))
     return (out + _health_checks(ctx, root, releases, answers) + _unused(ctx, root, releases, answers)
             + version_rules.rendered_image_findings(ctx, root, releases, answers)
-            + operator_placement.placement_findings(ctx, root, releases, answers, problems))
+            + operator_placement.placement_findings(ctx, root, releases, answers, problems)
+            + kueue_webhooks.scope_findings(ctx, root, releases, answers, chart_answer))
 
 
 def _not_judged(ctx, root: Path, index: ClusterIndex, build, hr: dict, pin: str, failed: str = "") -> list[Finding]:

@@ -47,7 +47,8 @@ RULES = {
     "terraform-undeclared-variable": "every variable a cluster's tfvars sets is declared in terraform/ (Terraform only warns and ignores "
                                      "the value; an error when the name is a misspelling of a declared one, which keeps its default)",
     "terraform-federated-subject": "the federated identity credential trusts system:serviceaccount:<ns>:<name> of the workload ServiceAccount (the "
-                                   f"ServiceAccount with annotation {CLIENT_ID_ANNOTATION}, wherever the repository keeps it), and a credential "
+                                   f"ServiceAccount with annotation {CLIENT_ID_ANNOTATION}, wherever the repository keeps it; the ServiceAccount it trusts carries that "
+                                   "key, a misspelt one is reported at the key), and a credential "
                                    "trusts every other ServiceAccount with that annotation; its audience is the webhook's and its issuer the cluster's oidc_issuer_url",
     "terraform-workload-identity": "the AKS cluster sets oidc_issuer_enabled and workload_identity_enabled, which the federated credential "
                                    f"(its issuer) and the workload pods' token injection need, when the repository has the workload ServiceAccount",

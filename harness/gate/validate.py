@@ -25,9 +25,8 @@ from pathlib import Path
 
 from harness.gate import capacity, config, conversion, gpu_driver, node_settings, sku_component
 from harness.gate import build_errors, cluster_refs, helm_values, kueue_manager, kueue_wiring, kustomize_warnings, queue_activity, sample_admission, served_apis
-from harness.gate import flux_rules, flux_tenancy, folding, matching, operator_placement, renames
-from harness.gate import kueue_fit, network_policy, rules, sample_rules
-from harness.gate import render, schema_check, schema_texts
+from harness.gate import flux_rules, flux_tenancy, folding, kueue_webhooks, matching, operator_placement, renames
+from harness.gate import kueue_fit, network_policy, render, rules, sample_rules, schema_check, schema_texts
 from harness.gate import subnets, substitution, terraform, terraform_checks, terraform_flux, tf_modules, updates
 from harness.gate import entry, formats, kubernetes_version, version_rules
 from harness.gate.findings import Finding, distinct, keep_once, one_line
@@ -51,6 +50,7 @@ RULE_SOURCES = {
     "harness/gate/kueue_manager.py (the Kueue manager's configuration, both operators' feature gates)": kueue_manager.RULES,
     "harness/gate/kueue_wiring.py (the Kueue manager's configuration against its chart and the cluster)": kueue_wiring.RULES,
     "harness/gate/helm_values.py, operator_placement.py (a HelmRelease's values rendered with its chart by Helm's own engine; the operators' pods on the node pools)": {**helm_values.RULES, **operator_placement.RULES},
+    "harness/gate/kueue_webhooks.py (the Kueue chart's webhooks against the controllers' namespaces)": kueue_webhooks.RULES,
     "harness/gate/renames.py (namePrefix/nameSuffix, targetNamespace and the references left behind)": renames.RULES,
     "harness/gate/queue_activity.py (ClusterQueues Kueue would keep inactive)": queue_activity.RULES,
     "harness/gate/served_apis.py (the Kueue and KubeRay APIs each cluster installs)": served_apis.RULES,

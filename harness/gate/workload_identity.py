@@ -4,6 +4,7 @@ among the repository's sources wherever it is written), the AKS cluster has the 
 webhook, and every other annotated ServiceAccount is trusted too (rules in harness.gate.terraform_checks.RULES)."""
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 
 from harness.gate.findings import Finding
@@ -11,6 +12,9 @@ from harness.gate.sources import Sources, as_map
 from harness.gate.terraform import TERRAFORM_DIR, Evaluation, TerraformConfig, TerraformError, variable_origin
 
 CLIENT_ID_ANNOTATION = "azure.workload.identity/client-id"
+# The webhook's other annotations (azure-workload-identity's docs, "Annotations"): never a misspelt client-id.
+OTHER_ANNOTATIONS = {f"azure.workload.identity/{k}" for k in ("tenant-id", "service-account-token-expiration", "skip-containers",
+                                                               "inject-proxy-sidecar", "proxy-sidecar-port")}
 TOKEN_AUDIENCE = "api://AzureADTokenExchange"
 SUBJECT_VARIABLES = ("workload_namespace", "workload_service_account_name")  # what local.workload_subject is built from
 
@@ -58,6 +62,9 @@ def identity_findings(cfg: TerraformConfig, scopes: list[tuple[str, Evaluation]]
     out = []
     sa = _workload_service_account(sources, scopes, clusters)
     creds = cfg.of_type("azurerm_federated_identity_credential")
+    if sa is None and (misnamed := _unannotated_account(sources, scopes)):
+        out.append(misnamed[1])
+        sa = misnamed[0]  # the credential's ServiceAccount, still there: the rest is judged against it
     if sa is None:
         at = (creds[0].file, creds[0].line, creds[0].address) if creds else (f"{TERRAFORM_DIR}/identity.tf", None, "")
         wanted = "/".join(str(scopes[0][1].variable(v) or "?") for v in SUBJECT_VARIABLES)
@@ -136,6 +143,35 @@ def _issuer_findings(cfg: TerraformConfig, cred) -> list[Finding]:
                     f"({want}): the tokens the workload identity webhook projects are signed by that issuer, and Entra ID exchanges them "
                     "only with a credential of exactly that issuer URL (AADSTS70021: No matching federated identity record found)",
                     f"set issuer = {want}")]
+
+
+def _unannotated_account(sources: Sources, scopes: list[tuple[str, Evaluation]]) -> tuple[WorkloadAccount, Finding] | None:
+    """When no ServiceAccount has the annotation: a ServiceAccount whose subject a federated credential trusts (with some
+    variable set), else the one ServiceAccount with an annotation key close to it, and the finding at its annotation key
+    (a misspelt key: did you mean) or its metadata: the webhook reads only CLIENT_ID_ANNOTATION, so it injects no
+    AZURE_CLIENT_ID into its pods, and Terraform is not what to change."""
+    accounts = [(doc, as_map(doc.obj.get("metadata"))) for doc in sources.docs if doc.obj.get("kind") == "ServiceAccount"]
+    accounts = [(doc, meta) for doc, meta in accounts if isinstance(meta.get("name"), str) and isinstance(meta.get("namespace", "default"), str)]
+    near = {id(doc): difflib.get_close_matches(CLIENT_ID_ANNOTATION, [str(k) for k in as_map(meta.get("annotations"))
+                                                                           if str(k) not in OTHER_ANNOTATIONS], n=1, cutoff=0.8)
+            for doc, meta in accounts}
+    trusted = [(doc, meta) for doc, meta in accounts
+               if any(_trusted(ev, f"system:serviceaccount:{meta.get('namespace', 'default')}:{meta['name']}") for _, ev in scopes)]
+    found = trusted or [(doc, meta) for doc, meta in accounts if near[id(doc)]]
+    if len(found) != 1 and not trusted:
+        return None
+    doc, meta = found[0]
+    ns, name, key = meta.get("namespace", "default"), meta["name"], (near[id(doc)] or [None])[0]
+    account = WorkloadAccount(ns, name, doc.file, doc.line, "namespace" in meta)
+    file, line = sources.locate(doc.obj, field=f"metadata.annotations[{key}]" if key else "metadata")
+    said = (f"has annotation key {key!r}, not {CLIENT_ID_ANNOTATION} (did you mean {CLIENT_ID_ANNOTATION}?)" if key else
+            f"has no annotation {CLIENT_ID_ANNOTATION}")
+    trust = ("the federated identity credential trusts its subject" if trusted else "it is the only ServiceAccount with a key like it")
+    return account, Finding(file, line if line else doc.line, f"ServiceAccount/{ns}/{name}", "terraform-federated-subject",
+                            f"ServiceAccount {ns}/{name} {said}; {trust}, but the workload identity webhook reads only "
+                            f"{CLIENT_ID_ANNOTATION}, so it injects no AZURE_CLIENT_ID into its pods and their Azure calls fail",
+                            f"write the annotation key as {CLIENT_ID_ANNOTATION}" if key else
+                            f'add annotation {CLIENT_ID_ANNOTATION}: "<the client id of the managed identity Terraform creates>"')
 
 
 def _trusted(ev: Evaluation, subject: str) -> bool | None:

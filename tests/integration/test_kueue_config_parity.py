@@ -23,8 +23,8 @@ PRODUCTION = helmrelease_values(KUEUE_HELMRELEASE)["managerConfig"]["controllerM
 # (case, the edit of the production text, whether the manager refuses it)
 CASES = [
     ("production", ("", ""), False),
-    ("unknown-framework", ("- pod\n", "- pods\n"), True),
-    ("framework-twice", ("    - pod\n", "    - pod\n    - batch/job\n"), True),
+    ("unknown-framework", ("- batch/job\n", "- batch/jobs\n"), True),
+    ("framework-twice", ("    - ray.io/rayjob\n", "    - ray.io/rayjob\n    - batch/job\n"), True),
     ("unknown-feature-gate", ("FinishOrphanedWorkloads: false", "FinishOrphanedWorkload: false"), True),
     ("unknown-field", ("integrations:\n", "integrationz:\n"), True),
     ("duration-with-words", ("integrations:\n", "waitForPodsReady:\n  timeout: 10 minutes\nintegrations:\n"), True),

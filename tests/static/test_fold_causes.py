@@ -39,3 +39,15 @@ def test_the_same_message_on_two_clusters_but_for_its_name_is_one_finding():
     # a fix naming each cluster's own file stays apart
     other = Finding("f.yaml", 3, "X/a", "r", "pods of cluster prod-eastus2 stay Pending", "edit prod-eastus2.tfvars", "cluster prod-eastus2: K")
     assert keep_once({}, other) and keep_once({**unique}, other)
+
+
+@pytest.mark.parametrize("change,line,said", [
+    (("azure.workload.identity/client-id:", "azure.workload.identity/client_id:"), 8, "did you mean azure.workload.identity/client-id"),
+    (('    azure.workload.identity/client-id: "${WORKLOAD_IDENTITY_CLIENT_ID}"\n', ""), 4, "has no annotation azure.workload.identity/client-id")])
+def test_the_client_id_key_of_the_trusted_service_account_is_one_finding_at_the_account(repo_copy: Path, change, line, said):
+    """Q.md #6: the ServiceAccount the federated credential trusts is still there, without the key the workload identity
+    webhook reads: at its key (or its metadata), not at terraform/identity.tf with a hint to restore it."""
+    edit(repo_copy, "base/service-account.yaml", *change)
+    found = validate_repository(repo_copy).findings
+    assert [(f.rule, f.file, f.line) for f in found] == [("terraform-federated-subject", "base/service-account.yaml", line)], found
+    assert said in found[0].message and "azure.workload.identity/client-id" in found[0].hint, found[0].text()

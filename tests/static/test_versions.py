@@ -97,7 +97,7 @@ def test_kueue_local_config_uses_the_helm_release_integrations():
     """The embedded Kueue must run with the frameworks the HelmRelease configures."""
     release = _by_kind("HelmRelease")["kueue"]
     config = yaml.safe_load(release["spec"]["values"]["managerConfig"]["controllerManagerConfigYaml"])
-    assert config["integrations"]["frameworks"] == ["batch/job", "pod", "ray.io/rayjob"]
+    assert config["integrations"]["frameworks"] == ["batch/job", "ray.io/rayjob"]
 
 
 def test_kueue_feature_gates_in_one_place_and_orphan_finishing_off_before_0_17_3():
