@@ -574,7 +574,7 @@ CORPUS = [
     ("clusterqueue-unreachable", "clusterqueue-unreachable", TEAM_B,
      lambda r: (edit(r, TEAM_B, "clusterQueue: team-b-cq", "clusterQueue: team-a-cq"), edit(r, TEAM_B, "  cohortName: shared-cohort\n", "")),
      1, "warning"),
-    ("kueue-without-rayjob", "kueue-rayjob-integration", KUEUE, lambda r: edit(r, KUEUE, "            - ray.io/rayjob\n", ""), 88),
+    ("kueue-without-rayjob", "kueue-rayjob-integration", KUEUE, lambda r: edit(r, KUEUE, "            - ray.io/rayjob\n", ""), 74),
     ("release-depends-on-nothing", "flux-depends-on", KUBERAY,
      lambda r: edit(r, KUBERAY, "  interval: 12h\n", "  interval: 12h\n  dependsOn:\n    - name: cert-manager\n"), 33),
     ("health-check-names-nothing", "flux-health-check", f"{PROD}/infrastructure.yaml",
@@ -625,7 +625,7 @@ CORPUS = [
     # The manager's resource transformations add a resource no ClusterQueue covers to every GPU pod set: at the output.
     ("transformation-to-an-uncovered-resource", "sample-fits", KUEUE,
      lambda r: edit(r, KUEUE, "        featureGates:\n", "        resources:\n          transformations:\n            - input: nvidia.com/gpu\n"
-                    "              strategy: Retain\n              outputs:\n                example.com/gpu-memory: 80Gi\n        featureGates:\n"), 101),
+                    "              strategy: Retain\n              outputs:\n                example.com/gpu-memory: 80Gi\n        featureGates:\n"), 87),
     # Without spec.postBuild kustomize-controller substitutes nothing: the queue layer's ${VAR}s are applied as written.
     ("queue-layer-without-post-build", "flux-variable-undefined", f"{PROD}/queues.yaml",
      lambda r: edit(r, f"{PROD}/queues.yaml", "  postBuild:\n    substitute:\n      CLUSTER_NAME: prod-eastus2\n    substituteFrom:\n"
@@ -660,54 +660,54 @@ CORPUS = [
     ("infrastructure-does-not-wait", "flux-layer-order", f"{PROD}/infrastructure.yaml",
      lambda r: edit(r, f"{PROD}/infrastructure.yaml", "  wait: true\n", "  wait: false\n"), 13, "warning"),
     # The Kueue manager configuration against what its chart wires and the cluster runs (kueue_wiring.py).
-    ("kueue-webhook-port-not-the-services", "kueue-chart-wiring", KUEUE, lambda r: edit(r, KUEUE, "          port: 9443\n", "          port: 9444\n"), 83),
+    ("kueue-webhook-port-not-the-services", "kueue-chart-wiring", KUEUE, lambda r: edit(r, KUEUE, "          port: 9443\n", "          port: 9444\n"), 69),
     ("kueue-probe-port-not-the-charts", "kueue-chart-wiring", KUEUE,
-     lambda r: edit(r, KUEUE, "healthProbeBindAddress: :8081", "healthProbeBindAddress: :9090"), 79),
+     lambda r: edit(r, KUEUE, "healthProbeBindAddress: :8081", "healthProbeBindAddress: :9090"), 65),
     ("kueue-without-webhook-certificates", "kueue-chart-wiring", KUEUE,
-     lambda r: edit(r, KUEUE, "        integrations:\n", "        internalCertManagement:\n          enable: false\n        integrations:\n"), 88),
-    ("kueue-no-replicas", "kueue-chart-wiring", KUEUE, lambda r: edit(r, KUEUE, "    controllerManager:\n", "    controllerManager:\n      replicas: 0\n"), 60),
+     lambda r: edit(r, KUEUE, "        integrations:\n", "        internalCertManagement:\n          enable: false\n        integrations:\n"), 74),
+    ("kueue-no-replicas", "kueue-chart-wiring", KUEUE, lambda r: edit(r, KUEUE, "    controllerManager:\n", "    controllerManager:\n      replicas: 0\n"), 46),
     ("kueue-manages-pods-of-flux", "kueue-manage-without-queue-name", KUEUE,
      lambda r: (edit(r, KUEUE, "        integrations:\n", "        manageJobsWithoutQueueName: true\n        integrations:\n"),
-                edit(r, KUEUE, "            - batch/job\n", "            - batch/job\n            - pod\n")), 87),
+                edit(r, KUEUE, "            - batch/job\n", "            - batch/job\n            - pod\n")), 73),
     # Kueue's pod integration, queued by nothing: the chart's pod webhooks (failurePolicy Fail) over flux-system (kueue_webhooks.py).
     ("kueue-pod-integration-over-flux", "kueue-webhook-scope", KUEUE,
-     lambda r: edit(r, KUEUE, "            - batch/job\n", "            - batch/job\n            - pod\n"), 90, "warning"),
+     lambda r: edit(r, KUEUE, "            - batch/job\n", "            - batch/job\n            - pod\n"), 76, "warning"),
     ("kueue-excludes-gpus", "kueue-excluded-resource", KUEUE,
-     lambda r: edit(r, KUEUE, "        integrations:\n", "        resources:\n          excludeResourcePrefixes: [nvidia.com/]\n        integrations:\n"), 88),
+     lambda r: edit(r, KUEUE, "        integrations:\n", "        resources:\n          excludeResourcePrefixes: [nvidia.com/]\n        integrations:\n"), 74),
     # A Replace transformation without outputs drops its input as excludeResourcePrefixes does: at its input (kueue_wiring.py).
     ("kueue-replace-without-outputs", "kueue-excluded-resource", KUEUE,
      lambda r: edit(r, KUEUE, "        integrations:\n", "        resources:\n          transformations:\n            - input: nvidia.com/gpu\n"
-                    "              strategy: Replace\n        integrations:\n"), 89),
+                    "              strategy: Replace\n        integrations:\n"), 75),
     # A transformation output the GPU pods request themselves: Kueue's charge depends on Go map order; once, at the output.
     ("transformation-output-the-pods-request", "sample-fits", KUEUE,
      lambda r: edit(r, KUEUE, "        integrations:\n", "        resources:\n          transformations:\n            - input: nvidia.com/gpu\n"
-                    "              outputs:\n                cpu: \"20\"\n        integrations:\n"), 91),
+                    "              outputs:\n                cpu: \"20\"\n        integrations:\n"), 77),
     # A multiplyBy that charges every GPU job more than its ClusterQueue holds: once, at the multiplyBy (fit_causes.py).
     ("transformation-multiply-by", "sample-fits", KUEUE,
      lambda r: edit(r, KUEUE, "        integrations:\n", "        resources:\n          transformations:\n            - input: nvidia.com/gpu\n"
                     "              multiplyBy: cpu\n              strategy: Replace\n              outputs:\n                nvidia.com/gpu: \"1\"\n"
-                    "        integrations:\n"), 90),
+                    "        integrations:\n"), 76),
     # A managedJobsNamespaceSelector that leaves out the namespace of the LocalQueues (ManagedJobsNamespaceSelectorAlwaysRespected).
     ("kueue-selector-leaves-out-ray", "kueue-namespace-unmanaged", KUEUE,
      lambda r: edit(r, KUEUE, "        integrations:\n", "        managedJobsNamespaceSelector:\n          matchLabels: {kueue-managed: \"true\"}\n"
-                    "        integrations:\n"), 87),
+                    "        integrations:\n"), 73),
     # The Kueue chart rendered with the HelmRelease's values by Helm's engine, its objects through the apiserver's validation.
-    ("kueue-values-key-typo", "helm-values-unused", KUEUE, lambda r: edit(r, KUEUE, "      tolerations:\n", "      toleration:\n"), 65, "warning"),
-    ("kueue-values-toleration-typo", "helm-values", KUEUE, lambda r: edit(r, KUEUE, "          effect: NoSchedule\n", "          effect: NoSchedul\n"), 68),
+    ("kueue-values-key-typo", "helm-values-unused", KUEUE, lambda r: edit(r, KUEUE, "      tolerations:\n", "      toleration:\n"), 51, "warning"),
+    ("kueue-values-toleration-typo", "helm-values", KUEUE, lambda r: edit(r, KUEUE, "          effect: NoSchedule\n", "          effect: NoSchedul\n"), 54),
     ("kueue-values-bad-quantity", "helm-values", KUEUE,
-     lambda r: edit(r, KUEUE, "          tag: v0.17.1\n", "          tag: v0.17.1\n        resources:\n          limits:\n            cpu: 2 cores\n"), 66),
+     lambda r: edit(r, KUEUE, "          tag: v0.17.1\n", "          tag: v0.17.1\n        resources:\n          limits:\n            cpu: 2 cores\n"), 52),
     ("kueue-values-image-as-string", "helm-values", KUEUE,
      lambda r: edit(r, KUEUE, "        image:\n          repository: mcr.microsoft.com/oss/v2/kueue/kueue\n          tag: v0.17.1\n",
-                    "        image: mcr.microsoft.com/oss/v2/kueue/kueue:v0.17.1\n"), 61),
+                    "        image: mcr.microsoft.com/oss/v2/kueue/kueue:v0.17.1\n"), 47),
     ("kueue-values-name-too-long", "helm-values", KUEUE,
-     lambda r: edit(r, KUEUE, "    controllerManager:\n", "    fullnameOverride: kueue-controller-manager-for-the-production-gpu-clusters-eastus2\n    controllerManager:\n"), 58),
+     lambda r: edit(r, KUEUE, "    controllerManager:\n", "    fullnameOverride: kueue-controller-manager-for-the-production-gpu-clusters-eastus2\n    controllerManager:\n"), 44),
     # The chart's controller-manager pod placed on the pools by kube-scheduler's plugins (operator_placement.py): 4 CPUs
     # on the system pool (Standard_D4ds_v6 offers 3.86), at the request; a nodeSelector no pool's nodes carry, at the entry.
-    ("kueue-controller-above-system-pool", "operator-placement", KUEUE, lambda r: kueue_controller(r, "4", "kubernetes.azure.com/mode: system"), 66),
+    ("kueue-controller-above-system-pool", "operator-placement", KUEUE, lambda r: kueue_controller(r, "4", "kubernetes.azure.com/mode: system"), 52),
     ("kueue-controller-selector-no-pool", "operator-placement", KUEUE,
-     lambda r: edit(r, KUEUE, "      # The system pool is tainted", "      nodeSelector:\n        agentpool: nope\n      # The system pool is tainted"), 65),
+     lambda r: edit(r, KUEUE, "      # The system pool is tainted", "      nodeSelector:\n        agentpool: nope\n      # The system pool is tainted"), 51),
     ("kueue-cert-manager-not-installed", "kueue-chart-wiring", KUEUE,
-     lambda r: edit(r, KUEUE, "    controllerManager:\n", "    enableCertManager: true\n    controllerManager:\n"), 59, "warning"),
+     lambda r: edit(r, KUEUE, "    controllerManager:\n", "    enableCertManager: true\n    controllerManager:\n"), 45, "warning"),
     # A Spot GPU pool: AKS taints its nodes kubernetes.azure.com/scalesetpriority=spot:NoSchedule (pools.py).
     ("gpu-pool-on-spot", "capacity-flavor-labels", "base/resource-flavors.yaml",
      lambda r: edit(r, "terraform/node_pools.tf", "  gpu_driver  = var.gpu_driver\n",
@@ -730,14 +730,14 @@ CORPUS = [
     ("name-prefix-on-queues", "kustomize-rename", "overlays/team-queues/kustomization.yaml",
      lambda r: edit(r, "overlays/team-queues/kustomization.yaml", "resources:", "namePrefix: prod-\nresources:"), 5),
     # The Kueue manager's configuration, loaded as the pinned manager loads it at start (kueue_manager.py).
-    ("kueue-config-unknown-framework", "kueue-config", KUEUE, lambda r: edit(r, KUEUE, "            - batch/job\n", "            - batch/jobs\n"), 89),
+    ("kueue-config-unknown-framework", "kueue-config", KUEUE, lambda r: edit(r, KUEUE, "            - batch/job\n", "            - batch/jobs\n"), 75),
     ("kueue-config-unknown-feature-gate", "kueue-config", KUEUE,
-     lambda r: edit(r, KUEUE, "FinishOrphanedWorkloads: false", "FinishOrphanedWorkload: false"), 96),
-    ("kueue-config-unknown-field", "kueue-config", KUEUE, lambda r: edit(r, KUEUE, "        integrations:\n", "        integrationz:\n"), 87),
+     lambda r: edit(r, KUEUE, "FinishOrphanedWorkloads: false", "FinishOrphanedWorkload: false"), 82),
+    ("kueue-config-unknown-field", "kueue-config", KUEUE, lambda r: edit(r, KUEUE, "        integrations:\n", "        integrationz:\n"), 73),
     ("kueue-config-bad-duration", "kueue-config", KUEUE,
-     lambda r: edit(r, KUEUE, "        integrations:\n", "        waitForPodsReady:\n          timeout: 10 minutes\n        integrations:\n"), 88),
+     lambda r: edit(r, KUEUE, "        integrations:\n", "        waitForPodsReady:\n          timeout: 10 minutes\n        integrations:\n"), 74),
     ("kueue-config-yaml-error", "kueue-config", KUEUE,
-     lambda r: edit(r, KUEUE, "healthProbeBindAddress: :8081", "healthProbeBindAddress: [:8081"), 79),
+     lambda r: edit(r, KUEUE, "healthProbeBindAddress: :8081", "healthProbeBindAddress: [:8081"), 65),
     # The KubeRay operator's feature gates, set as its main sets them at start (kueue_manager.py).
     ("kuberay-feature-gate-of-kueue", "kuberay-feature-gates", KUBERAY,
      lambda r: edit(r, KUBERAY, "  values:\n", "  values:\n    featureGates:\n      - {name: ElasticJobsViaWorkloadSlices, enabled: true}\n"), 45),
@@ -762,7 +762,7 @@ CORPUS = [
     ("suspended-layer", "flux-suspended", f"{PROD}/queues.yaml", lambda r: edit(r, f"{PROD}/queues.yaml", "  prune: true", "  prune: true\n  suspend: true"),
      16, "warning"),
     ("kueue-default-integrations", "kueue-rayjob-integration", KUEUE,
-     lambda r: edit(r, KUEUE, "        integrations:\n          frameworks:\n            - batch/job\n            - ray.io/rayjob\n", ""), 75),
+     lambda r: edit(r, KUEUE, "        integrations:\n          frameworks:\n            - batch/job\n            - ray.io/rayjob\n", ""), 61),
     ("cohort-quota-over-capacity", "capacity-quota", TEAM_A,
      lambda r: append(r, TEAM_A, "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata:\n  name: shared-cohort\nspec:\n"
                                "  resourceGroups:\n    - coveredResources: [nvidia.com/gpu]\n      flavors:\n        - name: gpu\n"
