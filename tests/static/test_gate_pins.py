@@ -118,8 +118,9 @@ def test_an_empty_image_tag_installs_the_charts_app_version(repo_copy):
     assert [f.text() for f in validate_repository(repo_copy).findings] == []
 
 
-POST_RENDER_IMAGES = "  postRenderers:\n    - kustomize:\n        images:\n          - name: mcr.microsoft.com/oss/v2/kueue/kueue\n"
-POST_RENDER_PATCH = ("  postRenderers:\n    - kustomize:\n        patches:\n          - target: {kind: Deployment}\n            patch: |\n"
+# Items appended to the Kueue HelmRelease's postRenderers (the file ends with them: its CRDs' resource-policy patch).
+POST_RENDER_IMAGES = "    - kustomize:\n        images:\n          - name: mcr.microsoft.com/oss/v2/kueue/kueue\n"
+POST_RENDER_PATCH = ("    - kustomize:\n        patches:\n          - target: {kind: Deployment}\n            patch: |\n"
                      "              - {op: replace, path: /spec/template/spec/containers/0/image, value: %s}\n")
 
 
@@ -133,7 +134,8 @@ def test_an_image_the_post_renderers_change_is_drift_at_the_post_renderers(repo_
     that image, judged after them and reported where the post-renderers are written."""
     (repo_copy / KUEUE).write_text((repo_copy / KUEUE).read_text() + renderers)
     found = [f for f in validate_repository(repo_copy).findings]
-    assert [(f.rule, f.file, f.line) for f in found] == [("versions-drift", KUEUE, 83)], [f.text() for f in found]
+    line = (repo_copy / KUEUE).read_text().splitlines().index("  postRenderers:") + 1
+    assert [(f.rule, f.file, f.line) for f in found] == [("versions-drift", KUEUE, line)], [f.text() for f in found]
     assert image in found[0].message and "spec.postRenderers" in found[0].hint, found[0].text()
 
 

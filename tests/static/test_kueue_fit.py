@@ -369,7 +369,7 @@ def test_a_multiply_by_that_keeps_every_gpu_job_out_is_one_finding_at_it(repo_co
     assigner admits the jobs without the transformation: one finding at the multiplyBy, for every job on both clusters."""
     edit(repo_copy, KUEUE, "        integrations:\n", MULTIPLY)
     found = [f for f in validate_repository(repo_copy).findings if f.is_error]
-    assert [(f.file, f.line, f.rule) for f in found] == [(KUEUE, 90, "sample-fits")], "\n".join(f.text() for f in found)
+    assert [(f.file, f.line, f.rule) for f in found] == [(KUEUE, 76, "sample-fits")], "\n".join(f.text() for f in found)
     assert "dev-westus3" in found[0].context and "prod-eastus2" in found[0].context and "multiplyBy" in found[0].hint
 
 
