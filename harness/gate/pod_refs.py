@@ -139,7 +139,7 @@ def _words(text: str) -> list[str]:
 
 def _commands(obj: dict) -> list[tuple[list, dict, int, list[str]]]:
     """(field path, pod spec, container index, words) of what runs: a RayJob's spec.entrypoint (the submitter runs it on
-    the head, in KubeRay's Ray container, containers[0]) and every container's command and args (a string among them
+    the head, in KubeRay's Ray container, containers[0]) and each element of every container's command and args (one
     with whitespace, as `sh -c` gets it, split as the shell splits it)."""
     out = []
     templates = pod_templates(obj)
@@ -149,9 +149,8 @@ def _commands(obj: dict) -> list[tuple[list, dict, int, list[str]]]:
     for path, pod in templates:
         for i, c in enumerate(as_maps(pod.get("containers"))):
             for field in ("command", "args"):
-                args = [str(a) for a in as_list(c.get(field))]
-                words = [w for a in args for w in ([a, *_words(a)] if any(ch.isspace() for ch in a) else [a])]
-                out.append(([*path, "containers", i, field], pod, i, words))
+                out += [([*path, "containers", i, field, j], pod, i, _words(str(a)) if any(ch.isspace() for ch in str(a)) else [str(a)])
+                        for j, a in enumerate(as_list(c.get(field)))]
     return out
 
 
@@ -164,8 +163,8 @@ def missing_run_files(obj: dict, keys_of: Callable[[str, object], set[str] | Non
     for field, pod, index, words in _commands(obj):
         volumes = {v.get("name"): as_map(v.get("configMap")) for v in as_maps(pod.get("volumes")) if isinstance(v.get("configMap"), dict)}
         containers = as_maps(pod.get("containers"))
-        mounts = [m for m in as_maps(containers[index].get("volumeMounts") if index < len(containers) else None)
-                  if m.get("name") in volumes and m.get("mountPath") and not (m.get("subPath") or m.get("subPathExpr"))]
+        every = [m for m in as_maps(containers[index].get("volumeMounts") if index < len(containers) else None) if m.get("mountPath")]
+        mounts = [m for m in every if m.get("name") in volumes and not (m.get("subPath") or m.get("subPathExpr"))]
         for word in words:
             word = word.split("=", 1)[1] if word.startswith("-") and "=" in word else word
             if not word.startswith("/") or any(ch in word for ch in "$*?[") or ".." in word.split("/"):
@@ -173,6 +172,9 @@ def missing_run_files(obj: dict, keys_of: Callable[[str, object], set[str] | Non
             for m in mounts:
                 root, path = posixpath.normpath(str(m["mountPath"])), posixpath.normpath(word)
                 rel = path[len(root) + 1:] if path.startswith(root.rstrip("/") + "/") else None
+                inner = [p for p in (posixpath.normpath(str(o["mountPath"])) for o in every) if len(p) > len(root)]
+                if any(path == p or path.startswith(p + "/") for p in inner):
+                    continue  # below another volume mounted inside this one
                 source = volumes[m["name"]]
                 items = [str(as_map(i).get("path")) for i in as_list(source.get("items"))]
                 files = set(items) if source.get("items") else keys_of("ConfigMap", source.get("name"))

@@ -558,6 +558,10 @@ CORPUS = [
      lambda r: edit(r, SCRIPTS, "      - llm_training.py\n", "      - train.py=llm_training.py\n"), 18, "warning"),
     ("layer-rayjob-script-missing", "entrypoint-file", "base/nightly.yaml", lambda r: _layer_rayjob_mounting(r, "ray-storage", "nightly.py"),
      10, "warning"),
+    ("pod-command-script-missing", "entrypoint-file", SA,
+     lambda r: append(r, SA, JOB_WITH.format(extra='          command: [sh, -c, "cd /opt && /opt/jobs/warm.sh"]\n'
+                                                   "          volumeMounts: [{name: jobs, mountPath: /opt/jobs}]\n"
+                                                   "      volumes: [{name: jobs, configMap: {name: ray-storage}}]\n")), 32, "warning"),
     # No queue label and no LocalQueue "default" in the namespace for Kueue's webhook to put there.
     ("sample-without-queue-label", "sample-queue", "workloads/batch-inference.yaml",
      lambda r: edit(r, "workloads/batch-inference.yaml", "    kueue.x-k8s.io/queue-name: ${QUEUE_NAME}\n", "    team: ${QUEUE_NAME}\n"), 10),
