@@ -14,8 +14,10 @@ the others at the sample's entry (or the workload line that writes the value):
   admission check (KubeRay skips it; Kueue admits it and nothing runs it);
 - its pods name a ServiceAccount the namespace does not have or a RuntimeClass the cluster does not have (the
   apiserver refuses the pods), mount a PersistentVolumeClaim it does not have (the scheduler places none of them),
-  or name a key that a ConfigMap or Secret of the cluster's set does not have (the kubelet cannot start them),
-  or name a ConfigMap or Secret the layer generates with kustomize's content-hash suffix (one finding, at the generator);
+  or name a ConfigMap or Secret the cluster's set does not create (nothing creates it with the job: the pods stay
+  ContainerCreating; one finding per object, at the first name line), or a key one of the set's does not have (the
+  kubelet cannot start them), or one the layer generates with kustomize's content-hash suffix (one finding, at the
+  generator); its entrypoint runs a file the mounted ConfigMap does not hold (entrypoint-file, a warning);
 - its label kueue.x-k8s.io/prebuilt-workload-name names a Workload its namespace does not have (Kueue builds none).
 A queued RayJob, RayCluster or RayService a layer applies (of an integration the Kueue manager runs) meets the same
 queue checks (namespaceSelector, stopPolicy, managedBy, prebuilt Workload) at its label's line, and workload-queue when
