@@ -31,16 +31,18 @@ from harness.gate.cluster_index import ALWAYS_NAMESPACES, ClusterIndex, cohort_p
 from harness.gate.findings import Finding
 from harness.gate.origin import dotted
 from harness.gate.render import ClusterRender, is_flux_kustomization
-from harness.gate.pod_refs import optional_ref, pod_key_refs, pod_spec_refs, pod_templates
+from harness.gate.pod_refs import missing_run_files, optional_ref, pod_key_refs, pod_spec_refs, pod_templates
 from harness.gate.sources import as_list, as_map, as_maps, name_key
 
 RULES = {
     "namespace-missing": "every namespaced object's namespace, and every HelmRelease's targetNamespace and storageNamespace, is "
                          "created by the cluster's set (a Namespace, a HelmRelease with install.createNamespace) or always exists "
                          "(default, kube-*, flux-system), and not only by a layer that dependsOn the one that needs it (which then never applies)",
-    "object-ref": "every ServiceAccount, ConfigMap, Secret, PersistentVolumeClaim and RuntimeClass a Flux object or a pod template names "
-                  "exists in the cluster's set (or in cluster-vars.example.yaml, which Terraform writes), with every key it names; a "
-                  "sample's ServiceAccount, claims, RuntimeClass and keys of the set's ConfigMaps and Secrets too",
+    "object-ref": "every ServiceAccount, ConfigMap, Secret, PersistentVolumeClaim and RuntimeClass a Flux object, a pod template or a "
+                  "sample names (not optional) exists in the cluster's set (or in cluster-vars.example.yaml, which Terraform writes), "
+                  "with every key it names: nothing creates a sample's ConfigMaps and Secrets with the job",
+    "entrypoint-file": "(warning) a file a RayJob's entrypoint or a container's command runs (a path below the mountPath of a "
+                       "ConfigMap volume; the entrypoint read as the shell reads it) is a key of that ConfigMap (or of the volume's items)",
     "flux-health-check": "every object a Flux Kustomization's healthChecks wait for is applied by the cluster's set, when the "
                          "repository renders objects of that kind, or created by the charts the gate renders into its namespace "
                          "(helm_values.py) (else the layer never becomes Ready and its dependents never apply)",
@@ -152,6 +154,8 @@ def _reference_rules(ctx, root: Path, index: ClusterIndex) -> list[Finding]:
             message = missing_key(index, ns or "default", ref)
             if message:
                 out.append(finding_at(ctx, root, o, build, ref[0], "object-ref", message, KEY_HINT.format(kind=ref[1]), cluster=name))
+        for path, message, hint in missing_run_files(o, lambda kind, n, ns=ns: index.keys_of(kind, ns or "default", n)) if index.complete else []:
+            out.append(finding_at(ctx, root, o, build, path, "entrypoint-file", message, hint, cluster=name, severity="warning"))
         for path, pod in pod_templates(o) if index.complete else []:
             pc = pod.get("priorityClassName")
             if pc and not index.has("PriorityClass", None, pc):

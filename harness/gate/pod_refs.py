@@ -1,8 +1,14 @@
 """What a pod template names: the pod templates of workloads, CronJobs and KubeRay objects, and the
 objects (ServiceAccount, ConfigMaps, Secrets, PersistentVolumeClaims, RuntimeClass) and keys its pods
-need before they can start. harness.gate.cluster_refs checks them against a cluster's set."""
+need before they can start, and the files a container (or a RayJob's entrypoint, on the head) runs from a ConfigMap
+volume. harness.gate.cluster_refs checks them against a cluster's set."""
 from __future__ import annotations
 
+import posixpath
+import shlex
+from typing import Callable
+
+from harness.gate.origin import dotted
 from harness.gate.sources import RAY_CLUSTER_SPEC, as_list, as_map, as_maps, ray_cluster_spec
 
 WORKLOAD_KINDS = {"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "ReplicationController"}
@@ -118,3 +124,65 @@ def overhead_text(overhead: tuple[str, dict]) -> str:
     """"RuntimeClass NAME's overhead.podFixed (cpu 250m, memory 120Mi)"."""
     return f"RuntimeClass {overhead[0]}'s overhead.podFixed ({', '.join(f'{r} {q}' for r, q in sorted(overhead[1].items()))})"
 
+
+
+def _words(text: str) -> list[str]:
+    """The words of a shell command line, as the shell splits them (shlex, POSIX rules; ; & | ( ) < > apart); [] for
+    one it cannot split (an unclosed quote: the shell refuses it too, another cause)."""
+    lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        return list(lexer)
+    except ValueError:
+        return []
+
+
+def _commands(obj: dict) -> list[tuple[list, dict, int, list[str]]]:
+    """(field path, pod spec, container index, words) of what runs: a RayJob's spec.entrypoint (the submitter runs it on
+    the head, in KubeRay's Ray container, containers[0]) and each element of every container's command and args (one
+    with whitespace, as `sh -c` gets it, split as the shell splits it)."""
+    out = []
+    templates = pod_templates(obj)
+    entrypoint = as_map(obj.get("spec")).get("entrypoint")
+    if obj.get("kind") == "RayJob" and isinstance(entrypoint, str) and templates:
+        out.append((["spec", "entrypoint"], templates[0][1], 0, _words(entrypoint)))
+    for path, pod in templates:
+        for i, c in enumerate(as_maps(pod.get("containers"))):
+            for field in ("command", "args"):
+                out += [([*path, "containers", i, field, j], pod, i, _words(str(a)) if any(ch.isspace() for ch in str(a)) else [str(a)])
+                        for j, a in enumerate(as_list(c.get(field)))]
+    return out
+
+
+def missing_run_files(obj: dict, keys_of: Callable[[str, object], set[str] | None]) -> list[tuple[list, str, str]]:
+    """(field path, message, hint) per file a container runs (_commands: a word that is a path, or an --option=path) below
+    the mountPath of a ConfigMap volume whose ConfigMap (`keys_of(kind, name)`: its keys, None when unknown) or items
+    hold no such file: the mount shows only those, so the program fails to start. Words with $, globs or `..` are
+    left alone (the shell expands them)."""
+    out = []
+    for field, pod, index, words in _commands(obj):
+        volumes = {v.get("name"): as_map(v.get("configMap")) for v in as_maps(pod.get("volumes")) if isinstance(v.get("configMap"), dict)}
+        containers = as_maps(pod.get("containers"))
+        every = [m for m in as_maps(containers[index].get("volumeMounts") if index < len(containers) else None) if m.get("mountPath")]
+        mounts = [m for m in every if m.get("name") in volumes and not (m.get("subPath") or m.get("subPathExpr"))]
+        for word in words:
+            word = word.split("=", 1)[1] if word.startswith("-") and "=" in word else word
+            if not word.startswith("/") or any(ch in word for ch in "$*?[") or ".." in word.split("/"):
+                continue
+            for m in mounts:
+                root, path = posixpath.normpath(str(m["mountPath"])), posixpath.normpath(word)
+                rel = path[len(root) + 1:] if path.startswith(root.rstrip("/") + "/") else None
+                inner = [p for p in (posixpath.normpath(str(o["mountPath"])) for o in every) if len(p) > len(root)]
+                if any(path == p or path.startswith(p + "/") for p in inner):
+                    continue  # below another volume mounted inside this one
+                source = volumes[m["name"]]
+                items = [str(as_map(i).get("path")) for i in as_list(source.get("items"))]
+                files = set(items) if source.get("items") else keys_of("ConfigMap", source.get("name"))
+                if rel is None or files is None or rel in files or any(f.startswith(rel + "/") for f in files):
+                    continue
+                have = ", ".join(sorted(files)) or "no file"
+                out.append((field, f"{dotted(field)} names {word}, but the ConfigMap volume {m['name']} mounted at {root} "
+                            f"(ConfigMap {source.get('name')}{', items' if source.get('items') else ''}) holds only {have}: "
+                            "the file is not there, so the command fails as it starts",
+                            f"add key {rel} to ConfigMap {source.get('name')} (or to the volume's items), or name one of its files"))
+    return out

@@ -14,8 +14,10 @@ the others at the sample's entry (or the workload line that writes the value):
   admission check (KubeRay skips it; Kueue admits it and nothing runs it);
 - its pods name a ServiceAccount the namespace does not have or a RuntimeClass the cluster does not have (the
   apiserver refuses the pods), mount a PersistentVolumeClaim it does not have (the scheduler places none of them),
-  or name a key that a ConfigMap or Secret of the cluster's set does not have (the kubelet cannot start them),
-  or name a ConfigMap or Secret the layer generates with kustomize's content-hash suffix (one finding, at the generator);
+  or name a ConfigMap or Secret the cluster's set does not create (nothing creates it with the job: the pods stay
+  ContainerCreating; one finding per object, at the first name line), or a key one of the set's does not have (the
+  kubelet cannot start them), or one the layer generates with kustomize's content-hash suffix (one finding, at the
+  generator); its entrypoint runs a file the mounted ConfigMap does not hold (entrypoint-file, a warning);
 - its label kueue.x-k8s.io/prebuilt-workload-name names a Workload its namespace does not have (Kueue builds none).
 A queued RayJob, RayCluster or RayService a layer applies (of an integration the Kueue manager runs) meets the same
 queue checks (namespaceSelector, stopPolicy, managedBy, prebuilt Workload) at its label's line, and workload-queue when
@@ -35,7 +37,7 @@ from pathlib import Path
 from harness.gate import kueue_manager, kueue_wiring, matching
 from harness.gate.cluster_index import ClusterIndex, finding_at
 from harness.gate.cluster_refs import KEY_HINT, RUNTIME_CLASS_HINT, missing_key, size_problems
-from harness.gate.pod_refs import pod_key_refs, pod_spec_refs, pod_templates
+from harness.gate.pod_refs import missing_run_files, pod_key_refs, pod_spec_refs, pod_templates
 from harness.gate.origin import dotted, line_at
 from harness.gate.findings import Finding
 from harness.gate.render import ClusterRender
@@ -148,14 +150,10 @@ def _sample_rules(ctx, root: Path, index: ClusterIndex, samples_file: str, line:
             made = _hashed(ctx, root, index, kind, ns, name) if kind in ("ConfigMap", "Secret") and not index.has(kind, ns, name) else None
             if made:  # one finding per generator, at its line (admission_rules)
                 generated.setdefault((kind, ns, name_key(name), *made), set()).add(sample)
-        for ref in pod_key_refs(path, pod):  # of the set's ConfigMaps and Secrets; others are created with the job
+            elif kind in ("ConfigMap", "Secret") and not index.has(kind, ns, name) and ns in index.namespaces:
+                missing.setdefault((kind, name_key(name)), []).append(dotted(where))  # (a missing namespace: namespace-missing)
+        for ref in pod_key_refs(path, pod):  # of the set's ConfigMaps and Secrets (a missing one is reported once, below)
             message, hint = missing_key(index, ns, ref), KEY_HINT.format(kind=ref[1])
-            other = sorted(str(kns) for (k, kns, n) in index.named if k == ref[1] and n == name_key(ref[2]) and kns != ns)
-            if not message and other and ns in index.namespaces and index.keys_of(ref[1], ns, ref[2]) is None:
-                # the set's object, in another namespace only (the namespace itself missing or moved is another finding's cause)
-                message = (f"{dotted(ref[0])} names key {ref[3]!r} of {ref[1]} {ns}/{ref[2]}, which the cluster does not have (the set "
-                           f"has it in namespace {', '.join(other)}): the kubelet cannot start the container (CreateContainerConfigError)")
-                hint = f"add {ref[1]} {ref[2]} to namespace {ns} as it is written for {other[0]} ({_where(ctx, root, *index.named[(ref[1], other[0], name_key(ref[2]))])})"
             if message:  # at the workload's line that names the key; admission_rules folds those naming the same key
                 keys.setdefault((ref[1], ns, name_key(ref[2]), str(ref[3])), []).append(
                     ctx.finding(job, None, "object-ref", f"{message}; the admitted job holds its quota", hint,
@@ -178,11 +176,26 @@ def _sample_rules(ctx, root: Path, index: ClusterIndex, samples_file: str, line:
             finding("object-ref", f"{', '.join(fields)} names PersistentVolumeClaim {ns}/{name}, which the cluster does "
                     "not have: the scheduler places none of the pods that mount it, and the admitted job holds its quota",
                     f"add the PersistentVolumeClaim to the layer that creates namespace {ns} or fix claimName", fields[0])
+        elif kind in ("ConfigMap", "Secret"):
+            effect = ("the kubelet cannot mount the volume, so the pods stay ContainerCreating" if ".volumes[" in fields[0]
+                      else "the kubelet cannot start the containers (CreateContainerConfigError)")
+            other = sorted(str(kns) for (k, kns, n) in index.named if k == kind and n == name and kns != ns)
+            finding("object-ref", f"{', '.join(fields)} names {kind} {ns}/{name}, which the cluster does not have ("
+                    + (f"the set has it in namespace {', '.join(other)}" if other else "no layer applies it; the sample is submitted alone")
+                    + f"): {effect}, and the admitted job holds its quota",
+                    f"add {kind} {name} to namespace {ns} as it is written for {other[0]} ({_where(ctx, root, *index.named[(kind, other[0], name)])})"
+                    if other else f"add {kind} {name} to namespace {ns} in a layer every cluster applies (the samples' scripts: a "
+                    "configMapGenerator entry of workloads/scripts/kustomization.yaml, which base/ lists), fix the name, or mark the "
+                    "reference optional", fields[0])
+            out[-1] = replace(out[-1], presumes=(*out[-1].presumes, f"{kind}/{ns}/{name}"))  # (folding: its absence's cause)
         else:
             finding("object-ref", f"{', '.join(fields)} names ServiceAccount {ns}/{name}, which the cluster does not "
                     "have: the apiserver refuses the job's pods", _account_hint(ctx, ns), fields[0])
             out[-1] = replace(out[-1], presumes=(*out[-1].presumes, f"ServiceAccount/{ns}/{name}"))  # (folding: its absence's cause)
 
+    for path, message, hint in missing_run_files(job, lambda kind, name: index.keys_of(kind, ns, name)):
+        finding("entrypoint-file", message, hint, dotted(path))
+        out[-1] = replace(out[-1], severity="warning")
     for rule, message, hint, _ in size_problems(job):
         finding(rule, message, hint)
 

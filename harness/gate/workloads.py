@@ -15,6 +15,7 @@ import yaml
 
 from harness.core import HarnessError, parse_quantity, releases, versions
 from harness.gate import matching
+from harness.gate.pod_refs import pod_spec_refs, pod_templates
 from harness.gate.sources import SourceError, load_yaml, parse_yaml, ray_cluster_spec, read_source
 
 from harness.core import REPO_ROOT
@@ -220,6 +221,22 @@ def pod_requests(template: dict | None, limit_ranges: list[dict] = ()) -> dict[s
     return {name: parse_quantity(qty) for name, qty in matching.pod_requests(template, limit_ranges).items()}
 
 
+def _absent_config_maps(core, job: dict) -> list[str]:
+    """The ConfigMaps the job's pods need (not optional: harness.gate.pod_refs) that its namespace does not have."""
+    from kubernetes.client import ApiException
+
+    names = sorted({str(name) for path, pod in pod_templates(job) for _, kind, name in pod_spec_refs(path, pod) if kind == "ConfigMap"})
+    absent = []
+    for name in names:
+        try:
+            core.read_namespaced_config_map(name, job["metadata"]["namespace"])
+        except ApiException as err:
+            if err.status != 404:
+                raise
+            absent.append(name)
+    return absent
+
+
 def main(argv: list[str] | None = None) -> int:
     """scripts/submit-workload SAMPLE --queue LQ [--set VAR=value ...] [--dry-run]"""
     import argparse
@@ -261,6 +278,12 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     try:
+        absent = _absent_config_maps(client.CoreV1Api(), job)
+        if absent:  # admitted, the job would hold its quota with its pods ContainerCreating for good
+            print(f"submit-workload: RayJob {job['metadata']['name']} mounts ConfigMap {', '.join(absent)}, which namespace "
+                  f"{job['metadata']['namespace']} does not have: the cluster's queues layer applies the samples' scripts "
+                  "(workloads/scripts, listed by base/); wait until Flux has applied it, or check its Kustomization", file=sys.stderr)
+            return 1
         created = client.CustomObjectsApi().create_namespaced_custom_object("ray.io", "v1", job["metadata"]["namespace"], "rayjobs", job)
     except client.ApiException as err:
         print(f"submit-workload: the cluster refused RayJob {job['metadata']['name']}: {err.status} {err.reason}: {err.body}", file=sys.stderr)

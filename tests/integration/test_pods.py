@@ -24,6 +24,8 @@ def _job(sample: str, name: str, queue: str, **values) -> dict:
 def test_sample_runs_on_the_pools_and_its_end_admits_the_next(layout, queues, kube, nodes, names):
     nodes(REPO_ROOT, "prod-eastus2")
     layout("overlays/team-queues")
+    scripts = kube.get("v1", "ConfigMap", "llm-training-scripts", names.namespace)  # base/ applies what the pods mount
+    assert scripts and "llm_training.py" in scripts.get("data", {}), "the layer applies the sample's script ConfigMap"
     queues.submit(_job("llm-training", "first", "team-a", NUM_WORKERS="4"))
     queues.wait_admitted("first")
     pods = queues.wait_pods("first", pods_running, "bound and Running")

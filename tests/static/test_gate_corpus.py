@@ -214,6 +214,7 @@ DEV = "clusters/dev-westus3"
 KUEUE = "flux/infrastructure/controllers/kueue.yaml"
 KUBERAY = "flux/infrastructure/controllers/kuberay-operator.yaml"
 SA = "base/service-account.yaml"
+SCRIPTS = "workloads/scripts/kustomization.yaml"
 
 # A Secret as `sops --encrypt` leaves it (age recipient; data, stringData encrypted), for the queues layer of prod-eastus2.
 SOPS_SECRET = """apiVersion: v1
@@ -378,7 +379,7 @@ CORPUS = [
      lambda r: edit(r, "workloads/batch-inference.yaml", "queue-name: ${QUEUE_NAME}", "queue-name: ${QUEUE_NAME:=team-a}"), 11),
     # What source-controller leaves out of the artifact is not there for kustomize-controller either.
     ("sourceignored-resource", "kustomize-build", ".sourceignore",  # at the pattern that leaves it out of the artifact
-     lambda r: append(r, ".sourceignore", "/overlays/team-queues/team-b.yaml\n"), 8),
+     lambda r: append(r, ".sourceignore", "/overlays/team-queues/team-b.yaml\n"), 12),
     ("component-patch-path-missing", "kustomize-build", "components/gpu-sku/standard-nc24ads-a100-v4/kustomization.yaml",  # at the op
      lambda r: edit(r, "components/gpu-sku/standard-nc24ads-a100-v4/kustomization.yaml", "resources/1/nominalQuota, value: 200Gi",
                     "resources/7/nominalQuota, value: 200Gi"), 12),
@@ -401,13 +402,13 @@ CORPUS = [
                 edit(r, "base/kustomization.yaml", "resources:\n", "resources:\n  - bin.yaml\n")), 7),
     # ... set by a kustomization's own label or annotation transformer: at the key there, quoted or not (kustomize writes it plain).
     ("nonstring-key-in-commonlabels", "kustomize-build", "base/kustomization.yaml",
-     lambda r: append(r, "base/kustomization.yaml", "commonLabels:\n  1: x\n"), 12),
+     lambda r: append(r, "base/kustomization.yaml", "commonLabels:\n  1: x\n"), 14),
     ("quoted-nonstring-key-in-labels-pairs", "kustomize-build", "base/kustomization.yaml",
-     lambda r: append(r, "base/kustomization.yaml", "labels:\n  - pairs:\n      \"1.5\": x\n"), 13),
+     lambda r: append(r, "base/kustomization.yaml", "labels:\n  - pairs:\n      \"1.5\": x\n"), 15),
     ("yaml-1-1-boolean-key-in-commonlabels", "kustomize-build", "base/kustomization.yaml",
-     lambda r: append(r, "base/kustomization.yaml", "commonLabels:\n  yes: x\n"), 12),  # the kustomization's loader makes "true" of it
+     lambda r: append(r, "base/kustomization.yaml", "commonLabels:\n  yes: x\n"), 14),  # the kustomization's loader makes "true" of it
     ("nonstring-key-in-commonannotations", "kustomize-build", "base/kustomization.yaml",
-     lambda r: append(r, "base/kustomization.yaml", "commonAnnotations:\n  \"true\": x\n"), 12),
+     lambda r: append(r, "base/kustomization.yaml", "commonAnnotations:\n  \"true\": x\n"), 14),
     ("null-key", "yaml-syntax", "workloads/llm-training.yaml",
      lambda r: edit(r, "workloads/llm-training.yaml", "  labels:\n", "  labels:\n    ~: x\n")),
     ("missing-resource-file", "kustomize-build", "overlays/team-queues/kustomization.yaml",
@@ -548,6 +549,19 @@ CORPUS = [
     ("pod-configmap-key-missing", "object-ref", SA,
      lambda r: append(r, SA, JOB_WITH.format(extra="          env:\n            - name: ACCOUNT\n              valueFrom:\n"
                                                    "                configMapKeyRef: {name: ray-storage, key: ACCOUNT}\n")), 35),
+    # Nothing creates a sample's ConfigMap with the job: one finding at the name line of the first volume naming it.
+    ("sample-scripts-configmap-missing", "object-ref", "workloads/llm-training.yaml",
+     lambda r: edit(r, SCRIPTS, "  - name: llm-training-scripts\n", "  - name: llm-training-code\n"), 67),
+    ("layer-rayjob-configmap-missing", "object-ref", "base/nightly.yaml", lambda r: _layer_rayjob_mounting(r, "nightly-jobs", "x.py"), 32),
+    # The entrypoint (read as the shell reads it) runs a file the mounted ConfigMap does not hold, at the entrypoint.
+    ("sample-script-key-renamed", "entrypoint-file", "workloads/llm-training.yaml",
+     lambda r: edit(r, SCRIPTS, "      - llm_training.py\n", "      - train.py=llm_training.py\n"), 18, "warning"),
+    ("layer-rayjob-script-missing", "entrypoint-file", "base/nightly.yaml", lambda r: _layer_rayjob_mounting(r, "ray-storage", "nightly.py"),
+     10, "warning"),
+    ("pod-command-script-missing", "entrypoint-file", SA,
+     lambda r: append(r, SA, JOB_WITH.format(extra='          command: [sh, -c, "cd /opt && /opt/jobs/warm.sh"]\n'
+                                                   "          volumeMounts: [{name: jobs, mountPath: /opt/jobs}]\n"
+                                                   "      volumes: [{name: jobs, configMap: {name: ray-storage}}]\n")), 32, "warning"),
     # No queue label and no LocalQueue "default" in the namespace for Kueue's webhook to put there.
     ("sample-without-queue-label", "sample-queue", "workloads/batch-inference.yaml",
      lambda r: edit(r, "workloads/batch-inference.yaml", "    kueue.x-k8s.io/queue-name: ${QUEUE_NAME}\n", "    team: ${QUEUE_NAME}\n"), 10),
@@ -989,6 +1003,16 @@ spec:
     edit(root, "base/kustomization.yaml", "resources:\n", "resources:\n  - nightly.yaml\n")
 
 
+def _layer_rayjob_mounting(root: Path, config_map: str, script: str) -> None:
+    """_layer_rayjob for team-a, its head mounting ConfigMap `config_map` at /opt/jobs and running /opt/jobs/`script`."""
+    _layer_rayjob(root, "team-a")
+    edit(root, "base/nightly.yaml", "  entrypoint: python -c 'print(1)'\n", f"  entrypoint: cd /tmp && python /opt/jobs/{script} --day=1\n")
+    edit(root, "base/nightly.yaml", "              image: rayproject/ray:2.41.0\n              resources: {requests: {cpu: \"1\"",
+         "              image: rayproject/ray:2.41.0\n              volumeMounts: [{name: jobs, mountPath: /opt/jobs}]\n"
+         "              resources: {requests: {cpu: \"1\"")
+    append(root, "base/nightly.yaml", f"          volumes:\n            - name: jobs\n              configMap: {{name: {config_map}}}\n")
+
+
 def _into_controllers(root: Path, rel: str) -> None:
     """`rel` (a file of base/) moved into the layer that installs Kueue and KubeRay (flux/infrastructure/controllers)."""
     name = Path(rel).name
@@ -1207,10 +1231,24 @@ def test_a_runtime_class_and_config_map_keys_of_the_set_are_clean(repo_copy):
     edit(repo_copy, "base/kustomization.yaml", "resources:\n", "resources:\n  - runtime-class.yaml\n")
     edit(repo_copy, "workloads/batch-inference.yaml", "            serviceAccountName: ray-workload\n",
          "            serviceAccountName: ray-workload\n            runtimeClassName: nvidia\n")
-    edit(repo_copy, "workloads/batch-inference.yaml", "              configMap: {name: batch-inference-scripts}",
-         "              configMap: {name: ray-storage, items: [{key: AZURE_STORAGE_ACCOUNT_NAME, path: account}]}")
+    edit(repo_copy, "workloads/batch-inference.yaml", "                configMap: {name: batch-inference-scripts}",  # a worker's: the head runs the entrypoint
+         "                configMap: {name: ray-storage, items: [{key: AZURE_STORAGE_ACCOUNT_NAME, path: account}]}")
     append(repo_copy, SA, JOB_WITH.format(extra="          env:\n            - name: OPTIONAL\n              valueFrom:\n"
                                                 "                configMapKeyRef: {name: ray-storage, key: NOT_THERE, optional: true}\n"))
+    report = validate_repository(repo_copy)
+    assert report.findings == [], "\n".join(f.text() for f in report.findings)
+
+
+def test_sample_scripts_by_item_path_relative_or_shell_expanded_are_clean(repo_copy):
+    """What the entrypoint-file check leaves alone or finds: a key mounted under another path by the volume's items, a
+    relative path after cd, a path the shell expands (a glob), and an optional ConfigMap nothing creates."""
+    wl = "workloads/llm-training.yaml"
+    edit(repo_copy, wl, "  entrypoint: python3 /home/ray/scripts/llm_training.py\n",
+         "  entrypoint: cd /home/ray/scripts && python3 jobs/train.py && python3 /home/ray/scripts/jobs/train.py --log=/tmp/x; "
+         "ls /home/ray/scripts/*.py /home/ray/scripts/[a-z]*\n")
+    edit(repo_copy, wl, "              configMap: {name: llm-training-scripts}\n",
+         "              configMap: {name: llm-training-scripts, items: [{key: llm_training.py, path: jobs/train.py}]}\n")
+    edit(repo_copy, wl, "                configMap: {name: llm-training-scripts}\n", "                configMap: {name: llm-training-extra, optional: true}\n")
     report = validate_repository(repo_copy)
     assert report.findings == [], "\n".join(f.text() for f in report.findings)
 
@@ -1308,7 +1346,7 @@ def test_a_generated_config_map_the_samples_name_keeps_its_name(repo_copy, hashe
     if not hashed:
         assert found == [], "\n".join(f.text() for f in found)
         return
-    assert [(f.rule, f.file, f.line, f.resource) for f in found] == [("object-ref", "base/kustomization.yaml", 7, "ConfigMap/ray/ray-storage")], \
+    assert [(f.rule, f.file, f.line, f.resource) for f in found] == [("object-ref", "base/kustomization.yaml", 8, "ConfigMap/ray/ray-storage")], \
         "\n".join(f.text() for f in found)
     assert "aurora-finetune, batch-inference, llm-training" in found[0].message, found[0].message
 

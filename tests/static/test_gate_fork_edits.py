@@ -111,7 +111,7 @@ def test_an_entry_on_another_namespaces_queue_is_reported_at_the_entry(repo_copy
 
 
 def test_a_team_namespace_needs_its_storage_config_map_and_a_federated_credential(repo_copy):
-    """The sample in team-c with a copy of the workload ServiceAccount: the ConfigMap its containers read is only in ray,
+    """The sample in team-c with a copy of the workload ServiceAccount: the ConfigMaps its containers read and mount are only in ray,
     and the federated credential trusts only ray/ray-workload. With both added, clean."""
     append(repo_copy, TEAM_B, TEAM_C + "---\napiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: ray-workload\n  namespace: team-c\n"
                               '  annotations:\n    azure.workload.identity/client-id: "${WORKLOAD_IDENTITY_CLIENT_ID}"\n')
@@ -120,10 +120,15 @@ def test_a_team_namespace_needs_its_storage_config_map_and_a_federated_credentia
     append(repo_copy, f"{PROD}/samples.yaml", "- sample: batch-inference\n  queue: team-c\n  vars: {JOB_NAME: bi-c, NAMESPACE: team-c}\n")
     report = validate_repository(repo_copy)
     assert sorted((f.rule, f.file, f.line) for f in report.findings) == [
-        ("object-ref", "workloads/batch-inference.yaml", 56), ("terraform-federated-subject", TEAM_B, 55)], _text(report)
-    assert "add ConfigMap ray-storage to namespace team-c" in next(f.hint for f in report.findings if f.rule == "object-ref"), _text(report)
+        ("object-ref", "workloads/batch-inference.yaml", 56), ("object-ref", "workloads/batch-inference.yaml", 64),
+        ("terraform-federated-subject", TEAM_B, 55)], _text(report)
+    hints = sorted(f.hint for f in report.findings if f.rule == "object-ref")
+    assert hints[0].startswith("add ConfigMap batch-inference-scripts to namespace team-c as it is written for ray"), _text(report)
+    assert hints[1].startswith("add ConfigMap ray-storage to namespace team-c as it is written for ray"), _text(report)
     storage = (repo_copy / "base/service-account.yaml").read_text().split("---\n")
     append(repo_copy, TEAM_B, "---\n" + next(d for d in storage if "kind: ConfigMap" in d).replace("namespace: ray", "namespace: team-c"))
+    append(repo_copy, TEAM_B, "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: batch-inference-scripts\n  namespace: team-c\n"
+                              "data:\n  batch_inference.py: print(1)\n")
     _trust_team_c(repo_copy)
     report = validate_repository(repo_copy)
     assert report.findings == [], _text(report)
