@@ -201,8 +201,8 @@ def clear_scratch(side: Path) -> None:
 
 
 def run_sides(choices: dict[str, dict[str, str]], suites: list[str], out: Path, *, fresh: bool = False,
-              jobs: int = 2, steps: Steps | None = None, side=rehearse_side) -> dict[str, dict]:
-    """Each side's results: saved ones reused (same key), the others run, `jobs` at a time (`side` runs one).
+              jobs: int = 2, steps: Steps | None = None) -> dict[str, dict]:
+    """Each side's results: saved ones reused (same key), the others run, `jobs` at a time.
     The tools of every side are built first, one side after the other: a candidate that cannot be built stops
     the rehearsal before any side runs, and a first build (minutes on both cores) never runs beside the other
     side's tests. Any failure or interrupt stops the rehearsal: pending sides are cancelled, running steps stopped."""
@@ -218,6 +218,14 @@ def run_sides(choices: dict[str, dict[str, str]], suites: list[str], out: Path, 
     todo = [label for label in choices if label not in sides]
     at_once = max(1, min(jobs, len(todo)))
     pool = None
+
+    def side(label: str, *args) -> dict:
+        try:
+            return rehearse_side(label, *args)
+        except BaseException:
+            steps.stop()  # at once, in this thread: the pool's next side must not start meanwhile
+            raise
+
     try:
         built = {label: build_tools(label, choices[label], suites, out, steps) for label in todo}
         pool = ThreadPoolExecutor(at_once)

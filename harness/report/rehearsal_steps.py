@@ -44,6 +44,8 @@ class Steps:
 
     def run(self, cmd: list[str], env: dict[str, str], log: Path, label: str) -> tuple[int, float]:
         """Runs one step; (exit code, seconds). StepInterrupted once the rehearsal stops."""
+        if self.stopping.is_set():
+            raise StepInterrupted(f"{label}: stopped before `{' '.join(cmd[-3:])}`")
         say("rehearse", f"[{label}] {' '.join(cmd)}")
         log.parent.mkdir(parents=True, exist_ok=True)
         t = time.monotonic()
