@@ -22,8 +22,8 @@ from harness.cluster.local_cluster import ClusterError, LocalCluster
 from harness.cluster.nodes import PoolNodes, add_nodes, node_objects, remove_nodes
 from harness.cluster.operators import kueue_effective_config, local_kueue_config, production_kueue_config
 from harness.cluster.processes import (Process, ProcessError, Startable, free_port, http_check, port_is_free, running,
-                                       stop_in_reverse, wait_until)
+                                       session_popen, stop_in_reverse, wait_until)
 
 __all__ = ["ClusterError", "KindCluster", "KindError", "KindPlan", "LocalCluster", "Names", "PoolNodes", "Process", "ProcessError", "Startable", "add_nodes", "docker_problem",
            "free_port", "http_check", "kind_plan", "kueue_effective_config", "local_kueue_config", "node_objects", "port_is_free", "node_image", "production_kueue_config", "remove_nodes",
-           "run_name", "running", "stop_in_reverse", "wait_until"]
+           "run_name", "running", "session_popen", "stop_in_reverse", "wait_until"]

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import signal
 import sys
 import tempfile
 import time
@@ -29,7 +28,7 @@ from harness.cluster.local_cluster import ClusterError, LocalCluster
 from harness.cluster.nodes import add_nodes
 from harness.gate import cluster_dirs, is_flux_kustomization, render_repository
 from harness.k8s import Kube, apply_order
-from harness.core import REPO_ROOT, HarnessError, say
+from harness.core import REPO_ROOT, HarnessError, Interrupts, say
 
 ALIVE_CHECK = 1.0  # seconds between checks that every component still runs
 DEFAULT_CLUSTER = "prod-eastus2"
@@ -87,25 +86,11 @@ def main(argv: list[str] | None = None) -> int:
         workdir = Path(tempfile.mkdtemp(prefix="run-", dir=REPO_ROOT / "build" / "cluster"))
 
     # SIGINT/SIGTERM/SIGHUP interrupt whatever runs (also a start in progress) like Ctrl-C does,
-    # so the finally block below tears down in order. The request is also remembered: an exception a
-    # signal handler raises while the interpreter runs a finalizer (a socket's __del__ during a
-    # readiness probe) is printed and dropped by CPython, and the start would then run on; the checks
-    # after each step stop it there instead.
-    requested: list[str] = []
+    # so the finally block below tears down in order; a second signal (make sends SIGTERM again to
+    # its child after the group got it) never interrupts that teardown (harness.core.interrupts).
+    interrupts = Interrupts(on_first=lambda _name: say("cluster", "stopping")).install()  # before a start in progress stops
+    unless_requested = interrupts.check
 
-    def interrupt(signum, _frame):
-        if not requested:
-            say("cluster", "stopping")  # before a start in progress stops what it started
-        requested.append(signal.Signals(signum).name)
-        raise KeyboardInterrupt(requested[-1])
-
-    def unless_requested() -> None:
-        if requested:
-            raise KeyboardInterrupt(requested[-1])
-
-    # SIGINT too: a shell starts background jobs with SIGINT ignored, and Python keeps that.
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, interrupt)
     cluster = LocalCluster(workdir)
     try:
         cluster.start()

@@ -23,7 +23,7 @@ import urllib.request
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
-from harness.core import HarnessError, say, timeouts
+from harness.core import HarnessError, Interrupts, say, timeouts
 
 STOP_TIMEOUT = timeouts.PROCESS_STOP  # seconds between SIGTERM and SIGKILL
 TAIL_LINES = 40
@@ -96,6 +96,12 @@ def _pdeathsig() -> None:
     _LIBC.prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG = 1
 
 
+def session_popen(argv: list[str], **popen_args) -> subprocess.Popen:
+    """A child in its own session (process group: a terminal's Ctrl-C reaches only its parent, which stops it in
+    order) that the kernel SIGKILLs when the calling thread's process dies (PR_SET_PDEATHSIG)."""
+    return subprocess.Popen(argv, start_new_session=True, preexec_fn=_pdeathsig if _LIBC is not None else None, **popen_args)
+
+
 class Process:
     """One child process with its own log file and process group."""
 
@@ -115,10 +121,8 @@ class Process:
         with self.log_path.open("ab") as log:
             log.write(f"### {time.strftime('%H:%M:%S')} started: {' '.join(self.argv)}\n".encode())
             log.flush()
-            self.popen = subprocess.Popen(
-                self.argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=self.env, cwd=self.cwd,
-                start_new_session=True, preexec_fn=_pdeathsig if _LIBC is not None else None,
-            )
+            self.popen = session_popen(self.argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=self.env,
+                                       cwd=self.cwd)
         _registry.add(self)
         return self
 
@@ -345,8 +349,9 @@ class _Registry:
         # callers' finally/with blocks and then atexit; pytest relies on that too.
 
 
-def _exit_on_signal(signum, _frame):
-    raise SystemExit(128 + signum)
+# SystemExit(128 + signal) on the first; a second SIGTERM (make sends one to its child after the group got one) must not
+# cut the teardown short.
+_exit_on_signal = Interrupts(exception=lambda sig: SystemExit(128 + sig)).handler
 
 
 _registry = _Registry()

@@ -15,6 +15,7 @@ _EXPORTS = {
     "HarnessError": ("errors", "HarnessError"), "report_error": ("errors", "report"),
     "atomic_write": ("files", "atomic_write"), "cache_lock": ("files", "cache_lock"), "cache_root": ("files", "cache_root"),
     "locked": ("files", "locked"), "publish_dir": ("files", "publish_dir"),
+    "Interrupts": ("interrupts", "Interrupts"),
     "Ticker": ("progress", "Ticker"), "say": ("progress", "say"), "tell": ("progress", "tell"),
     "format_quantity": ("quantity", "format_quantity"), "parse_quantity": ("quantity", "parse_quantity"),
     "REPO_ROOT": ("versions", "REPO_ROOT"),

@@ -9,6 +9,7 @@ FLUX_RECONCILE = 120.0  # a pushed commit applied by source- and kustomize-contr
 CRDS_ESTABLISHED = 120.0
 SETTLE_QUIET = 3.0    # no change in this long counts as settled (report timelines)
 PROCESS_STOP = 10.0   # SIGTERM to SIGKILL
+RUN_STOP = 60.0       # a harness run (a pytest suite) tears down its clusters after Ctrl-C, before SIGKILL
 HTTP_PROBE = 2.0      # one readiness probe
 # The cluster, its operators and the watches (harness/cluster, harness/k8s, harness/gitops):
 REQUEST = 60.0        # one API request (a list, a server-side apply of a large CRD)

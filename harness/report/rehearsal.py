@@ -23,29 +23,26 @@ import argparse
 import hashlib
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 import xml.etree.ElementTree as ET
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from pathlib import Path
 
 from harness.cluster import kueue_effective_config, production_kueue_config
-from harness.core import HarnessError, REPO_ROOT, atomic_write, releases, say, versions
+from harness.core import HarnessError, Interrupts, REPO_ROOT, atomic_write, releases, say, timeouts, versions
 from harness.gate import render_repository, render_sample, sample_names
 from harness.report import rehearsal_markdown, step_decisions
+from harness.report.rehearsal_steps import RehearsalError, StepInterrupted, Steps
 from harness.report.upgrade_diff import config_changes, crd_changes
 from harness.toolchain import tool
 
 SUITES = {"integration": "integration", "flux": "flux", "faults": "faults"}  # name -> pytest marker
 EMPTY_CONFIG = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration"}
 OPERATOR_GROUPS = ("kueue.x-k8s.io/", "ray.io/")
-
-
-class RehearsalError(HarnessError, RuntimeError):
-    pass
 
 
 def newest_candidate(component: str) -> str:
@@ -62,27 +59,6 @@ CONCURRENT_ENV = {"RAY_KUEUE_WAIT": "180"}
 
 def _env(choice: dict[str, str], extra: dict[str, str]) -> dict[str, str]:
     return {**extra, **os.environ, versions.SELECT_ENV: versions.selection_text(choice)}  # the caller's own settings win
-
-
-_TERMINAL = threading.Lock()  # two sides print at once: whole lines, each marked with its side
-
-
-def _run(cmd: list[str], choice: dict[str, str], log: Path, label: str = "", extra_env: dict[str, str] | None = None) -> tuple[int, float]:
-    """Runs a step in a child process with the versions selected; its output goes to `log` and,
-    each line marked with the side, to the terminal."""
-    say("rehearse", f"[{label or versions.selection_text(choice)}] {' '.join(cmd)}")
-    log.parent.mkdir(parents=True, exist_ok=True)
-    t = time.monotonic()
-    with log.open("w") as fh:
-        proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=_env(choice, extra_env or {}), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            fh.write(line)
-            with _TERMINAL:
-                sys.stdout.write(f"[{label}] {line}" if label else line)
-                sys.stdout.flush()
-        rc = proc.wait()
-    return rc, time.monotonic() - t
 
 
 def junit_outcomes(path: Path) -> dict[str, dict]:
@@ -145,44 +121,67 @@ def saved_side(label: str, choice: dict[str, str], suites: list[str], out: Path)
     return saved if saved.get("key") == tree_key(choice, suites) else None
 
 
-def build_tools(label: str, choice: dict[str, str], suites: list[str], out: Path) -> float:
-    """A side's tools (cached per version; the first build of a candidate takes minutes): the seconds it took."""
+def build_tools(label: str, choice: dict[str, str], suites: list[str], out: Path, steps: Steps) -> float:
+    """A side's tools (cached per version; the first build of a candidate takes minutes): the seconds it took.
+    A build that fails says why (the build's own last message: Go's reason, e.g. the proxy refusing that version)."""
     side = out / label
     groups = ["--group", "cluster"] + (["--group", "flux"] if "flux" in suites else [])
-    rc, secs = _run([*_main_of("harness.toolchain.builds"), *groups], choice, side / "tools.log", label)
+    log = side / "tools.log"
+    rc, secs = steps.run([*_main_of("harness.toolchain.builds"), *groups], _env(choice, {}), log, label)
+    steps.ended(label, "the tool build", rc, log)
     if rc != 0:
-        raise RehearsalError(f"{label}: building the tools for {versions.selection_text(choice)} failed; see {side / 'tools.log'}")
+        raise RehearsalError(f"{label}: the tools for {versions.selection_text(choice)} could not be built: {build_failure(log)} "
+                             f"(log: {log})")
     return secs
 
 
-def rehearse_side(label: str, choice: dict[str, str], suites: list[str], out: Path, extra_env: dict[str, str] | None = None,
-                  tools_seconds: float | None = None) -> dict:
-    """One side of the rehearsal (the pins, or the candidates): tools (unless built already, in
-    `tools_seconds`), gate, suites; saved as <out>/<label>/result.json with its tree_key.
-    `extra_env`: defaults for its steps' environment."""
+def build_failure(log: Path) -> str:
+    """The build's own error message (from its last `build-tools:` line on, whitespace folded), and when Go's
+    reason is the module proxy's refusal, that said first."""
+    text = log.read_text(errors="replace") if log.exists() else ""
+    reason = " ".join(text[text.rfind("build-tools:"):].split()) if "build-tools:" in text else " ".join(text.split()[-60:])
+    refused = re.search(r"(\S+@v\S+?): reading https?://\S+: (4\d\d [A-Za-z ]+?)(?:\s|$)", text)
+    if refused:
+        mod, _, version = refused.group(1).rpartition("@")
+        reason = (f"the Go module proxy refuses {mod} {version} ({refused.group(2).strip()}); `go list -m -versions {mod}` "
+                  f"lists versions it serves. Go said: {reason}")
+    return reason[:1500] or "no message"
+
+
+def rehearse_side(label: str, choice: dict[str, str], suites: list[str], out: Path, extra_env: dict[str, str],
+                  tools_seconds: float, steps: Steps) -> dict:
+    """One side of the rehearsal (the pins, or the candidates), its tools built (`tools_seconds`): gate, scenario
+    steps, suites. Saved as <out>/<label>/result.json with its tree_key only when every step ran to its end;
+    StepInterrupted at the first that did not. `extra_env`: defaults for its steps' environment."""
     side = out / label
     key = tree_key(choice, suites)
-    py = sys.executable
+    env = _env(choice, extra_env)
     side.mkdir(parents=True, exist_ok=True)
-    result: dict = {"versions": choice, "timings": {}, "suites": {}, "exit_codes": {}}
-    secs = build_tools(label, choice, suites, out) if tools_seconds is None else tools_seconds
-    result["timings"]["tools"], result["exit_codes"]["tools"] = secs, 0
-    gate_json = side / "validate.json"
-    rc, secs = _run([*_main_of("harness.gate.validate"), ".", "--quiet", "--json", str(gate_json),
-                     "--kueue", choice["kueue"], "--kuberay", choice["kuberay"]], choice, side / "validate.log", label, extra_env)
+    result: dict = {"versions": choice, "timings": {"tools": tools_seconds}, "suites": {}, "exit_codes": {"tools": 0}}
+    gate_json, log = side / "validate.json", side / "validate.log"
+    gate_json.unlink(missing_ok=True)  # an earlier run's findings are never read as this one's
+    rc, secs = steps.run([*_main_of("harness.gate.validate"), ".", "--quiet", "--json", str(gate_json),
+                          "--kueue", choice["kueue"], "--kuberay", choice["kuberay"]], env, log, label)
+    steps.ended(label, "the gate", rc, log)
     result["timings"]["gate"], result["exit_codes"]["gate"] = secs, rc
     result["gate"] = _gate_findings(gate_json)
-    decisions = side / "scenarios.json"
-    rc, secs = _run([*_main_of("harness.report.step_decisions"), "--out", str(decisions), "--label", label], choice,
-                    side / "scenarios.log", label, extra_env)
+    decisions, log = side / "scenarios.json", side / "scenarios.log"
+    decisions.unlink(missing_ok=True)
+    rc, secs = steps.run([*_main_of("harness.report.step_decisions"), "--out", str(decisions), "--label", label], env, log, label)
+    steps.ended(label, "the scenario steps", rc, log)
     result["timings"]["scenarios"], result["exit_codes"]["scenarios"] = secs, rc
     result["scenarios"] = json.loads(decisions.read_text()) if rc == 0 and decisions.exists() else []
     for suite in suites:
-        junit = side / f"{suite}.junit.xml"
-        # Its own --basetemp: two sides' pytest runs never share (or clean up) each other's directories.
-        with tempfile.TemporaryDirectory(prefix=f"rehearse-{label}-{suite}-") as basetemp:
-            rc, secs = _run([py, "-m", "pytest", "-p", "no:cacheprovider", "-m", SUITES[suite], "-q", f"--junitxml={junit}",
-                             f"--basetemp={basetemp}"], choice, side / f"{suite}.log", label, extra_env)
+        junit, log = side / f"{suite}.junit.xml", side / f"{suite}.log"
+        junit.unlink(missing_ok=True)
+        # Its own --basetemp, under the side's directory: two sides' pytest runs never share (or clean up) each other's,
+        # and what a killed rehearsal leaves (etcd data, ~75 MB a cluster) is cleared by the next run (clear_scratch).
+        basetemp = side / f"pytest-{suite}"
+        try:
+            rc, secs = steps.run(suite_command(suite, junit, basetemp), env, log, label)
+        finally:
+            shutil.rmtree(basetemp, ignore_errors=True)
+        steps.ended(label, f"`pytest -m {SUITES[suite]}`", rc, log, pytest=True)
         result["timings"][suite], result["exit_codes"][suite] = secs, rc
         result["suites"][suite] = junit_outcomes(junit)
     result["key"], result["finished"] = key, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -190,11 +189,27 @@ def rehearse_side(label: str, choice: dict[str, str], suites: list[str], out: Pa
     return result
 
 
+def suite_command(suite: str, junit: Path, basetemp: Path) -> list[str]:
+    return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-m", SUITES[suite], "-q", f"--junitxml={junit}",
+            f"--basetemp={basetemp}"]
+
+
+def clear_scratch(side: Path) -> None:
+    """The pytest base directories a killed (SIGKILLed) rehearsal of this side left."""
+    for basetemp in side.glob("pytest-*"):
+        shutil.rmtree(basetemp, ignore_errors=True)
+
+
 def run_sides(choices: dict[str, dict[str, str]], suites: list[str], out: Path, *, fresh: bool = False,
-              jobs: int = 2) -> dict[str, dict]:
-    """Each side's results: saved ones reused (same key), the others run, `jobs` at a time."""
+              jobs: int = 2, steps: Steps | None = None) -> dict[str, dict]:
+    """Each side's results: saved ones reused (same key), the others run, `jobs` at a time.
+    The tools of every side are built first, one side after the other: a candidate that cannot be built stops
+    the rehearsal before any side runs, and a first build (minutes on both cores) never runs beside the other
+    side's tests. Any failure or interrupt stops the rehearsal: pending sides are cancelled, running steps stopped."""
+    steps = steps or Steps()
     sides: dict[str, dict] = {}
     for label, choice in choices.items():
+        clear_scratch(out / label)
         saved = None if fresh else saved_side(label, choice, suites, out)
         if saved:
             say("rehearse", f"{label}: reusing {out / label / 'result.json'} of {saved['finished']} "
@@ -202,13 +217,32 @@ def run_sides(choices: dict[str, dict[str, str]], suites: list[str], out: Path, 
             sides[label] = {**saved, "reused": True}
     todo = [label for label in choices if label not in sides]
     at_once = max(1, min(jobs, len(todo)))
-    # Builds first, one side after the other: a candidate's first build (minutes on both cores)
-    # must not run beside the other side's tests.
-    built = {label: build_tools(label, choices[label], suites, out) for label in todo} if at_once > 1 else {}
-    with ThreadPoolExecutor(at_once) as pool:
-        running = {label: pool.submit(rehearse_side, label, choices[label], suites, out, CONCURRENT_ENV if at_once > 1 else {},
-                                      built.get(label)) for label in todo}
+    pool = None
+
+    def side(label: str, *args) -> dict:
+        try:
+            return rehearse_side(label, *args)
+        except BaseException:
+            steps.stop()  # at once, in this thread: the pool's next side must not start meanwhile
+            raise
+
+    try:
+        built = {label: build_tools(label, choices[label], suites, out, steps) for label in todo}
+        pool = ThreadPoolExecutor(at_once)
+        running = {label: pool.submit(side, label, choices[label], suites, out, CONCURRENT_ENV if at_once > 1 else {},
+                                      built[label], steps) for label in todo}
+        pending = set(running.values())
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+            for future in done:
+                future.result()  # the first side that failed or was interrupted ends the rehearsal
         sides.update({label: future.result() for label, future in running.items()})
+    except BaseException:
+        steps.stop()
+        if pool:
+            pool.shutdown(wait=True, cancel_futures=True)  # pending sides never start; running ones end with their steps
+        raise
+    pool.shutdown()
     return {label: sides[label] for label in choices}
 
 
@@ -291,6 +325,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="sides run at once (default 2: both, each on clusters of its own; 1: one after the other)")
     args = parser.parse_args(argv)
     args.out = args.out.resolve()
+    # Ctrl-C, SIGTERM (timeout, a cancelled CI job) and SIGHUP stop the rehearsal (run_sides stops its steps); a
+    # second one only says that it is stopping.
+    Interrupts(on_later=lambda name: say("rehearse", f"{name}: stopping already; the running steps get SIGKILL "
+                                                     f"{timeouts.RUN_STOP:.0f}s after the first")).install()
     try:
         suites = [s for s in args.suites.split(",") if s]
         unknown = [s for s in suites if s not in SUITES]
@@ -309,6 +347,10 @@ def main(argv: list[str] | None = None) -> int:
     except HarnessError as err:
         print(f"rehearse: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as err:
+        print(f"rehearse: interrupted ({err or 'SIGINT'}); a side saves its result.json only when every step ran to "
+              f"its end", file=sys.stderr)
+        return 130
     args.out.mkdir(parents=True, exist_ok=True)
     atomic_write(args.out / "report.json", json.dumps(report, indent=1, default=str) + "\n")
     atomic_write(args.out / "report.md", rehearsal_markdown.render(report))

@@ -47,6 +47,21 @@ def test_make_cluster_interrupted_leaves_nothing(spawn, tmp_path, sig):
     assert tail.index("stopped") < tail.index(f"logs kept in {run / 'logs'}"), tail
 
 
+def test_make_cluster_signalled_twice_still_tears_down(spawn, tmp_path):
+    """SIGTERM to make's process group: the run gets it, then once more from make (GNU make sends SIGTERM to its
+    children when it gets one, src/commands.c fatal_error_signal). The second must not cut the teardown short."""
+    child = spawn("-m", "harness.cluster", "--workdir", str(tmp_path / "run"))
+    procs, ports = up(child)
+    child.signal(signal.SIGTERM)
+    child.wait_line(r"\[cluster\] stopping", STOP)
+    child.signal(signal.SIGTERM)
+    assert child.wait(STOP) == 0, child.output[-3000:]
+    assert "Traceback" not in child.output, child.output[-3000:]
+    assert not leftovers(procs, ports), child.output[-3000:]
+    run = tmp_path / "run"
+    assert not (run / "etcd").exists() and f"logs kept in {run / 'logs'}" in child.output, child.output[-3000:]
+
+
 def test_interrupted_while_starting_leaves_nothing(spawn, tmp_path):
     """SIGTERM when kube-apiserver is starting: the half-started cluster is torn down too."""
     child = spawn("-m", "harness.cluster", "--workdir", str(tmp_path / "run"))

@@ -179,7 +179,7 @@ def test_both_sides_run_at_once_and_a_saved_side_is_reused(monkeypatch, tmp_path
     barrier, ran, built = threading.Barrier(2, timeout=20), [], []
     monkeypatch.setattr(rehearsal, "build_tools", lambda label, *_: built.append(label) or 1.5)
 
-    def side(label, choice, suites, out, extra_env, tools_seconds):
+    def side(label, choice, suites, out, extra_env, tools_seconds, steps):
         assert extra_env == rehearsal.CONCURRENT_ENV  # the decision bound raised for two sides at once
         assert tools_seconds == 1.5 and built == ["candidate", "baseline"]  # both built before either side runs
         ran.append(label)
@@ -215,3 +215,72 @@ def test_rehearse_names_the_version_as_the_user_typed_it(capsys, monkeypatch):
     candidate = newest_candidate("kuberay")
     assert versions.listed_version("kuberay", candidate.removeprefix("v"), "KUBERAY=") == candidate
     assert versions.parse_selection(f"kuberay={candidate.removeprefix('v')}") == {"kuberay": candidate}
+
+
+class FakeSteps:
+    """harness.report.rehearsal_steps.Steps with each step's exit code given, nothing run: (label, what) -> rc."""
+
+    def __init__(self, codes: dict[tuple[str, str], int], log_text: str = ""):
+        from harness.report.rehearsal_steps import Steps
+
+        self.real, self.codes, self.log_text, self.ran = Steps(), codes, log_text, []
+
+    def run(self, cmd, env, log, label):
+        from harness.report.rehearsal_steps import StepInterrupted
+
+        if self.real.stopping.is_set():  # as Steps.run: no step starts once the rehearsal stops
+            raise StepInterrupted(f"{label}: stopped")
+        what = next((w for w in ("toolchain.builds", "gate.validate", "step_decisions", "pytest") if w in " ".join(cmd)), "?")
+        self.ran.append((label, what))
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(self.log_text if what == "toolchain.builds" else "")
+        return self.codes.get((label, what), 0), 0.1
+
+    def ended(self, *args, **kwargs):
+        return self.real.ended(*args, **kwargs)
+
+    def stop(self):
+        self.real.stop()
+
+
+REFUSED = ("go: downloading sigs.k8s.io/kueue v0.18.0\nbuild-tools: tool build failed: building kueue (kueue v0.18.0) failed:\n"
+           "go: sigs.k8s.io/kueue@v0.18.0: reading https://proxy.golang.org/sigs.k8s.io/kueue/@v/v0.18.0.zip: 403 Forbidden\n"
+           "\tserver response: This module version is not available.\n")
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_candidate_that_cannot_be_built_stops_the_rehearsal_before_any_side_runs(tmp_path, jobs):
+    from harness.report.rehearsal import RehearsalError, run_sides
+
+    steps = FakeSteps({("candidate", "toolchain.builds"): 1}, REFUSED)
+    with pytest.raises(RehearsalError) as err:
+        run_sides({"candidate": {"kueue": "v0.18.0", "kuberay": "v1.6.1"}, "baseline": {"kueue": "v0.17.1", "kuberay": "v1.6.1"}},
+                  ["integration"], tmp_path, fresh=True, jobs=jobs, steps=steps)
+    assert steps.ran == [("candidate", "toolchain.builds")]  # not the baseline's build, gate or suite
+    assert "the Go module proxy refuses sigs.k8s.io/kueue v0.18.0 (403 Forbidden)" in str(err.value)
+    assert "This module version is not available" in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("step, rc", [("pytest", 2), ("pytest", -2), ("gate.validate", -15), ("step_decisions", -9)])
+def test_a_side_whose_step_was_interrupted_stops_there_and_saves_nothing(tmp_path, step, rc):
+    from harness.report.rehearsal import run_sides
+    from harness.report.rehearsal_steps import StepInterrupted
+
+    steps = FakeSteps({("candidate", step): rc})
+    choices = {"candidate": {"kueue": "v0.18.3", "kuberay": "v1.6.1"}, "baseline": {"kueue": "v0.17.1", "kuberay": "v1.6.1"}}
+    with pytest.raises(StepInterrupted, match="did not run to its end.*nothing saved for candidate"):
+        run_sides(choices, ["integration", "flux"], tmp_path, fresh=True, jobs=1, steps=steps)
+    ran = [what for label, what in steps.ran if label == "candidate"]
+    assert ran[-1] == step and ran.count("pytest") <= 1  # stopped at that step: not the next suite
+    assert not [what for label, what in steps.ran if label == "baseline" and what != "toolchain.builds"]  # never started
+    assert not list(tmp_path.rglob("result.json")) and steps.real.stopping.is_set()
+
+
+def test_a_side_whose_every_step_ran_is_saved_and_reused(tmp_path):
+    from harness.report.rehearsal import run_sides, saved_side
+
+    choices = {"candidate": {"kueue": "v0.18.3", "kuberay": "v1.6.1"}, "baseline": {"kueue": "v0.17.1", "kuberay": "v1.6.1"}}
+    steps = FakeSteps({("candidate", "gate.validate"): 1, ("baseline", "pytest"): 1})  # findings, a failed test: ran to the end
+    sides = run_sides(choices, ["integration"], tmp_path, fresh=True, jobs=2, steps=steps)
+    assert sides["candidate"]["exit_codes"] == {"tools": 0, "gate": 1, "scenarios": 0, "integration": 0}
+    assert all(saved_side(label, choice, ["integration"], tmp_path) for label, choice in choices.items())
