@@ -21,7 +21,6 @@ from harness.core.files import atomic_write, cache_root
 SCHEMA = Path(__file__).resolve().parents[1] / "schemas-for-data" / "versions.schema.json"
 SCHEMA_NAME = "harness/schemas-for-data/versions.schema.json"
 _VERDICTS_KEPT = 64  # the newest verdicts kept (a pin edit, a branch switch); older ones are computed again if needed
-_MEMO = "2"  # bumped when what a verdict holds changes
 
 
 @dataclass(frozen=True)
@@ -43,6 +42,12 @@ def dotted(path: list) -> str:
 
 
 @functools.lru_cache(maxsize=1)
+def _code() -> str:
+    """This module's text: a verdict kept by another version of it is not read back."""
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
 def schema() -> dict:
     return json.loads(SCHEMA.read_text(encoding="utf-8"))
 
@@ -52,7 +57,7 @@ def refusals(data, text: str | None = None) -> list[Refusal]:
     None: no lines). jsonschema's verdict on the same data is kept under cache_root()/verdicts, so a run on unchanged pins
     does not import jsonschema (~0.06 s, a tenth of the gate)."""
     try:
-        key = json.dumps([_MEMO, data, schema()], sort_keys=True, default=str)
+        key = json.dumps([_code(), data, schema()], sort_keys=True, default=str)
     except (TypeError, ValueError):  # keys of several types (a YAML int key beside strings): not kept
         found = _verdict(data)
     else:
@@ -141,7 +146,7 @@ def _known(schema_: dict) -> set[str]:
 def _hint(e, path: list) -> str:
     """The fix of one refused value: the spelling the pattern accepts, a quoted number, the constant, or the schema's
     own words."""
-    named, value = dotted(path), e.instance
+    named, value = dotted(path) or "versions.yaml", e.instance
     if e.validator == "pattern" and isinstance(value, str):
         for fixed, why in ((f"v{value}", "a Go module version is written with its v"),
                            (value.removeprefix("v"), "a chart or production version is written without v; `version`, "
