@@ -14,9 +14,11 @@ from pathlib import Path
 
 import yaml
 
-from harness.core.yaml_nodes import step
+from harness.core import yaml_nodes
 from harness.gate.sources import SafeLoader, SourceError, parse_yaml, read_source, yaml_files
 from harness.gate.yaml_keys import KeyLoader
+
+step = yaml_nodes.step  # one step into a composed mapping or sequence (build_errors, podset_lines use it from here)
 
 _SEGMENT = re.compile(r"\[(\d+)\]|\[([^\]]*)\]|([^.\[\]]+)")  # a.b[0][key] -> a, b, 0, key
 
