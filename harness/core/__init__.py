@@ -12,6 +12,7 @@ import importlib
 # Public name -> (module of this package, its name there); None: the module itself.
 _EXPORTS = {
     "releases": ("releases", None), "timeouts": ("timeouts", None), "versions": ("versions", None),
+    "pin_file": ("pin_file", None), "yaml_nodes": ("yaml_nodes", None),
     "HarnessError": ("errors", "HarnessError"), "report_error": ("errors", "report"),
     "atomic_write": ("files", "atomic_write"), "cache_lock": ("files", "cache_lock"), "cache_root": ("files", "cache_root"),
     "locked": ("files", "locked"), "publish_dir": ("files", "publish_dir"),

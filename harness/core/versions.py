@@ -56,24 +56,70 @@ VERSIONS_FILE = REPO_ROOT / "versions.yaml"
 
 
 class VersionsFileError(HarnessError, RuntimeError):
-    """versions.yaml is not where REPO_ROOT says (a $RAY_KUEUE_REPO that names no checkout)."""
+    """versions.yaml cannot be read as pins: not where REPO_ROOT says (a $RAY_KUEUE_REPO that names no checkout), not
+    valid YAML, or refused by its schema (harness.core.pin_file): the message names versions.yaml:LINE and the fix."""
+
+
+def shown(line: int | None = None) -> str:
+    """versions.yaml[:LINE] as a message names it: relative to the working directory when inside it."""
+    try:
+        name = VERSIONS_FILE.relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        name = str(VERSIONS_FILE)
+    return f"{name}:{line}" if line else name
 
 
 @functools.lru_cache(maxsize=None)
 def pins() -> dict:
+    """versions.yaml, checked whole first (harness.core.pin_file): VersionsFileError naming the line of its first refusal,
+    so no reader of a pin meets a missing key or a wrong type."""
     if not VERSIONS_FILE.is_file():
         named = f"${REPO_ENV}={os.environ[REPO_ENV]}: " if os.environ.get(REPO_ENV) else ""
         raise VersionsFileError(f"{named}no versions.yaml in {REPO_ROOT} (it must name a checkout of this repository)")
     import yaml  # here: the gate's entry point imports this module before it starts its helper, and needs no YAML for that
 
-    with VERSIONS_FILE.open(encoding="utf-8") as fh:  # libyaml's loader where PyYAML has it: read on every gate start
-        return yaml.load(fh, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    from harness.core import pin_file
+
+    text = VERSIONS_FILE.read_text(encoding="utf-8", errors="replace")
+    try:  # libyaml's loader where PyYAML has it: read on every gate start
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+        raise VersionsFileError(f"{shown(mark.line + 1 if mark else None)}: not valid YAML: {getattr(err, 'problem', None) or err}"
+                                f"{f', {err.context}' if getattr(err, 'context', None) else ''}; fix the YAML syntax there "
+                                "(indentation, a missing ':'); every pinned version is read from this file") from None
+    refused = pin_file.refusals(data, text)
+    if refused:
+        first, more = refused[0], len(refused) - 1
+        raise VersionsFileError(f"{shown(first.line)}: {first.message}; {first.hint}"
+                                + (f" (and {more} more: {', '.join(shown(r.line) for r in refused[1:4])})" if more else ""))
+    return data
+
+
+def where(module_path: str, version: str) -> str:
+    """versions.yaml:LINE where `module_path` at `version` is written (a pin, a candidate, a `replace`), "" when nowhere."""
+    from harness.core import pin_file
+
+    try:
+        path = pin_file.written_at(pins(), module_path, version)
+    except VersionsFileError:
+        return ""
+    if path is None:
+        return ""
+    import yaml
+
+    from harness.core.yaml_nodes import written_line
+
+    return shown(written_line(yaml.compose(VERSIONS_FILE.read_text(encoding="utf-8")), path))
 
 
 def entry(name: str) -> dict:
     """The pin block of a component; dotted names reach nested ones, e.g. 'flux.source-controller'."""
     block = pins()
     for part in name.split("."):
+        if not isinstance(block, dict) or not isinstance(block.get(part), dict):
+            raise VersionsFileError(f"{shown()}: no `{name}` entry (a mapping with module and version), which the harness "
+                                    f"reads; restore it (harness/schemas-for-data/versions.schema.json)")
         block = block[part]
     return block
 

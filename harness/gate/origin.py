@@ -14,8 +14,11 @@ from pathlib import Path
 
 import yaml
 
+from harness.core import yaml_nodes
 from harness.gate.sources import SafeLoader, SourceError, parse_yaml, read_source, yaml_files
 from harness.gate.yaml_keys import KeyLoader
+
+step = yaml_nodes.step  # one step into a composed mapping or sequence (build_errors, podset_lines use it from here)
 
 _SEGMENT = re.compile(r"\[(\d+)\]|\[([^\]]*)\]|([^.\[\]]+)")  # a.b[0][key] -> a, b, 0, key
 
@@ -101,16 +104,6 @@ def compose(text: str) -> tuple:
         return tuple(yaml.compose_all(text, Loader=SafeLoader))
     except (yaml.YAMLError, RecursionError):
         return ()
-
-
-def step(node, key: str | int) -> tuple[yaml.Node | None, yaml.Node | None]:
-    """(key node, value node) of one step into a mapping (a key) or a sequence (an index: the item
-    is its own key node); (None, None) when the step is not there."""
-    if isinstance(node, yaml.MappingNode) and isinstance(key, str):
-        return next(((k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == key), (None, None))
-    if isinstance(node, yaml.SequenceNode) and isinstance(key, int) and 0 <= key < len(node.value):
-        return node.value[key], node.value[key]
-    return None, None
 
 
 def node_at(root: Path, file: str, doc_line: int | None, path: list[str | int]) -> tuple[yaml.Node | None, yaml.Node | None]:

@@ -29,7 +29,10 @@ RULES = {"versions-drift": "each cluster's Kueue, KubeRay and NVIDIA device plug
                            "production pins",
          "versions-pins": "(warning) versions.yaml's production Kueue and KubeRay are the versions whose own code the gate runs (its "
                           "versions.yaml's module versions), and each production pin differs from its module version only with a "
-                          "`skew` saying why (the pin file's contract)"}
+                          "`skew` saying why (the pin file's contract)",
+         "versions-schema": "versions.yaml, when present, is what harness/schemas-for-data/versions.schema.json describes (every key, "
+                            "type and version pattern) and each candidate is newer than its pin, listed once, with its release's "
+                            "chart (a Kueue or KubeRay chart or production it refuses is versions-drift)"}
 IMAGE_TAG = {"kueue": ("controllerManager", "manager", "image", "tag"), "kuberay": ("image", "tag"), "nvidia-device-plugin": ("image", "tag")}
 
 

@@ -14,6 +14,7 @@ import argparse
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -45,10 +46,18 @@ def _run(cmd: list[str], cwd: Path, what: str) -> str:
 
 def module_info(mod: str, version: str) -> dict:
     """`go mod download -json`: fetches the module zip into GOMODCACHE and says where it is."""
-    out = _run(["go", "mod", "download", "-json", f"{mod}@{version}"], Path.cwd(), f"download {mod}")
-    info = json.loads(out)
-    if info.get("Error"):
-        raise ToolBuildError(f"{mod}@{version}: {info['Error']}")
+    cmd = ["go", "mod", "download", "-json", f"{mod}@{version}"]
+    proc = subprocess.run(cmd, cwd=Path.cwd(), env=go_env(), capture_output=True, text=True, encoding="utf-8", errors="replace")
+    try:
+        info = json.loads(proc.stdout)  # Go's reason for a refused module is here ("Error"), also when it exits 1
+    except ValueError:
+        info = {}
+    if info.get("Error") or proc.returncode != 0:
+        at = versions.where(mod, version)
+        raise ToolBuildError(f"{at + ': ' if at else ''}{mod}@{version} cannot be downloaded from the Go module proxy: "
+                             f"{' '.join((info.get('Error') or proc.stderr[-4000:]).split()) or f'`{shlex.join(cmd)}` exited {proc.returncode}'}"
+                             + ("; write a version the proxy serves there (`go list -m -versions "
+                                f"{mod}` lists some; a release the list omits may still be served)" if at else ""))
     return info
 
 
@@ -112,6 +121,7 @@ class GoTool:
         if (work / "go.sum").exists():
             return work
         work.mkdir(parents=True, exist_ok=True)
+        module_info(mod, version)  # a version the proxy refuses: Go's reason and the versions.yaml line, not tidy's output
         lines = ["module local.invalid/toolbuild", "", "go 1.25.0", "", f"require {mod} {version}", ""]
         if mod == "k8s.io/kubernetes":
             lines += _staging_replaces(version, only_v0=False)

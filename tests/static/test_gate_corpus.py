@@ -285,6 +285,8 @@ CORPUS = [
      lambda r: edit(r, "versions.yaml", "  version: v0.17.1 ", "  version: v0.17.0 "), 35, "warning"),
     ("kueue-production-spelled-as-the-module", "versions-drift", "versions.yaml",
      lambda r: edit(r, "versions.yaml", "  production: 0.17.1\n", "  production: v0.17.1\n"), 35),
+    ("kueue-candidate-key-misspelt", "versions-schema", "versions.yaml",
+     lambda r: edit(r, "versions.yaml", "- version: v0.19.2 ", "- vesion: v0.19.2 "), 46),
     ("yaml-syntax", "yaml-syntax", TEAM_A, lambda r: append(r, TEAM_A, "  broken: [unclosed\n")),
     ("wrong-apiversion", "schema-unknown-kind", TEAM_A, lambda r: edit(r, TEAM_A, "apiVersion: kueue.x-k8s.io/v1beta2", "apiVersion: kueue.x-k8s.io/v1")),
     ("old-kueue-api", "kueue-api-version", "base/resource-flavors.yaml",
