@@ -90,7 +90,7 @@ def add_nodes(kube, root: Path, cluster: str, timeout: float = timeouts.NODES_RE
 
     kube.wait_for("v1", "Node", ready, f"{len(names)} nodes of cluster {cluster} Ready and schedulable", timeout=timeout)
     say("cluster", f"{len(names)} nodes of {cluster}'s pools Ready: " +
-        ", ".join(f"{s.max_count} x {s.vm_size} ({s.pool})" for s in cluster_nodes(root, cluster) if s.max_count))
+        "; ".join(f"{s.pool} {s.size()}" for s in cluster_nodes(root, cluster) if s.max_count))
     return sorted(names)
 
 

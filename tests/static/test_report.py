@@ -277,3 +277,18 @@ def test_a_job_that_never_ran_is_not_finished_and_the_header_says_where_it_ran(b
     md = markdown.render(data)
     assert "Scenarios ran for real on the cluster of --kubeconfig /k" in md and "embedded" not in md
     assert "- head: ran on the bare `overlays/team-queues`; the jobs ask for a-1: 34 CPU, 264Gi memory, 4 GPU." in md
+
+
+def test_autoscaling_pool_is_written_as_the_gate_writes_it(base_tree, repo_copy):
+    """The headroom's pools say an autoscaling GPU pool's min-max and that it is counted (and the scenarios run) at
+    max_count, in the gate's own words (Pool.size), not a fixed "2 x" pool."""
+    tf = repo_copy / "terraform/node_pools.tf"
+    text = tf.read_text()
+    assert text.count("  node_count              = var.gpu_node_count\n") == 1, "node_pools.tf changed shape; update this test"
+    tf.write_text(text.replace("  node_count              = var.gpu_node_count\n",
+                               "  auto_scaling_enabled    = true\n  min_count               = 0\n  max_count               = 2\n"))
+    prod = {d.name: d for d in quotas.diff(base_tree, quotas.load_tree(repo_copy, "head"))}["prod-eastus2"]
+    md = "\n".join(markdown.quota_section(prod))
+    row = next(line for line in md.splitlines() if line.startswith("| gpu | nvidia.com/gpu |"))
+    assert "gpupool 0-2 x Standard_ND96amsr_A100_v4, autoscaling (run at max_count)" in row, row
+    assert "**`16`** (was `8`)" in row, row  # capacity at max_count
