@@ -65,11 +65,6 @@ class Origin:
         return self.text.split("=", 1)[0].strip()
 
 
-def size_words(vm_size: str, count: int, min_count: int | None = None) -> str:
-    """A pool's size as the gate writes it: "2 x SIZE", or "0-2 x SIZE, autoscaling" (min_count-max_count) for an autoscaling pool."""
-    return f"{count} x {vm_size}" if min_count is None else f"{min_count}-{count} x {vm_size}, autoscaling"
-
-
 @dataclass(frozen=True)
 class NodeSpec:
     """The nodes of one pool as their Node objects show them: what a simulated node needs."""
@@ -84,11 +79,6 @@ class NodeSpec:
     system: bool
     max_pods: int = 110
     first: int = 0  # the instance number of its first node (a zonal pool's zones share one scale set)
-
-    def size(self) -> str:
-        """As Pool.size(), with " (run at max_count)" for an autoscaling pool: its max_count nodes are simulated."""
-        scaled = self.min_count != self.max_count
-        return size_words(self.vm_size, self.max_count, self.min_count if scaled else None) + (" (run at max_count)" if scaled else "")
 
 
 @dataclass
@@ -142,7 +132,7 @@ class Pool:
         return self.count if self.min_count is None else self.min_count
 
     def size(self) -> str:
-        return size_words(self.vm_size, self.count, self.min_count)
+        return autoscaling.size_words(self.vm_size, self.count, self.min_count)
 
     def where(self) -> str:
         zone = f", zone {self.zone}" if self.zone not in (None, "0") and len(self.zones) > 1 else ""
