@@ -34,7 +34,7 @@ from harness.report import ReportInputError
 from harness.report.quotas import layout_of
 from harness.report.recorder import Recorder, Recording
 
-__all__ = ["SCENARIOS", "Layer", "Scenario", "ScenarioResult", "ScenarioRunner", "StepResult", "by_name", "queue_layer", "render_layout",
+__all__ = ["SCENARIOS", "Layer", "Scenario", "ScenarioResult", "ScenarioRunner", "StepResult", "bind_roles", "by_name", "queue_layer", "render_layout",
            "run_all", "short_reason"]
 
 GPU = "nvidia.com/gpu"
@@ -112,13 +112,13 @@ QUEUE_GROUPS = ("", "kueue.x-k8s.io")  # of a cluster's queue layer, what a scen
 
 
 def queue_layer(root: Path, ref: str, scenario: Scenario, clusters: dict[str, ClusterRender] | None = None) -> Layer:
-    """What `scenario` runs on in `ref`'s tree, its queue roles bound to that tree's names (_bound): the queue layer of its
+    """What `scenario` runs on in `ref`'s tree, its queue roles bound to that tree's names (bind_roles): the queue layer of its
     cluster as that cluster's Flux renders it when that layer runs the scenario's overlay, else the bare overlay.
     `clusters`: the tree's rendered clusters (quotas.load_tree has them); rendered here when not given."""
-    return _bound(root, scenario, _layer(root, ref, scenario, clusters))
+    return bind_roles(root, scenario, _layer(root, ref, scenario, clusters))
 
 
-def _bound(root: Path, scenario: Scenario, layer: Layer) -> Layer:
+def bind_roles(root: Path, scenario: Scenario, layer: Layer) -> Layer:
     """The layer with the scenario's LocalQueue and ClusterQueue roles bound to its names, from its objects and the
     cluster's samples file (a renamed queue the samples follow is the same role); what is renamed is said in ran_on."""
     if layer.objects is None:
