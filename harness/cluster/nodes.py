@@ -23,7 +23,7 @@ from pathlib import Path
 
 from harness.cluster.processes import Process
 from harness.core import say, timeouts
-from harness.gate import NodeSpec, cluster_nodes
+from harness.gate import NodeSpec, cluster_nodes, size_words
 from harness.gate import node_objects as gate_node_objects
 from harness.k8s import POD, is_true
 
@@ -90,7 +90,8 @@ def add_nodes(kube, root: Path, cluster: str, timeout: float = timeouts.NODES_RE
 
     kube.wait_for("v1", "Node", ready, f"{len(names)} nodes of cluster {cluster} Ready and schedulable", timeout=timeout)
     say("cluster", f"{len(names)} nodes of {cluster}'s pools Ready: " +
-        ", ".join(f"{s.max_count} x {s.vm_size} ({s.pool})" for s in cluster_nodes(root, cluster) if s.max_count))
+        "; ".join(f"{s.pool} " + (size_words(s.vm_size, s.max_count, s.min_count) + " (run at max_count)" if s.min_count != s.max_count
+                                   else size_words(s.vm_size, s.max_count)) for s in cluster_nodes(root, cluster) if s.max_count))
     return sorted(names)
 
 

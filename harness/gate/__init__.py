@@ -41,6 +41,7 @@ _EXPORTS = {
     "flags_of": ("kueue_manager", "flags_of"), "values_gates": ("kueue_manager", "values_gates"),
     "missing_ref_hint": ("updates", "missing_ref_hint"),
     "pod_sets": ("workloads", "pod_sets"), "render_sample": ("workloads", "render"), "sample_names": ("workloads", "sample_names"),
+    "sample_queues": ("sample_rules", "sample_queues"), "size_words": ("autoscaling", "size_words"),
 }
 __all__ = sorted([*_EXPORTS, "SKIP_DIRS", "DATA_SCHEMAS"])
 

@@ -78,3 +78,8 @@ def fixed_size(builder, pool, block, body) -> None:
                            f"set {builder.switch} = true to autoscale between them, or remove them and keep node_count"))
     pool.count = builder.number(block, body.get("node_count"), "node_count", 1)
     pool.count_origin = builder.origin(block, "node_count", body.get("node_count"), 1)
+
+
+def size_words(vm_size: str, count: int, min_count: int | None = None) -> str:
+    """A pool's size as the gate writes it: "2 x SIZE", or "0-2 x SIZE, autoscaling" (min_count-max_count) for an autoscaling pool."""
+    return f"{count} x {vm_size}" if min_count is None else f"{min_count}-{count} x {vm_size}, autoscaling"

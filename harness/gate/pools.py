@@ -132,9 +132,7 @@ class Pool:
         return self.count if self.min_count is None else self.min_count
 
     def size(self) -> str:
-        if self.autoscaled:
-            return f"{self.min_count}-{self.count} x {self.vm_size}, autoscaling"
-        return f"{self.count} x {self.vm_size}"
+        return autoscaling.size_words(self.vm_size, self.count, self.min_count)
 
     def where(self) -> str:
         zone = f", zone {self.zone}" if self.zone not in (None, "0") and len(self.zones) > 1 else ""

@@ -215,3 +215,19 @@ def _unlisted(ctx: Context, file: str) -> bool:
     folder, _, name = file.rpartition("/")
     listed = [d.obj for d in ctx.sources.docs if is_kustomization_file(d.file) and d.file.rpartition("/")[0] == folder]
     return bool(listed) and not any(str(r).removeprefix("./") == name for k in listed for r in as_list(k.get("resources")))
+
+
+def sample_queues(root: Path, cluster: str) -> dict[str, set[str]]:
+    """sample -> the LocalQueues a cluster's samples file (clusters/<name>/samples.yaml, as the gate configuration names
+    it) submits it to; {} when there is no such file or it is no list (sample-render reports it)."""
+    from harness.gate import config  # the configuration reads this package's names: loaded on use
+
+    try:
+        entries = load_yaml(Path(root) / config.load(root).samples_file(cluster), root)
+    except (SourceError, OSError):
+        return {}
+    out: dict[str, set[str]] = {}
+    for e in entries if isinstance(entries, list) else []:
+        if isinstance(e, dict) and isinstance(e.get("sample"), str) and isinstance(e.get("queue"), str):
+            out.setdefault(e["sample"], set()).add(e["queue"])
+    return out

@@ -12,7 +12,8 @@ from kubernetes.dynamic.exceptions import NotFoundError
 
 from harness.core import timeouts
 from harness.k8s.kinds import ResourceType
-from harness.k8s.watch import summary, wait_for
+from harness.k8s.conditions import describe_conditions
+from harness.k8s.watch import wait_for
 
 FIELD_MANAGER = "ray-on-aks-harness"
 
@@ -95,7 +96,7 @@ class Kube:
         namespace: str | None = None,
         timeout: float = timeouts.DECISION,
         label_selector: str | None = None,
-        show: Callable[[dict], str] = summary,
+        show: Callable[[dict], str] = describe_conditions,
     ):
         """Waits until predicate(current objects of this kind) is truthy and returns its value
         (harness.k8s.watch.wait_for: list, then watch; each event re-evaluates the predicate

@@ -23,11 +23,13 @@ from typing import Callable
 from kubernetes import client, watch
 
 from harness.core import HarnessError, timeouts
+from harness.k8s.conditions import describe_conditions
 from harness.k8s.kinds import ResourceType
 from harness.k8s.rest import list_objects, request
 
 FATAL = {400, 401, 403, 405, 406, 415, 422}  # what listing again cannot heal
 MAX_ERRORS = 20
+MAX_SHOWN = 20  # objects a timeout message shows, one line each
 END = object()  # the watch request's window ended
 
 Key = tuple  # (namespace or None, name)
@@ -43,7 +45,7 @@ def key(obj: dict) -> Key:
 
 
 def summary(obj: dict) -> str:
-    """The parts of an object that explain Kueue decisions, for timeout messages and logs."""
+    """The parts of an object that explain Kueue decisions, as JSON, for assertion messages and logs (a timeout shows describe_conditions)."""
     keep = {"metadata": {k: obj.get("metadata", {}).get(k) for k in ("name", "namespace", "labels", "resourceVersion")}}
     for part in ("spec", "status"):
         if part in obj:
@@ -223,13 +225,16 @@ class ListWatch:
 
 def wait_for(api: client.ApiClient, rtype: ResourceType, predicate: Callable[[list[dict]], object], describe: str, *,
              namespace: str | None = None, timeout: float = timeouts.DECISION, label_selector: str | None = None,
-             show: Callable[[dict], str] = summary):
+             show: Callable[[dict], str] = describe_conditions):
     """Waits until predicate(current objects of the type) is truthy and returns its value; raises
-    WaitTimeout with `show` of every object last seen (and why streams broke, if they did)."""
+    WaitTimeout with `show` (default: one line of conditions) of the objects last seen, at most
+    MAX_SHOWN of them (and why streams broke, if they did)."""
     lw = ListWatch(api, rtype, namespace=namespace, label_selector=label_selector)
     value = lw.run(until=lambda: predicate(list(lw.state.values())), deadline=time.monotonic() + timeout)
     if value:
         return value
-    seen = "\n".join(filter(None, (show(o) for o in lw.state.values()))) or "(no objects)"
+    shown = [line for line in (show(o) for o in lw.state.values()) if line]
+    more = f"\n(and {len(shown) - MAX_SHOWN} more)" if len(shown) > MAX_SHOWN else ""
+    seen = "\n".join(shown[:MAX_SHOWN]) + more or "(no objects)"
     broken = f"\nthe watch broke {lw.reconnects} times; last errors: {lw.errors[-3:]}" if lw.reconnects else ""
     raise WaitTimeout(f"timed out after {timeout:.0f}s waiting for {describe}; last state of {rtype.kind} objects:\n{seen}{broken}")

@@ -177,7 +177,7 @@ class Borrows(Expectation):
 
     def wait(self, run):
         q = run.queues
-        q.wait_cluster_queue(self.cluster_queue, lambda c: parse_quantity(q.gpus(c, "borrowed")) > 0, "borrows GPUs")
+        q.wait_cluster_queue(run.bound(self.cluster_queue), lambda c: parse_quantity(q.gpus(c, "borrowed")) > 0, "borrows GPUs")
 
     def judge(self, seen, roles):
         borrowed = seen.usage.get(self.cluster_queue, (0, 0))[1]
@@ -205,7 +205,7 @@ class Usage(Expectation):
                     "cpu_borrowed": q.usage(c, "default", "cpu", "borrowed"),
                     "admitted": status.get("admittedWorkloads", 0), "pending": status.get("pendingWorkloads", 0)}
 
-        q.wait_cluster_queue(self.cluster_queue, lambda c: all(now(c)[k] == v for k, v in want.items()),
+        q.wait_cluster_queue(run.bound(self.cluster_queue), lambda c: all(now(c)[k] == v for k, v in want.items()),
                              ", ".join(f"{k} {v}" for k, v in want.items()))
 
 
@@ -218,7 +218,7 @@ class LocalQueueUsage(Expectation):
 
     def wait(self, run):
         counts = lambda lq: ((lq.get("status") or {}).get("admittedWorkloads"), (lq.get("status") or {}).get("pendingWorkloads"))  # noqa: E731
-        run.queues.wait_local_queue(self.local_queue, lambda lq: counts(lq) == (self.admitted, self.pending),
+        run.queues.wait_local_queue(run.bound(self.local_queue), lambda lq: counts(lq) == (self.admitted, self.pending),
                                     f"{self.admitted} admitted, {self.pending} pending")
 
 

@@ -10,7 +10,7 @@ from harness.cluster import Names
 from harness.core import REPO_ROOT, timeouts
 from harness.gate import build_directory, render_sample
 from harness.k8s import (CLUSTER_QUEUE, LOCAL_QUEUE, NAMESPACE, POD, RAYCLUSTER, RAYJOB, WORKLOAD, Kube, apply_order, condition,
-                         is_true, owned_by)
+                         is_false, is_true, owned_by)
 
 __all__ = ["CLUSTER_QUEUE", "FOUR_GPUS", "LOCAL_QUEUE", "PRIORITY_LABEL", "RAYCLUSTER", "RAYJOB", "WORKLOAD", "Queues", "Size",
            "flavor_usage", "pods_running", "rayjob"]
@@ -78,13 +78,18 @@ class Queues:
 
     def apply_objects(self, repo_objs: list[dict]) -> list[dict]:
         """Objects in the repository's names (a rendered layout, e.g. of another ref) applied in
-        this run's names, ClusterQueues waited for until Active. Returns what was applied."""
+        this run's names, each ClusterQueue waited for until Kueue has decided whether it is Active
+        (settled_activity). Returns what was applied."""
         objs = apply_order([self.names.localize(o) for o in repo_objs])
         for o in objs:
             self.kube.apply(o)
             self.applied.append(o)
+        flavors = {o["metadata"]["name"] for o in repo_objs if o["kind"] == "ResourceFlavor"}
         for cq in (o for o in repo_objs if o["kind"] == "ClusterQueue"):
-            self.wait_cluster_queue(cq["metadata"]["name"], lambda c: is_true(c, "Active"), "Active=True")
+            final = settled_activity(cq, flavors)
+            self.wait_cluster_queue(cq["metadata"]["name"], lambda c, f=final: (condition(c, "Active") or {}).get("status") == "True"
+                                    or (is_false(c, "Active") and condition(c, "Active").get("reason") in f),
+                                    "Active=True" + "".join(f" or Active=False ({r})" for r in sorted(final)))
         return objs
 
     def remove_jobs(self) -> None:
@@ -264,6 +269,21 @@ class Queues:
             state[name] = {"gpu": self.gpus(cq), "borrowed": self.gpus(cq, "borrowed"),
                            "admitted": status.get("admittedWorkloads") or 0, "pending": status.get("pendingWorkloads") or 0}
         return state
+
+
+def settled_activity(cq: dict, flavors: set[str]) -> set[str]:
+    """The reasons of Active=False that are Kueue's final word on ClusterQueue `cq` as applied with
+    the ResourceFlavors `flavors` (Kueue 0.17.1 pkg/cache/scheduler/clusterqueue.go inactiveReason, whose
+    first reason is the condition's): Stopped when its spec.stopPolicy holds it (Hold, HoldAndDrain),
+    FlavorNotFound when it names a flavor nobody applies. Any other False is on its way to True."""
+    spec = cq.get("spec") or {}
+    final = set()
+    if spec.get("stopPolicy") not in (None, "None"):
+        final.add("Stopped")
+    named = {f.get("name") for g in spec.get("resourceGroups") or [] for f in g.get("flavors") or []}
+    if named - flavors:
+        final.add("FlavorNotFound")
+    return final
 
 
 def pods_running(pods: list[dict]) -> bool:

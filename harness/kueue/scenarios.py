@@ -14,7 +14,7 @@ from harness.kueue.expectations import (Admitted, Borrows, Kept, LocalQueueUsage
                                         Suspended, SuspendedOnSubmit, Usage)
 from harness.kueue.steps import Finish, Scenario, Step, Submit
 
-TEAMS = ["team-a-cq", "team-b-cq"]
+TEAMS = {"team-a": "team-a-cq", "team-b": "team-b-cq"}  # the teams' LocalQueues and their ClusterQueues
 TEAM_A_JOBS = ("a-1", "a-2")
 BORROWING = "be admitted (team A borrows B's idle GPUs)"
 READMITTED = "be (re-)admitted once B's GPUs are idle again"
@@ -22,7 +22,7 @@ READMITTED = "be (re-)admitted once B's GPUs are idle again"
 PRODUCTION = "prod-eastus2"  # the overlays' base quotas are its Standard_ND96amsr_A100_v4 pool's
 
 SINGLE_QUEUE = Scenario(
-    "single-queue", "single-queue back-pressure: one job runs, the next waits", "overlays/single-queue", ["cluster-queue"],
+    "single-queue", "single-queue back-pressure: one job runs, the next waits", "overlays/single-queue", {"default": "cluster-queue"},
     "train-1 is admitted, train-2 waits for quota; when train-1 is done, train-2 is admitted",
     # The sample llm-training as it ships: head 4 CPU + 4 workers x (16 CPU, 128Gi, 1 GPU) = 68 CPU,
     # 528Gi, 4 GPU. Two of them need 136 CPU against the queue's 94.

@@ -49,7 +49,7 @@ class Submit:
     refused: bool = False
 
     def do(self, run: ScenarioRun) -> None:
-        job = rayjob(self.sample, self.name, self.queue, self.size, self.priority, root=run.root)
+        job = rayjob(self.sample, self.name, run.bound(self.queue), self.size, self.priority, root=run.root)
         job["spec"].update(copy.deepcopy(self.spec))
         try:
             run.created[self.name] = run.queues.submit(job)
@@ -58,7 +58,7 @@ class Submit:
                 raise
             run.refusals[self.name] = err
             return
-        run.queue_of[self.name] = self.queue
+        run.queue_of[self.name] = self.queue  # the role: what two refs' runs compare
 
 
 @dataclass(frozen=True)
@@ -114,12 +114,53 @@ class Scenario:
     name: str
     title: str
     layout: str  # the queue layout it runs on (an overlay directory)
-    cluster_queues: list[str]
+    # Its roles: each LocalQueue its steps submit to -> the ClusterQueue behind it, named as this repository's
+    # layout names them; a ref's layer that names them otherwise binds them (bind) for its run.
+    queues: dict[str, str]
     expectation: str  # the expected outcome in words
     steps: list[Step]
     # The cluster in clusters/ whose Terraform pools the pods run on where a run adds nodes (the
     # report; tests/integration/test_pods.py); its layout's base quotas are sized for those pools.
     cluster: str | None = None
+
+    @property
+    def cluster_queues(self) -> list[str]:
+        return list(dict.fromkeys(self.queues.values()))
+
+    def bind(self, objects: list[dict], sample_queues: dict[str, set[str]], namespace: str = "ray") -> tuple[dict[str, str], list[str], str]:
+        """The roles as a ref's queue layer (`objects`, in the repository's names) names them: (role -> name there, what
+        differs in words, why the scenario cannot run there or ""). A LocalQueue role is the LocalQueue of that name in
+        `namespace`, else the one the cluster's samples file (`sample_queues`: sample -> LocalQueues) sends the role's
+        samples to, else the only one pointing at the role's ClusterQueue; the ClusterQueue role is the one it points at."""
+        lqs = {o["metadata"]["name"]: (o.get("spec") or {}).get("clusterQueue") for o in objects
+               if o.get("kind") == "LocalQueue" and (o.get("metadata") or {}).get("namespace") == namespace}
+        cqs = {o["metadata"]["name"] for o in objects if o.get("kind") == "ClusterQueue"}
+        bound: dict[str, str] = {}
+        notes, missing = [], []
+        for lq, cq in self.queues.items():
+            samples = sorted({a.sample for st in self.steps for a in st.actions if isinstance(a, Submit) and a.queue == lq})
+            listed = sorted({q for s in samples for q in sample_queues.get(s, ())} & set(lqs))
+            behind = [n for n, c in lqs.items() if c == cq]
+            if lq in lqs:
+                found = lq
+            elif len(listed) == 1:
+                found = listed[0]
+                notes.append(f"LocalQueue {lq} is `{found}` here (where the samples file sends {', '.join(samples)})")
+            elif len(behind) == 1:
+                found = behind[0]
+                notes.append(f"LocalQueue {lq} is `{found}` here (the LocalQueue of ClusterQueue {cq})")
+            else:
+                missing.append(f"LocalQueue {lq} is not in this ref's layer" + (
+                    f" and the samples file sends {', '.join(samples)} to none of its LocalQueues" if samples else ""))
+                continue
+            bound[lq] = found
+            if lqs[found] not in cqs:
+                missing.append(f"LocalQueue {found} points at ClusterQueue {lqs[found]}, which this ref's layer does not have")
+            elif cq not in bound:
+                bound[cq] = lqs[found]
+                if lqs[found] != cq:
+                    notes.append(f"ClusterQueue {cq} is `{lqs[found]}` here")
+        return bound, notes, "; ".join(missing)
 
     def step(self, name: str) -> Step:
         found = [s for s in self.steps if s.name == name]
@@ -151,8 +192,9 @@ class Hook:
 class ScenarioRun:
     """One run of a scenario: what its steps did so far, and a StepRun per step done."""
 
-    def __init__(self, queues: Queues, scenario: Scenario, root: Path = REPO_ROOT):
+    def __init__(self, queues: Queues, scenario: Scenario, root: Path = REPO_ROOT, bind: dict[str, str] | None = None):
         self.queues, self.scenario = queues, scenario
+        self.bind = dict(bind or {})  # the scenario's queue roles as the layer applied names them (Scenario.bind)
         self.root = root  # the tree whose samples (workloads/) the jobs are rendered from
         self.not_finished: list[tuple[str, str, str]] = []  # (step, job or role, why) a Finish found the job not running
         self.queue_of: dict[str, str] = {}  # every job submitted (and not refused) -> its LocalQueue
@@ -166,6 +208,10 @@ class ScenarioRun:
     def name(self, job: str) -> str:
         """A role's job, or the job itself."""
         return self.roles.get(job, job)
+
+    def bound(self, queue: str) -> str:
+        """A queue role's name in the layer applied (the role's own name when the layer has it)."""
+        return self.bind.get(queue, queue)
 
     @property
     def live(self) -> list[str]:
@@ -186,10 +232,10 @@ class ScenarioRun:
 
 
 def run_scenario(queues: Queues, scenario: Scenario, hooks: list[Hook] = (), *, expect: bool = True,
-                 until: str | None = None, root: Path = REPO_ROOT) -> ScenarioRun:
-    """Runs the steps in order on `queues` (its layout applied by the caller), up to and including
-    step `until`, with the samples of the tree at `root`. expect=True: every expectation awaited, in
-    order (`expect`, then `details`); expect=False: actions and hooks only."""
+                 until: str | None = None, root: Path = REPO_ROOT, bind: dict[str, str] | None = None) -> ScenarioRun:
+    """Runs the steps in order on `queues` (its layout applied by the caller, its queue roles named there as `bind`
+    says: Scenario.bind), up to and including step `until`, with the samples of the tree at `root`. expect=True: every
+    expectation awaited, in order (`expect`, then `details`); expect=False: actions and hooks only."""
     for h in hooks:
         if h.when not in (BEFORE, ACTED, AFTER):
             raise ValueError(f"hook at {h.when!r}: use BEFORE, ACTED or AFTER")
@@ -197,7 +243,7 @@ def run_scenario(queues: Queues, scenario: Scenario, hooks: list[Hook] = (), *, 
             scenario.step(h.step)
     if until is not None:
         scenario.step(until)
-    run = ScenarioRun(queues, scenario, root)
+    run = ScenarioRun(queues, scenario, root, bind)
 
     def call(when: str) -> None:
         for h in hooks:
@@ -213,7 +259,7 @@ def run_scenario(queues: Queues, scenario: Scenario, hooks: list[Hook] = (), *, 
         if expect:
             for e in (*step.expect, *step.details):
                 e.wait(run)
-        run.steps.append(StepRun(step.name, step.title, queues.state(run.labels(), scenario.cluster_queues) if expect else {}))
+        run.steps.append(StepRun(step.name, step.title, queues.state(run.labels(), [run.bound(c) for c in scenario.cluster_queues]) if expect else {}))
         call(AFTER)
         if step.name == until:
             break

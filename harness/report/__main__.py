@@ -142,7 +142,8 @@ def build(args: argparse.Namespace) -> Path:
             shutil.rmtree(staging, ignore_errors=True)
             raise
     changed = data.changed_scenarios()
-    say("report", f"wrote {out}/report.md: {len(changed)} scenario outcome(s) changed, "
+    switches = "".join(f", {c.name} switches layout" for c, _, _ in data.layout_switches())
+    say("report", f"wrote {out}/report.md: {len(changed)} scenario outcome(s) changed{switches}, "
                   f"{sum(c.changed for c in data.clusters)} cluster(s) with quota changes ({data.seconds:.0f}s)")
     return out
 
@@ -168,8 +169,10 @@ def _json(data) -> dict:
     return {
         "base": {"ref": data.base_ref, "sha": data.base_sha}, "head": {"label": data.head_label, "sha": data.head_sha},
         "changed_scenarios": [s.name for s in data.changed_scenarios()],
+        "layout_switches": [{"cluster": c.name, "base": c.overlays[0], "head": c.overlays[1], "ran_base": b.scenario if b else None,
+                             "ran_head": h.scenario if h else None} for c, b, h in data.layout_switches()],
         "scenarios": [{"scenario": r.scenario, "ref": r.ref, "verdict": r.verdict(), "failures": r.failures, "error": r.error,
-                       "ran_on": r.ran_on, "asks": r.asks,
+                       "ran_on": r.ran_on, "asks": r.asks, "queues": r.bind,
                        "steps": [{"title": s.title, "outcome": s.outcome(), "jobs": s.jobs} for s in r.steps],
                        "events": [asdict(e) for e in (r.recording.events if r.recording else [])],
                        "gpus_per_node": [{"t": round(t, 3), "nodes": {n: float(g) for n, g in per_node.items()}}

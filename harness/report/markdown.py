@@ -30,6 +30,18 @@ class ReportData:
     seconds: float = 0.0
     plane: str = EMBEDDED  # where the scenarios ran
 
+    def layout_switches(self) -> list[tuple[ClusterDiff, ScenarioResult | None, ScenarioResult | None]]:
+        """Each scenario cluster whose queue layout differs between the refs, with the scenario run on its own layer on
+        base and on head (None where no report scenario runs that layout): the comparison a layout switch is about."""
+        out = []
+        for c in self.clusters:
+            if c.overlays[0] == c.overlays[1] or not any(sc.cluster == c.name for sc in self.scenarios):
+                continue
+            on = [next((r for (name, ref), r in self.results.items() if ref == side and r.on_cluster
+                        and any(sc.name == name and sc.cluster == c.name for sc in self.scenarios)), None) for side in ("base", "head")]
+            out.append((c, on[0], on[1]))
+        return out
+
     def changed_scenarios(self) -> list[Scenario]:
         out = []
         for sc in self.scenarios:
@@ -145,7 +157,8 @@ def _scenario_section(data: ReportData, sc: Scenario, images: bool) -> list[str]
     for side, r in (("base", b), ("head", h)):
         for i, s in enumerate(r.steps if r else [], 1):
             for job, (state, msg) in s.jobs.items():
-                detail.append(f"| {side} | {i} | {job} | {s.queue_of.get(job, '')} | {state} | {_esc(msg)} |")
+                queue = s.queue_of.get(job, "")
+                detail.append(f"| {side} | {i} | {job} | {r.bind.get(queue, queue)} | {state} | {_esc(msg)} |")
     if detail:
         lines += ["<details><summary>Every job after every step (Kueue's own messages)</summary>", "",
                   "| ref | step | RayJob | LocalQueue | state | Kueue message |", "|---|---|---|---|---|---|", *detail, "", "</details>", ""]
@@ -172,6 +185,23 @@ def _gate_section(data: ReportData) -> list[str]:
     return lines
 
 
+def _switch_lines(data: ReportData, switches) -> list[str]:
+    """The headline of a layout switch: the cluster's base layout's outcome next to its head layout's."""
+    lines = []
+    for c, b, h in switches:
+        names = [", ".join(f"`{o}`" for o in side) or "no overlay" for side in c.overlays]
+        lines.append(f"- **`{c.name}` switches its queue layout {names[0]} → {names[1]}**: who gets GPUs there is what its base layout "
+                     "did on base against what its head layout does on head:")
+        for side, r, layout in (("base", b, names[0]), ("head", h, names[1])):
+            sc = next((x for x in data.scenarios if r and x.name == r.scenario), None)
+            if r is None or sc is None:
+                lines.append(f"  - {side}, {layout}: no scenario of this report runs it.")
+                continue
+            steps = "; ".join(f"{i}. {_esc(s.title)}: {_esc(', '.join(s.outcome()))}" for i, s in enumerate(r.steps, 1))
+            lines.append(f"  - {side}, {layout} ({sc.title}, {_verdict(r)}): {steps or '—'}")
+    return lines + ([""] if lines else [])
+
+
 def render(data: ReportData, images: bool = True, note: str = "") -> str:
     changed = data.changed_scenarios()
     quota_changes = [c for c in data.clusters if c.changed]
@@ -182,6 +212,8 @@ def render(data: ReportData, images: bool = True, note: str = "") -> str:
     if note:
         lines += [note, ""]
     lines += ["## Scenario outcomes that changed", ""]
+    switches = data.layout_switches()
+    lines += _switch_lines(data, switches)
     if changed:
         for sc in changed:
             b, h = data.results.get((sc.name, "base")), data.results.get((sc.name, "head"))
@@ -192,6 +224,8 @@ def render(data: ReportData, images: bool = True, note: str = "") -> str:
             for side, r in (("head", h),):
                 for f in (r.failures if r else []):
                     lines.append(f"  - {side}: {_esc(f)}")
+    elif switches:
+        lines.append("Each scenario compared with itself on the same layout (below) shows no change.")
     else:
         lines.append("No scenario outcome changed.")
     lines += ["", "## Quotas per cluster", ""]

@@ -190,7 +190,8 @@ def _headroom(root: Path, name: str, objects: list[dict]) -> tuple[dict[tuple, H
         return unknown(f"terraform/ could not be read: {err}")
     out = {}
     for fc in flavor_capacities(objects, pools):
-        pools_text = ", ".join(f"{p.name} {p.count} x {p.vm_size}" for p in fc.pools) or "no pool selected"
+        # As the gate writes a pool's size ("0-2 x SIZE, autoscaling"); capacity and the scenarios' nodes are at max_count.
+        pools_text = "; ".join(f"{p.name} {p.size()}" + (" (run at max_count)" if p.autoscaled else "") for p in fc.pools) or "no pool selected"
         out[(fc.flavor, fc.resource)] = Headroom(fc.flavor, fc.resource, fc.capacity, fc.nominal_total, pools_text)
     return out, f"pools from {rel}"
 

@@ -27,14 +27,14 @@ from kubernetes import client
 from harness.cluster import Names, PoolNodes
 from harness.core import format_quantity, parse_quantity, say, timeouts
 from harness.gate import (ClusterRender, RenderError, build_directory, is_flux_kustomization, kustomization_file, pod_sets,
-                          render_repository)
+                          render_repository, sample_queues)
 from harness.k8s import Kube, WaitTimeout
 from harness.kueue import AFTER, BEFORE, Hook, Queues, Scenario, ScenarioRun, StepResult, run_scenario, scenarios, short_reason
 from harness.report import ReportInputError
 from harness.report.quotas import layout_of
 from harness.report.recorder import Recorder, Recording
 
-__all__ = ["SCENARIOS", "Layer", "Scenario", "ScenarioResult", "ScenarioRunner", "StepResult", "by_name", "queue_layer", "render_layout",
+__all__ = ["SCENARIOS", "Layer", "Scenario", "ScenarioResult", "ScenarioRunner", "StepResult", "bind_roles", "by_name", "queue_layer", "render_layout",
            "run_all", "short_reason"]
 
 GPU = "nvidia.com/gpu"
@@ -55,14 +55,19 @@ class ScenarioResult:
     nominal_gpus: dict[str, float] = field(default_factory=dict)  # ClusterQueue -> GPU nominal quota
     ran_on: str = ""  # the queue layer it ran on, in words
     asks: dict[str, str] = field(default_factory=dict)  # job -> what it requests, as this ref's sample renders it
+    bind: dict[str, str] = field(default_factory=dict)  # the scenario's queue roles -> their names in this ref's layer
+    not_applicable: str = ""  # why the scenario's queue roles are not in this ref's layer (Scenario.bind)
+    on_cluster: bool = False  # it ran on its cluster's own queue layer (not the bare overlay)
 
     @property
     def passed(self) -> bool:
-        return not self.failures and not self.error and not self.missing_layout
+        return not self.failures and not self.error and not self.missing_layout and not self.not_applicable
 
     def verdict(self) -> str:
         if self.missing_layout:
             return f"n/a ({self.layout} not in this ref)"
+        if self.not_applicable:
+            return f"n/a: {self.not_applicable}"
         if self.error:
             return "did not finish"
         return "holds" if self.passed else "does not hold"
@@ -87,6 +92,9 @@ class Layer:
     """The queue objects a scenario runs on for one ref, and which they are in words."""
     objects: list[dict] | None  # None: the ref has no such layout
     ran_on: str
+    bind: dict[str, str] = field(default_factory=dict)  # the scenario's queue roles as these objects name them (Scenario.bind)
+    not_applicable: str = ""  # why the roles are not all there
+    on_cluster: bool = False  # the cluster's own queue layer
 
 
 def render_layout(root: Path, ref: str, layout: str) -> list[dict] | None:
@@ -104,9 +112,24 @@ QUEUE_GROUPS = ("", "kueue.x-k8s.io")  # of a cluster's queue layer, what a scen
 
 
 def queue_layer(root: Path, ref: str, scenario: Scenario, clusters: dict[str, ClusterRender] | None = None) -> Layer:
-    """What `scenario` runs on in `ref`'s tree: the queue layer of its cluster as that cluster's Flux renders it
-    when that layer runs the scenario's overlay, else the bare overlay. `clusters`: the tree's rendered
-    clusters (quotas.load_tree has them); rendered here when not given."""
+    """What `scenario` runs on in `ref`'s tree, its queue roles bound to that tree's names (bind_roles): the queue layer of its
+    cluster as that cluster's Flux renders it when that layer runs the scenario's overlay, else the bare overlay.
+    `clusters`: the tree's rendered clusters (quotas.load_tree has them); rendered here when not given."""
+    return bind_roles(root, scenario, _layer(root, ref, scenario, clusters))
+
+
+def bind_roles(root: Path, scenario: Scenario, layer: Layer) -> Layer:
+    """The layer with the scenario's LocalQueue and ClusterQueue roles bound to its names, from its objects and the
+    cluster's samples file (a renamed queue the samples follow is the same role); what is renamed is said in ran_on."""
+    if layer.objects is None:
+        return layer
+    layer.bind, notes, layer.not_applicable = scenario.bind(layer.objects, sample_queues(root, scenario.cluster) if scenario.cluster else {})
+    if notes:
+        layer.ran_on += "; " + "; ".join(notes)
+    return layer
+
+
+def _layer(root: Path, ref: str, scenario: Scenario, clusters: dict[str, ClusterRender] | None) -> Layer:
     note = ""
     if scenario.cluster:
         if clusters is None:
@@ -120,7 +143,7 @@ def queue_layer(root: Path, ref: str, scenario: Scenario, clusters: dict[str, Cl
             own = [r for r in rewrites if not r.startswith("components/")]
             return Layer(objs, f"{scenario.cluster}'s queue layer ({', '.join(f'`{b.dir}`' for b in layers)}: `{scenario.layout}`"
                                + "".join(f", `{r}`" for r in rewrites) + ")"
-                               + ("" if own else ", which has no patches of its own"))
+                               + ("" if own else ", which has no patches of its own"), on_cluster=True)
         note = (f" ({scenario.cluster} has no queue layer on this ref)" if not layers else
                 f" ({scenario.cluster} runs {', '.join(f'`{o}`' for o in overlays) or 'no overlay'} on this ref)") if cluster else \
             f" (no cluster {scenario.cluster} on this ref)"
@@ -151,10 +174,14 @@ class ScenarioRunner:
     def run(self, scenario: Scenario, root: Path, ref: str, layer: Layer | None = None) -> ScenarioResult:
         """Runs `scenario` with the samples of the tree at `root` on `layer` (default: queue_layer of that tree)."""
         layer = layer or queue_layer(root, ref, scenario)
-        result = ScenarioResult(scenario.name, ref, scenario.layout, ran_on=layer.ran_on)
+        result = ScenarioResult(scenario.name, ref, scenario.layout, ran_on=layer.ran_on, bind=layer.bind,
+                                not_applicable=layer.not_applicable, on_cluster=layer.on_cluster)
         objs = layer.objects
         if objs is None:
             result.missing_layout = True
+            return result
+        if layer.not_applicable:
+            say("report", f"{ref}: scenario {scenario.name} n/a: {layer.not_applicable}")
             return result
         say("report", f"{ref}: scenario {scenario.name} on {layer.ran_on.replace('`', '')}")
         self.queues.remove_jobs()
@@ -169,13 +196,14 @@ class ScenarioRunner:
         try:
             if scenario.cluster and (root / "clusters" / scenario.cluster).is_dir():
                 nodes.add(root, scenario.cluster)  # that ref's pools
-            self.queues.apply_objects(objs)
-            recorder.start(self.timeout)
+            started = False
             try:
-                run_scenario(self.queues, scenario, self._recording_hooks(recorder, result), expect=False, root=root)
+                self.queues.apply_objects(objs)  # waits for Kueue's word on each ClusterQueue (a held one stays inactive)
+                started = bool(recorder.start(self.timeout))
+                run_scenario(self.queues, scenario, self._recording_hooks(recorder, result), expect=False, root=root, bind=layer.bind)
             except WaitTimeout as err:
-                result.error = str(err).splitlines()[0]
-            result.recording = recorder.stop()
+                result.error = " ".join(str(err).splitlines()[:2])  # what was awaited, and the first object's state
+            result.recording = recorder.stop() if started else None
             if not result.error:
                 result.failures = scenario.check(result.steps)
         finally:
@@ -209,10 +237,11 @@ class ScenarioRunner:
             state, detail = recorder.job_state(job)
             jobs[job] = (state, detail.replace(prefix, "") if prefix else detail)
         usage = {}
+        role = {name: r for r, name in run.bind.items()}  # keyed by the scenario's roles, which two refs' runs compare
         for sample in recorder.record.samples:  # the last sample of each queue wins
             total = sum((t for (f, r), (t, _) in sample.usage.items() if r == GPU), Decimal(0))
             borrowed = sum((b for (f, r), (_, b) in sample.usage.items() if r == GPU), Decimal(0))
-            usage[sample.cluster_queue] = (total, borrowed)
+            usage[role.get(sample.cluster_queue, sample.cluster_queue)] = (total, borrowed)
         return StepResult(
             run.step.title, t_start, recorder.now(), jobs, dict(run.queue_of),
             [e.job for e in events if e.kind == "admitted"],

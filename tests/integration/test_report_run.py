@@ -6,6 +6,7 @@ cluster, shows the changed cells and the scenarios whose outcome the real Kueue 
 runs its own samples on its own cluster's queue layer."""
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 import sys
@@ -116,3 +117,54 @@ def test_report_shows_changed_quota_and_changed_outcome(rebalanced_clone, backen
     # Everything the report applied is gone again, so the session's other tests start clean.
     assert not kube.list(*RAYJOB, namespace=names.namespace)
     assert not {names.cq("team-a-cq"), names.cq("team-b-cq")} & {c["metadata"]["name"] for c in kube.list(*CLUSTER_QUEUE)}
+
+
+def _team_layer(edit) -> "Layer":
+    """The team-queues scenario's layer of this repository's prod-eastus2, its objects passed through `edit` (a PR's change)."""
+    from harness.report.scenarios import SCENARIOS, Layer, queue_layer
+
+    team = next(s for s in SCENARIOS if s.name == "team-queues")
+    layer = queue_layer(REPO_ROOT, "head", team)
+    return team, Layer(edit(copy.deepcopy(layer.objects)), layer.ran_on, on_cluster=True)
+
+
+def test_a_held_cluster_queue_is_reported_as_kueue_says_not_a_timeout(backend, names):
+    """stopPolicy Hold on team-b-cq (a valid change, the gate's queue-stopped): Kueue keeps it Active=False (Stopped) by
+    design, so the run waits for that, not Active=True, and b-1's step says what Kueue says of it."""
+    from harness.report.scenarios import ScenarioRunner, bind_roles
+
+    def hold(objs):
+        next(o for o in objs if o["kind"] == "ClusterQueue" and o["metadata"]["name"] == "team-b-cq")["spec"]["stopPolicy"] = "Hold"
+        return objs
+
+    team, layer = _team_layer(hold)
+    result = ScenarioRunner(backend.api_client(), names, timeout=timeouts.LONG_DECISION).run(team, REPO_ROOT, "head", bind_roles(REPO_ROOT, team, layer))
+    assert not result.error, result.error
+    assert result.verdict() == "does not hold", result
+    assert result.steps[1].jobs["b-1"] == ("pending", "ClusterQueue team-b-cq is inactive"), result.steps[1].jobs
+    assert "team-b: 1 pending (ClusterQueue team-b-cq is inactive)" in result.steps[1].outcome(), result.steps[1].outcome()
+
+
+def test_renamed_queues_run_the_same_roles(backend, names):
+    """LocalQueue team-a renamed research and ClusterQueue team-b-cq renamed gpu-b-cq (each reference following): the same
+    roles, so the scenario holds and its outcome names the roles, as on a layer with the repository's names."""
+    from harness.report.scenarios import ScenarioRunner, bind_roles
+
+    def rename(objs):
+        for o in objs:
+            if o["kind"] == "LocalQueue" and o["metadata"]["name"] == "team-a":
+                o["metadata"]["name"] = "research"
+            if o["metadata"]["name"] == "team-b-cq":
+                o["metadata"]["name"] = "gpu-b-cq"
+            if o["kind"] == "LocalQueue" and o["spec"]["clusterQueue"] == "team-b-cq":
+                o["spec"]["clusterQueue"] = "gpu-b-cq"
+        return objs
+
+    team, layer = _team_layer(rename)
+    layer = bind_roles(REPO_ROOT, team, layer)
+    assert layer.bind == {"team-a": "research", "team-a-cq": "team-a-cq", "team-b": "team-b", "team-b-cq": "gpu-b-cq"}, layer.bind
+    result = ScenarioRunner(backend.api_client(), names, timeout=timeouts.LONG_DECISION).run(team, REPO_ROOT, "head", layer)
+    assert result.passed, (result.error, result.failures)
+    outcome = result.steps[0].outcome()
+    assert "team-a: 2 admitted" in outcome and "team-a-cq holds 8 GPU (4 borrowed)" in outcome, outcome
+    assert "gpu-b-cq" in result.cluster_queues

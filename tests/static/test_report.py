@@ -277,3 +277,96 @@ def test_a_job_that_never_ran_is_not_finished_and_the_header_says_where_it_ran(b
     md = markdown.render(data)
     assert "Scenarios ran for real on the cluster of --kubeconfig /k" in md and "embedded" not in md
     assert "- head: ran on the bare `overlays/team-queues`; the jobs ask for a-1: 34 CPU, 264Gi memory, 4 GPU." in md
+
+
+def test_autoscaling_pool_is_written_as_the_gate_writes_it(base_tree, repo_copy):
+    """The headroom's pools say an autoscaling GPU pool's min-max and that it is counted (and the scenarios run) at
+    max_count, in the gate's own words (Pool.size), not a fixed "2 x" pool."""
+    tf = repo_copy / "terraform/node_pools.tf"
+    text = tf.read_text()
+    assert text.count("  node_count              = var.gpu_node_count\n") == 1, "node_pools.tf changed shape; update this test"
+    tf.write_text(text.replace("  node_count              = var.gpu_node_count\n",
+                               "  auto_scaling_enabled    = true\n  min_count               = 0\n  max_count               = 2\n"))
+    prod = {d.name: d for d in quotas.diff(base_tree, quotas.load_tree(repo_copy, "head"))}["prod-eastus2"]
+    md = "\n".join(markdown.quota_section(prod))
+    row = next(line for line in md.splitlines() if line.startswith("| gpu | nvidia.com/gpu |"))
+    assert "gpupool 0-2 x Standard_ND96amsr_A100_v4, autoscaling (run at max_count)" in row, row
+    assert "**`16`** (was `8`)" in row, row  # capacity at max_count
+
+
+# -- queue roles bound per ref (a renamed queue is the same role), and a layout switch headline -------------------------
+def _edit(root: Path, rel: str, old: str, new: str, count: int = 1) -> None:
+    path = root / rel
+    text = path.read_text()
+    assert text.count(old) == count, f"{rel} changed shape; update this test"
+    path.write_text(text.replace(old, new))
+
+
+def test_a_renamed_local_queue_the_samples_follow_is_the_same_role(base_tree, repo_copy):
+    """LocalQueue team-a renamed research, samples.yaml following (gate clean): the scenario submits team A's jobs to
+    research, its ClusterQueue is still team-a-cq, and the layer line says so; no "team A never gets a GPU"."""
+    from harness.report.scenarios import queue_layer
+
+    _edit(repo_copy, "overlays/team-queues/team-a.yaml", "\n  name: team-a\n", "\n  name: research\n")
+    _edit(repo_copy, "clusters/prod-eastus2/samples.yaml", "queue: team-a", "queue: research", count=2)
+    team = next(s for s in SCENARIOS if s.name == "team-queues")
+    layer = queue_layer(repo_copy, "head", team, quotas.load_tree(repo_copy, "head").renders)
+    assert not layer.not_applicable
+    assert layer.bind == {"team-a": "research", "team-a-cq": "team-a-cq", "team-b": "team-b", "team-b-cq": "team-b-cq"}
+    assert layer.ran_on.endswith("; LocalQueue team-a is `research` here (where the samples file sends llm-training)"), layer.ran_on
+    assert queue_layer(REPO_ROOT, "base", team, base_tree.renders).bind["team-a"] == "team-a"
+
+
+def test_a_renamed_cluster_queue_is_the_same_role_and_outcomes_compare_equal(base_tree, repo_copy):
+    """team-a-cq renamed research-cq (its LocalQueue following): the usage Kueue reports for research-cq is team-a-cq's
+    role, so the outcome and the Borrows expectation are those of base."""
+    from harness.report.scenarios import queue_layer
+
+    _edit(repo_copy, "overlays/team-queues/team-a.yaml", "team-a-cq", "research-cq", count=2)
+    team = next(s for s in SCENARIOS if s.name == "team-queues")
+    layer = queue_layer(repo_copy, "head", team, quotas.load_tree(repo_copy, "head").renders)
+    assert layer.bind["team-a-cq"] == "research-cq" and layer.bind["team-a"] == "team-a" and not layer.not_applicable
+    assert "ClusterQueue team-a-cq is `research-cq` here" in layer.ran_on
+    q = {"a-1": "team-a", "a-2": "team-a"}
+    step = _step("1", {"a-1": ("admitted", ""), "a-2": ("admitted", "")}, q, usage={"team-a-cq": (Decimal(8), Decimal(4))})
+    assert team.check([step]) == []  # usage is keyed by role (ScenarioRunner._step_result maps research-cq back)
+
+
+def test_a_ref_without_the_scenario_queues_is_not_applicable_with_why(repo_copy):
+    """The LocalQueue renamed and the samples not following (nor one LocalQueue left on team-a-cq): n/a with why, not a
+    failing expectation."""
+    from harness.report.scenarios import ScenarioRunner, queue_layer
+
+    _edit(repo_copy, "overlays/team-queues/team-a.yaml", "team-a-cq", "research-cq", count=2)
+    _edit(repo_copy, "overlays/team-queues/team-a.yaml", "\n  name: team-a\n", "\n  name: research\n")
+    team = next(s for s in SCENARIOS if s.name == "team-queues")
+    layer = queue_layer(repo_copy, "head", team, quotas.load_tree(repo_copy, "head").renders)
+    assert layer.not_applicable == "LocalQueue team-a is not in this ref's layer and the samples file sends llm-training to none of its LocalQueues"
+    result = ScenarioRunner.run(None, team, repo_copy, "head", layer)  # returns before any cluster work
+    assert result.verdict() == f"n/a: {layer.not_applicable}" and not result.passed and not result.steps
+
+
+def test_a_layout_switch_heads_the_report_with_the_cluster_base_layout_against_its_head_layout(base_tree, repo_copy):
+    """prod-eastus2 switches team-queues -> single-queue: each scenario compared with its bare overlay shows no change, and the
+    headline compares what prod-eastus2's base layout did on base with what its head layout does on head."""
+    _edit(repo_copy, "clusters/prod-eastus2/queues/kustomization.yaml", "  - ../../../overlays/team-queues", "  - ../../../overlays/single-queue")
+    single, team = (next(s for s in SCENARIOS if s.name == n) for n in ("single-queue", "team-queues"))
+    q = {"a-1": "team-a", "a-2": "team-a"}
+    team_run = [_step("team A submits a-1 and a-2", {"a-1": ("admitted", ""), "a-2": ("admitted", "")}, q,
+                      usage={"team-a-cq": (Decimal(8), Decimal(4))})]
+    single_run = [_step("submit train-1", {"train-1": ("admitted", "")}, {"train-1": "default"})]
+    results = {("team-queues", "base"): ScenarioResult("team-queues", "base", team.layout, steps=team_run, on_cluster=True),
+               ("team-queues", "head"): ScenarioResult("team-queues", "head", team.layout, steps=team_run),
+               ("single-queue", "base"): ScenarioResult("single-queue", "base", single.layout, steps=single_run),
+               ("single-queue", "head"): ScenarioResult("single-queue", "head", single.layout, steps=single_run, on_cluster=True)}
+    data = markdown.ReportData("repo", "main", "a" * 40, "working tree", "b" * 40,
+                               quotas.diff(base_tree, quotas.load_tree(repo_copy, "head")), [single, team], results)
+    assert data.changed_scenarios() == []
+    md = markdown.render(data)
+    head = md[md.index("## Scenario outcomes that changed"):md.index("## Quotas per cluster")]
+    assert "No scenario outcome changed." not in head, head
+    assert "- **`prod-eastus2` switches its queue layout `overlays/team-queues` → `overlays/single-queue`**" in head, head
+    assert ("  - base, `overlays/team-queues` (team-queues borrow and reclaim, ✅ holds): 1. team A submits a-1 and a-2: "
+            "team-a: 2 admitted, team-a-cq holds 8 GPU (4 borrowed)") in head, head
+    assert ("  - head, `overlays/single-queue` (single-queue back-pressure: one job runs, the next waits, ✅ holds): "
+            "1. submit train-1: default: 1 admitted") in head, head

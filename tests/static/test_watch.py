@@ -146,11 +146,19 @@ def test_wait_for_returns_the_value_or_reports_the_last_state(fake):
                      "ClusterQueue b", timeout=5)
     assert found["spec"] == {"cohort": "x"}
 
-    fake.script[(path, False)] = [("list", [obj("a", "5", cohort="y")], "10")]
+    # A timeout reports each object's conditions in one readable line (name, type=status, reason, message), never its JSON.
+    stopped = obj("a", "5", cohort="y")
+    stopped["status"] = {"conditions": [{"type": "Active", "status": "False", "reason": "Stopped",
+                                         "message": "Can't admit new workloads: is stopped."}],
+                         "flavorsUsage": [{"name": f"flavor-{i}", "resources": [{"name": "cpu", "total": "0"}]} for i in range(50)]}
+    fake.script[(path, False)] = [("list", [stopped, *(obj(f"q{i}", "5") for i in range(30))], "10")]
     with pytest.raises(WaitTimeout) as err:
         wait_for(fake.api, CLUSTER_QUEUE, lambda items: None, "something that never happens", timeout=1)
-    assert "waiting for something that never happens" in str(err.value)
-    assert '"name": "a"' in str(err.value) and '"cohort": "y"' in str(err.value), err.value
+    text = str(err.value)
+    assert "waiting for something that never happens" in text
+    assert "ClusterQueue a: Active=False (Stopped: Can't admit new workloads: is stopped.)" in text, text
+    assert "flavor-" not in text and "{" not in text, text
+    assert len(text.splitlines()) <= 23 and "(and 11 more)" in text, text
 
 
 def test_errors_no_retry_heals_are_raised_at_once(fake):
