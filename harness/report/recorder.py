@@ -265,7 +265,9 @@ class Recorder:
         if is_true(wl, "Finished"):
             return "finished", ""
         if is_true(wl, "Evicted") and is_true(wl, "QuotaReserved"):
-            return "evicting", (condition(wl, "Evicted") or {}).get("reason", "")
+            reason = (condition(wl, "Evicted") or {}).get("reason", "")
+            stuck = refused(self.rayjobs.get(job))  # KubeRay never suspends it, so Kueue never sees it stop
+            return "evicting", f"{reason}; {stuck}, so its eviction never completes" if stuck else reason
         if is_true(wl, "Admitted"):
             return "admitted", self._not_running(job)
         qr = condition(wl, "QuotaReserved")
@@ -296,12 +298,13 @@ class Recorder:
         def decided() -> bool:
             if any(self._job_state(j)[0] != "finished" for j in gone):
                 return False
-            for job in jobs:
-                state, detail = self._job_state(job)
-                if state in ("evicting", "deciding", "no-workload"):
+            states = {job: self._job_state(job) for job in jobs}
+            stuck = any(state == "evicting" and refused(self.rayjobs.get(job)) for job, (state, _) in states.items())
+            for job, (state, detail) in states.items():
+                if state in ("deciding", "no-workload") or (state == "evicting" and not refused(self.rayjobs.get(job))):
                     return False
-                if state == "pending" and re.search(r"preempt", detail, re.I):
-                    return False  # waiting for its victims to go
+                if state == "pending" and re.search(r"preempt", detail, re.I) and not stuck:
+                    return False  # waiting for its victims to go (unless one of them can never go)
                 if state == "admitted" and self._placing(job):
                     return False  # its pods are being bound, its RayCluster started
             return True
