@@ -24,7 +24,7 @@ from kubernetes import client
 from harness.cluster import Names
 from harness.core import parse_quantity, timeouts
 from harness.k8s import CLUSTER_QUEUE, POD, RAYCLUSTER, RAYJOB, WORKLOAD, ListWatch, WaitTimeout, condition, conditions, is_true
-from harness.kueue.placement import not_placed, refused
+from harness.kueue import not_placed, refused
 
 WATCHED = (WORKLOAD, RAYJOB, RAYCLUSTER, CLUSTER_QUEUE, POD)  # in the scenario's namespace (ClusterQueues: all)
 GPU = "nvidia.com/gpu"

@@ -295,7 +295,7 @@ def _pod(name: str, node: str | None = None, message: str = UNTOLERATED) -> dict
 def test_an_admitted_job_whose_pods_are_not_bound_does_not_run_and_the_outcome_changes(base_tree):
     """O#1: the placement (harness.kueue.placement, the invariant checker's own test of a pod) is part of the
     outcome compared between refs and of the expectations: admitted but Pending is not "admitted"."""
-    from harness.kueue.placement import not_placed
+    from harness.kueue import not_placed
 
     job = {"metadata": {"name": "a-1", "uid": "j1"}, "spec": {}, "status": {"jobDeploymentStatus": "Initializing"}}
     cluster = {"metadata": {"name": "a-1-raycluster-x", "ownerReferences": [{"uid": "j1"}]}, "status": {}}
