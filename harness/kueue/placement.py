@@ -9,6 +9,8 @@ On a cluster without Nodes nothing can be bound: pods are not the subject there 
 """
 from __future__ import annotations
 
+import re
+
 from harness.k8s import condition, owned_by
 
 CQ_LABEL = "kueue.x-k8s.io/cluster-queue-name"  # on every pod of an admitted workload
@@ -31,8 +33,9 @@ def unbound(pod: dict) -> str | None:
 
 
 def scheduler_reason(message: str) -> str:
-    """kube-scheduler's message without its preemption postscript (". preemption: 0/3 nodes ...")."""
-    return message.split(" preemption:")[0].rstrip(" .")
+    """kube-scheduler's first sentence, the filters' verdict per node ("0/3 nodes are available: 3 node(s) had
+    untolerated taint(s)"), without what follows (". no new claims to deallocate, preemption: 0/3 nodes ...")."""
+    return re.split(r"\.\s", message, maxsplit=1)[0].rstrip(" .")
 
 
 def refused(job: dict | None) -> str:

@@ -279,7 +279,7 @@ def test_a_job_that_never_ran_is_not_finished_and_the_header_says_where_it_ran(b
     assert "- head: ran on the bare `overlays/team-queues`; the jobs ask for a-1: 34 CPU, 264Gi memory, 4 GPU." in md
 
 
-UNTOLERATED = ("0/3 nodes are available: 3 node(s) had untolerated taint(s). preemption: 0/3 nodes are available: "
+UNTOLERATED = ("0/3 nodes are available: 3 node(s) had untolerated taint(s). no new claims to deallocate, preemption: 0/3 nodes are available: "
                "3 Preemption is not helpful for scheduling.")
 
 
