@@ -44,7 +44,7 @@ class StepResult:
                 if q == queue:
                     state, detail = self.jobs.get(job, ("no-workload", ""))
                     states[f"pending ({short_reason(detail)})" if state == "pending" else
-                           f"admitted, {detail}" if state == "admitted" and detail else
+                           f"admitted but not running: {detail}" if state == "admitted" and detail else
                            f"evicting ({detail})" if state == "evicting" and detail else state] += 1
             lines.append(f"{queue}: " + ", ".join(f"{n} {s}" for s, n in sorted(states.items())))
         for (queue, reason), n in sorted(Counter((self.queue_of.get(j, "?"), r) for j, r in self.preempted).items()):

@@ -3,7 +3,7 @@ kube-scheduler report it. One implementation for the invariant checker (every po
 workload bound within timeouts.POD_BOUND), for `Finish` (only a job whose RayCluster KubeRay reports
 ready can finish: KubeRay 1.6.1 submits the job only then, rayjob_controller.go "Wait for the
 RayCluster.Status.State to be ready before submitting the job") and for the report's step outcome
-("admitted, 5 of 5 pods Pending (0/3 nodes are available: 3 node(s) had untolerated taint(s))").
+("admitted but not running: 5 of 5 pods Pending (0/3 nodes are available: 3 node(s) had untolerated taint(s))").
 
 On a cluster without Nodes nothing can be bound: pods are not the subject there (`has_nodes`).
 """

@@ -314,7 +314,7 @@ def test_an_admitted_job_whose_pods_are_not_bound_does_not_run_and_the_outcome_c
     base = ScenarioResult("team-queues", "base", sc.layout, steps=[_step("1", {j: ("admitted", "") for j in q}, q, usage=usage)])
     head = ScenarioResult("team-queues", "head", sc.layout, steps=[_step("1", {"a-1": ("admitted", why), "a-2": ("admitted", why)}, q,
                                                                           usage=usage)])
-    assert head.steps[0].outcome()[0] == f"team-a: 2 admitted, {why}"
+    assert head.steps[0].outcome()[0] == f"team-a: 2 admitted but not running: {why}"
     failures = sc.check(head.steps)
     assert f"1: a-1 should {sc.steps[0].expect[0].should}, is admitted but does not run: {why}" in failures, failures
     data = markdown.ReportData("repo", "main", "a" * 40, "working tree", "b" * 40, quotas.diff(base_tree, base_tree), [sc],
