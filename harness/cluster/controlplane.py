@@ -40,6 +40,7 @@ CONTROLLERS = (
     "replicaset-controller",
     "deployment-controller",
     "statefulset-controller",
+    "daemonset-controller",          # a layer's DaemonSets run a pod on every matching (KWOK) node, as on AKS
     "pod-garbage-collector-controller",
     "resourcequota-controller",
     "endpointslice-controller",

@@ -26,7 +26,9 @@ class StepResult:
     title: str
     t_start: float
     t_end: float
-    jobs: dict[str, tuple[str, str]]  # job -> (state, detail) when the step settled
+    # job -> (state, detail) when the step settled; an admitted job's detail says why it does not run
+    # (its pods not bound within timeouts.POD_BOUND, KubeRay refused it: harness.kueue.placement), "" when it runs
+    jobs: dict[str, tuple[str, str]]
     queue_of: dict[str, str]  # job -> LocalQueue
     admitted: list[str]  # jobs admitted during the step
     preempted: list[tuple[str, str]]  # (job, reason) preempted or evicted during the step
@@ -41,7 +43,9 @@ class StepResult:
             for job, q in self.queue_of.items():
                 if q == queue:
                     state, detail = self.jobs.get(job, ("no-workload", ""))
-                    states[state if state != "pending" else f"pending ({short_reason(detail)})"] += 1
+                    states[f"pending ({short_reason(detail)})" if state == "pending" else
+                           f"admitted but not running: {detail}" if state == "admitted" and detail else
+                           f"evicting ({detail})" if state == "evicting" and detail else state] += 1
             lines.append(f"{queue}: " + ", ".join(f"{n} {s}" for s, n in sorted(states.items())))
         for (queue, reason), n in sorted(Counter((self.queue_of.get(j, "?"), r) for j, r in self.preempted).items()):
             lines.append(f"{n} preempted on {queue} ({reason})")
@@ -79,6 +83,8 @@ def judged(e: Expectation) -> bool:
 
 def _is(seen: StepResult, job: str, state: str, should: str, because: str = "") -> str | None:
     now, detail = seen.jobs.get(job, ("no-workload", ""))
+    if now == state == "admitted" and detail:
+        return f"{job} should {should}, is admitted but does not run: {detail}"
     if now == state and because in detail:
         return None
     return f"{job} should {should}, is {now} {detail}".rstrip()

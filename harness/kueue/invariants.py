@@ -45,12 +45,11 @@ from harness.core import parse_quantity, timeouts
 from harness.k8s import (CLUSTER_QUEUE, COHORT, NODE, POD, RAYJOB, WORKLOAD, ListWatch, condition, get_object, is_true, list_objects,
                          owned_by)
 from harness.kueue.admissions import AdmissionLedger
+from harness.kueue.placement import CQ_LABEL, REFUSED, unbound
 
 WATCHED = (RAYJOB, WORKLOAD, CLUSTER_QUEUE, COHORT, POD, NODE)  # every namespace
-CQ_LABEL = "kueue.x-k8s.io/cluster-queue-name"  # on every pod of an admitted workload
 RAY_CLUSTER_LABEL = "ray.io/cluster"
 KINDS = tuple(t.kind for t in WATCHED)
-REFUSED = "ValidationFailed"  # KubeRay's jobDeploymentStatus for a RayJob whose spec it refuses
 
 
 class InvariantChecker:
@@ -253,13 +252,13 @@ class InvariantChecker:
         now = self._clock()
         pods = self.state.get("Pod") or {}
         for (ns, name), pod in pods.items():
-            meta, spec = pod["metadata"], pod.get("spec") or {}
-            if CQ_LABEL not in (meta.get("labels") or {}) or meta.get("deletionTimestamp") or spec.get("nodeName"):
+            meta = pod["metadata"]
+            why = unbound(pod)  # harness.kueue.placement: the report's outcomes and Finish judge pods the same way
+            if why is None:
                 self._first_seen.pop(meta.get("uid"), None)
                 continue
             since = self._first_seen.setdefault(meta["uid"], now)
             if now - since > self.pod_bound:
-                why = (condition(pod, "PodScheduled") or {}).get("message") or "no scheduling decision recorded"
                 self._violate(f"pod {ns}/{name} of an admitted workload (ClusterQueue {meta['labels'][CQ_LABEL]}) "
                               f"not bound after {self.pod_bound:.0f}s: {why}")
         clusters = {}

@@ -11,6 +11,7 @@ from harness.core import REPO_ROOT, timeouts
 from harness.gate import build_directory, render_sample
 from harness.k8s import (CLUSTER_QUEUE, LOCAL_QUEUE, NAMESPACE, POD, RAYCLUSTER, RAYJOB, WORKLOAD, Kube, apply_order, condition,
                          is_false, is_true, owned_by)
+from harness.kueue.placement import job_pods
 
 __all__ = ["CLUSTER_QUEUE", "FOUR_GPUS", "LOCAL_QUEUE", "PRIORITY_LABEL", "RAYCLUSTER", "RAYJOB", "WORKLOAD", "Queues", "Size",
            "flavor_usage", "pods_running", "rayjob"]
@@ -205,7 +206,7 @@ class Queues:
         """The pods of RayJob `job_name` (head, workers and submitter: KubeRay names them after the
         RayJob) once `test(pods)` holds for them."""
         def check(items):
-            mine = [p for p in items if p["metadata"]["name"].startswith(job_name + "-")]
+            mine = job_pods(items, job_name)
             return (mine,) if test(mine) else None  # a tuple: an empty list of pods is an answer too
 
         return self.kube.wait_for(*POD, check, f"pods of {job_name}: {describe}", self.namespace, timeout or self.timeout)[0]

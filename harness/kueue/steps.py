@@ -25,9 +25,10 @@ from typing import Callable
 
 from kubernetes import client
 
-from harness.core import REPO_ROOT
-from harness.k8s import WORKLOAD, condition, owned_by
+from harness.core import REPO_ROOT, timeouts
+from harness.k8s import POD, RAYCLUSTER, WORKLOAD, WaitTimeout, condition, owned_by
 from harness.kueue.expectations import Expectation, StepResult, judged
+from harness.kueue.placement import READY, not_placed, refused
 from harness.kueue.queues import Queues, Size, rayjob
 from harness.kueue.results import finish_rayjob
 
@@ -65,9 +66,13 @@ class Submit:
 class Finish:
     """A job is done, as on AKS: its result is reported as Ray would report it (harness.kueue.
     finish_rayjob); KubeRay ends the RayJob, Kueue marks its Workload Finished and frees the quota.
-    A RayJob that is suspended (Kueue never admitted it, or preempted it) runs nothing in KubeRay
-    (no RayCluster, no submitted job) and so cannot finish: it is left as it is and recorded in
-    run.not_finished with why, for the step's outcome to say so."""
+    Only a job that runs can finish. A RayJob that is suspended (Kueue never admitted it, or
+    preempted it) runs nothing in KubeRay (no RayCluster, no submitted job); one KubeRay refused
+    (ValidationFailed) never gets a RayCluster; and on a cluster with nodes, one whose RayCluster
+    KubeRay does not report ready within timeouts.POD_BOUND (its pods not bound: a taint, no room)
+    is never submitted to Ray (KubeRay waits for the RayCluster to be ready first). Such a job is
+    left as it is, holding its quota as on AKS, and recorded in run.not_finished with why, for the
+    step's outcome to say so."""
     job: str  # a name or a bound role
 
     def do(self, run: ScenarioRun) -> None:
@@ -80,13 +85,27 @@ class Finish:
         run.finished.add(name)
 
 
-def not_running(queues: Queues, name: str) -> str:
-    """Why RayJob `name` cannot finish ("" when it runs): it is gone, or suspended, never admitted or preempted."""
+def not_running(queues: Queues, name: str, bound: float = timeouts.POD_BOUND) -> str:
+    """Why RayJob `name` cannot finish ("" when it runs): it is gone; suspended, never admitted or
+    preempted; refused by KubeRay; or (on a cluster with nodes) its RayCluster not ready within
+    `bound` seconds, with the scheduler's reason for its pods (harness.kueue.placement)."""
     job = queues.job(name)
     if job is None:
         return "its RayJob is gone"
     if not (job.get("spec") or {}).get("suspend"):
-        return ""
+        if why := refused(job):
+            return why
+        if not queues.kube.list("v1", "Node"):
+            return ""  # nothing can be bound: pods are not the subject of this run (the invariant checker's rule)
+        uid = job["metadata"]["uid"]
+        try:
+            queues.kube.wait_for(*RAYCLUSTER, lambda cs: any((c.get("status") or {}).get("state") == READY for c in owned_by(cs, uid)),
+                                 f"the RayCluster of {name} ready", queues.namespace, bound)
+            return ""
+        except WaitTimeout:
+            why = not_placed(queues.job(name), queues.kube.list(*RAYCLUSTER, namespace=queues.namespace),
+                             queues.kube.list(*POD, namespace=queues.namespace))
+            return f"it does not run: {why}" if why else ""
     uid = job["metadata"]["uid"]
     workloads = owned_by(queues.kube.list(*WORKLOAD, namespace=queues.namespace), uid)
     if any(condition(w, c) for w in workloads for c in ("Evicted", "Preempted")):

@@ -1,11 +1,15 @@
 """Records what Kueue decides during a scenario, from watches on the real cluster.
 
-Three watch streams (Workloads and RayJobs in the scenario's namespace, ClusterQueues) feed one
-state; every event is stamped with the time it arrived (seconds since the recording started):
+Watch streams (Workloads, RayJobs, RayClusters and pods in the scenario's namespace, ClusterQueues)
+feed one state; every event is stamped with the time it arrived (seconds since the recording started):
   - Workload condition transitions become events: admitted, pending (with Kueue's message),
     preempted / evicted (with reason), finished (the Workload Finished: the job ended and Kueue freed its quota; or deleted);
-  - every ClusterQueue status becomes a usage sample (status.flavorsUsage total and borrowed).
-The plots and the scenario outcomes are drawn from this record only.
+  - every ClusterQueue status becomes a usage sample (status.flavorsUsage total and borrowed);
+  - pods bound to nodes become occupancy samples (the GPUs each node holds).
+The plots and the scenario outcomes are drawn from this record only. With nodes (`pods=True`), an
+admitted job counts as settled once it runs (its pods bound, its RayCluster ready) or
+timeouts.POD_BOUND after its admission, the invariant checker's bound; its state's detail then says
+why it does not run (harness.kueue.placement: "5 of 5 pods Pending (<the scheduler's reason>)").
 """
 from __future__ import annotations
 
@@ -19,9 +23,10 @@ from kubernetes import client
 
 from harness.cluster import Names
 from harness.core import parse_quantity, timeouts
-from harness.k8s import CLUSTER_QUEUE, POD, RAYJOB, WORKLOAD, ListWatch, WaitTimeout, condition, conditions, is_true
+from harness.k8s import CLUSTER_QUEUE, POD, RAYCLUSTER, RAYJOB, WORKLOAD, ListWatch, WaitTimeout, condition, conditions, is_true
+from harness.kueue import not_placed, refused
 
-WATCHED = (WORKLOAD, RAYJOB, CLUSTER_QUEUE, POD)  # Workloads, RayJobs and pods in the scenario's namespace
+WATCHED = (WORKLOAD, RAYJOB, RAYCLUSTER, CLUSTER_QUEUE, POD)  # in the scenario's namespace (ClusterQueues: all)
 GPU = "nvidia.com/gpu"
 TRACKED_CONDITIONS = ("QuotaReserved", "Admitted", "Evicted", "Preempted", "Finished")
 
@@ -61,13 +66,18 @@ class Recording:
 
 
 class Recorder:
-    def __init__(self, api_client: client.ApiClient, names: Names, cluster_queues: list[str]):
+    def __init__(self, api_client: client.ApiClient, names: Names, cluster_queues: list[str], pods: bool = False,
+                 pod_bound: float = timeouts.POD_BOUND):
         self.api_client = api_client
+        self.pods, self.pod_bound = pods, pod_bound  # pods: the cluster has nodes, so an admitted job's pods must be bound
         self.names = names
         self.cluster_queues = {names.cq(n): n for n in cluster_queues}  # cluster name -> repository name
         self.record = Recording()
         self.workloads: dict[str, dict] = {}  # Workload name -> object
         self.rayjobs: dict[str, dict] = {}
+        self.rayclusters: dict[str, dict] = {}
+        self._pods: dict[str, dict] = {}  # pod uid -> object
+        self._admitted_at: dict[str, float] = {}  # job -> when the recorder last saw it admitted
         self.seen_jobs: set[str] = set()
         self.last_event = 0.0
         self._conditions: dict[str, dict[str, tuple]] = {}
@@ -146,6 +156,12 @@ class Recorder:
         if kind == "Pod":
             self._pod(etype, obj)
             return
+        if kind == "RayCluster":
+            if etype == "DELETED":
+                self.rayclusters.pop(name, None)
+            else:
+                self.rayclusters[name] = obj
+            return
         self.last_event = self.now()
         if kind == "RayJob":
             if etype == "DELETED":
@@ -185,6 +201,10 @@ class Recorder:
 
     def _pod(self, etype: str, pod: dict) -> None:
         uid, spec = pod["metadata"]["uid"], pod.get("spec") or {}
+        if etype == "DELETED":
+            self._pods.pop(uid, None)
+        else:
+            self._pods[uid] = pod
         done = (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
         if etype == "DELETED" or done or not spec.get("nodeName"):
             changed = self._bound.pop(uid, None) is not None
@@ -226,13 +246,15 @@ class Recorder:
         job = _owner(wl)
         admission = (wl.get("status") or {}).get("admission") or {}
         cq = admission.get("clusterQueue")
+        if kind == "admitted":
+            self._admitted_at[job] = self.now()
         self.record.events.append(Event(self.now(), kind, job, (wl.get("spec") or {}).get("queueName", ""),
                                         self.cluster_queues.get(cq, cq), reason, message))
 
     # -- what the scenarios ask -------------------------------------------------------------------
     def job_state(self, job: str) -> tuple[str, str]:
-        """(state, detail) of a RayJob's Workload now: admitted, pending (Kueue's message),
-        evicting, deleted or no-workload."""
+        """(state, detail) of a RayJob's Workload now: admitted (detail: why it does not run, "" when
+        it does), pending (Kueue's message), evicting, deleted or no-workload."""
         with self._cv:
             return self._job_state(job)
 
@@ -243,30 +265,48 @@ class Recorder:
         if is_true(wl, "Finished"):
             return "finished", ""
         if is_true(wl, "Evicted") and is_true(wl, "QuotaReserved"):
-            return "evicting", (condition(wl, "Evicted") or {}).get("reason", "")
+            reason = (condition(wl, "Evicted") or {}).get("reason", "")
+            stuck = refused(self.rayjobs.get(job))  # KubeRay never suspends it, so Kueue never sees it stop
+            return "evicting", f"{reason}; {stuck}, so its eviction never completes" if stuck else reason
         if is_true(wl, "Admitted"):
-            return "admitted", ""
+            return "admitted", self._not_running(job)
         qr = condition(wl, "QuotaReserved")
         if qr and qr.get("status") == "False" and qr.get("message"):
             return "pending", qr["message"]
         return "deciding", ""
 
+    def _not_running(self, job: str) -> str:
+        """Why admitted `job` does not run ("" when it does, or when pods are not the subject: no nodes)."""
+        if not self.pods:
+            return refused(self.rayjobs.get(job))
+        return not_placed(self.rayjobs.get(job), list(self.rayclusters.values()), list(self._pods.values()))
+
+    def _placing(self, job: str) -> bool:
+        """Admitted `job` may still come to run: it does not yet, KubeRay did not refuse it, and its
+        admission is less than pod_bound seconds ago."""
+        return bool(self._not_running(job)) and not refused(self.rayjobs.get(job)) \
+            and self.now() - self._admitted_at.get(job, float("-inf")) < self.pod_bound
+
     def wait_settled(self, jobs: list[str], gone: list[str] = (), quiet: float = timeouts.SETTLE_QUIET,
                      timeout: float = timeouts.SETTLE) -> None:
         """Waits until Kueue has decided about every job (admitted, or pending with a message),
-        the Workloads of `gone` jobs are deleted, no eviction or preemption is in flight, and no
-        watched object changed for `quiet` seconds. Raises WaitTimeout with the last state otherwise."""
+        every admitted job runs or had pod_bound seconds to (see the module's doc), the Workloads of
+        `gone` jobs are deleted, no eviction or preemption is in flight, and no watched object
+        changed for `quiet` seconds. Raises WaitTimeout with the last state otherwise."""
         deadline = time.monotonic() + timeout
 
         def decided() -> bool:
             if any(self._job_state(j)[0] != "finished" for j in gone):
                 return False
-            for job in jobs:
-                state, detail = self._job_state(job)
-                if state in ("evicting", "deciding", "no-workload"):
+            states = {job: self._job_state(job) for job in jobs}
+            stuck = any(state == "evicting" and refused(self.rayjobs.get(job)) for job, (state, _) in states.items())
+            for job, (state, detail) in states.items():
+                if state in ("deciding", "no-workload") or (state == "evicting" and not refused(self.rayjobs.get(job))):
                     return False
-                if state == "pending" and re.search(r"preempt", detail, re.I):
-                    return False  # waiting for its victims to go
+                if state == "pending" and re.search(r"preempt", detail, re.I) and not stuck:
+                    return False  # waiting for its victims to go (unless one of them can never go)
+                if state == "admitted" and self._placing(job):
+                    return False  # its pods are being bound, its RayCluster started
             return True
 
         with self._cv:

@@ -10,7 +10,9 @@ cluster's layer and this one on its bare overlay, and the result says so (Scenar
 
 After each step's actions the run waits until Kueue has settled (harness.report.recorder) and
 records every job's state: a StepResult, judged by the scenario's expectations. The outcome of a
-step is what a reviewer compares: per LocalQueue how many jobs are admitted or pending (and why),
+step is what a reviewer compares: per LocalQueue how many jobs are admitted (and, for one that does
+not run, why: its pods not bound within timeouts.POD_BOUND with the scheduler's reason, or KubeRay
+refused it) or pending (and why),
 who was preempted and why, and the GPUs each ClusterQueue holds and borrows. Names of equal jobs
 are left out of the outcome because Kueue may preempt either of them.
 """
@@ -197,6 +199,7 @@ class ScenarioRunner:
             if scenario.cluster and (root / "clusters" / scenario.cluster).is_dir():
                 nodes.add(root, scenario.cluster)  # that ref's pools
             started = False
+            recorder.pods = bool(self.kube.list("v1", "Node"))  # with nodes, an admitted job must run (its pods bound)
             try:
                 self.queues.apply_objects(objs)  # waits for Kueue's word on each ClusterQueue (a held one stays inactive)
                 started = bool(recorder.start(self.timeout))

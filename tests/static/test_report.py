@@ -370,3 +370,47 @@ def test_a_layout_switch_heads_the_report_with_the_cluster_base_layout_against_i
             "team-a: 2 admitted, team-a-cq holds 8 GPU (4 borrowed)") in head, head
     assert ("  - head, `overlays/single-queue` (single-queue back-pressure: one job runs, the next waits, ✅ holds): "
             "1. submit train-1: default: 1 admitted") in head, head
+
+
+UNTOLERATED = ("0/3 nodes are available: 3 node(s) had untolerated taint(s). no new claims to deallocate, preemption: 0/3 nodes are available: "
+               "3 Preemption is not helpful for scheduling.")
+
+
+def _pod(name: str, node: str | None = None, message: str = UNTOLERATED) -> dict:
+    pod = {"metadata": {"name": name, "uid": name, "labels": {"kueue.x-k8s.io/cluster-queue-name": "team-a-cq"}}, "spec": {}, "status": {}}
+    if node:
+        pod["spec"]["nodeName"] = node
+    else:
+        pod["status"]["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}]
+    return pod
+
+
+def test_an_admitted_job_whose_pods_are_not_bound_does_not_run_and_the_outcome_changes(base_tree):
+    """O#1: the placement (harness.kueue.placement, the invariant checker's own test of a pod) is part of the
+    outcome compared between refs and of the expectations: admitted but Pending is not "admitted"."""
+    from harness.kueue import not_placed
+
+    job = {"metadata": {"name": "a-1", "uid": "j1"}, "spec": {}, "status": {"jobDeploymentStatus": "Initializing"}}
+    cluster = {"metadata": {"name": "a-1-raycluster-x", "ownerReferences": [{"uid": "j1"}]}, "status": {}}
+    pods = [_pod("a-1-raycluster-x-head-0"), _pod("a-1-raycluster-x-gpu-workers-0"), _pod("a-10-raycluster-y-head-0")]
+    why = not_placed(job, [cluster], pods)
+    assert why == "2 of 2 pods Pending (0/3 nodes are available: 3 node(s) had untolerated taint(s))", why
+    running = [_pod("a-1-raycluster-x-head-0", "aks-systempool-0"), _pod("a-1-raycluster-x-gpu-workers-0", "aks-gpupool-0")]
+    assert not_placed(job, [cluster], running) == "its RayCluster is not ready (2 pods bound)"
+    assert not_placed(job, [{**cluster, "status": {"state": "ready"}}], running) == ""
+    refused = {**job, "status": {"jobDeploymentStatus": "ValidationFailed", "message": "SidecarMode doesn't support SubmitterPodTemplate"}}
+    assert not_placed(refused, [], []) == "KubeRay refused it (ValidationFailed: SidecarMode doesn't support SubmitterPodTemplate)"
+
+    sc = next(s for s in SCENARIOS if s.name == "team-queues")
+    q = {"a-1": "team-a", "a-2": "team-a"}
+    usage = {"team-a-cq": (Decimal(8), Decimal(4))}
+    base = ScenarioResult("team-queues", "base", sc.layout, steps=[_step("1", {j: ("admitted", "") for j in q}, q, usage=usage)])
+    head = ScenarioResult("team-queues", "head", sc.layout, steps=[_step("1", {"a-1": ("admitted", why), "a-2": ("admitted", why)}, q,
+                                                                          usage=usage)])
+    assert head.steps[0].outcome()[0] == f"team-a: 2 admitted but not running: {why}"
+    failures = sc.check(head.steps)
+    assert f"1: a-1 should {sc.steps[0].expect[0].should}, is admitted but does not run: {why}" in failures, failures
+    data = markdown.ReportData("repo", "main", "a" * 40, "working tree", "b" * 40, quotas.diff(base_tree, base_tree), [sc],
+                               {("team-queues", "base"): base, ("team-queues", "head"): head})
+    assert data.changed_scenarios() == [sc]
+    assert "outcome differs at step 1" in markdown.render(data)
