@@ -43,8 +43,10 @@ test: tools
 # The main job (what the pull-request workflow runs): validate the repository, then all tests.
 ci: validate test
 
+# WORKDIR=DIR: where the run's certificates, data, kubeconfig and logs go (default a new build/cluster/run-*; e.g. for a
+# read-only checkout).
 cluster: setup
-	@scripts/cluster $(if $(CLUSTER),--cluster $(CLUSTER))
+	@scripts/cluster $(if $(CLUSTER),--cluster $(CLUSTER)) $(if $(WORKDIR),--workdir $(WORKDIR))
 
 # What a change does to who gets GPUs: quotas and scenario outcomes of the working tree vs BASE.
 BASE ?= main
