@@ -33,7 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from harness.cluster import kueue_effective_config, production_kueue_config
-from harness.core import HarnessError, REPO_ROOT, atomic_write, releases, say, versions
+from harness.core import HarnessError, REPO_ROOT, atomic_write, releases, say, unwritable_dir, versions
 from harness.gate import render_repository, render_sample, sample_names
 from harness.report import rehearsal_markdown, step_decisions
 from harness.report.upgrade_diff import config_changes, crd_changes
@@ -301,6 +301,12 @@ def main(argv: list[str] | None = None) -> int:
                 for c, typed in (("kueue", args.kueue), ("kuberay", args.kuberay))}
         versions.parse_selection(versions.selection_text(cand))
         base = {c: versions.pinned(c) for c in cand}
+        if cand == base:
+            raise RehearsalError(f"{', '.join(f'{c} {v}' for c, v in cand.items())} are the pins: a rehearsal compares candidates "
+                                 "with them; name a candidate of versions.yaml (KUEUE=, KUBERAY=)")
+        unwritable = unwritable_dir(args.out, "pass an output directory you can write: make rehearse OUT=DIR (--out DIR)")
+        if unwritable:
+            raise unwritable
         t = time.monotonic()
         sides = run_sides({"candidate": cand, "baseline": base}, suites, args.out, fresh=args.fresh, jobs=args.jobs)
         report = {"baseline": sides["baseline"], "candidate": sides["candidate"], "suites": suites,
