@@ -43,8 +43,10 @@ test: tools
 # The main job (what the pull-request workflow runs): validate the repository, then all tests.
 ci: validate test
 
+# WORKDIR=DIR: where the run's certificates, data, kubeconfig and logs go (default a new build/cluster/run-*; e.g. for a
+# read-only checkout).
 cluster: setup
-	@scripts/cluster $(if $(CLUSTER),--cluster $(CLUSTER))
+	@scripts/cluster $(if $(CLUSTER),--cluster $(CLUSTER)) $(if $(WORKDIR),--workdir $(WORKDIR))
 
 # What a change does to who gets GPUs: quotas and scenario outcomes of the working tree vs BASE.
 BASE ?= main
@@ -61,10 +63,11 @@ report: tools
 KUEUE ?=
 KUBERAY ?=
 # Both sides run at once, each on clusters of its own; JOBS=1 runs them one after the other.
+# SUITES= (empty) runs no suite; OUT=DIR writes the rehearsal elsewhere (a read-only checkout).
 SUITES ?= integration
 JOBS ?= 2
 rehearse: tools
-	@$(PY) -m harness.report.rehearsal $(if $(KUEUE),--kueue $(KUEUE)) $(if $(KUBERAY),--kuberay $(KUBERAY)) --suites $(SUITES) --out build/rehearsal $(if $(FRESH),--fresh) --jobs $(JOBS)
+	@$(PY) -m harness.report.rehearsal $(if $(KUEUE),--kueue $(KUEUE)) $(if $(KUBERAY),--kuberay $(KUBERAY)) --suites "$(SUITES)" --out $(if $(filter command line environment,$(origin OUT)),$(OUT),build/rehearsal) $(if $(FRESH),--fresh) --jobs $(JOBS)
 
 bench-validate: setup
 	@$(PY) -m harness.bench validate

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.core import Interrupts
+from harness.core import StopSignals
 from harness.testing import copy_config
 
 pytest_plugins = ["harness.testing.pytest_summary"]
@@ -17,7 +17,7 @@ def pytest_configure(config):
     # SIGTERM and SIGHUP (timeout, a cancelled CI job, `make rehearse` stopping a side) end the run as Ctrl-C does:
     # pytest reports it interrupted (exit 2) after tearing down its clusters. The SystemExit harness.cluster would
     # raise instead is, inside a test, only that test's failure, and the run went on.
-    Interrupts().install((signal.SIGTERM, signal.SIGHUP))
+    StopSignals(signals=(signal.SIGTERM, signal.SIGHUP)).install()
 
 
 def pytest_addoption(parser):

@@ -28,7 +28,7 @@ from harness.cluster.local_cluster import ClusterError, LocalCluster
 from harness.cluster.nodes import add_nodes
 from harness.gate import cluster_dirs, is_flux_kustomization, render_repository
 from harness.k8s import Kube, apply_order
-from harness.core import REPO_ROOT, HarnessError, Interrupts, say
+from harness.core import REPO_ROOT, HarnessError, StopSignals, say, unwritable_dir
 
 ALIVE_CHECK = 1.0  # seconds between checks that every component still runs
 DEFAULT_CLUSTER = "prod-eastus2"
@@ -79,18 +79,21 @@ def main(argv: list[str] | None = None) -> int:
     except ClusterError as err:
         say("cluster", f"failed: {err}")
         return 2
-    if args.workdir:
-        workdir = args.workdir
-    else:
-        (REPO_ROOT / "build" / "cluster").mkdir(parents=True, exist_ok=True)
-        workdir = Path(tempfile.mkdtemp(prefix="run-", dir=REPO_ROOT / "build" / "cluster"))
+    runs = args.workdir or REPO_ROOT / "build" / "cluster"
+    unwritable = unwritable_dir(runs, "pass a directory you can write: make cluster WORKDIR=DIR (scripts/cluster --workdir DIR)")
+    if unwritable:
+        say("cluster", f"failed: {unwritable}")
+        return 2
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="run-", dir=runs))
 
-    # SIGINT/SIGTERM/SIGHUP interrupt whatever runs (also a start in progress) like Ctrl-C does,
-    # so the finally block below tears down in order; a second signal (make sends SIGTERM again to
-    # its child after the group got it) never interrupts that teardown (harness.core.interrupts).
-    interrupts = Interrupts(on_first=lambda _name: say("cluster", "stopping")).install()  # before a start in progress stops
-    unless_requested = interrupts.check
-
+    # SIGINT/SIGTERM/SIGHUP interrupt whatever runs (also a start in progress) like Ctrl-C does, so the finally block
+    # below tears down in order; SIGINT too, since a shell starts background jobs with SIGINT ignored and Python keeps
+    # that. Only the first raises (a group kill under make delivers SIGTERM twice), and the teardown runs shielded. The
+    # request is also remembered: an exception a signal handler raises while the interpreter runs a finalizer (a
+    # socket's __del__ during a readiness probe) is printed and dropped by CPython, and the start would then run on;
+    # the checks after each step stop it there instead.
+    stop = StopSignals(on_first=lambda _name: say("cluster", "stopping")).install()  # said before a start in progress stops
+    unless_requested = stop.check
     cluster = LocalCluster(workdir)
     try:
         cluster.start()
@@ -112,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         say("cluster", f"failed: {err}")
         return 2
     finally:
+        stop.shield()
         try:
             cluster.stop()
         except ClusterError as err:  # reported; the exit code already says how the run ended

@@ -23,7 +23,7 @@ import urllib.request
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
-from harness.core import HarnessError, Interrupts, say, timeouts
+from harness.core import HarnessError, StopSignals, say, timeouts
 
 STOP_TIMEOUT = timeouts.PROCESS_STOP  # seconds between SIGTERM and SIGKILL
 TAIL_LINES = 40
@@ -340,18 +340,14 @@ class _Registry:
         atexit.register(self.stop_all)
         if threading.current_thread() is not threading.main_thread():
             return  # signal handlers can only be set from the main thread; atexit and PDEATHSIG still apply
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            previous = signal.getsignal(sig)
-            if previous in (signal.SIG_DFL, None):
-                # The default action would kill Python without running atexit or finally blocks.
-                signal.signal(sig, _exit_on_signal)
+        # The default action would kill Python without running atexit or finally blocks: the first SIGTERM/SIGHUP
+        # exits through them instead (SystemExit), a later one (make sends SIGTERM on to its children after a group
+        # kill) is ignored, so it does not interrupt that teardown.
+        defaults = tuple(sig for sig in (signal.SIGTERM, signal.SIGHUP) if signal.getsignal(sig) in (signal.SIG_DFL, None))
+        if defaults:
+            StopSignals(lambda name: SystemExit(128 + signal.Signals[name]), signals=defaults).install()
         # SIGINT keeps Python's default (KeyboardInterrupt), which unwinds through the
         # callers' finally/with blocks and then atexit; pytest relies on that too.
-
-
-# SystemExit(128 + signal) on the first; a second SIGTERM (make sends one to its child after the group got one) must not
-# cut the teardown short.
-_exit_on_signal = Interrupts(exception=lambda sig: SystemExit(128 + sig)).handler
 
 
 _registry = _Registry()

@@ -8,6 +8,7 @@ more than an empty etcd, copying it 0.1 s.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import shutil
@@ -35,7 +36,27 @@ def seed_etcd(crds: list[dict], binaries: dict[str, Path], etcd_data: Path, log_
         with cache_lock(seed.name):
             if not (seed / "member").is_dir():
                 build_seed(crds, binaries, seed, log_dir, start_timeout)
-    shutil.copytree(seed / "member", etcd_data / "member")
+    try:
+        shutil.copytree(seed / "member", etcd_data / "member")
+    except OSError as err:  # shutil.Error too: a list of (src, dst, why), one per file that failed
+        raise ClusterError(copy_failure(err, seed / "member", etcd_data)) from None
+
+
+def copy_failure(err: OSError, member: Path, etcd_data: Path) -> str:
+    """One line for a seed copy that failed: for a full filesystem, where, how much room a cluster's etcd needs and the
+    fix (TMPDIR, or the cluster's work directory); else the first file's error."""
+    why = str(err.args[0][0][2]) if isinstance(err, shutil.Error) and err.args and err.args[0] else str(err)
+    if getattr(err, "errno", None) != errno.ENOSPC and f"[Errno {errno.ENOSPC}]" not in why:
+        return f"cannot copy the seed etcd into {etcd_data}: {why}"
+    shutil.rmtree(etcd_data / "member", ignore_errors=True)  # the part copied: the room it took is free again
+    need = sum(f.stat().st_size for f in member.rglob("*") if f.is_file()) / 2**20 + 10  # its files, the logs, etcd's growth
+    where = etcd_data.parent
+    free = shutil.disk_usage(where).free / 2**20 if where.exists() else 0
+    tmp = Path(tempfile.gettempdir())
+    fix = (f"free space there or set TMPDIR to a larger filesystem (it is {tmp})" if where.resolve().is_relative_to(tmp.resolve())
+           else "free space there or pass a work directory on a larger filesystem (make cluster WORKDIR=DIR)")
+    return (f"no space left in {where} ({free:.0f} MB free): a cluster's etcd needs about {need:.0f} MB "
+            f"(its write-ahead log is preallocated at 64 MB); {fix}")
 
 
 def build_seed(crds: list[dict], binaries: dict[str, Path], seed: Path, log_dir: Path, start_timeout: float) -> None:

@@ -15,11 +15,11 @@ _EXPORTS = {
     "pin_file": ("pin_file", None), "yaml_nodes": ("yaml_nodes", None),
     "HarnessError": ("errors", "HarnessError"), "report_error": ("errors", "report"),
     "atomic_write": ("files", "atomic_write"), "cache_lock": ("files", "cache_lock"), "cache_root": ("files", "cache_root"),
-    "locked": ("files", "locked"), "publish_dir": ("files", "publish_dir"),
-    "Interrupts": ("interrupts", "Interrupts"),
+    "locked": ("files", "locked"), "publish_dir": ("files", "publish_dir"), "unwritable_dir": ("files", "unwritable_dir"),
+    "xdg_cache_home": ("files", "xdg_cache_home"), "export_tree": ("gittree", "export_tree"), "TreeError": ("gittree", "TreeError"),
     "Ticker": ("progress", "Ticker"), "say": ("progress", "say"), "tell": ("progress", "tell"),
     "format_quantity": ("quantity", "format_quantity"), "parse_quantity": ("quantity", "parse_quantity"),
-    "REPO_ROOT": ("versions", "REPO_ROOT"),
+    "REPO_ROOT": ("versions", "REPO_ROOT"), "StopSignals": ("signals", "StopSignals"),
 }
 __all__ = sorted(_EXPORTS)
 

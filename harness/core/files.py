@@ -3,19 +3,64 @@ runs (two checkouts, xdist workers) wait for one writer instead of racing."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
+import functools
 import os
 import shutil
 from pathlib import Path
 from typing import Iterator
 
+from harness.core.errors import HarnessError
+
 CACHE_DIR_NAME = "aks-ray-kueue"
 
 
+def xdg_cache_home() -> str | None:
+    """$XDG_CACHE_HOME when it is an absolute path; None when unset, empty or relative (the XDG Base Directory spec:
+    a relative path there "should be considered invalid and ignored"; Go's os.UserCacheDir refuses it too)."""
+    base = os.environ.get("XDG_CACHE_HOME") or ""
+    return base if os.path.isabs(base) else None
+
+
 def cache_root() -> Path:
-    """${XDG_CACHE_HOME:-~/.cache}/aks-ray-kueue: tool builds, schemas, seeds, parsed inputs."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / CACHE_DIR_NAME
+    """${XDG_CACHE_HOME:-~/.cache}/aks-ray-kueue: tool builds, schemas, seeds, parsed inputs. CacheError when the
+    harness cannot create or write it (checked once per path)."""
+    root = Path(xdg_cache_home() or os.path.join(os.path.expanduser("~"), ".cache")) / CACHE_DIR_NAME
+    _check_cache(root)
+    return root
+
+
+class CacheError(HarnessError):
+    """The tool cache cannot be written."""
+
+
+@functools.lru_cache(maxsize=None)
+def _check_cache(root: Path) -> None:
+    try:
+        writable_dir(root)
+    except OSError as err:
+        raise CacheError(f"cannot write the tool cache {root} ({err.strerror or err}; it is $XDG_CACHE_HOME/{CACHE_DIR_NAME}, "
+                         f"else ~/.cache/{CACHE_DIR_NAME}): set XDG_CACHE_HOME to a directory you can write") from None
+
+
+def writable_dir(path: Path) -> Path:
+    """Creates `path` (and its parents) unless it exists; OSError (PermissionError, read-only file system) unless this
+    user can write into it."""
+    path.mkdir(parents=True, exist_ok=True)
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+    return path
+
+
+def unwritable_dir(path: Path, hint: str) -> HarnessError | None:
+    """None when `path` can be created and written; else a HarnessError naming it, saying why and giving `hint` (the
+    fix: a work or output directory elsewhere), for a run in a read-only checkout."""
+    try:
+        writable_dir(path)
+    except OSError as err:
+        return HarnessError(f"cannot write {path} ({err.strerror or err}; a read-only checkout?): {hint}")
+    return None
 
 
 def atomic_write(path: Path, data: bytes | str, mode: int | None = None) -> Path:

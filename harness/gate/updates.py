@@ -7,8 +7,8 @@ of Kueue's CRD; a PriorityClass's `value`; a Job's template, a Deployment's sele
 is applied, and later changes to the layer wait too, until the object is deleted by hand or the Flux Kustomization
 sets `spec.force: true`.
 
-With `--base REF` (a git ref of the checked repository) the tree of that ref is taken from git (`git archive`, into a
-temporary directory: the user's checkout and index are not touched), rendered the same way, and per cluster every
+With `--base REF` (a git ref of the checked repository) the tree of that ref is taken from git (harness.core.export_tree,
+into a temporary directory: the user's checkout and index are not touched), rendered the same way, and per cluster every
 object both renders apply that differs is sent through the update path of the same code as the create checks:
 tools/fluxbuild `update` (a custom resource: rest.BeforeUpdate of the CRD's REST strategy, with ratcheting and the CEL
 rules' oldSelf, then Kueue's webhook's update validation) and tools/kubecheck `builtin-update` (a built-in kind: the
@@ -25,17 +25,15 @@ creating the new one: no refusal, a warning (`update-recreates`); the new object
 """
 from __future__ import annotations
 
-import io
 import json
 import re
 import shutil
 import subprocess
-import tarfile
 import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from harness.core import HarnessError
+from harness.core import HarnessError, TreeError, export_tree
 from harness.gate.findings import Finding
 from harness.gate.helper import helper
 from harness.gate.render import ClusterRender, FluxBuild, object_key, render_repository
@@ -95,13 +93,12 @@ def render_base(root: Path, ref: str, gate_config, prefix: str = "") -> list[Clu
     """The clusters of `root`'s tree at `ref`, rendered as the gate renders the working tree (`gate_config`'s layout;
     `prefix`: `root`'s directory in its Git work tree, render.FluxBuild.prefix, which its Flux paths start from)."""
     check_ref(root, ref)
-    archive = _git(root, "archive", "--format=tar", ref)  # run in `root`: its own directory, paths relative to it
-    if archive.returncode != 0:
-        raise BaseError(f"--base {ref}: git archive failed: {archive.stderr.decode(errors='replace').strip()}")
     scratch = Path(tempfile.mkdtemp(prefix="gate-base-"))
     try:
-        with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-            tar.extractall(scratch, filter="tar")
+        try:
+            export_tree(root, ref, scratch)  # `root`'s own directory of that tree, paths relative to it
+        except TreeError as err:
+            raise BaseError(f"--base {ref}: {err}") from None
         with FluxBuild(scratch, prefix) as session:
             return render_repository(scratch, session=session, gate_config=gate_config)[1]
     finally:

@@ -9,11 +9,13 @@ from typing import Callable, Iterable
 from kubernetes import client
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError
+from urllib3.exceptions import HTTPError
 
 from harness.core import timeouts
 from harness.k8s.kinds import ResourceType
 from harness.k8s.conditions import describe_conditions
-from harness.k8s.watch import wait_for
+from harness.k8s.rest import unreachable
+from harness.k8s.watch import summary, wait_for
 
 FIELD_MANAGER = "ray-on-aks-harness"
 
@@ -25,10 +27,20 @@ _DISCOVERY_DIR = tempfile.TemporaryDirectory(prefix="ray-kueue-discovery-")
 _DISCOVERY_IDS = itertools.count()
 
 
+class _Dynamic(DynamicClient):
+    """The DynamicClient whose requests (discovery too) raise ApiUnreachable when the apiserver does not answer."""
+
+    def request(self, method, path, body=None, **params):
+        try:
+            return super().request(method, path, body=body, **params)
+        except HTTPError as err:
+            raise unreachable(self.client, err) from None
+
+
 class Kube:
     def __init__(self, api_client: client.ApiClient):
         self.api_client = api_client
-        self.dyn = DynamicClient(api_client, cache_file=f"{_DISCOVERY_DIR.name}/{next(_DISCOVERY_IDS)}.json")
+        self.dyn = _Dynamic(api_client, cache_file=f"{_DISCOVERY_DIR.name}/{next(_DISCOVERY_IDS)}.json")
 
     def resource(self, api_version: str, kind: str):
         return self.dyn.resources.get(api_version=api_version, kind=kind)

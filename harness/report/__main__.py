@@ -14,14 +14,13 @@ import json
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from dataclasses import asdict
 from pathlib import Path
 
 from harness.cluster import Names
-from harness.core import HarnessError, say, timeouts
+from harness.core import HarnessError, TreeError, export_tree, say, timeouts
 from harness.report import ReportInputError
 
 REPORT_FILES = ("report.md", "comment.md", "report.json")  # plus *.png: what OUT may already hold
@@ -44,15 +43,12 @@ def resolve_base(repo: Path, ref: str) -> str:
 
 
 def extract_tree(repo: Path, sha: str, dest: Path) -> Path:
-    """The tree of a commit as plain files (git archive), leaving the repository's refs,
+    """The tree of a commit as plain files (written by git: harness.core.export_tree), leaving the repository's refs,
     worktrees and index untouched."""
-    proc = subprocess.Popen(["git", "-C", str(repo), "archive", "--format=tar", sha], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
-        tar.extractall(dest, filter="data")
-    err = proc.stderr.read().decode(errors="replace")
-    if proc.wait() != 0:
-        raise ReportInputError(f"git archive {sha} failed in {repo}: {err.strip()}")
-    return dest
+    try:
+        return export_tree(repo, sha, dest)
+    except TreeError as err:
+        raise ReportInputError(str(err)) from None
 
 
 def check_out_dir(out: Path) -> None:
@@ -107,7 +103,7 @@ def build(args: argparse.Namespace) -> Path:
 
     with tempfile.TemporaryDirectory(prefix="report-") as tmp:
         tmp = Path(tmp)
-        say("report", f"base {args.base} = {base_sha[:12]}: extracting with git archive")
+        say("report", f"base {args.base} = {base_sha[:12]}: extracting its tree with git")
         base_root = extract_tree(repo, base_sha, tmp / "base")
         trees = {"base": base_root, "head": repo}
         say("report", "rendering both trees (Flux rendering, as the static gate)")

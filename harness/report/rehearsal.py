@@ -33,7 +33,7 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from pathlib import Path
 
 from harness.cluster import kueue_effective_config, production_kueue_config
-from harness.core import HarnessError, Interrupts, REPO_ROOT, atomic_write, releases, say, timeouts, versions
+from harness.core import HarnessError, REPO_ROOT, StopSignals, atomic_write, releases, say, timeouts, unwritable_dir, versions
 from harness.gate import render_repository, render_sample, sample_names
 from harness.report import rehearsal_markdown, step_decisions
 from harness.report.rehearsal_steps import RehearsalError, StepInterrupted, Steps
@@ -327,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out = args.out.resolve()
     # Ctrl-C, SIGTERM (timeout, a cancelled CI job) and SIGHUP stop the rehearsal (run_sides stops its steps); a
     # second one only says that it is stopping.
-    Interrupts(on_later=lambda name: say("rehearse", f"{name}: stopping already; the running steps get SIGKILL "
+    StopSignals(on_later=lambda name: say("rehearse", f"{name}: stopping already; the running steps get SIGKILL "
                                                      f"{timeouts.RUN_STOP:.0f}s after the first")).install()
     try:
         suites = [s for s in args.suites.split(",") if s]
@@ -339,6 +339,12 @@ def main(argv: list[str] | None = None) -> int:
                 for c, typed in (("kueue", args.kueue), ("kuberay", args.kuberay))}
         versions.parse_selection(versions.selection_text(cand))
         base = {c: versions.pinned(c) for c in cand}
+        if cand == base:
+            raise RehearsalError(f"{', '.join(f'{c} {v}' for c, v in cand.items())} are the pins: a rehearsal compares candidates "
+                                 "with them; name a candidate of versions.yaml (KUEUE=, KUBERAY=)")
+        unwritable = unwritable_dir(args.out, "pass an output directory you can write: make rehearse OUT=DIR (--out DIR)")
+        if unwritable:
+            raise unwritable
         t = time.monotonic()
         sides = run_sides({"candidate": cand, "baseline": base}, suites, args.out, fresh=args.fresh, jobs=args.jobs)
         report = {"baseline": sides["baseline"], "candidate": sides["candidate"], "suites": suites,

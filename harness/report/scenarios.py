@@ -27,7 +27,7 @@ from pathlib import Path
 from kubernetes import client
 
 from harness.cluster import Names, PoolNodes
-from harness.core import format_quantity, parse_quantity, say, timeouts
+from harness.core import HarnessError, format_quantity, parse_quantity, say, timeouts
 from harness.gate import (ClusterRender, RenderError, build_directory, is_flux_kustomization, kustomization_file, pod_sets,
                           render_repository, sample_queues)
 from harness.k8s import Kube, WaitTimeout
@@ -195,6 +195,7 @@ class ScenarioRunner:
                  for f in g.get("flavors") or [] for r in f.get("resources") or [] if r.get("name") == GPU), Decimal(0)))
         recorder = Recorder(self.api_client, self.names, result.cluster_queues)
         nodes = PoolNodes(self.kube, self.names.namespace, self.timeout)
+        failed = True  # until the scenario ran: a teardown after a failure is best effort (the plane may be gone)
         try:
             if scenario.cluster and (root / "clusters" / scenario.cluster).is_dir():
                 nodes.add(root, scenario.cluster)  # that ref's pools
@@ -209,10 +210,15 @@ class ScenarioRunner:
             result.recording = recorder.stop() if started else None
             if not result.error:
                 result.failures = scenario.check(result.steps)
+            failed = False
         finally:
             recorder.stop()
-            self.queues.teardown()
-            nodes.close()
+            try:
+                self.queues.teardown()
+                nodes.close()
+            except (HarnessError, client.ApiException):
+                if not failed:
+                    raise  # else the failure itself is what the run reports
         return result
 
     def _recording_hooks(self, recorder: Recorder, result: ScenarioResult) -> list[Hook]:
@@ -269,7 +275,10 @@ def run_all(runs: list[tuple[Scenario, Path, str, Layer | None]], workdir: Path,
             api_client = cluster.api_client()
         runner = ScenarioRunner(api_client, names, timeout=timeout)
         for scenario, root, ref, layer in runs:
-            results[(scenario.name, ref)] = runner.run(scenario, root, ref, layer)
+            try:
+                results[(scenario.name, ref)] = runner.run(scenario, root, ref, layer)
+            except (HarnessError, client.ApiException) as err:
+                raise plane_failure(cluster, err, f"during scenario {scenario.name} ({ref})", logs) from None
     finally:
         if cluster:
             cluster.stop()
@@ -278,3 +287,15 @@ def run_all(runs: list[tuple[Scenario, Path, str, Layer | None]], workdir: Path,
         elif logs:
             say("report", f"component logs kept in {logs}")
     return results
+
+
+def plane_failure(cluster, err: Exception, where: str, logs: Path | None) -> Exception:
+    """What a failed API call means: a component of the embedded plane that died (named from the plane's process check,
+    as `make cluster` names it, with where its logs are kept), else the apiserver's answer in one line, else `err`."""
+    dead = [p for p in cluster.all_processes() if not p.alive()] if cluster else []
+    if dead:
+        how = f"killed by signal {-dead[0].returncode}" if (dead[0].returncode or 0) < 0 else f"exit code {dead[0].returncode}"
+        return HarnessError(f"{dead[0].name} exited ({how}) {where}" + (f"; component logs kept in {logs}" if logs else ""))
+    if isinstance(err, client.ApiException):
+        return HarnessError(f"the apiserver answered {err.status} {err.reason} {where}")
+    return err

@@ -72,6 +72,11 @@ class Child:
     def signal(self, sig: int) -> None:
         self.popen.send_signal(sig)
 
+    def signal_group(self, sig: int) -> None:
+        """`sig` to the run's whole process group (its own session), as a terminal's Ctrl-C, `timeout`, a CI cancel or
+        `docker stop` sends it; under make the harness then gets SIGTERM twice (make sends it on to its children)."""
+        os.killpg(self.popen.pid, sig)
+
     def wait(self, timeout: float) -> int:
         try:
             rc = self.popen.wait(timeout)

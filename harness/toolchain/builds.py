@@ -21,7 +21,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.core import HarnessError, Ticker, cache_lock, cache_root, publish_dir, releases, report_error, say, versions
+from harness.core import HarnessError, Ticker, cache_lock, cache_root, publish_dir, releases, report_error, say, versions, xdg_cache_home
 from harness.toolchain.local import STAMP, bin_dir, local_version, prune_local
 
 
@@ -30,6 +30,8 @@ def go_env() -> dict[str, str]:
     env = dict(os.environ)
     # GOTOOLCHAIN=local: a module asking for a newer Go must fail loudly, not download one.
     env.update(CGO_ENABLED="0", GOTOOLCHAIN="local", GOWORK="off", GOFLAGS="-mod=mod")
+    if not xdg_cache_home():  # a relative one is invalid (XDG spec) and Go would refuse it ("GOCACHE is not defined")
+        env.pop("XDG_CACHE_HOME", None)
     return env
 
 

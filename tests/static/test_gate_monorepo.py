@@ -143,7 +143,7 @@ spec: {{interval: 10m, path: ./{P}/flux/extra, prune: true, sourceRef: {{kind: G
 
 
 def test_base_ref_of_a_monorepo_renders_the_checked_tree_with_its_git_root_paths(platform):
-    """--base REF renders the checked tree as it was at REF (git archive from it), its Flux paths from the Git root: the
+    """--base REF renders the checked tree as it was at REF (its tree written by git), its Flux paths from the Git root: the
     queues layer it held is there, so a LocalQueue pointed at another ClusterQueue is refused as an update."""
     from tests.static.test_gate_updates import committed, line_of
 
