@@ -158,12 +158,16 @@ def _sample_rules(ctx, root: Path, index: ClusterIndex, samples_file: str, line:
                 keys.setdefault((ref[1], ns, name_key(ref[2]), str(ref[3])), []).append(
                     ctx.finding(job, None, "object-ref", f"{message}; the admitted job holds its quota", hint,
                                 file=f"{WORKLOADS_DIR}/{sample}.yaml", context=context, field=dotted(ref[0])))
-    accounts = {n for (k, kns, n) in index.named if k == "ServiceAccount" and kns == ns}
-    reference = lambda name: f"sample {sample} ({samples_file}:{line}) serviceAccountName {ns}/{name}"  # noqa: E731
+    # A ServiceAccount, ConfigMap or Secret a namePrefix/suffix renamed is that finding's (kustomize-rename), and a
+    # ServiceAccount a namespace change moved the move's, not one more per sample.
+    named = lambda kind: {n for (k, kns, n) in index.named if k == kind and kns == ns}  # noqa: E731
+    reference = lambda kind, name, fields: (f"sample {sample} ({samples_file}:{line}) "  # noqa: E731
+                                            f"{'serviceAccountName' if kind == 'ServiceAccount' else fields[0].rsplit('.', 1)[-1]} {ns}/{name}")
     missing = {(kind, name): fields for (kind, name), fields in missing.items()
-               if kind != "ServiceAccount" or not (ctx.renamed(kind, name, accounts, reference(name))
-                                                   or ctx.moved(index.cluster.name, kind, ns, name, reference(name),
-                                                                lambda other, n=name: index.has("ServiceAccount", other, n)))}
+               if kind not in ("ServiceAccount", "ConfigMap", "Secret")
+               or not (ctx.renamed(kind, name, named(kind), reference(kind, name, fields))
+                       or (kind == "ServiceAccount" and ctx.moved(index.cluster.name, kind, ns, name, reference(kind, name, fields),
+                                                                   lambda other, n=name: index.has("ServiceAccount", other, n))))}
     for (kind, name), fields in missing.items():
         if kind == "PriorityClass":
             finding("sample-priority-class", f"{', '.join(fields)} {name!r} is not a PriorityClass of the cluster: "
@@ -185,7 +189,7 @@ def _sample_rules(ctx, root: Path, index: ClusterIndex, samples_file: str, line:
                     + f"): {effect}, and the admitted job holds its quota",
                     f"add {kind} {name} to namespace {ns} as it is written for {other[0]} ({_where(ctx, root, *index.named[(kind, other[0], name)])})"
                     if other else f"add {kind} {name} to namespace {ns} in a layer every cluster applies (the samples' scripts: a "
-                    "configMapGenerator entry of workloads/scripts/kustomization.yaml, which base/ lists), fix the name, or mark the "
+                    "configMapGenerator entry of base/scripts/kustomization.yaml), fix the name, or mark the "
                     "reference optional", fields[0])
             out[-1] = replace(out[-1], presumes=(*out[-1].presumes, f"{kind}/{ns}/{name}"))  # (folding: its absence's cause)
         else:

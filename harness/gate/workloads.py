@@ -282,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
         if absent:  # admitted, the job would hold its quota with its pods ContainerCreating for good
             print(f"submit-workload: RayJob {job['metadata']['name']} mounts ConfigMap {', '.join(absent)}, which namespace "
                   f"{job['metadata']['namespace']} does not have: the cluster's queues layer applies the samples' scripts "
-                  "(workloads/scripts, listed by base/); wait until Flux has applied it, or check its Kustomization", file=sys.stderr)
+                  "(base/scripts); wait until Flux has applied it, or check its Kustomization", file=sys.stderr)
             return 1
         created = client.CustomObjectsApi().create_namespaced_custom_object("ray.io", "v1", job["metadata"]["namespace"], "rayjobs", job)
     except client.ApiException as err:

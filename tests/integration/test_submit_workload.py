@@ -32,5 +32,5 @@ def test_a_sample_whose_scripts_are_not_on_the_cluster_is_not_submitted(layout, 
          "--set", "JOB_NAME=no-scripts"],
         capture_output=True, text=True, timeout=timeouts.SCRIPT, env={**os.environ, "KUBECONFIG": str(backend.kubeconfig)})
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "mounts ConfigMap batch-inference-scripts" in proc.stderr and "workloads/scripts" in proc.stderr, proc.stderr
+    assert "mounts ConfigMap batch-inference-scripts" in proc.stderr and "base/scripts" in proc.stderr, proc.stderr
     assert queues.job("no-scripts") is None

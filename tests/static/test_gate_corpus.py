@@ -214,7 +214,7 @@ DEV = "clusters/dev-westus3"
 KUEUE = "flux/infrastructure/controllers/kueue.yaml"
 KUBERAY = "flux/infrastructure/controllers/kuberay-operator.yaml"
 SA = "base/service-account.yaml"
-SCRIPTS = "workloads/scripts/kustomization.yaml"
+SCRIPTS = "base/scripts/kustomization.yaml"
 
 # A Secret as `sops --encrypt` leaves it (age recipient; data, stringData encrypted), for the queues layer of prod-eastus2.
 SOPS_SECRET = """apiVersion: v1
@@ -381,7 +381,7 @@ CORPUS = [
      lambda r: edit(r, "workloads/batch-inference.yaml", "queue-name: ${QUEUE_NAME}", "queue-name: ${QUEUE_NAME:=team-a}"), 11),
     # What source-controller leaves out of the artifact is not there for kustomize-controller either.
     ("sourceignored-resource", "kustomize-build", ".sourceignore",  # at the pattern that leaves it out of the artifact
-     lambda r: append(r, ".sourceignore", "/overlays/team-queues/team-b.yaml\n"), 12),
+     lambda r: append(r, ".sourceignore", "/overlays/team-queues/team-b.yaml\n"), 8),
     ("component-patch-path-missing", "kustomize-build", "components/gpu-sku/standard-nc24ads-a100-v4/kustomization.yaml",  # at the op
      lambda r: edit(r, "components/gpu-sku/standard-nc24ads-a100-v4/kustomization.yaml", "resources/1/nominalQuota, value: 200Gi",
                     "resources/7/nominalQuota, value: 200Gi"), 12),
@@ -404,13 +404,13 @@ CORPUS = [
                 edit(r, "base/kustomization.yaml", "resources:\n", "resources:\n  - bin.yaml\n")), 7),
     # ... set by a kustomization's own label or annotation transformer: at the key there, quoted or not (kustomize writes it plain).
     ("nonstring-key-in-commonlabels", "kustomize-build", "base/kustomization.yaml",
-     lambda r: append(r, "base/kustomization.yaml", "commonLabels:\n  1: x\n"), 14),
+     lambda r: append(r, "base/kustomization.yaml", "commonLabels:\n  1: x\n"), 13),
     ("quoted-nonstring-key-in-labels-pairs", "kustomize-build", "base/kustomization.yaml",
-     lambda r: append(r, "base/kustomization.yaml", "labels:\n  - pairs:\n      \"1.5\": x\n"), 15),
+     lambda r: append(r, "base/kustomization.yaml", "labels:\n  - pairs:\n      \"1.5\": x\n"), 14),
     ("yaml-1-1-boolean-key-in-commonlabels", "kustomize-build", "base/kustomization.yaml",
-     lambda r: append(r, "base/kustomization.yaml", "commonLabels:\n  yes: x\n"), 14),  # the kustomization's loader makes "true" of it
+     lambda r: append(r, "base/kustomization.yaml", "commonLabels:\n  yes: x\n"), 13),  # the kustomization's loader makes "true" of it
     ("nonstring-key-in-commonannotations", "kustomize-build", "base/kustomization.yaml",
-     lambda r: append(r, "base/kustomization.yaml", "commonAnnotations:\n  \"true\": x\n"), 14),
+     lambda r: append(r, "base/kustomization.yaml", "commonAnnotations:\n  \"true\": x\n"), 13),
     ("null-key", "yaml-syntax", "workloads/llm-training.yaml",
      lambda r: edit(r, "workloads/llm-training.yaml", "  labels:\n", "  labels:\n    ~: x\n")),
     ("missing-resource-file", "kustomize-build", "overlays/team-queues/kustomization.yaml",
@@ -1348,7 +1348,7 @@ def test_a_generated_config_map_the_samples_name_keeps_its_name(repo_copy, hashe
     if not hashed:
         assert found == [], "\n".join(f.text() for f in found)
         return
-    assert [(f.rule, f.file, f.line, f.resource) for f in found] == [("object-ref", "base/kustomization.yaml", 8, "ConfigMap/ray/ray-storage")], \
+    assert [(f.rule, f.file, f.line, f.resource) for f in found] == [("object-ref", "base/kustomization.yaml", 7, "ConfigMap/ray/ray-storage")], \
         "\n".join(f.text() for f in found)
     assert "aurora-finetune, batch-inference, llm-training" in found[0].message, found[0].message
 

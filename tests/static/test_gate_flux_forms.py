@@ -18,7 +18,7 @@ pytestmark = pytest.mark.static
 def test_a_kustomization_file_under_another_name_kustomize_reads_is_clean(repo_copy, directory, name):
     (repo_copy / directory / "kustomization.yaml").rename(repo_copy / directory / name)
     report = validate_repository(repo_copy)
-    assert report.findings == [] and report.builds == 17, "\n".join(f.text() for f in report.findings)
+    assert report.findings == [] and report.builds == 18, "\n".join(f.text() for f in report.findings)
 
 
 def test_a_name_prefix_in_a_kustomization_yml_is_one_finding_at_it(repo_copy):
@@ -276,8 +276,8 @@ CONTROLLERS = "flux/infrastructure/controllers"
 
 def _values_from(repo, generator_options: str, values_from: str) -> None:
     (repo / CONTROLLERS / "kueue-values.yaml").write_text("controllerManager:\n  replicas: 1\n")
-    edit(repo, f"{CONTROLLERS}/kustomization.yaml", "  - kuberay-operator.yaml\n",
-         "  - kuberay-operator.yaml\nconfigMapGenerator:\n  - name: kueue-values\n    namespace: flux-system\n"
+    edit(repo, f"{CONTROLLERS}/kustomization.yaml", "  - nvidia-device-plugin.yaml\n",
+         "  - nvidia-device-plugin.yaml\nconfigMapGenerator:\n  - name: kueue-values\n    namespace: flux-system\n"
          "    files: [kueue-values.yaml]\n" + generator_options)
     edit(repo, KUEUE, "  releaseName: kueue\n", "  releaseName: kueue\n  valuesFrom:\n" + values_from)
 
