@@ -105,8 +105,9 @@ def deprecated_label_findings(root: Path, docs, reads) -> list[Finding]:
                 fix = f"use key: {new} instead of {label}" + (f", with values [{new_value}]" if new_value is not None else " (same values)")
             else:
                 fix = f"use {new} instead of {label}"
+            field = f"{origin.dotted(path[:-1])}[{label}]" if by_key else origin.dotted(path)
             out.append(Finding(doc.file, found[0] if found else doc.line, resource_id(doc.obj), "aks-deprecated-label",
-                               f"{resource_id(doc.obj)} selects nodes by the label {label} in {how} ({origin.dotted(path[:-1]) + f'[{label}]' if by_key else origin.dotted(path)}), which AKS "
+                               f"{resource_id(doc.obj)} selects nodes by the label {label} in {how} ({field}), which AKS "
                                f"lists as deprecated, replaced by {new} ({USE_LABELS}): the day AKS no longer sets {label}, {pends}",
                                fix, severity="warning"))
     return out
