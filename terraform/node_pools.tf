@@ -1,6 +1,6 @@
 # User node pools, where Ray pods run. Neither is tainted: Kueue's `gpu` flavor selects GPU
-# nodes by the label accelerator=nvidia, which AKS sets on GPU nodes itself (it is reserved
-# and cannot be set in node_labels), and the `default` flavor has no node labels, so pods
+# nodes by the label kubernetes.azure.com/accelerator=nvidia, which AKS sets on GPU nodes itself
+# (it is reserved and cannot be set in node_labels), and the `default` flavor has no node labels, so pods
 # without GPUs may land on either pool.
 #
 # The capacity checks (harness/gate/capacity.py) read these resources: vm_size x node_count,

@@ -146,7 +146,7 @@ variable "system_node_count" {
 
 # -- GPU pool ---------------------------------------------------------------------------------------
 variable "gpu_node_pool_name" {
-  description = "Name of the GPU node pool (AKS label agentpool=<name>)."
+  description = "Name of the GPU node pool (AKS label kubernetes.azure.com/agentpool=<name>)."
   type        = string
   default     = "gpupool"
   validation {

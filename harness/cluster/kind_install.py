@@ -1,8 +1,8 @@
 """Installs the pinned Kueue and KubeRay operator into a kind cluster (the `kind` backend).
 
 The manifests come from the same Go module versions the local backend builds (their
-kustomize `config/` trees), with the production images from MCR. One worker gets the label
-AKS puts on GPU nodes and fake nvidia.com/gpu capacity, so the `gpu` flavor has a node.
+kustomize `config/` trees), with the production images from MCR. One worker gets the labels
+AKS puts on GPU nodes (harness.gate.node_labels.GPU_LABELS) and fake nvidia.com/gpu capacity, so the `gpu` flavor has a node.
 Runs only where Docker and the image registries are reachable (GitHub-hosted runners).
 """
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 from harness import toolchain as tools
 from harness.cluster.kind_cluster import KindCluster
 from harness.core import timeouts, versions
+from harness.gate import GPU_LABELS
 
-GPU_LABEL = "accelerator=nvidia"
 FAKE_GPUS = "8"
 
 
@@ -46,6 +46,6 @@ def install_controllers(cluster: KindCluster) -> None:
                     timeout=timeouts.KIND_ROLLOUT + timeouts.KIND_KUBECTL)
     nodes = json.loads(cluster.kubectl("get", "nodes", "-o", "json"))["items"]
     node = nodes[-1]["metadata"]["name"]
-    cluster.kubectl("label", "node", node, GPU_LABEL, "--overwrite")
+    cluster.kubectl("label", "node", node, *(f"{k}={v}" for k, v in GPU_LABELS.items()), "--overwrite")
     patch = json.dumps([{"op": "add", "path": "/status/capacity/nvidia.com~1gpu", "value": FAKE_GPUS}])
     cluster.kubectl("patch", "node", node, "--subresource=status", "--type=json", "-p", patch)

@@ -29,7 +29,7 @@ _EXPORTS = {
     "cluster_dirs": ("render", "cluster_dirs"), "is_component": ("render", "is_component"),
     "is_flux_kustomization": ("render", "is_flux_kustomization"), "render_cluster": ("render", "render_cluster"),
     "render_repository": ("render", "render_repository"),
-    "node_objects": ("scheduling", "node_objects"),
+    "node_objects": ("scheduling", "node_objects"), "GPU_LABELS": ("node_labels", "GPU_LABELS"),
     "kubeconform_args": ("schema_check", "kubeconform_args"),
     "CRD_SOURCES": ("schemas", "CRD_SOURCES"), "schema_dir": ("schemas", "schema_dir"),
     "kustomization_dirs": ("sources", "kustomization_dirs"), "kustomization_file": ("sources", "kustomization_file"),

@@ -116,7 +116,7 @@ def _gfd(root: Path, cluster: ClusterRender, pools: list[Pool], flavors: dict, n
                     if labels.setdefault(key, str(value)) == str(value):
                         note(obj, key, f"flavor {name} selects {key}={value}, which GPU Feature Discovery ({runner}) sets on the nodes of "
                              f"{p.where()} from what the driver reports: the gate cannot know the value and assumes it matches",
-                             f"check the value on a node of the pool (kubectl get node -l agentpool={p.name} -L {key}), or select a label "
-                             "the gate can check (AKS's accelerator=nvidia, a node_labels entry of the pool)")
+                             f"check the value on a node of the pool (kubectl get node -l kubernetes.azure.com/agentpool={p.name} -L {key}), or select a label "
+                             "the gate can check (AKS's kubernetes.azure.com/accelerator=nvidia, a node_labels entry of the pool)")
         out.append(replace(p, labels=labels))
     return out

@@ -392,7 +392,7 @@ class _Check:
         return Finding(file, line, resource_id(obj), "capacity-flavor-labels",
                        f"cluster {self.cluster.name}: flavor {fname} ({spec}) selects no node pool with nodes in {self.rel}, alone or with the "
                        f"flavors of the ClusterQueues' other resource groups (pools: {have}){more}; workloads admitted to it would pend forever",
-                       "use labels the pools carry (AKS sets accelerator=nvidia on GPU nodes and agentpool=<name> on all), "
+                       "use labels the pools carry (AKS sets kubernetes.azure.com/accelerator=nvidia on GPU nodes and kubernetes.azure.com/agentpool=<name> on all), "
                        "or add node_labels to the pool in terraform/node_pools.tf; tolerate the taints of the pool it should use"
                        + ("; a zone is <region>-<n> of a zone listed in the pool's `zones` (\"0\" without zones)"
                           if "topology.kubernetes.io/zone" in fl.labels else ""), self.ctx)

@@ -49,7 +49,7 @@ PLUGIN_IMAGE = "k8s-device-plugin"
 PLUGIN_FILE = "flux/infrastructure/controllers/nvidia-device-plugin.yaml"
 ADD_PLUGIN = (f"add the NVIDIA device plugin to the cluster's infrastructure layer as this repository ships it ({PLUGIN_FILE}: "
               f"a HelmRepository of https://nvidia.github.io/k8s-device-plugin and a HelmRelease of chart {PLUGIN_CHART}, "
-              "pinned in versions.yaml, selecting accelerator: nvidia; listed in the layer's kustomization.yaml), or the NVIDIA GPU Operator")
+              "pinned in versions.yaml, selecting kubernetes.azure.com/accelerator: nvidia; listed in the layer's kustomization.yaml), or the NVIDIA GPU Operator")
 
 
 def _images(spec: dict) -> list[str]:
@@ -121,7 +121,7 @@ def gpu_driver_findings(root: Path, cluster: ClusterRender, pools: list[Pool], c
     why = (f"its tolerations do not tolerate the taint {', '.join(sorted(taints))}" if taints else
            "its nodeSelector and required node affinity select none of their nodes' labels")
     fix = (f"add a toleration of {', '.join(sorted(taints))} to {field} (keeping the chart's nvidia.com/gpu one)" if taints else
-           f"make {field} select the GPU nodes (AKS labels them accelerator: nvidia)")
+           f"make {field} select the GPU nodes (AKS labels them kubernetes.azure.com/accelerator: nvidia)")
     return out + [Finding(file, line, resource_id(obj), "capacity-gpu-driver",
                           f"cluster {cluster.name}: the NVIDIA device plugin ({resource_id(obj)}) runs no pod on the GPU nodes of "
                           f"{', '.join(_pool(p) for p in unreached)}: {why}, so those nodes {tail}", fix, ctx)]

@@ -29,6 +29,7 @@ import yaml
 from harness.gate.config import CONFIG_FILE
 from harness.gate.origin import entry_ops, line_at, smp_patches
 from harness.gate.findings import Finding
+from harness.gate.node_labels import deprecated_label_findings
 from harness.gate.render import Build, ClusterRender, FluxBuild, run_fluxbuild
 from harness.gate.writers import Writers, probe_pointer, writer_ops
 from harness.gate.sources import (KUSTOMIZATION_FILES, SKIP_DIRS, SafeDumper, SafeLoader, SourceError, as_list, as_map, kustomization_dirs,
@@ -326,8 +327,11 @@ def kustomize_warnings(ctx, root: Path, builds: list[Build], clusters: list[Clus
 
 
 def repository_warnings(ctx, root: Path, clusters: list[ClusterRender]) -> list[Finding]:
-    """kustomize-unlisted and cluster-unchecked: what of the repository no build or cluster of the gate takes in."""
-    return unlisted_manifests(ctx, root, clusters) + unchecked_clusters(ctx, root, clusters)
+    """kustomize-unlisted and cluster-unchecked: what of the repository no build or cluster of the gate takes in; and
+    aks-deprecated-label (harness.gate.node_labels) in every manifest the gate reads."""
+    applied = {b.dir for c in clusters for b in c.flux if b.dir}
+    return unlisted_manifests(ctx, root, clusters) + unchecked_clusters(ctx, root, clusters) \
+        + deprecated_label_findings(root, ctx.sources.docs, lambda file: ctx.config.reads(root, file, applied))
 
 
 def unchecked_clusters(ctx, root: Path, clusters: list[ClusterRender]) -> list[Finding]:

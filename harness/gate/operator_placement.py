@@ -141,7 +141,7 @@ def _cause(request: dict, obj: dict, s: dict, pools: list[Pool], cluster: str, t
     path = next((p for k in missing for p in [_traced(values, defaults, k, selector[k], "nodeSelector")] if p), [])
     if not path and affinity:
         path = _traced(values, defaults, "affinity", spec.get("affinity"))
-    carried = sorted({f"{k}={p.labels[k]}" for p in live for k in ("kubernetes.azure.com/mode", "agentpool") if k in p.labels})
+    carried = sorted({f"{k}={p.labels[k]}" for p in live for k in ("kubernetes.azure.com/mode", "kubernetes.azure.com/agentpool") if k in p.labels})
     return path, (f"select labels the pools' nodes carry ({', '.join(carried)}; AKS sets them on every node), or add node_labels "
                   "to the pool the operator should run on (terraform/node_pools.tf)")
 

@@ -3,8 +3,8 @@ and for simulated nodes (`cluster_nodes`: labels, taints, allocatable and node c
 plus the scheduler's side of placement (`selects`: do a nodeSelector, required node affinity
 and tolerations let a pod onto a pool's nodes).
 
-- Labels: node_labels plus what AKS sets itself (agentpool, mode, instance type, and
-  accelerator=nvidia on GPU sizes). Taints: node_taints ("key=value:Effect"), and
+- Labels: node_labels plus what AKS sets itself (harness.gate.node_labels: agentpool, mode, instance type, and
+  kubernetes.azure.com/accelerator=nvidia with its deprecated predecessor accelerator on GPU sizes). Taints: node_taints ("key=value:Effect"), and
   CriticalAddonsOnly=true:NoSchedule on a system pool with only_critical_addons_enabled, and
   kubernetes.azure.com/scalesetpriority=spot (label) and =spot:NoSchedule (taint) on a user pool
   with priority = "Spot", as AKS sets them; a tainted pool counts only for pods that tolerate its

@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from harness.gate import capacity, config, conversion, gpu_driver, node_settings, sku_component
+from harness.gate import capacity, config, conversion, gpu_driver, node_labels, node_settings, sku_component
 from harness.gate import build_errors, cluster_refs, helm_values, kueue_manager, kueue_wiring, kustomize_warnings, queue_activity, sample_admission, served_apis
 from harness.gate import flux_rules, flux_tenancy, folding, kueue_webhooks, matching, operator_placement, renames
 from harness.gate import kueue_fit, network_policy, render, rules, sample_rules, schema_check, schema_texts
@@ -58,7 +58,7 @@ RULE_SOURCES = {
     "harness/gate/capacity.py (quota and pods vs the Terraform node pools)": capacity.RULES,
     "harness/gate/sku_component.py (the gpu-sku component vs the pools' vm_size)": sku_component.RULES,
     "harness/gate/gpu_driver.py (GPU pools without the NVIDIA device plugin)": gpu_driver.RULES,
-    "harness/gate/node_settings.py (the labels, taints and settings node pools create their nodes with)": node_settings.RULES,
+    "harness/gate/node_settings.py, node_labels.py (the labels, taints and settings node pools create their nodes with; AKS's deprecated labels)": {**node_settings.RULES, **node_labels.RULES},
     "harness/gate/terraform_checks.py, terraform_flux.py (Terraform wiring)": terraform_checks.RULES,
     "harness/gate/kubernetes_version.py (the AKS Kubernetes version against the pinned one)": kubernetes_version.RULES,
     "harness/gate/subnets.py (the node subnets against the nodes in them)": subnets.RULES,

@@ -74,8 +74,8 @@ def test_tainted_gpu_pool_without_toleration_pends_and_the_gate_names_the_flavor
 
     # The fix the gate names, in two parts. With only the toleration in flavor gpu, the GPU workers
     # could run, but the head (flavor default, no toleration) has no untainted pool with nodes.
-    edit(repo_copy, "base/resource-flavors.yaml", "    accelerator: nvidia\n",
-          "    accelerator: nvidia\n  tolerations:\n    - {key: sku, operator: Equal, value: gpu, effect: NoSchedule}\n")
+    edit(repo_copy, "base/resource-flavors.yaml", "    kubernetes.azure.com/accelerator: nvidia\n",
+          "    kubernetes.azure.com/accelerator: nvidia\n  tolerations:\n    - {key: sku, operator: Equal, value: gpu, effect: NoSchedule}\n")
     prod = [f for f in validate_repository(repo_copy).findings if "prod-eastus2" in f.context and f.rule.startswith("capacity-")]
     assert [f.rule for f in prod] == ["capacity-empty-pool"] and "head" in prod[0].message, prod
     # With a CPU node as well, Kueue injects the toleration at admission and every pod is placed.

@@ -51,7 +51,7 @@ def test_every_cluster_has_pools_and_a_known_sku():
     for name, sku in (("prod-eastus2", "Standard_ND96amsr_A100_v4"), ("dev-westus3", "Standard_NC24ads_A100_v4")):
         pools = cluster_pools(cfg, load_tfvars(REPO_ROOT / f"terraform/clusters/{name}.tfvars"))
         system = [p for p in pools if p.system]
-        gpu = [p for p in pools if p.labels.get("accelerator") == "nvidia"]
+        gpu = [p for p in pools if p.labels.get("kubernetes.azure.com/accelerator") == "nvidia"]
         assert len(system) == 1 and SYSTEM_TAINT in system[0].taints
         assert [(p.vm_size, p.count) for p in gpu] == [(sku, 1)]
         assert all(p.vm_size in skus for p in pools)
@@ -91,7 +91,7 @@ def test_flavor_label_mismatch(repo_copy: Path):
     hits = only(found, "capacity-flavor-labels")
     assert {f.context for f in hits} == {"cluster prod-eastus2", "cluster dev-westus3"}
     msg = next(f.message for f in hits if f.context == "cluster prod-eastus2")
-    assert "flavor gpu" in msg and "nvidia-h100" in msg and "gpupool has accelerator=nvidia" in msg
+    assert "flavor gpu" in msg and "nvidia-h100" in msg and "gpupool has kubernetes.azure.com/accelerator=nvidia" in msg
     assert hits[0].file == "base/resource-flavors.yaml" and hits[0].resource == "ResourceFlavor/gpu"
     assert hits[0].line == line_of(repo_copy, "base/resource-flavors.yaml", "accelerator: nvidia-h100"), "at the label it selects by"
     # The root cause once per cluster: its GPU quota and the GPU pods are listed under it, not reported again.
@@ -179,7 +179,7 @@ def test_cpu_pool_counts_for_the_default_flavor(repo_copy: Path):
     tfvars = {**load_tfvars(repo_copy / DEV_TFVARS), "cpu_node_count": 2}
     pools = cluster_pools(cfg, tfvars)
     default_pools = [p.name for p in pools if selects(p, {}, [])]
-    gpu_pools = [p.name for p in pools if selects(p, {"accelerator": "nvidia"}, [])]
+    gpu_pools = [p.name for p in pools if selects(p, {"kubernetes.azure.com/accelerator": "nvidia"}, [])]
     assert default_pools == ["gpupool", "cpupool"] and gpu_pools == ["gpupool"]  # never the tainted system pool
 
 
@@ -212,7 +212,7 @@ def test_quantity_parser_is_loaded_once(monkeypatch):
 
 # -- Placement per pod set: tainted pools, autoscaling, root causes (issue 15, item 4) ------------------
 GPU_POOL_LABELS = 'node_labels = { "aks.azure.com/gpu-sku" = var.gpu_sku_label }\n  node_taints = []'
-GPU_FLAVOR = "  nodeLabels:\n    accelerator: nvidia\n"
+GPU_FLAVOR = "  nodeLabels:\n    kubernetes.azure.com/accelerator: nvidia\n"
 
 
 def taint_gpu_pool(root: Path, tolerate: bool = True) -> None:
@@ -332,7 +332,7 @@ def test_cluster_nodes_is_the_pool_model_for_simulated_nodes():
     nodes = {n.pool: n for n in cluster_nodes(REPO_ROOT, "prod-eastus2")}
     gpu, system = nodes["gpupool"], nodes["system"]
     assert (gpu.vm_size, gpu.min_count, gpu.max_count, gpu.system) == ("Standard_ND96amsr_A100_v4", 1, 1, False)
-    assert gpu.labels["accelerator"] == "nvidia" and gpu.labels["agentpool"] == "gpupool" and gpu.taints == []
+    assert gpu.labels["kubernetes.azure.com/accelerator"] == gpu.labels["accelerator"] == "nvidia" and gpu.labels["agentpool"] == "gpupool" and gpu.taints == []
     assert gpu.allocatable["cpu"] == Decimal("94.94") and gpu.capacity["nvidia.com/gpu"] == 8
     assert system.system and {"key": "CriticalAddonsOnly", "value": "true", "effect": "NoSchedule"} in system.taints
     assert nodes["cpupool"].max_count == 0  # cpu_node_count defaults to 0: the pool is modelled, with no nodes

@@ -82,7 +82,7 @@ def test_a_small_flavor_listed_first_is_told_to_reorder(repo_copy: Path):
     _append(repo_copy, "terraform/node_pools.tf", T4_POOL)
     _append(repo_copy, "base/resource-flavors.yaml", "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: t4\n"
             "spec:\n  nodeLabels:\n    aks.azure.com/gpu-sku: t4\n")
-    edit(repo_copy, "base/resource-flavors.yaml", "    accelerator: nvidia\n", "    accelerator: nvidia\n    aks.azure.com/gpu-sku: a100\n")
+    edit(repo_copy, "base/resource-flavors.yaml", "    kubernetes.azure.com/accelerator: nvidia\n", "    kubernetes.azure.com/accelerator: nvidia\n    aks.azure.com/gpu-sku: a100\n")
     edit(repo_copy, "overlays/single-queue/cluster-queue.yaml", "      flavors:\n        - name: gpu\n",
          '      flavors:\n        - name: t4\n          resources:\n            - name: nvidia.com/gpu\n              nominalQuota: "1"\n        - name: gpu\n')
     found = [f for f in validate_repository(repo_copy).findings if f.rule == "capacity-pod-fits-node"]
@@ -147,7 +147,7 @@ def test_a_flavor_selecting_gfd_labels_on_a_cluster_with_the_gpu_operator(repo_c
     edit(repo_copy, "terraform/clusters/prod-eastus2.tfvars", 'gpu_sku_label  = "a100"\n', 'gpu_sku_label  = "a100"\ngpu_driver     = "None"\n')
     write(repo_copy, "flux/infrastructure/controllers/gpu-operator.yaml", GPU_OPERATOR)
     edit(repo_copy, "flux/infrastructure/controllers/kustomization.yaml", "  - kuberay-operator.yaml\n", "  - kuberay-operator.yaml\n  - gpu-operator.yaml\n")
-    edit(repo_copy, "base/resource-flavors.yaml", "    accelerator: nvidia\n", f"    nvidia.com/gpu.product: {product}\n")
+    edit(repo_copy, "base/resource-flavors.yaml", "    kubernetes.azure.com/accelerator: nvidia\n", f"    nvidia.com/gpu.product: {product}\n")
     found = [f for f in validate_repository(repo_copy).findings if f.rule.startswith("capacity")]
     assert found and all(f.rule == "capacity-flavor-labels" and f.location() == "base/resource-flavors.yaml:16" for f in found), _text(found)
     if error:
@@ -162,8 +162,8 @@ def test_a_zone_pinned_flavor_on_a_pool_with_fewer_nodes_than_zones_is_a_warning
     a clean pass, but a warning that says what the gate assumed."""
     prod = "terraform/clusters/prod-eastus2.tfvars"
     (repo_copy / prod).write_text((repo_copy / prod).read_text() + 'gpu_zones = ["1", "2"]\n')
-    edit(repo_copy, "base/resource-flavors.yaml", "    accelerator: nvidia\n",
-         f"    accelerator: nvidia\n    topology.kubernetes.io/zone: {zone}\n")
+    edit(repo_copy, "base/resource-flavors.yaml", "    kubernetes.azure.com/accelerator: nvidia\n",
+         f"    kubernetes.azure.com/accelerator: nvidia\n    topology.kubernetes.io/zone: {zone}\n")
     found = [f for f in validate_repository(repo_copy).findings if f.rule.startswith("capacity") and "prod-eastus2" in f.message]
     assert found and all(f.rule == "capacity-flavor-labels" and f.severity == "warning" and "Azure" in f.message
                          and f.location() == "base/resource-flavors.yaml:17" for f in found), _text(found)

@@ -138,7 +138,7 @@ def test_a_flavor_selecting_no_pool_is_reported_at_the_label_no_pool_carries(rep
     """Flavor gpu adds a label no pool's nodes carry: the finding is at that label, not at the first one (which they do)."""
     from harness.gate.validate import validate_repository
     from tests.static.test_gate_corpus import edit
-    edit(repo_copy, "base/resource-flavors.yaml", "    accelerator: nvidia\n", "    accelerator: nvidia\n    gpu-sku: h100\n")
+    edit(repo_copy, "base/resource-flavors.yaml", "    kubernetes.azure.com/accelerator: nvidia\n", "    kubernetes.azure.com/accelerator: nvidia\n    gpu-sku: h100\n")
     found = [f for f in validate_repository(repo_copy).findings if f.rule == "capacity-flavor-labels"]
     assert found and {(f.file, f.line) for f in found} == {("base/resource-flavors.yaml", 17)}, "\n".join(f.text() for f in found)
 

@@ -26,7 +26,7 @@ def _taint_gpu_pool(root: Path, effect: str = "NoSchedule") -> None:
 
 
 def test_the_shipped_plugin_runs_one_pod_on_each_gpu_node_and_nothing_else():
-    """The chart rendered with the shipped values: the plugin's DaemonSet lands on the GPU pool only (accelerator:
+    """The chart rendered with the shipped values: the plugin's DaemonSet lands on the GPU pool only (kubernetes.azure.com/accelerator:
     nvidia), takes one pod slot there, and the chart's node-feature-discovery subchart, off unless nfd.enabled or
     gfd.enabled, is not rendered (Helm's ProcessDependencies, as helm install runs it)."""
     _, clusters = render_repository(REPO_ROOT, gate_config=config.DEFAULTS)

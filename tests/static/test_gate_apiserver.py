@@ -29,10 +29,10 @@ CASES = [
      lambda r: edit(r, TEAM_A, "    reclaimWithinCohort: Any\n",
                     "    reclaimWithinCohort: Never\n    borrowWithinCohort:\n      policy: LowerPriority\n")),
     ("cel-toleration-exists-with-value", "api-validation", FLAVORS, 17, "a value must be empty when 'operator' is 'Exists'",
-     lambda r: edit(r, FLAVORS, "    accelerator: nvidia\n",
-                    "    accelerator: nvidia\n  tolerations:\n    - {key: sku, operator: Exists, value: gpu, effect: NoSchedule}\n")),
+     lambda r: edit(r, FLAVORS, "    kubernetes.azure.com/accelerator: nvidia\n",
+                    "    kubernetes.azure.com/accelerator: nvidia\n  tolerations:\n    - {key: sku, operator: Exists, value: gpu, effect: NoSchedule}\n")),
     ("cel-taint-effect", "api-validation", FLAVORS, 17, "supported taint effect values",
-     lambda r: edit(r, FLAVORS, "    accelerator: nvidia\n", "    accelerator: nvidia\n  nodeTaints:\n    - {key: sku, value: gpu, effect: Sometimes}\n")),
+     lambda r: edit(r, FLAVORS, "    kubernetes.azure.com/accelerator: nvidia\n", "    kubernetes.azure.com/accelerator: nvidia\n  nodeTaints:\n    - {key: sku, value: gpu, effect: Sometimes}\n")),
     # Written in the older served version: the apiserver converts it (Kueue's conversion webhook) before Kueue's
     # validating webhook, registered for v1beta2, sees it.
     ("v1beta1-lending-above-nominal", "kueue-webhook", TEAM_A, 23, "must be less than or equal to the nominalQuota",

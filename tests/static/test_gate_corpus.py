@@ -872,7 +872,13 @@ CORPUS = [
                 (r / "flux/infrastructure/controllers/nvidia-device-plugin.yaml").unlink()), 17),
     ("device-plugin-untolerated-gpu-taint", "capacity-gpu-driver", "flux/infrastructure/controllers/nvidia-device-plugin.yaml",
      lambda r: (edit(r, "terraform/node_pools.tf", "  node_taints = []\n", '  node_taints = ["sku=gpu:NoExecute"]\n'),
-                append(r, "base/resource-flavors.yaml", "  tolerations:\n    - {key: sku, operator: Equal, value: gpu, effect: NoExecute}\n")), 70),
+                append(r, "base/resource-flavors.yaml", "  tolerations:\n    - {key: sku, operator: Equal, value: gpu, effect: NoExecute}\n")), 67),
+    # A label AKS lists as deprecated (node_labels.DEPRECATED): at the label, in a flavor's nodeLabels or a node affinity term.
+    ("flavor-on-deprecated-aks-label", "aks-deprecated-label", "base/resource-flavors.yaml",
+     lambda r: edit(r, "base/resource-flavors.yaml", "    kubernetes.azure.com/accelerator: nvidia\n", "    accelerator: nvidia\n"), 16, "warning"),
+    ("device-plugin-on-deprecated-aks-label", "aks-deprecated-label", "flux/infrastructure/controllers/nvidia-device-plugin.yaml",
+     lambda r: edit(r, "flux/infrastructure/controllers/nvidia-device-plugin.yaml", "- key: kubernetes.azure.com/accelerator\n",
+                    "- key: accelerator\n"), 59, "warning"),
     # Terraform, read by Terraform's loader and evaluator (tools/tfeval): its errors at the line it names.
     ("tf-undeclared-variable", "terraform-expression", "terraform/node_pools.tf",
      lambda r: edit(r, "terraform/node_pools.tf", "  max_pods                = var.max_pods\n", "  max_pods                = var.max_pod\n"), 21),

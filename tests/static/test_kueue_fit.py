@@ -114,7 +114,7 @@ kind: ResourceFlavor
 metadata:
   name: gpu-tas
 spec:
-  nodeLabels: {accelerator: nvidia}
+  nodeLabels: {kubernetes.azure.com/accelerator: nvidia}
   topologyName: aks
 ---
 apiVersion: kueue.x-k8s.io/v1beta2

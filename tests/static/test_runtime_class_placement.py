@@ -47,7 +47,7 @@ def test_a_runtime_class_that_tolerates_another_taint_leaves_the_pool_out(repo_c
 
 def _gpu_workers_with_runtime_class(root: Path, node_selector: str) -> None:
     """base/ applies RuntimeClass gpu-rt whose scheduling.nodeSelector is `node_selector` (key: value); the GPU worker
-    template of llm-training names it (flavor gpu, which Kueue assigns those pods, labels them accelerator: nvidia)."""
+    template of llm-training names it (flavor gpu, which Kueue assigns those pods, labels them kubernetes.azure.com/accelerator: nvidia)."""
     (root / "base/runtime-class.yaml").write_text(
         "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: gpu-rt}\nhandler: runc\nscheduling:\n"
         f"  nodeSelector:\n    {node_selector}\n")
@@ -61,22 +61,22 @@ def _gpu_workers_with_runtime_class(root: Path, node_selector: str) -> None:
 
 
 def test_a_runtime_class_node_selector_against_the_flavor_is_one_finding_at_it(repo_copy):
-    """RuntimeClass gpu-rt selects accelerator: amd, flavor gpu labels the pods accelerator: nvidia. Kueue merges the
+    """RuntimeClass gpu-rt selects kubernetes.azure.com/accelerator: amd, flavor gpu labels the pods kubernetes.azure.com/accelerator: nvidia. Kueue merges the
     flavor's labels into the template (the template itself sets no accelerator) and the RuntimeClass admission refuses
     every worker pod (setScheduling's conflict): one finding per cluster at the class's nodeSelector, naming both."""
-    _gpu_workers_with_runtime_class(repo_copy, "accelerator: amd")
+    _gpu_workers_with_runtime_class(repo_copy, "kubernetes.azure.com/accelerator: amd")
     found = validate_repository(repo_copy).findings
     assert found, "the conflict was not reported"
     assert all(f.rule == "capacity-pod-placement" and (f.file, f.line) == ("base/runtime-class.yaml", 6) for f in found), \
         "\n".join(f.text() for f in found)
     assert len(found) == len({f.context for f in found}), "\n".join(f.text() for f in found)  # one per cluster
     for f in found:
-        assert "runtimeClass.scheduling.nodeSelector[accelerator] = amd" in f.message and "flavor gpu" in f.message, f.text()
-        assert "workloads/llm-training.yaml:" in f.message and "accelerator: nvidia" in f.hint, f.text()
+        assert "runtimeClass.scheduling.nodeSelector[kubernetes.azure.com/accelerator] = amd" in f.message and "flavor gpu" in f.message, f.text()
+        assert "workloads/llm-training.yaml:" in f.message and "kubernetes.azure.com/accelerator: nvidia" in f.hint, f.text()
 
 
 def test_a_runtime_class_node_selector_that_agrees_with_the_flavor_is_clean(repo_copy):
-    """The same RuntimeClass selecting accelerator: nvidia, as the flavor does: nothing to report."""
-    _gpu_workers_with_runtime_class(repo_copy, "accelerator: nvidia")
+    """The same RuntimeClass selecting kubernetes.azure.com/accelerator: nvidia, as the flavor does: nothing to report."""
+    _gpu_workers_with_runtime_class(repo_copy, "kubernetes.azure.com/accelerator: nvidia")
     found = validate_repository(repo_copy).findings
     assert found == [], "\n".join(f.text() for f in found)

@@ -147,7 +147,7 @@ def test_for_each_pools(module: Path):
     a100, d8 = pools["a100"], pools["d8"]
     assert (a100.vm_size, a100.count, a100.address) == ("Standard_NC24ads_A100_v4", 2, 'azurerm_kubernetes_cluster_node_pool.extra["a100"]')
     assert (d8.vm_size, d8.count) == ("Standard_D8ds_v6", 3)
-    assert a100.labels["accelerator"] == "nvidia" and "accelerator" not in d8.labels
+    assert a100.labels["kubernetes.azure.com/accelerator"] == a100.labels["accelerator"] == "nvidia" and "kubernetes.azure.com/accelerator" not in d8.labels
     assert a100.count_origin.where() == f"terraform/node_pools.tf:{line(module, 'terraform/node_pools.tf', 'each.value.nodes')}"
 
 
