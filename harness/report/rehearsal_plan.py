@@ -7,7 +7,8 @@
   - a changed production pin (a promotion) is rehearsed from the pull request's *base*, where
     the old pin is still the production pin and the new one must be listed as a candidate: the
     report says what the upgrade changes. The README's promotion path is "candidate first, then
-    promote", so a pin that was never a candidate is refused with that advice;
+    promote", so a pin that was never a candidate is refused with that advice; a pin moved back to an older release
+    (a rollback) rehearses nothing, with a notice (the rehearsal runs upgrades: candidates are newer than the pin);
   - a candidate the pull request adds is rehearsed from its head, against the pins, the other
     component at its pin, so the report shows that version's differences alone.
   A pull request that touches versions.yaml for anything else rehearses nothing.
@@ -56,7 +57,8 @@ def pull_request(base: dict, head: dict) -> list[dict]:
     old = {c: _listed(base, c) for c in COMPONENTS}
     new = {c: _listed(head, c) for c in COMPONENTS}
     plan: list[dict] = []
-    promoted = {c: new[c][0] for c in COMPONENTS if new[c][0] != old[c][0]}
+    back = rollbacks(base, head)
+    promoted = {c: new[c][0] for c in COMPONENTS if new[c][0] != old[c][0] and c not in back}
     for component, version in promoted.items():
         if version not in old[component][1]:
             raise PlanError(f"versions.yaml {component}: the pin moves to {version}, which the base branch does not list "
@@ -68,6 +70,19 @@ def pull_request(base: dict, head: dict) -> list[dict]:
             if version not in old[component][1] and version != old[component][0]:
                 plan.append({"ref": "head", **{c: new[c][0] for c in COMPONENTS}, component: version})
     return plan
+
+
+def rollbacks(base: dict, head: dict) -> dict[str, str]:
+    """Per component whose pin the pull request moves to an older release (a rollback after a bad upgrade): why it
+    rehearses nothing. The rehearsal runs an upgrade, a candidate newer than the pin (tests/static/test_versions.py), and
+    the older release is the one the pull request's own checks then run on."""
+    out = {}
+    for component in COMPONENTS:
+        (was, _), (now, _) = _listed(base, component), _listed(head, component)
+        if now != was and releases.parse(now) < releases.parse(was):
+            out[component] = (f"versions.yaml {component}: the pin moves back from {was} to {now} (a rollback): no upgrade "
+                              f"to rehearse; this pull request's own checks run on {now}")
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,6 +101,8 @@ def main(argv: list[str] | None = None) -> int:
             except (OSError, yaml.YAMLError) as err:
                 raise PlanError(f"cannot read versions.yaml: {err}") from None
             plan = pull_request(*docs)
+            for notice in rollbacks(*docs).values():
+                print(f"rehearsal_plan: {notice}", file=sys.stderr)
         else:
             plan = scheduled(args.kueue, args.kuberay)
     except HarnessError as err:

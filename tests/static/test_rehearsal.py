@@ -130,6 +130,22 @@ def test_a_pull_request_rehearses_what_it_changes_in_versions_yaml():
     assert rehearsal_plan.pull_request(base, added_ray) == [{"ref": "head", "kueue": "v0.17.1", "kuberay": "v1.7.0"}]
 
 
+def test_a_pin_moved_back_is_a_rollback_that_rehearses_nothing_with_a_notice(tmp_path, capsys):
+    """P.md #7: rolling Kueue back from v0.17.1 to v0.17.0 after a bad upgrade is no promotion: candidates are newer than
+    the pin, so there is no upgrade to rehearse. The plan is empty (the workflow's rehearse job is skipped), exit 0, and
+    the notice says why; a candidate the same pull request adds is still rehearsed."""
+    base, back = _versions(), _versions(kueue="v0.17.0")
+    assert rehearsal_plan.pull_request(base, back) == []
+    assert set(rehearsal_plan.rollbacks(base, back)) == {"kueue"}
+    old, new = tmp_path / "old.yaml", tmp_path / "new.yaml"
+    old.write_text(yaml.safe_dump(base))
+    new.write_text(yaml.safe_dump(_versions(kueue="v0.17.0", kuberay_candidates=("v1.6.2", "v1.7.0"))))
+    assert rehearsal_plan.main(["--base", str(old), "--head", str(new)]) == 0
+    out = capsys.readouterr()
+    assert "moves back from v0.17.1 to v0.17.0 (a rollback)" in out.err, out.err
+    assert json.loads(out.out.removeprefix("matrix=")) == {"include": [{"ref": "head", "kueue": "v0.17.0", "kuberay": "v1.7.0"}]}
+
+
 def test_a_pin_that_was_never_a_candidate_is_refused_with_the_way_forward(tmp_path, capsys):
     with pytest.raises(rehearsal_plan.PlanError, match="add it as a candidate first"):
         rehearsal_plan.pull_request(_versions(), _versions(kueue="v0.20.0"))
