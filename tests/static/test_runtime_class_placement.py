@@ -12,15 +12,19 @@ from harness.gate.validate import validate_repository
 pytestmark = pytest.mark.static
 
 
+def _runtime_class(root: Path, scheduling: str) -> None:
+    """base/ applies RuntimeClass gpu-rt with `scheduling` (its YAML body, indented under scheduling:)."""
+    (root / "base/runtime-class.yaml").write_text(
+        f"apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {{name: gpu-rt}}\nhandler: runc\nscheduling:\n{scheduling}")
+    kustomization = root / "base/kustomization.yaml"
+    kustomization.write_text(kustomization.read_text().replace("resources:\n", "resources:\n  - runtime-class.yaml\n", 1))
+
+
 def _gpu_pool_tainted_with_runtime_class(root: Path, tolerated: str) -> None:
     """The GPU pool tainted sku=gpu:NoSchedule; every pod template (head, workers, submitter) of the three workloads names
     RuntimeClass gpu-rt, whose scheduling tolerates the taint `tolerated` (key=value)."""
     key, value = tolerated.split("=")
-    (root / "base/runtime-class.yaml").write_text(
-        "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: gpu-rt}\nhandler: runc\nscheduling:\n  tolerations:\n"
-        f"    - {{key: {key}, operator: Equal, value: {value}, effect: NoSchedule}}\n")
-    kustomization = root / "base/kustomization.yaml"
-    kustomization.write_text(kustomization.read_text().replace("resources:\n", "resources:\n  - runtime-class.yaml\n", 1))
+    _runtime_class(root, f"  tolerations:\n    - {{key: {key}, operator: Equal, value: {value}, effect: NoSchedule}}\n")
     pools = root / "terraform/node_pools.tf"
     pools.write_text(pools.read_text().replace("  node_taints = []", '  node_taints = ["sku=gpu:NoSchedule"]', 1))
     for path in (root / "workloads").glob("*.yaml"):
@@ -48,11 +52,7 @@ def test_a_runtime_class_that_tolerates_another_taint_leaves_the_pool_out(repo_c
 def _gpu_workers_with_runtime_class(root: Path, node_selector: str) -> None:
     """base/ applies RuntimeClass gpu-rt whose scheduling.nodeSelector is `node_selector` (key: value); the GPU worker
     template of llm-training names it (flavor gpu, which Kueue assigns those pods, labels them kubernetes.azure.com/accelerator: nvidia)."""
-    (root / "base/runtime-class.yaml").write_text(
-        "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: gpu-rt}\nhandler: runc\nscheduling:\n"
-        f"  nodeSelector:\n    {node_selector}\n")
-    kustomization = root / "base/kustomization.yaml"
-    kustomization.write_text(kustomization.read_text().replace("resources:\n", "resources:\n  - runtime-class.yaml\n", 1))
+    _runtime_class(root, f"  nodeSelector:\n    {node_selector}\n")
     path = root / "workloads/llm-training.yaml"
     text, n = re.subn(r"^( +)serviceAccountName: ray-workload\n( +containers:\n +- name: ray-worker)",
                       r"\1runtimeClassName: gpu-rt\n\g<0>", path.read_text(), flags=re.M)
