@@ -15,14 +15,17 @@ from __future__ import annotations
 import ctypes
 import os
 import resource
+import secrets
+import shutil
 import statistics
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
 from harness import toolchain as tools
 from harness.gate import RULE_IDS, is_component, kubeconform_args, kustomization_dirs, schema_dir
-from harness.core import REPO_ROOT
+from harness.core import REPO_ROOT, cache_root, copy_config
 
 
 
@@ -68,22 +71,64 @@ def reference_pipeline(root: Path) -> list[str]:
     return ["bash", "-c", "\n".join(lines)]
 
 
+# A pull request's change, one per run in turn, each a value never validated before (so no verdict of it is kept):
+# (file, text, its replacement given a number unique to the run). The first changes the queues' memory quota (every
+# ClusterQueue built from the component and what is judged against them), the second a sample RayJob.
+EDITS = (
+    ("components/gpu-sku/standard-nc24ads-a100-v4/kustomization.yaml", "nominalQuota, value: 200Gi}",
+     lambda n: f"nominalQuota, value: {204800 - n % 4096}Mi}}"),
+    ("workloads/batch-inference.yaml", "    kueue.x-k8s.io/queue-name: ${QUEUE_NAME}\n",
+     lambda n: f"    kueue.x-k8s.io/queue-name: ${{QUEUE_NAME}}\n    bench-edit: \"{n}\"\n"),
+)
+
+
+class Edits:
+    """A throwaway copy of the repository's configuration that `next()` changes as a pull request would."""
+
+    def __init__(self, root: Path):
+        self.root, self.originals, self.count = root, {}, secrets.randbelow(10**6)
+        for rel, old, _ in EDITS:
+            text = (root / rel).read_text(encoding="utf-8")
+            if old not in text:
+                raise SystemExit(f"bench: {rel} no longer holds {old!r}: update EDITS in {__name__}")
+            self.originals[rel] = text
+
+    def next(self, which: int) -> None:
+        """Changes EDITS[which % len(EDITS)] to a value not written before."""
+        rel, old, new = EDITS[which % len(EDITS)]
+        self.count += 1
+        # The other file keeps its last change: the tree differs from the one validated before in this one value.
+        (self.root / rel).write_text(self.originals[rel].replace(old, new(self.count)), encoding="utf-8")
+
+
 def bench_validate(runs: int) -> None:
-    ours_cmd = [str(REPO_ROOT / "scripts" / "validate"), str(REPO_ROOT), "--quiet"]
-    ref_cmd = reference_pipeline(REPO_ROOT)
-    counted = _subreaper()
-    _time(ours_cmd), _time(ref_cmd)  # warm caches (tool builds, schemas, page cache)
-    ours, ref = [], []
-    for _ in range(runs):  # interleaved, so machine noise hits both alike
-        ours.append(_time(ours_cmd))
-        ref.append(_time(ref_cmd))
-    mo, mr = (statistics.median(w for w, _ in xs) for xs in (ours, ref))
-    co, cr = (statistics.median(c for _, c in xs) for xs in (ours, ref))
+    with tempfile.TemporaryDirectory(prefix="bench-validate-") as scratch:
+        root = copy_config(Path(scratch) / "repo")
+        edits = Edits(root)
+        ours_cmd = [str(REPO_ROOT / "scripts" / "validate"), str(root), "--quiet"]
+        ref_cmd = reference_pipeline(root)
+        counted = _subreaper()
+        _time(ours_cmd), _time(ref_cmd)  # warm caches (tool builds, schemas, page cache, the verdicts of the tree as it is)
+        memo = cache_root() / "memo"
+        cold, edited, unchanged, ref = [], [], [], []
+        for i in range(runs):  # interleaved, so machine noise hits each alike
+            shutil.rmtree(memo, ignore_errors=True)
+            edits.next(i + 1)
+            cold.append(_time(ours_cmd))  # no verdict kept (a fresh cache)
+            ref.append(_time(ref_cmd))
+            edits.next(i)  # each kind of change in turn
+            edited.append(_time(ours_cmd))  # one value changed since the run before: the verdicts of the rest are kept
+            unchanged.append(_time(ours_cmd))  # the same tree again: every verdict kept
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    wall = {name: statistics.median(w for w, _ in xs) for name, xs in (("edited", edited), ("unchanged", unchanged), ("cold", cold), ("ref", ref))}
+    cpu = {name: statistics.median(c for _, c in xs) for name, xs in (("edited", edited), ("unchanged", unchanged), ("cold", cold), ("ref", ref))}
     print(f"runs={runs}  cores={cores}")
     if counted:  # CPU time over cores is the least wall time any schedule of that work can take here
-        print(f"ours_cpu_median_s={co:.3f}  reference_cpu_median_s={cr:.3f}  (every process, user + system; "
-              f"wall >= cpu / {cores}: {co / cores:.3f} s and {cr / cores:.3f} s)")
-    print(f"ours_median_s={mo:.3f}  (full gate: render as Flux, strict schemas incl. sample RayJobs, {len(RULE_IDS)} rules)")
-    print(f"reference_median_s={mr:.3f}  (kustomize build | kubeconform -strict per directory)")
-    print(f"ratio={mo / mr:.2f}")
+        print("cpu_median_s: " + "  ".join(f"{name}={cpu[name]:.3f}" for name in ("edited", "unchanged", "cold", "ref"))
+              + f"  (every process, user + system; wall >= cpu / {cores})")
+    print(f"ours_unchanged_median_s={wall['unchanged']:.3f}  (the same tree again: every verdict kept)")
+    print(f"ours_cold_median_s={wall['cold']:.3f}  (no verdict kept: a fresh cache; ratio {wall['cold'] / wall['ref']:.2f})")
+    print(f"ours_median_s={wall['edited']:.3f}  (full gate after one change ({len(EDITS)} kinds in turn), the verdicts of the rest "
+          f"kept: render as Flux, strict schemas incl. sample RayJobs, {len(RULE_IDS)} rules)")
+    print(f"reference_median_s={wall['ref']:.3f}  (kustomize build | kubeconform -strict per directory, same tree)")
+    print(f"ratio={wall['edited'] / wall['ref']:.2f}")

@@ -14,7 +14,7 @@ _EXPORTS = {
     "releases": ("releases", None), "timeouts": ("timeouts", None), "versions": ("versions", None),
     "pin_file": ("pin_file", None), "yaml_nodes": ("yaml_nodes", None),
     "HarnessError": ("errors", "HarnessError"), "report_error": ("errors", "report"),
-    "atomic_write": ("files", "atomic_write"), "cache_lock": ("files", "cache_lock"), "cache_root": ("files", "cache_root"),
+    "atomic_write": ("files", "atomic_write"), "copy_config": ("files", "copy_config"), "CONFIG_PATHS": ("files", "CONFIG_PATHS"), "Memo": ("memo", "Memo"), "MISSING": ("memo", "MISSING"), "cache_lock": ("files", "cache_lock"), "cache_root": ("files", "cache_root"),
     "locked": ("files", "locked"), "publish_dir": ("files", "publish_dir"), "unwritable_dir": ("files", "unwritable_dir"),
     "xdg_cache_home": ("files", "xdg_cache_home"), "export_tree": ("gittree", "export_tree"), "TreeError": ("gittree", "TreeError"),
     "Ticker": ("progress", "Ticker"), "say": ("progress", "say"), "tell": ("progress", "tell"),

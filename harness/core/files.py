@@ -99,3 +99,23 @@ def locked(lock_path: Path) -> Iterator[None]:
 def cache_lock(name: str) -> contextlib.AbstractContextManager[None]:
     """The lock named `name` under the cache's locks/ directory."""
     return locked(cache_root() / "locks" / f"{name}.lock")
+
+
+# What a checkout of this repository needs for the gate (the harness itself is not copied): what tests break on purpose
+# and the benchmarks edit, in throwaway copies.
+CONFIG_PATHS = ("base", "overlays", "components", "clusters", "flux", "workloads", "terraform", "versions.yaml", ".sourceignore")
+
+
+def copy_config(dest: Path, root: Path | None = None) -> Path:
+    """Copies CONFIG_PATHS of `root` (default: this repository) into the new directory `dest`; returns `dest`."""
+    from harness.core.versions import REPO_ROOT
+
+    root = REPO_ROOT if root is None else root
+    dest.mkdir(parents=True)
+    for rel in CONFIG_PATHS:
+        src = root / rel
+        if src.is_dir():
+            shutil.copytree(src, dest / rel)
+        elif src.exists():
+            shutil.copy2(src, dest / rel)
+    return dest

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.core.files import atomic_write, cache_root
+from harness.core.memo import MISSING, Memo
 
 SCHEMA = Path(__file__).resolve().parents[1] / "schemas-for-data" / "versions.schema.json"
 SCHEMA_NAME = "harness/schemas-for-data/versions.schema.json"
@@ -54,21 +54,16 @@ def schema() -> dict:
 
 def refusals(data, text: str | None = None) -> list[Refusal]:
     """Every refusal of the parsed versions.yaml `data`, in file order, each at its line in `text` (the file's text;
-    None: no lines). jsonschema's verdict on the same data is kept under cache_root()/verdicts, so a run on unchanged pins
+    None: no lines). jsonschema's verdict on the same data is kept (harness.core.memo), so a run on unchanged pins
     does not import jsonschema (~0.06 s, a tenth of the gate)."""
-    try:
-        key = json.dumps([_code(), data, schema()], sort_keys=True, default=str)
-    except (TypeError, ValueError):  # keys of several types (a YAML int key beside strings): not kept
-        found = _verdict(data)
-    else:
-        memo = cache_root() / "verdicts" / f"versions-file-{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
-        try:
-            found = [Refusal(tuple(r[0]), r[1], r[2], r[3]) for r in json.loads(memo.read_text(encoding="utf-8"))]
-        except (OSError, ValueError, TypeError, IndexError):
-            found = _verdict(data)
-            _keep(memo, json.dumps([[list(r.path), r.value, r.message, r.hint] for r in found], default=str))
-            found = [Refusal(tuple(r[0]), r[1], r[2], r[3]) for r in json.loads(memo.read_text(encoding="utf-8"))] \
-                if memo.is_file() else found  # as a later run reads it back
+    memo = Memo("versions-file", _code()[:16], kept=_VERDICTS_KEPT)
+    key = memo.key(data, schema())
+    kept = memo.get(key)
+    if kept is MISSING:
+        kept = [[list(r.path), r.value, r.message, r.hint] for r in _verdict(data)]
+        memo.put(key, kept)
+        kept = json.loads(json.dumps(kept, default=str))  # as a later run reads it back
+    found = [Refusal(tuple(r[0]), r[1], r[2], r[3]) for r in kept]
     if not found or text is None:
         return found
     import yaml
@@ -81,16 +76,6 @@ def refusals(data, text: str | None = None) -> list[Refusal]:
 
     placed = [Refusal(r.path, r.value, r.message, r.hint, written_line(doc, list(r.path)) if doc is not None else None) for r in found]
     return sorted(placed, key=lambda r: r.line or 0)
-
-
-def _keep(memo: Path, verdict: str) -> None:
-    try:
-        atomic_write(memo, verdict)
-        kept = sorted(memo.parent.glob("versions-file-*.json"), key=lambda p: p.stat().st_mtime)
-        for old in kept[:-_VERDICTS_KEPT]:
-            old.unlink(missing_ok=True)
-    except OSError:
-        pass  # a read-only cache: the verdict is computed again next time
 
 
 def _verdict(data) -> list[Refusal]:

@@ -12,7 +12,7 @@ from pathlib import Path
 from harness.core import HarnessError
 from harness.gate import schema_check, schemas, version_rules
 from harness.gate.cluster_index import ClusterIndex
-from harness.gate.helper import helper
+from harness.gate.helper import submit_kept
 from harness.gate.render import as_stored
 from harness.gate.sources import as_list, as_map
 
@@ -69,7 +69,7 @@ def render(key: str, request: dict) -> Future:
         if new:
             if len(_RENDERS) >= 64:
                 _RENDERS.clear()
-            _RENDERS[key] = job = helper().submit("helm", HelmError, helm=request, kubernetes_version=schema_check.KUBERNETES_VERSION)
+            _RENDERS[key] = job = submit_kept("fluxbuild", "helm", HelmError, helm=request, kubernetes_version=schema_check.KUBERNETES_VERSION)
     if new:  # a failed request (the helper exited) is asked again next time
         job.add_done_callback(lambda done: done.exception() is not None and _RENDERS.pop(key, None))
     return job

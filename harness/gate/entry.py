@@ -10,13 +10,14 @@ import tempfile
 from pathlib import Path
 
 from harness.core import HarnessError, tell
-from harness.gate.helper import prestart
+from harness.gate.helper import prestart, warm
 
 
 def cli() -> None:
     try:
         root = _repository(sys.argv[1:])
-        prestart("fluxbuild", "kubecheck", prerender=root)
+        # kubecheck only answers: where its answers are kept (helper.warm), it starts when a request is not.
+        prestart("fluxbuild", *(() if warm("kubecheck") else ("kubecheck",)), prerender=root)
         from harness.gate import render
         ahead = render.ahead(root)  # the Flux rounds render while the rules are imported
         from harness.gate.validate import cli as validate_cli  # the imports the helpers' start-up overlaps

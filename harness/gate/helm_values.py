@@ -44,7 +44,7 @@ from harness.gate.cluster_index import ClusterIndex, finding_at
 from harness.gate.cluster_refs import chart_health_checks
 from harness.gate.findings import Finding
 from harness.gate.origin import compose, descend, leaves, segments, value_at, written_prefix
-from harness.gate.helper import helper
+from harness.gate.helper import submit_kept
 from harness.gate.render import as_stored
 from harness.gate.sources import as_list, as_map, parse_yaml, resource_id
 
@@ -180,7 +180,7 @@ def _unused(ctx, root: Path, releases: list, answers: dict) -> list[Finding]:
             del parent[path[-1]]
             probe = json.dumps(without, sort_keys=True)
             if probe not in renders:
-                renders[probe] = helper().submit("helm", HelmError, helm=without, kubernetes_version=schema_check.KUBERNETES_VERSION)
+                renders[probe] = submit_kept("fluxbuild", "helm", HelmError, helm=without, kubernetes_version=schema_check.KUBERNETES_VERSION)
             if renders[probe].result().get("objects") != answers[key].get("objects"):
                 continue  # a template reads it (a key the chart's values.yaml leaves out): not unused
             close = difflib.get_close_matches(str(path[-1]), known, n=1)

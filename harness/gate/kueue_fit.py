@@ -21,7 +21,7 @@ from harness.core import HarnessError, format_quantity, parse_quantity
 from harness.gate.cluster_index import ClusterIndex, cohort_ancestors, cohort_lenders
 from harness.gate.config import GateConfig
 from harness.gate.findings import Finding
-from harness.gate.helper import helper
+from harness.gate.helper import submit_kept
 from harness.gate.kueue_manager import manager_of
 from harness.gate.pod_refs import charged_overhead, overhead_text, pod_templates
 from harness.gate.pools import cluster_pools
@@ -136,7 +136,7 @@ def verdicts(checker, queue_objects: list[dict], jobs: list[tuple[dict, str, lis
 def submit(checker, queue_objects: list[dict], jobs: list[tuple[dict, str, list[dict]]], manager: dict | None = None,
            nodes: list[dict] = ()):
     """`verdicts`, sent now: the returned future's result() waits for them."""
-    return helper().submit("admit", AdmitError, admit={
+    return submit_kept("fluxbuild", "admit", AdmitError, admit={
         "kueue": queue_objects, "config": (manager or {}).get("config"), "nodes": list(nodes),
         "jobs": [{"object": job, "cluster_queue": cq, "related": related} for job, cq, related in jobs],
     }, kueue_manager=manager, **checker.schema_request())

@@ -25,7 +25,7 @@ from harness.core import versions
 from harness.gate.cluster_index import ClusterIndex, finding_at
 from harness.gate.findings import Finding
 from harness.gate.helm_values import release_of
-from harness.gate.helper import helper
+from harness.gate.helper import submit_kept
 from harness.gate.schema_check import CheckError, is_ray_workload
 from harness.gate.sources import as_map, resource_id
 
@@ -74,7 +74,7 @@ def network_rules(ctx, root: Path, cluster, samples: list) -> Callable[[], list[
                                           for n, labels in index.namespaces.items()]
     operator = operator_pod(index)
     related += [operator] if operator else []
-    pending = helper("kubecheck").submit("network", CheckError, objects=[o for o, _ in judged], related=[related] * len(judged))
+    pending = submit_kept("kubecheck", "network", CheckError, objects=[o for o, _ in judged], related=[related] * len(judged))
     by_id = {resource_id(o): (b, o) for b, o in policies}
 
     def findings() -> list[Finding]:

@@ -23,7 +23,7 @@ import re
 from harness.core import HarnessError
 from harness.gate.azurerm_schema import DEFAULT_POOL, MAX_PODS, NODE_POOL, POOL_CHECKS, WINDOWS_NAME_MAX, sdk_key
 from harness.gate.findings import Finding
-from harness.gate.helper import helper
+from harness.gate.helper import submit_kept
 from harness.gate.matching import taint_dict
 from harness.gate.pools import Pool
 from harness.gate.sku import MIG_PROFILES
@@ -161,7 +161,7 @@ def node_setting_findings(pools: list[Pool], context: str) -> list[Finding]:
         p.written.get("node_labels", (None,))[0]).items()}}, "spec": {"taints": [taint_dict(t) for t in as_list(
             p.written.get("node_taints", (None,))[0])]}} for p in written]
     out = []
-    for pool, answer in zip(written, helper("kubecheck").call("node-pools", NodeSettingsError, objects=nodes)):
+    for pool, answer in zip(written, submit_kept("kubecheck", "node-pools", NodeSettingsError, objects=nodes).result()):
         for err in answer.get("errors") or []:
             attr = "node_taints" if "taints" in str(err.get("field")) else "node_labels"
             value, origin = pool.written.get(attr) or next(iter(pool.written.values()))

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from harness.core import HarnessError, format_quantity, parse_quantity
 from harness.gate import chart_values, scheduling
-from harness.gate.helper import helper
+from harness.gate.helper import submit_kept
 from harness.gate.schema_check import KUBERNETES_VERSION
 from harness.gate.cluster_index import finding_at
 from harness.gate.findings import Finding
@@ -157,7 +157,7 @@ def _probed(request: dict, obj: dict, template: str, defaults: dict, key: str, p
                 node[step] = {}
             node = node[step]
         node[key] = probe
-        answer = helper().submit("helm", ProbeError, helm=probe_request, kubernetes_version=KUBERNETES_VERSION).result()
+        answer = submit_kept("fluxbuild", "helm", ProbeError, helm=probe_request, kubernetes_version=KUBERNETES_VERSION).result()
         same = [i["object"] for i in answer.get("objects") or [] if i["object"].get("kind") == obj.get("kind")
                 and as_map(i["object"].get("metadata")).get("name") == as_map(obj.get("metadata")).get("name")]
         if same and as_map(as_map(_at(same[0], template)).get("spec")).get(key) == probe:

@@ -11,7 +11,7 @@ import json
 from decimal import Decimal
 
 from harness.core import HarnessError
-from harness.gate.helper import helper
+from harness.gate.helper import submit_kept
 from harness.gate.pools import NodeSpec, Pool
 from harness.gate.sources import POD_ADMISSION_KINDS, as_map, in_namespace_of
 
@@ -64,7 +64,7 @@ def unplaced(pools: list[Pool], jobs: list[dict], assigns: list[dict[str, dict]]
         return []
     nodes = node_objects([p.node_spec() for p in pools if p.count > 0 and p.linux])  # Ray's pods are Linux pods
     related = [in_namespace_of(job, objects, POD_ADMISSION_KINDS) for job in jobs]
-    return helper("kubecheck").call("place", SchedulingError, objects=jobs, nodes=nodes, assign=assigns, related=related)
+    return submit_kept("kubecheck", "place", SchedulingError, objects=jobs, nodes=nodes, assign=assigns, related=related).result()
 
 
 _ADMITTED: dict[str, dict] = {}
@@ -82,7 +82,7 @@ def admitted(template: dict | None, objects: list[dict] = ()) -> dict | None:
         return template
     key = json.dumps([template, classes], sort_keys=True, default=str)
     if key not in _ADMITTED:
-        _ADMITTED[key] = helper("kubecheck").call("admitted", SchedulingError, objects=[template], related=[classes])[0]
+        _ADMITTED[key] = submit_kept("kubecheck", "admitted", SchedulingError, objects=[template], related=[classes]).result()[0]
     answer = _ADMITTED[key]
     if answer.get("error"):
         return template

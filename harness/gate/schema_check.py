@@ -24,7 +24,7 @@ from harness.gate import quota_scope, schemas, workloads
 from harness.gate.findings import Finding
 from harness.gate.origin import dotted, mentioned_fields, segments, value_at
 from harness.gate.sources import POD_ADMISSION_KINDS, as_map, resource_id
-from harness.gate.helper import helper
+from harness.gate.helper import helper, submit_each, submit_kept, warm
 from harness.gate.schema_texts import HINTS, WARNING_RULES, WHAT, hint_for, what_for
 
 KUBERNETES_VERSION = versions.module("kubernetes")[1].removeprefix("v")
@@ -105,6 +105,7 @@ class Checker:
         """`extra_crds`: CRD YAML files of the checked repository (the configuration's `crds`), known besides the pinned ones."""
         self._extra_crds = extra_crds
         self._schema_dir: str | None = None
+        self._ahead: dict[str, bool] = {}  # per helper, whether start() prepared it ahead
 
     def schema_request(self) -> dict[str, str]:
         """The schema directory and Kubernetes version a helper request about these CRDs carries."""
@@ -113,14 +114,21 @@ class Checker:
         return {"schema_dir": self._schema_dir, "kubernetes_version": KUBERNETES_VERSION}
 
     def start(self) -> "Checker":
-        """Has the helper load the CRDs now, while the caller reads and renders (and starts kubecheck)."""
-        helper().submit("prepare", CheckError, kinds=[], **self.schema_request())
-        helper("kubecheck").start()
+        """Has the helper load the CRDs now, while the caller reads and renders (and starts kubecheck), unless the helpers
+        as built now answered before (helper.warm): their verdicts on unchanged objects are kept, and what is asked anew
+        loads only what it needs."""
+        self._ahead = {name: not warm(name) for name in ("fluxbuild", "kubecheck")}
+        if self._ahead["fluxbuild"]:
+            helper().submit("prepare", CheckError, kinds=[], **self.schema_request())
+        if self._ahead["kubecheck"]:
+            helper("kubecheck").start()
         return self
 
     def expect(self, kinds: set[tuple[str, str]]) -> None:
         """The (apiVersion, kind) pairs the objects will have, to prepare their validators (with a RayJob's, the Workload's:
         its check validates the Workload Kueue makes of it)."""
+        if not self._ahead.get("fluxbuild", True):
+            return
         if ("ray.io/v1", "RayJob") in kinds:
             kinds = kinds | {("kueue.x-k8s.io/v1beta2", "Workload")}
         helper().submit("prepare", CheckError, kinds=sorted(kinds), **self.schema_request())
@@ -149,28 +157,29 @@ class Checker:
             groups.setdefault(json.dumps(manager, sort_keys=True), []).append(i)
         # Kueue's mutating webhook (fluxbuild) reads the namespace's LocalQueue `default`, its scheduler the LimitRanges and
         # RuntimeClasses; kubecheck takes the ResourceQuotas and the Namespace too.
-        answers = [(members, helper().submit(
-            "check", CheckError, objects=[pairs[i][0] for i in members], kueue_manager=triples[members[0]][2],
-            related=[[o for o in pairs[i][1] if isinstance(o, dict) and o.get("kind") in ("LocalQueue", *POD_ADMISSION_KINDS)] for i in members],
-            **self.schema_request())) for members in groups.values()]
+        # Each object's verdict is kept (helper.submit_each): only objects not judged before are sent.
+        answers = [(members, submit_each("fluxbuild", "check", CheckError, {
+            "objects": [pairs[i][0] for i in members],
+            "related": [[o for o in pairs[i][1] if isinstance(o, dict) and o.get("kind") in ("LocalQueue", *POD_ADMISSION_KINDS)] for i in members]},
+            kueue_manager=triples[members[0]][2], **self.schema_request())) for members in groups.values()]
         ray = [i for i, (o, _) in enumerate(pairs) if is_ray_workload(o)]
         builtin = [i for i, (o, _) in enumerate(pairs) if is_builtin(o)]
-        pods = helper("kubecheck").submit("pods", CheckError, objects=[pairs[i][0] for i in ray], related=[
-            [o for o in pairs[i][1] if not (isinstance(o, dict) and o.get("kind") == "LocalQueue")] for i in ray]) if ray else None
-        server = helper("kubecheck").submit("builtin", CheckError, objects=[pairs[i][0] for i in builtin]) if builtin else None
+        pods = submit_each("kubecheck", "pods", CheckError, {"objects": [pairs[i][0] for i in ray], "related": [
+            [o for o in pairs[i][1] if not (isinstance(o, dict) and o.get("kind") == "LocalQueue")] for i in ray]}) if ray else None
+        server = submit_each("kubecheck", "builtin", CheckError, {"objects": [pairs[i][0] for i in builtin]}) if builtin else None
 
         def results() -> list[Problem | None]:
             # kubecheck's verdicts count once fluxbuild accepted the object: the pods exist only once it passed
             # every stage before them (and Kueue admitted it); a built-in's spec is validated after its schema.
             later = {}
-            for i, r in zip(builtin, server.result() if server else []):
+            for i, r in zip(builtin, server() if server else []):
                 later[i] = Problem("validation", tuple(r["errors"])) if r["errors"] else None
-            for i, r in zip(ray, pods.result() if pods else []):
+            for i, r in zip(ray, pods() if pods else []):
                 later[i] = next((Problem(stage, tuple(r[key])) for stage, key in (("pod", "errors"), ("security", "security"), ("quota", "quota"))
                                  if r.get(key)), None)
             problems: list[Problem | None] = [None] * len(pairs)
             for members, answer in answers:
-                for i, r in zip(members, answer.result()):
+                for i, r in zip(members, answer()):
                     # Kueue's accounting of the pods counts once they can be created at all: kubecheck's refusal first.
                     own = Problem(r["stage"], tuple(r["errors"])) if r["stage"] else None
                     problems[i] = (later.get(i) or own) if r["stage"] in ACCOUNTING_STAGES else own or later.get(i)
@@ -198,7 +207,7 @@ def stored(objects: list[dict]) -> list[dict]:
     keys = [json.dumps(o, sort_keys=True, default=str) for o in objects]
     missing = sorted({k for k in keys if k not in _STORED})
     if missing:
-        answers = helper("kubecheck").call("stored", CheckError, objects=[json.loads(k) for k in missing])
+        answers = submit_kept("kubecheck", "stored", CheckError, objects=[json.loads(k) for k in missing]).result()
         _STORED.update(zip(missing, answers))
     return [_STORED[k] for k in keys]
 

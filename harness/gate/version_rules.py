@@ -18,7 +18,7 @@ from harness.core import HarnessError, releases, versions
 from harness.gate import chart_values, pin_schema, schemas
 from harness.gate.cluster_index import ClusterIndex, finding_at
 from harness.gate.findings import Finding
-from harness.gate.helper import helper
+from harness.gate.helper import helper, submit_kept
 from harness.gate.origin import line_at, written_prefix
 from harness.gate.pin_schema import COMPONENTS, REQUIRED
 from harness.gate.render import ClusterRender
@@ -280,7 +280,7 @@ def chart_module(pin: str, installed: str | None) -> str | None:
 def _without_post_renderers(key: str) -> dict:
     """Helm's answer for an op helm request (its JSON key) without its spec.postRenderers."""
     request = {k: v for k, v in json.loads(key).items() if k not in ("postRenderers", "postRenderStrategy")}
-    return helper().call("helm", PinsError, helm=request, kubernetes_version=KUBERNETES_VERSION)
+    return submit_kept("fluxbuild", "helm", PinsError, helm=request, kubernetes_version=KUBERNETES_VERSION).result()
 
 
 def _images(obj: dict):
