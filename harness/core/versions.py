@@ -82,12 +82,24 @@ def pins() -> dict:
 
     text = VERSIONS_FILE.read_text(encoding="utf-8", errors="replace")
     try:  # libyaml's loader where PyYAML has it: read on every gate start
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
+        try:  # (yaml.load's steps, the node kept: it says which key is written twice)
+            node = loader.get_single_node()
+            data = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
         raise VersionsFileError(f"{shown(mark.line + 1 if mark else None)}: not valid YAML: {getattr(err, 'problem', None) or err}"
                                 f"{f', {err.context}' if getattr(err, 'context', None) else ''}; fix the YAML syntax there "
                                 "(indentation, a missing ':'); every pinned version is read from this file") from None
+    from harness.core.yaml_nodes import written_twice
+
+    twice = written_twice(node)
+    if twice:
+        key, line, first = twice
+        raise VersionsFileError(f"{shown(line)}: key {key!r} is written twice in one mapping (first at line {first}); the "
+                                "gate would read only the last; keep one of the two keys (delete the line of the one that is not meant)")
     refused = pin_file.refusals(data, text)
     if refused:
         first, more = refused[0], len(refused) - 1

@@ -24,3 +24,22 @@ def written_line(node, path: list[str | int]) -> int:
             break
         line = key.start_mark.line + 1
     return line
+
+
+def written_twice(node) -> tuple[str, int, int] | None:
+    """The first mapping key written twice in one mapping below `node` (key, its second line, its first line), as go-yaml
+    refuses it and PyYAML would keep the last value silently; None when there is none."""
+    todo = [node] if node is not None else []
+    while todo:
+        current = todo.pop(0)
+        if isinstance(current, yaml.MappingNode):
+            seen: dict[str, int] = {}
+            for key, value in current.value:
+                if isinstance(key, yaml.ScalarNode):
+                    if key.value in seen:
+                        return key.value, key.start_mark.line + 1, seen[key.value]
+                    seen[key.value] = key.start_mark.line + 1
+                todo.append(value)
+        elif isinstance(current, yaml.SequenceNode):
+            todo += current.value
+    return None

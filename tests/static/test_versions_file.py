@@ -32,6 +32,7 @@ BROKEN = [
     ("candidates-not-a-list", "  candidates:\n    - version: v1.6.2       # v1.7.0's module zip is refused by the proxy: not buildable here\n"
      "      chart: 1.6.2\n", "  candidates: v1.6.2\n", 54, "as an array"),
     ("unknown-key-of-a-pin", "kwok:                       #", "kwok:\n  modul: sigs.k8s.io/kwok\n  #", 29, "rename modul to module"),
+    ("key-written-twice", "  production: 0.17.1\n", "  production: 0.17.1\n  production: 0.17.3\n", 36, "written twice in one mapping (first at line 35)"),
     ("required-component-removed", "etcd:\n  module: go.etcd.io/etcd/server/v3\n", "etcdd:\n  module: go.etcd.io/etcd/server/v3\n", 31,
      "rename etcdd to etcd"),
 ]
