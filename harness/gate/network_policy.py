@@ -2,7 +2,7 @@
 
 terraform/aks.tf enforces NetworkPolicies (Cilium). A policy that selects the Ray pods and lets through neither the
 pods of their own RayCluster nor the KubeRay operator (a default-deny ingress in the namespace, the usual first
-hardening step) changes nothing Kueue looks at: it admits the job, KubeRay's wait-gcs-ready init container on every
+hardening step), or a default-deny egress that leaves out the cluster DNS, changes nothing Kueue looks at: it admits the job, KubeRay's wait-gcs-ready init container on every
 worker then waits for the head's GCS port forever, the operator and the submitter never reach the head's dashboard,
 and the job holds its quota without running.
 
@@ -35,8 +35,9 @@ RULES = {
                           "worker to the head's GCS port, every pod of the RayCluster to the others on the ports KubeRay declares "
                           "on their Ray container and Ray's first worker port (min-worker-port, 10002), and to the head's dashboard "
                           "port the KubeRay operator's pod (RayJob, RayService; as its HelmRelease installs it) and a RayJob's "
-                          "submitter pod; else Kueue admits the job, its workers wait for the GCS forever and it holds its quota "
-                          "without running",
+                          "submitter pod, and every Ray pod to the cluster DNS (CoreDNS in kube-system, UDP 53), by which the "
+                          "workers find the head's GCS; else Kueue admits the job, its workers wait for the GCS forever and it holds "
+                          "its quota without running",
 }
 OPERATOR_CHART = "kuberay-operator"  # .Chart.Name of KubeRay's chart (the default of its name and component labels)
 
@@ -95,8 +96,9 @@ def network_rules(ctx, root: Path, cluster, samples: list) -> Callable[[], list[
                        f"Ray pods need and its {direction} rules allow none of them: "
                        f"{traffic}{more}. Kueue admits the job, {_consequence([t for _, ts in refused for t in ts])}, and the job holds "
                        "its quota without running")
+            dns = any("-> cluster DNS" in t for _, ts in refused for t in ts)
             out.append(finding_at(ctx, root, policy, build, ["spec", "podSelector"], "ray-network-policy", message,
-                                  _hint(direction, namespace, operator), cluster=cluster.name))
+                                  _hint(direction, namespace, operator, dns), cluster=cluster.name))
         return out
     return findings
 
@@ -106,6 +108,9 @@ def _consequence(traffic: list[str]) -> str:
     said = []
     if any(t.startswith("worker ") and "-> head pod" in t and ("(GCS)" in t or "(gcs-server)" in t) for t in traffic):
         said.append("its workers wait for the head's GCS forever (KubeRay's wait-gcs-ready init container)")
+    elif any("-> cluster DNS" in t for t in traffic):
+        said.append("its pods cannot resolve the head service's name, so its workers wait for the head's GCS forever (KubeRay's "
+                    "wait-gcs-ready init container)")
     callers = [who for who in ("the KubeRay operator", "submitter") if any(t.startswith(who) for t in traffic)]
     if callers:
         said.append(f"{' and the '.join(callers)} never reach{'es' if len(callers) == 1 else ''} the head's dashboard to submit "
@@ -113,12 +118,21 @@ def _consequence(traffic: list[str]) -> str:
     return "; ".join(said) or "the Ray pods cannot reach each other (tasks, objects, metrics)"
 
 
-def _hint(direction: str, namespace: str, operator: dict | None) -> str:
-    """The rule to add: the RayCluster's own pods on all ports, the operator (and the submitter) on the dashboard port."""
+DNS_EGRESS = ("{to: [{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: kube-system}}, podSelector: {matchLabels: "
+              "{k8s-app: kube-dns}}}], ports: [{port: 53, protocol: UDP}, {port: 53, protocol: TCP}]}")
+
+
+def _hint(direction: str, namespace: str, operator: dict | None, dns: bool = False) -> str:
+    """The rule to add: the RayCluster's own pods on all ports, the operator (and the submitter) on the dashboard port, and
+    the cluster DNS when that is refused too."""
     op = as_map(as_map(operator).get("metadata"))
     op_ns, op_name = op.get("namespace", "kuberay-system"), as_map(op.get("labels")).get("app.kubernetes.io/name", OPERATOR_CHART)
     ray = "{podSelector: {matchExpressions: [{key: ray.io/cluster, operator: Exists}]}}"
     submitter = "{podSelector: {matchExpressions: [{key: batch.kubernetes.io/job-name, operator: Exists}]}}"
+    if direction == "ingress" and dns and namespace == "kube-system":
+        return ("let every pod reach the cluster DNS: add to namespace kube-system `{apiVersion: networking.k8s.io/v1, kind: "
+                "NetworkPolicy, metadata: {name: allow-dns, namespace: kube-system}, spec: {podSelector: {matchLabels: {k8s-app: "
+                "kube-dns}}, policyTypes: [Ingress], ingress: [{ports: [{port: 53, protocol: UDP}, {port: 53, protocol: TCP}]}]}}`")
     if direction == "egress" and namespace == op_ns:
         return (f"let the operator reach the Ray heads' dashboard: add to namespace {op_ns} `{{apiVersion: networking.k8s.io/v1, kind: "
                 f"NetworkPolicy, metadata: {{name: allow-kuberay-egress, namespace: {op_ns}}}, spec: {{podSelector: {{matchLabels: "
@@ -126,9 +140,10 @@ def _hint(direction: str, namespace: str, operator: dict | None) -> str:
                 "{matchLabels: {ray.io/node-type: head}}}], ports: [{port: 8265, protocol: TCP}]}]}}` (its calls to the apiserver "
                 "need their own rule too)")
     if direction == "egress":
-        return (f"let the Ray pods reach each other: add to namespace {namespace} `{{apiVersion: networking.k8s.io/v1, kind: NetworkPolicy, "
-                f"metadata: {{name: allow-ray-egress, namespace: {namespace}}}, spec: {{podSelector: {{}}, policyTypes: [Egress], "
-                f"egress: [{{to: [{ray}]}}]}}}}` (and, for a policy in {op_ns}, let the operator reach port 8265 of namespace {namespace})")
+        return (f"let the Ray pods reach each other{' and the cluster DNS' if dns else ''}: add to namespace {namespace} `{{apiVersion: "
+                f"networking.k8s.io/v1, kind: NetworkPolicy, metadata: {{name: allow-ray-egress, namespace: {namespace}}}, spec: "
+                f"{{podSelector: {{}}, policyTypes: [Egress], egress: [{{to: [{ray}]}}{', ' + DNS_EGRESS if dns else ''}]}}}}` (and, "
+                f"for a policy in {op_ns}, let the operator reach port 8265 of namespace {namespace})")
     return (f"add to namespace {namespace} `{{apiVersion: networking.k8s.io/v1, kind: NetworkPolicy, metadata: {{name: allow-ray, "
             f"namespace: {namespace}}}, spec: {{podSelector: {{matchExpressions: [{{key: ray.io/cluster, operator: Exists}}]}}, "
             f"policyTypes: [Ingress], ingress: [{{from: [{ray}]}}, {{from: [{submitter}, {{namespaceSelector: {{matchLabels: "

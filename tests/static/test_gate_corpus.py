@@ -957,6 +957,9 @@ CORPUS = [
      lambda r: _network_policy(r, "  podSelector: {}\n  policyTypes: [Ingress]\n"), 5),
     ("network-policy-same-namespace-only", "ray-network-policy", "base/deny.yaml",  # the KubeRay operator (kuberay-system) refused
      lambda r: _network_policy(r, "  podSelector: {}\n  policyTypes: [Ingress]\n  ingress:\n    - from: [{podSelector: {}}]\n"), 5),
+    # A default-deny egress that lets the namespace's pods talk but leaves out the cluster DNS: no worker resolves the head.
+    ("network-policy-egress-without-dns", "ray-network-policy", "base/deny.yaml",
+     lambda r: _network_policy(r, "  podSelector: {}\n  policyTypes: [Egress]\n  egress:\n    - to: [{podSelector: {}}]\n"), 5),
 ]
 
 

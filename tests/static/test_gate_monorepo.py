@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.gate import validate_repository
-from harness.testing.repo import copy_config
+from harness.testing import copy_config
 
 pytestmark = pytest.mark.static
 P = "platform"

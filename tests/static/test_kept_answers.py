@@ -81,12 +81,12 @@ def test_only_the_objects_not_judged_before_are_sent_and_kept_verdicts_are_the_h
 def test_a_run_with_every_verdict_kept_reports_what_a_run_with_none_kept_does(repo_copy, tmp_path, monkeypatch):
     edit(repo_copy, TEAM_A, '              borrowingLimit: "0"\n', '              borrowingLimit: "0"\n              lendingLimit: "99999"\n')
     edit(repo_copy, TEAM_B, "queueingStrategy:", "queueingStrategyy:")
+    own = {}
     for name in ("fluxbuild", "kubecheck"):  # this test's own (empty) memos, apart from the shared ones
-        memo = gate_helper.memo(name)
-        assert memo is not None, f"tools/{name} is built"
-        own = Memo(name, "test")
-        own.dir = tmp_path / "memo" / name
-        monkeypatch.setitem(gate_helper._MEMOS, name, own)
+        assert gate_helper.memo(name) is not None, f"tools/{name} is built"
+        own[name] = Memo(name, "test")
+        own[name].dir = tmp_path / "memo" / name
+    monkeypatch.setattr(gate_helper, "memo", lambda name="fluxbuild": own.get(name))
     assert not gate_helper.warm("fluxbuild")
     with_none = [f.text() for f in validate_repository(repo_copy).findings]
     assert gate_helper.warm("fluxbuild") and gate_helper.warm("kubecheck")

@@ -53,3 +53,27 @@ def test_a_same_namespace_policy_names_the_operator_only(repo_copy: Path):
     assert found, "expected ray-network-policy"
     assert all("the KubeRay operator pod (kuberay-system) -> head pod TCP 8265 (dashboard)" in f.message for f in found), found
     assert all("6379" not in f.message and "submitter pod ->" not in f.message for f in found), found
+
+
+EGRESS = DENY.replace("default-deny-ingress", "same-namespace-egress").replace(
+    "policyTypes: [Ingress]}", "policyTypes: [Egress], egress: [{to: [{podSelector: {}}]}]}")
+
+
+def test_an_egress_policy_without_the_cluster_dns_names_it_and_its_fix_is_clean(repo_copy: Path):
+    """Pods of namespace ray may reach each other, not CoreDNS: the finding names the DNS traffic (UDP 53 to kube-system's
+    k8s-app=kube-dns pods) and nothing else, and its fix, applied, is clean."""
+    _add(repo_copy, "deny.yaml", EGRESS)
+    found = _rule(validate_repository(repo_copy))
+    assert found and all(f.file == "base/deny.yaml" for f in found), found
+    assert all("-> cluster DNS (kube-system pods k8s-app=kube-dns) UDP 53" in f.message and "TCP" not in f.message
+               and "resolve the head service's name" in f.message for f in found), [f.message for f in found]
+    allow = yaml.safe_load(re.search(r"`(\{apiVersion: networking.k8s.io/v1.*\})`", found[0].hint).group(1))
+    _add(repo_copy, "allow-ray.yaml", yaml.safe_dump(allow))
+    report = validate_repository(repo_copy)
+    assert report.findings == [], "\n".join(f.text() for f in report.findings)
+
+
+def test_an_egress_policy_that_allows_dns_to_kube_system_is_clean(repo_copy: Path):
+    _add(repo_copy, "deny.yaml", EGRESS.replace("egress: [{to: [{podSelector: {}}]}]", "egress: [{to: [{podSelector: {}}]}, {to: "
+         "[{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: kube-system}}}], ports: [{port: 53, protocol: UDP}]}]"))
+    assert _rule(validate_repository(repo_copy)) == []

@@ -14,7 +14,11 @@ package main
 //     task calls use between nodes;
 //   - a RayJob's and a RayService's KubeRay operator pod -> the head's dashboard port (rayjob_controller.go and
 //     rayservice_controller.go: FetchHeadServiceURL(..., DashboardPortName)), the operator as the caller describes it;
-//   - a RayJob's submitter pod (K8sJobMode) -> the head's dashboard port (`ray job submit --address`).
+//   - a RayJob's submitter pod (K8sJobMode) -> the head's dashboard port (`ray job submit --address`);
+//   - every pod (head, workers, submitter) -> the cluster DNS, UDP 53: the workers find the GCS and the submitter the
+//     dashboard by the head service's name (KubeRay's wait-gcs-ready and --address use its FQDN). On AKS that is CoreDNS,
+//     pods labelled k8s-app: kube-dns in kube-system, reached through the kube-dns Service, and NetworkPolicies judge
+//     the pods behind a Service (an ipBlock of the Service's IP allows nothing). TCP 53 (large answers) is not judged.
 
 import (
 	"fmt"
@@ -47,7 +51,11 @@ type flow struct {
 	source, dest *matcher.InternalPeer
 	port         int
 	portName     string
+	protocol     corev1.Protocol
 }
+
+// The cluster DNS as AKS runs it: CoreDNS pods in kube-system, their UDP port named dns.
+var dnsNamespace, dnsLabels = "kube-system", map[string]string{"k8s-app": "kube-dns"}
 
 // networkRefusals: `related` holds the cluster's NetworkPolicies and Namespaces and, as a Pod, the KubeRay operator's
 // pod (its namespace and labels). An object that is no Ray object KubeRay builds pods for has none.
@@ -105,7 +113,7 @@ func networkRefusals(obj map[string]interface{}, related []map[string]interface{
 	for _, f := range flows {
 		verdict := policy.IsTrafficAllowed(&matcher.Traffic{Source: &matcher.TrafficPeer{Internal: f.source},
 			Destination: &matcher.TrafficPeer{Internal: f.dest}, ResolvedPort: f.port, ResolvedPortName: f.portName,
-			Protocol: corev1.ProtocolTCP})
+			Protocol: f.protocol})
 		for _, d := range []struct {
 			name   string
 			result *matcher.DirectionResult
@@ -191,7 +199,7 @@ func rayFlows(obj map[string]interface{}, m made, peer func(string, map[string]s
 		} else if dest == head && port == gcs {
 			label += " (GCS)"
 		}
-		f := flow{fmt.Sprintf("%s -> %s pod TCP %s", from, dest.role, label), source, dest.peer, port, name}
+		f := flow{fmt.Sprintf("%s -> %s pod TCP %s", from, dest.role, label), source, dest.peer, port, name, corev1.ProtocolTCP}
 		if dest == head && (port == gcs || port == dashboard) {
 			flows = append(flows, f)
 		} else {
@@ -224,6 +232,13 @@ func rayFlows(obj map[string]interface{}, m made, peer func(string, map[string]s
 	}
 	if submitter != nil {
 		to("submitter pod", submitter.peer, head, dashboard, utils.DashboardPortName)
+	}
+	dns := peer(dnsNamespace, dnsLabels)
+	for _, src := range append(members, submitter) {
+		if src != nil {
+			mesh = append(mesh, flow{fmt.Sprintf("%s pod -> cluster DNS (%s pods %s) UDP 53", src.role, dnsNamespace, "k8s-app=kube-dns"),
+				src.peer, dns, 53, "dns", corev1.ProtocolUDP})
+		}
 	}
 	return append(flows, mesh...)
 }
