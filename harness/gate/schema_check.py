@@ -194,7 +194,7 @@ def kuberay_pods(objects: list[dict], submitter_job: bool = False) -> list:
     """The pods KubeRay's own builders make of each RayJob or RayCluster, by role (head, worker GROUP,
     submitter), as tools/kubecheck validates them: {} for another kind. With `submitter_job`, (pods, the submitter Job
     KubeRay's RayJob controller would create, or None) each."""
-    answers = helper("kubecheck").call("pods", CheckError, objects=objects, with_pods=True)
+    answers = submit_each("kubecheck", "pods", CheckError, {"objects": objects}, with_pods=True)()
     return [(r.get("pods") or {}, r.get("submitter")) if submitter_job else r.get("pods") or {} for r in answers]
 
 
