@@ -39,8 +39,11 @@ class Memo:
 
     def warm(self) -> bool:
         """Whether answers of this code were kept before (a run that finds them all need not start what computes them)."""
+        if self.dir is None:
+            return False
         try:
-            return self.dir is not None and any(os.scandir(self.dir))
+            with os.scandir(self.dir) as entries:
+                return any(entries)
         except OSError:
             return False
 

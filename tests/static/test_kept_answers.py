@@ -18,33 +18,47 @@ pytestmark = pytest.mark.static
 
 
 
-def test_an_answer_is_read_back_under_its_inputs_only_and_by_the_code_that_kept_it():
-    memo = Memo("test-kept", "build-a")
+def _memo(tmp_path, name: str, identity: str, kept: int = 4096) -> Memo:
+    """A Memo in `tmp_path`, not in the user's cache."""
+    memo = Memo(name, identity, kept)
+    memo.dir = tmp_path / "memo" / f"{name}-{identity}"
+    return memo
+
+
+def test_an_answer_is_read_back_under_its_inputs_only_and_by_the_code_that_kept_it(tmp_path):
+    memo = _memo(tmp_path, "test-kept", "build-a")
     key = memo.key("check", {"objects": [{"kind": "ConfigMap", "data": {"a": os.urandom(8).hex()}}]})
     assert memo.get(key) is MISSING
     memo.put(key, [{"stage": "", "errors": []}])
     assert memo.get(key) == [{"stage": "", "errors": []}]
     assert memo.warm()
-    assert Memo("test-kept", "build-b").get(key) is MISSING  # another build of the helper: its own answers only
+    assert _memo(tmp_path, "test-kept", "build-b").get(key) is MISSING  # another build of the helper: its own answers only
     assert memo.get(memo.key("check", {"objects": [{"kind": "ConfigMap"}]})) is MISSING
     assert memo.key({1: "a", "1": "b"}) is None and memo.get(None) is MISSING  # inputs that cannot be keyed: never kept
 
 
-def test_the_oldest_answers_beyond_the_bound_are_removed_when_a_run_adds_answers():
-    memo = Memo("test-bound", os.urandom(4).hex(), kept=3)
+def test_the_oldest_answers_beyond_the_bound_are_removed_when_a_run_adds_answers(tmp_path):
+    memo = _memo(tmp_path, "test-bound", "a", kept=3)
     keys = [memo.key(i) for i in range(5)]
     for i, key in enumerate(keys):
         memo.put(key, i)
         os.utime(memo.dir / key[:2] / key, (1000 + i, 1000 + i))
-    Memo("test-bound", memo.dir.name.rsplit("-", 1)[-1], kept=3).put(memo.key(5), 5)  # a later run adds one
+    _memo(tmp_path, "test-bound", "a", kept=3).put(memo.key(5), 5)  # a later run adds one
     kept = [memo.get(k) for k in keys]
     assert kept[:3] == [MISSING, MISSING, MISSING] and kept[3:] == [3, 4]
 
 
+def test_only_the_newest_builds_answers_are_kept(tmp_path):
+    for i, build in enumerate(("b1", "b2", "b3", "b4")):
+        memo = _memo(tmp_path, "test-builds", build)
+        memo.put(memo.key(i), i)
+        os.utime(memo.dir, (1000 + i, 1000 + i))
+    assert sorted(p.name for p in (tmp_path / "memo").iterdir()) == ["test-builds-b2", "test-builds-b3", "test-builds-b4"]
+
+
 def test_an_unwritable_cache_keeps_nothing_and_says_nothing(tmp_path):
-    memo = Memo("test-unwritable", "x")
     (tmp_path / "file").write_text("not a directory")
-    memo.dir = tmp_path / "file" / "memo"  # no one can create it, root included
+    memo = _memo(tmp_path / "file", "test-unwritable", "x")  # no one can create it, root included
     memo.put(memo.key("a"), 1)
     assert memo.get(memo.key("a")) is MISSING and not memo.warm()
 
